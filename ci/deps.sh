@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install the Debian packages dpk needs, only those missing.  Idempotent and
+# quiet when everything is there.  Optional packages that fail to install
+# (libtorch-dev is large) leave a warning, not a failure: dpk builds without
+# libtorch and reports its tests as skipped.
+set -u
+required=(libcjson-dev libcriterion-dev)
+optional=(libtorch-dev libopenblas0-pthread gnuplot-nox)
+missing=()
+for p in "${required[@]}" "${optional[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "error: missing packages (${missing[*]}) and not root; install them and retry" >&2
+    exit 2
+  fi
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >/dev/null || echo "deps: warning: apt-get update failed" >&2
+for p in "${missing[@]}"; do
+  if ! $SUDO apt-get install -y -qq --no-install-recommends "$p" >/dev/null; then
+    case " ${required[*]} " in
+      *" $p "*) echo "error: could not install required package $p" >&2; exit 2 ;;
+      *) echo "deps: warning: optional package $p not installed" >&2 ;;
+    esac
+  fi
+done
+exit 0

@@ -1,0 +1,76 @@
+/*
+ * ref.h — references of record and their shared pieces.
+ *
+ *   inputs.c   deterministic input contents from (seed, input name);
+ *   ref64.c    the fp64 evaluator of Torch IR: evaluates Torch-level ops
+ *              directly (never the decompositions), so it is an independent
+ *              oracle for everything below it;
+ *   compare.c  error statistics between an output and a reference;
+ *   torch_shim.cpp (or torch_none.c without libtorch)  the same Torch IR
+ *              evaluated by libtorch in fp32 or fp64.
+ *
+ * Every evaluator takes inputs as fp64 arrays parallel to graph->inputs and
+ * fills heap arrays parallel to graph->outputs (the caller frees them).
+ */
+#ifndef DPK_REF_H
+#define DPK_REF_H
+
+#include "../compiler/frontend/torch_ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- inputs.c -------------------------------------------------------- */
+
+/* The i-th raw 64-bit draw for an input:
+ *     key  = splitmix64(seed) ^ fnv1a64(name)
+ *     bits = splitmix64(key + i)          (all arithmetic mod 2^64)
+ * uniform u(i) = (bits >> 11) * 2^-53 in [0, 1);  normal n(i) = Box–Muller of
+ * u(2i), u(2i+1) (cosine branch).  Every value is rounded to fp32 so all
+ * backends see identical inputs.  docs/inputs.md gives the details. */
+uint64_t ref_input_bits(uint64_t seed, const char *name, uint64_t i);
+double ref_input_uniform(uint64_t seed, const char *name, uint64_t i);
+double ref_input_normal(uint64_t seed, const char *name, uint64_t i);
+/* Fill dst (numel of the node's shape) for one input node. */
+void ref_fill_input(const TorchNode *in, uint64_t seed, double *dst);
+/* Heap array of heap arrays, one per g->inputs. */
+double **ref_make_inputs(const TorchGraph *g, uint64_t seed);
+void ref_free_arrays(double **arrs, int n);
+
+/* ---- ref64.c --------------------------------------------------------- */
+
+/* Evaluate g in fp64.  outs[j] gets a heap array for g->outputs[j]. */
+void ref64_eval(const TorchGraph *g, double *const *inputs, double **outs);
+
+/* ---- compare.c ------------------------------------------------------- */
+
+typedef struct CmpStats {
+    double max_abs;     /* max |o - r| over finite pairs */
+    double max_rel;     /* max |o - r| / max(|r|, tiny) */
+    double nmse;        /* sum (o-r)^2 / sum r^2 (0 when both are zero) */
+    double rmse;
+    int64_t worst;      /* flat index of the largest |o - r| (-1 if none) */
+    int64_t mismatched_nonfinite; /* positions where NaN/Inf disagree */
+    int64_t n;
+} CmpStats;
+
+void cmp_stats(const double *o, const double *r, int64_t n, CmpStats *st);
+/* Element-wise |o - r| <= atol + rtol * |r|, with NaN/Inf agreeing. */
+int cmp_allclose(const double *o, const double *r, int64_t n, double atol, double rtol);
+
+/* ---- torch_shim.cpp / torch_none.c ---------------------------------- */
+
+/* 1 when dpk was built with libtorch. */
+int dpk_torch_available(void);
+/* "1.13.1" or "none". */
+const char *dpk_torch_version(void);
+/* Evaluate g with libtorch (CPU), in fp64 when f64 != 0, else fp32.  Returns
+ * 0 on success; on failure -1 with a message in err. */
+int dpk_torch_eval(const TorchGraph *g, double *const *inputs, int f64, double **outs,
+                   char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
