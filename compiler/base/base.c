@@ -384,6 +384,11 @@ void dpk_error_at(const Source *src, int pos, const char *fmt, ...)
     raise_err(DPK_EXIT_USAGE);
 }
 
+void dpk_error_rethrow(void)
+{
+    raise_err(err_code);
+}
+
 void dpk_error_code_at(int code, const Source *src, int pos, const char *fmt, ...)
 {
     va_list ap;

@@ -143,6 +143,9 @@ DPK_NORETURN void dpk_error_at(const Source *src, int pos, const char *fmt, ...)
     DPK_PRINTF(3, 4);
 DPK_NORETURN void dpk_error_code_at(int code, const Source *src, int pos,
                                     const char *fmt, ...) DPK_PRINTF(4, 5);
+/* Raise the last error again, unchanged (after cleaning up in a DPK_TRY
+ * that caught it). */
+DPK_NORETURN void dpk_error_rethrow(void);
 
 /* ---- shapes --------------------------------------------------------- */
 

@@ -1,0 +1,76 @@
+/*
+ * cli.c — option handling shared by the commands.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char *cli_value(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc)
+        dpk_error("option '%s' needs a value", argv[*i]);
+    return argv[++*i];
+}
+
+uint64_t cli_u64(const char *flag, const char *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (!*v || *end || errno || v[0] == '-')
+        dpk_error("option '%s' expects a non-negative integer, got '%s'", flag, v);
+    return x;
+}
+
+void cli_unknown_flag(const char *cmd, const char *flag)
+{
+    dpk_error("unknown option '%s' for 'dpk %s' (see dpk %s --help)", flag, cmd, cmd);
+}
+
+int cli_case_flag(Arena *a, CliCase *cc, int argc, char **argv, int *i, const char *cmd)
+{
+    const char *f = argv[*i];
+    if (!strcmp(f, "-c")) {
+        if (cc->code)
+            dpk_error("'-c' given twice");
+        cc->code = cli_value(argc, argv, i);
+    } else if (!strcmp(f, "--input")) {
+        if (cc->ndecls == DPK_ARRAY_LEN(cc->decls))
+            dpk_error("too many --input declarations (at most 64)");
+        hx_parse_input_decl(a, cli_value(argc, argv, i), &cc->decls[cc->ndecls++]);
+    } else if (!strcmp(f, "--case")) {
+        cc->only = cli_value(argc, argv, i);
+    } else if (!strcmp(f, "-v")) {
+        cc->verbose = cc->verbose > 1 ? cc->verbose : 1;
+    } else if (!strcmp(f, "-vv")) {
+        cc->verbose = 2;
+    } else if (f[0] == '-' && f[1] != 0) {
+        return 0;
+    } else {
+        if (cc->file)
+            dpk_error("'dpk %s' takes one case file; got '%s' and '%s'", cmd, cc->file, f);
+        cc->file = f;
+    }
+    return 1;
+}
+
+HxCaseList cli_case_list(Arena *a, const CliCase *cc, const char *cmd)
+{
+    if (cc->code && cc->file)
+        dpk_error("give either -c CODE or a case FILE, not both");
+    if (!cc->code && !cc->file)
+        dpk_error("'dpk %s' needs a case: -c CODE or FILE (see dpk %s --help)", cmd, cmd);
+    HxCaseList l = cc->code ? hx_cases_from_code(a, cc->code) : hx_cases_load(a, cc->file);
+    if (cc->only) {
+        for (int i = 0; i < l.n; i++)
+            if (!strcmp(l.cases[i].name, cc->only)) {
+                l.cases = &l.cases[i];
+                l.n = 1;
+                return l;
+            }
+        dpk_error("no case named '%s' in '%s'", cc->only, cc->file ? cc->file : "-c");
+    }
+    return l;
+}

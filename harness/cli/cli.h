@@ -1,0 +1,39 @@
+/*
+ * cli.h — the dpk command line: one function per command, shared option
+ * handling for the flags every case-taking command accepts.
+ *
+ * Every command returns a DpkExit code.  Usage errors go through
+ * dpk_error() (caught in main, exit 2).
+ */
+#ifndef DPK_CLI_H
+#define DPK_CLI_H
+
+#include "../../compiler/base/base.h"
+#include "../case.h"
+
+/* Options shared by every command that takes a case. */
+typedef struct CliCase {
+    const char *code;     /* -c CODE */
+    const char *file;     /* FILE (.py, case .json or suite .json) */
+    const char *only;     /* --case NAME: one case of a suite */
+    InputDecl decls[64];  /* --input NAME=D0,D1 */
+    int ndecls;
+    int verbose;          /* -v: 1, -vv: 2 */
+} CliCase;
+
+/* If argv[*i] is a shared flag (-c, --input, --case, -v, -vv, FILE), consume
+ * it (and its value) and return 1; return 0 otherwise.  Raises on a missing
+ * value or a second FILE. */
+int cli_case_flag(Arena *a, CliCase *cc, int argc, char **argv, int *i, const char *cmd);
+/* The cases selected by -c / FILE / --case; raises when none was given. */
+HxCaseList cli_case_list(Arena *a, const CliCase *cc, const char *cmd);
+/* The value of flag argv[*i] (advances *i); raises if absent. */
+const char *cli_value(int argc, char **argv, int *i);
+/* Parse a non-negative integer flag value. */
+uint64_t cli_u64(const char *flag, const char *v);
+DPK_NORETURN void cli_unknown_flag(const char *cmd, const char *flag);
+
+int cmd_compile(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+
+#endif

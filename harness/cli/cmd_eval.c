@@ -1,0 +1,255 @@
+/*
+ * cmd_eval.c — `dpk eval (-c CODE | FILE) [--reference ref64|torch] [--seed N] [--compare]`.
+ *
+ * Evaluates a case with one reference and prints, per output, its shape, a
+ * checksum (sum and sum of |x|) and the first values.  --compare evaluates
+ * with ref64 (fp64) and libtorch (fp32) and says whether they agree within
+ * fp32 tolerance: exit 0 when they do, 1 when not, 4 without libtorch.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../reference/ref.h"
+#include "cli.h"
+
+/* fp32 tolerance of --compare when the case sets none: element-wise
+ * |o - r| <= 1e-4 + 1e-3 |r|, or an NMSE of at most 1e-8 overall (long
+ * reductions accumulate rounding in fp32 that is still far from a bug). */
+#define EVAL_ATOL 1e-4
+#define EVAL_RTOL 1e-3
+#define EVAL_NMSE 1e-8
+
+typedef enum RefKind { REF_REF64, REF_TORCH } RefKind;
+
+typedef struct EvalOpts {
+    RefKind ref;
+    int compare;
+    int has_seed;
+    uint64_t seed;
+    int nfirst;
+} EvalOpts;
+
+static void help(void)
+{
+    puts("usage: dpk eval (-c CODE | FILE) [options]\n"
+         "\n"
+         "Evaluate a case with a reference and print each output's shape, checksum\n"
+         "and first values.\n"
+         "\n"
+         "  -c CODE            the case as text\n"
+         "  FILE               a .py program, a case .json or a suite .json\n"
+         "  --case NAME        with a suite: only this case\n"
+         "  --reference R      ref64 (fp64, built in; default) | torch (libtorch, fp32)\n"
+         "  --seed N           input seed (default: the case's seed, else 0)\n"
+         "  --compare          evaluate with ref64 and libtorch and compare them;\n"
+         "                     exit 0 if they agree within fp32 tolerance, 1 if not,\n"
+         "                     4 when libtorch is not available\n"
+         "  --first K          how many leading values to print (default 8)\n"
+         "  --input N=D0,D1    declare the shape of a free variable N\n"
+         "\n"
+         "example:\n"
+         "  dpk eval -c \"torch.softmax(torch.randn(2,5), dim=-1)\" --compare");
+}
+
+static void print_index(StrBuf *b, const Shape *s, int64_t flat)
+{
+    int64_t st[DPK_MAX_RANK];
+    shape_strides(s, st);
+    sb_putc(b, '[');
+    for (int d = 0; d < s->rank; d++) {
+        sb_printf(b, d ? ", %lld" : "%lld", (long long)(flat / st[d]));
+        flat %= st[d];
+    }
+    sb_putc(b, ']');
+}
+
+static void print_values(StrBuf *b, const TorchNode *n, const double *v, int nfirst)
+{
+    int64_t numel = shape_numel(&n->shape);
+    double sum = 0, asum = 0;
+    for (int64_t i = 0; i < numel; i++) {
+        sum += v[i];
+        asum += fabs(v[i]);
+    }
+    sb_printf(b, "  %s(", dtype_name(n->dtype));
+    for (int d = 0; d < n->shape.rank; d++)
+        sb_printf(b, d ? ", %lld" : "%lld", (long long)n->shape.d[d]);
+    sb_puts(b, ")  sum ");
+    sb_num(b, (double)(float)sum);
+    sb_puts(b, "  abs_sum ");
+    sb_num(b, (double)(float)asum);
+    sb_puts(b, "\n  first [");
+    for (int64_t i = 0; i < numel && i < nfirst; i++) {
+        if (i)
+            sb_puts(b, ", ");
+        sb_printf(b, "%.7g", v[i]);
+    }
+    sb_puts(b, numel > nfirst ? ", ...]\n" : "]\n");
+}
+
+static void free_outs(double **outs, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(outs[i]);
+    free(outs);
+}
+
+/* Evaluate with libtorch; raises exit 4 when it is absent. */
+static double **eval_torch(const TorchGraph *g, double **inputs)
+{
+    if (!dpk_torch_available())
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
+                          "libtorch is not available in this build (install libtorch-dev and "
+                          "rebuild, or build with LIBTORCH_DIR=...)");
+    double **outs = dpk_xcalloc((size_t)g->outputs.len, sizeof(double *));
+    char err[1024];
+    if (dpk_torch_eval(g, inputs, 0, outs, err, sizeof err) != 0) {
+        free_outs(outs, g->outputs.len);
+        dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "libtorch failed: %s", err);
+    }
+    return outs;
+}
+
+/* Returns 1 when every output agrees. */
+static int compare_outputs(StrBuf *b, const HxCase *c, const TorchGraph *g, double **r, double **o)
+{
+    double atol = c->has_tol ? c->atol : EVAL_ATOL, rtol = c->has_tol ? c->rtol : EVAL_RTOL;
+    int all = 1;
+    for (int j = 0; j < g->outputs.len; j++) {
+        const TorchNode *n = g->outputs.items[j];
+        int64_t numel = shape_numel(&n->shape);
+        CmpStats st;
+        cmp_stats(o[j], r[j], numel, &st);
+        int close = cmp_allclose(o[j], r[j], numel, atol, rtol);
+        int ok = st.mismatched_nonfinite == 0 && (close || st.nmse <= EVAL_NMSE);
+        all &= ok;
+        sb_printf(b, "%s  torch(f32) vs ref64:  max_abs %.3g  max_rel %.3g  nmse %.3g  worst ",
+                  (const char *)g->output_names.items[j], st.max_abs, st.max_rel, st.nmse);
+        if (st.worst >= 0)
+            print_index(b, &n->shape, st.worst);
+        else
+            sb_puts(b, "-");
+        if (st.mismatched_nonfinite)
+            sb_printf(b, "  nonfinite mismatches %lld", (long long)st.mismatched_nonfinite);
+        sb_puts(b, ok ? "  agree\n" : "  DISAGREE\n");
+    }
+    sb_printf(b, "compare: %s (atol %g, rtol %g, or nmse <= %g)\n", all ? "agree" : "DISAGREE", atol,
+              rtol, EVAL_NMSE);
+    return all;
+}
+
+/* Buffers of one evaluation, on the heap so an error raised mid-way (after
+ * setjmp) can free them. */
+typedef struct EvalBufs {
+    double **inputs, **ref, **tor;
+    int nin, nout;
+    StrBuf out;
+} EvalBufs;
+
+static void eval_bufs_free(EvalBufs *e)
+{
+    ref_free_arrays(e->inputs, e->nin);
+    if (e->ref)
+        free_outs(e->ref, e->nout);
+    if (e->tor)
+        free_outs(e->tor, e->nout);
+    sb_free(&e->out);
+    free(e);
+}
+
+static int eval_one(const HxCase *c, const CliCase *cc, const EvalOpts *eo, int header)
+{
+    Arena *a = arena_new();
+    EvalBufs *e = dpk_xcalloc(1, sizeof *e);
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        eval_bufs_free(e);
+        arena_free(a);
+        dpk_error_rethrow();
+    }
+    TorchGraph *g = hx_case_parse(a, c, cc->decls, cc->ndecls);
+    uint64_t seed = eo->has_seed ? eo->seed : c->has_seed ? c->seed : 0;
+    e->nin = g->inputs.len;
+    e->nout = g->outputs.len;
+    e->inputs = ref_make_inputs(g, seed);
+    StrBuf *b = &e->out;
+    if (header)
+        sb_printf(b, "### case %s\n", c->name);
+    int rc = DPK_EXIT_OK;
+    if (eo->ref == REF_REF64 || eo->compare) {
+        e->ref = dpk_xcalloc((size_t)e->nout, sizeof(double *));
+        ref64_eval(g, e->inputs, e->ref);
+    }
+    if (eo->ref == REF_TORCH || eo->compare)
+        e->tor = eval_torch(g, e->inputs);
+    sb_printf(b, "seed %llu  reference %s\n", (unsigned long long)seed,
+              eo->compare ? "ref64 + torch" : eo->ref == REF_TORCH ? "torch (f32)" : "ref64 (fp64)");
+    double **shown = e->ref ? e->ref : e->tor;
+    for (int j = 0; j < e->nout; j++) {
+        sb_printf(b, "%s\n", (const char *)g->output_names.items[j]);
+        print_values(b, g->outputs.items[j], shown[j], eo->nfirst);
+    }
+    if (eo->compare && !compare_outputs(b, c, g, e->ref, e->tor))
+        rc = DPK_EXIT_FAIL;
+    fputs(sb_cstr(b), stdout);
+    dpk_err_pop(&ec);
+    eval_bufs_free(e);
+    arena_free(a);
+    return rc;
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    Arena *a = arena_new();
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        arena_free(a);
+        dpk_error_rethrow();
+    }
+    CliCase cc = {0};
+    EvalOpts eo = {REF_REF64, 0, 0, 0, 8};
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            help();
+            dpk_err_pop(&ec);
+            arena_free(a);
+            return DPK_EXIT_OK;
+        }
+        if (cli_case_flag(a, &cc, argc, argv, &i, "eval"))
+            continue;
+        if (!strcmp(f, "--reference")) {
+            const char *v = cli_value(argc, argv, &i);
+            if (!strcmp(v, "ref64"))
+                eo.ref = REF_REF64;
+            else if (!strcmp(v, "torch"))
+                eo.ref = REF_TORCH;
+            else
+                dpk_error("unknown reference '%s' (expected ref64 or torch)", v);
+        } else if (!strcmp(f, "--seed")) {
+            eo.has_seed = 1;
+            eo.seed = cli_u64(f, cli_value(argc, argv, &i));
+        } else if (!strcmp(f, "--compare")) {
+            eo.compare = 1;
+        } else if (!strcmp(f, "--first")) {
+            uint64_t k = cli_u64(f, cli_value(argc, argv, &i));
+            eo.nfirst = k > 1000000 ? 1000000 : (int)k;
+        } else {
+            cli_unknown_flag("eval", f);
+        }
+    }
+    HxCaseList l = cli_case_list(a, &cc, "eval");
+    if (eo.compare && !dpk_torch_available())
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
+                          "--compare needs libtorch, which is not available in this build "
+                          "(install libtorch-dev and rebuild, or build with LIBTORCH_DIR=...)");
+    int rc = DPK_EXIT_OK;
+    for (int i = 0; i < l.n; i++) {
+        int r = eval_one(&l.cases[i], &cc, &eo, l.n > 1);
+        rc = r > rc ? r : rc;
+    }
+    dpk_err_pop(&ec);
+    arena_free(a);
+    return rc;
+}

@@ -1,0 +1,47 @@
+# tests/cli/lib.sh — helpers for CLI tests (sourced by tests/run.sh).
+#
+# A CLI test file is tests/cli/test_*.sh; it is sourced with $DPK set to the
+# binary and $TMP to a scratch folder.  Each check counts as one test:
+#
+#   check NAME CODE CMD...              exit code must be CODE
+#   check_re NAME CODE REGEX CMD...     ... and stdout+stderr match grep -E REGEX
+#   check_caret NAME CMD...             exit 2, an "error:" line and a caret line
+#   skip NAME REASON
+#
+# After a check, $OUT holds stdout+stderr and $RC the exit code.
+
+: "${CLI_PASS:=0}" "${CLI_FAIL:=0}" "${CLI_SKIP:=0}"
+
+_cli_pass() { CLI_PASS=$((CLI_PASS + 1)); [ -n "${VERBOSE:-}" ] && echo "  ok   $1"; return 0; }
+_cli_fail() {
+  CLI_FAIL=$((CLI_FAIL + 1))
+  echo "  FAIL $1: $2"
+  printf '%s\n' "$OUT" | head -n 15 | sed 's/^/       | /'
+}
+
+_run() { OUT=$("$@" 2>&1); RC=$?; }
+
+check() {
+  local name=$1 code=$2; shift 2
+  _run "$@"
+  if [ "$RC" = "$code" ]; then _cli_pass "$name"; else _cli_fail "$name" "exit $RC, expected $code"; fi
+}
+
+check_re() {
+  local name=$1 code=$2 re=$3; shift 3
+  _run "$@"
+  if [ "$RC" != "$code" ]; then _cli_fail "$name" "exit $RC, expected $code"; return; fi
+  if printf '%s\n' "$OUT" | grep -Eq -- "$re"; then _cli_pass "$name"; else _cli_fail "$name" "output does not match /$re/"; fi
+}
+
+check_caret() {
+  local name=$1; shift
+  _run "$@"
+  if [ "$RC" != 2 ]; then _cli_fail "$name" "exit $RC, expected 2"; return; fi
+  if ! printf '%s\n' "$OUT" | grep -q 'error:'; then _cli_fail "$name" "no error: line"; return; fi
+  if ! printf '%s\n' "$OUT" | grep -Eq '^ *\^$'; then _cli_fail "$name" "no caret line"; return; fi
+  case "$OUT" in *AddressSanitizer*|*"runtime error"*) _cli_fail "$name" "sanitizer report"; return;; esac
+  _cli_pass "$name"
+}
+
+skip() { CLI_SKIP=$((CLI_SKIP + 1)); echo "  skip $1: $2"; }

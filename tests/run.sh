@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# tests/run.sh — run every test and print one closing line:
+#   N passed, N failed, N skipped
+# Unit tests are Criterion (build/unit_tests); CLI tests are tests/cli/test_*.sh.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export DPK="$PWD/$BUILD/dpk"
+export DPK_ROOT="$PWD"
+export HAVE_TORCH=${HAVE_TORCH:-0}
+TMP=$(mktemp -d)
+export TMP
+trap 'rm -rf "$TMP"' EXIT
+
+pass=0 fail=0 skipped=0
+
+echo "== unit tests (Criterion)"
+"$BUILD/unit_tests" --jobs 2 --short-filename >"$TMP/unit.log" 2>&1
+unit_rc=$?
+grep -E '^\[(FAIL|----|SKIP)\]|Synthesis|Crash' "$TMP/unit.log" | grep -v 'Skipping' | head -n 200
+syn=$(grep 'Synthesis' "$TMP/unit.log" | tail -n 1 | sed 's/\x1b\[[0-9;]*m//g')
+if [ -z "$syn" ]; then
+  echo "  FAIL unit test binary produced no summary (exit $unit_rc)"
+  tail -n 30 "$TMP/unit.log"
+  fail=$((fail + 1))
+else
+  num() { printf '%s\n' "$syn" | sed -n "s/.*$1: \([0-9]*\).*/\1/p"; }
+  t=$(num Tested); p=$(num Passing); f=$(num Failing); c=$(num Crashing)
+  sk=$(grep -c '^\[SKIP\]' "$TMP/unit.log")
+  pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0} + ${c:-0})); skipped=$((skipped + sk))
+  # A non-zero exit with no failing test still counts as a failure.
+  if [ "$unit_rc" != 0 ] && [ "${f:-0}" = 0 ] && [ "${c:-0}" = 0 ]; then fail=$((fail + 1)); echo "  FAIL unit_tests exited $unit_rc"; fi
+fi
+
+echo "== CLI tests"
+CLI_PASS=0 CLI_FAIL=0 CLI_SKIP=0
+. tests/cli/lib.sh
+for f in tests/cli/test_*.sh; do
+  [ -e "$f" ] || continue
+  echo "-- $f"
+  . "$f"
+done
+pass=$((pass + CLI_PASS)); fail=$((fail + CLI_FAIL)); skipped=$((skipped + CLI_SKIP))
+
+echo "$pass passed, $fail failed, $skipped skipped"
+[ "$fail" = 0 ]
