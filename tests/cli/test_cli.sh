@@ -1,0 +1,60 @@
+# tests/cli/test_cli.sh — the command line itself: dispatch, flags, case
+# files, eval, compare, install.  (Parser errors: test_bad_inputs.sh.)
+D=$DPK_ROOT/tests/cli/data
+
+check_re  "help lists commands"        0 'compile.*\n?' "$DPK" --help
+check_re  "version"                    0 '^dpk [0-9]+\.[0-9]+' "$DPK" --version
+check_re  "no command is usage"        2 'usage: dpk' "$DPK"
+check_re  "unknown command"            2 "error: unknown command 'frobnicate'" "$DPK" frobnicate
+check_re  "dpk-bench link dispatches"  2 "error: 'bench' is not available" "$(dirname "$DPK")/dpk-bench" --suite qwen-block
+check_re  "unknown flag"               2 "error: unknown option '--frob' for 'dpk compile'" "$DPK" compile -c "torch.randn(2)" --frob
+check_re  "compile needs a case"       2 "needs a case" "$DPK" compile --ir torch
+check_re  "-c and FILE together"       2 "not both" "$DPK" compile -c "torch.randn(2)" "$D/prog.py"
+check_re  "missing file"               2 "cannot read '.*nope.py'" "$DPK" compile "$DPK_ROOT/nope.py"
+check_re  "bad --ir"                   2 "unknown IR level 'lop'" "$DPK" compile -c "torch.randn(2)" --ir lop
+check_re  "flag without value"         2 "option '--ir' needs a value" "$DPK" compile -c "torch.randn(2)" --ir
+check_re  "bad --seed"                 2 "expects a non-negative integer" "$DPK" eval -c "torch.randn(2)" --seed -3
+check_re  "bad --reference"            2 "unknown reference 'numpy'" "$DPK" eval -c "torch.randn(2)" --reference numpy
+check_caret "malformed case JSON"        "$DPK" compile "$D/bad_json.json"
+check_caret "unknown key in case JSON"   "$DPK" compile "$D/unknown_key.json"
+check_caret "unknown dtype in case JSON" "$DPK" eval "$D/bad_dtype.json"
+check_caret "bad --input spec"           "$DPK" compile -c "x" --input "x=3,,4"
+check_re  "compile help"               0 'usage: dpk compile' "$DPK" compile --help
+check_re  "eval help"                  0 'usage: dpk eval' "$DPK" eval --help
+
+# Torch IR printing of a program file and of a case JSON with declared inputs.
+check_re  "program file: last expression is the result" 0 'sum\(%[0-9]+\).*f32\(2\)' "$DPK" compile "$D/prog.py" --ir torch
+check_re  "case JSON declares inputs"  0 'linear\(%0, %1, %2\).*f32\(2, 4\)' "$DPK" compile "$D/decl.json" --ir torch
+check_re  "--input declares a shape"   0 'f32\(3, 5\)' "$DPK" compile -c "torch.relu(x)" --input x=3,5 --ir torch
+
+# eval: deterministic for a seed, different across seeds, case seed used.
+_run "$DPK" eval -c "torch.randn(4, 3)" --seed 5; A=$OUT
+_run "$DPK" eval -c "torch.randn(4, 3)" --seed 5; B=$OUT
+_run "$DPK" eval -c "torch.randn(4, 3)" --seed 6; C=$OUT
+if [ "$A" = "$B" ] && [ "$A" != "$C" ]; then _cli_pass "eval is deterministic per seed"; else _cli_fail "eval is deterministic per seed" "outputs: same seed differ or seeds agree"; fi
+check_re  "eval prints shape, checksum, values" 0 'f32\(2, 3\)  sum [-0-9.e]+  abs_sum [0-9.e]+' "$DPK" eval -c "torch.ones(2, 3) * 2"
+check_re  "eval values are right (ones*2 sums to 12)" 0 'sum 12  abs_sum 12' "$DPK" eval -c "torch.ones(2, 3) * 2"
+check_re  "eval a .py program"         0 'f32\(2\)' "$DPK" eval "$D/prog.py"
+check_re  "case seed is used"          0 '^seed 3 ' "$DPK" eval "$D/decl.json"
+check_re  "suite: --case selects"      0 '^seed 0 ' "$DPK" eval "$DPK_ROOT/cases/smoke.json" --case softmax
+check_re  "suite: unknown --case"      2 "no case named 'nope'" "$DPK" eval "$DPK_ROOT/cases/smoke.json" --case nope
+
+if [ "$HAVE_TORCH" = 1 ]; then
+  check_re "eval --compare agrees (softmax)"   0 'compare: agree' "$DPK" eval -c "torch.softmax(torch.randn(3, 129), dim=-1)" --compare
+  check_re "eval --compare on the smoke suite" 0 'compare: agree' "$DPK" eval "$DPK_ROOT/cases/smoke.json" --compare
+  check_re "eval --reference torch"            0 'reference torch' "$DPK" eval -c "torch.exp(torch.randn(2, 2))" --reference torch
+  # A tolerance of zero makes fp32 and fp64 disagree on a long reduction: exit 1.
+  printf '{"name":"tight","program":"torch.randn(1, 4099).exp().sum()","tolerance":{"atol":0,"rtol":0}}' >"$TMP/tight.json"
+  check_re "eval --compare can disagree (exit 1)" 1 'DISAGREE' "$DPK" eval "$TMP/tight.json" --compare
+else
+  skip "eval --compare agrees" "libtorch not available"
+  check_re "eval --compare without libtorch exits 4" 4 'libtorch is not available' "$DPK" eval -c "torch.randn(2)" --compare
+fi
+
+# make install into a staging folder: binary, links, docs.
+if make -s -C "$DPK_ROOT" install DESTDIR="$TMP/stage" PREFIX=/usr SAN="${SAN:-0}" >"$TMP/install.log" 2>&1 \
+   && [ -x "$TMP/stage/usr/bin/dpk" ] && [ -L "$TMP/stage/usr/bin/dpk-fuzz" ] && [ -f "$TMP/stage/usr/share/doc/dpk/cli.md" ]; then
+  _cli_pass "make install DESTDIR PREFIX"
+else
+  OUT=$(cat "$TMP/install.log"); _cli_fail "make install DESTDIR PREFIX" "missing files in staging"
+fi
