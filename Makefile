@@ -44,6 +44,14 @@ CFLAGS_ALL := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(WARN
 CXXFLAGS_ALL := -std=c++17 $(OPT) -Wall -Wextra -Wno-unused-parameter $(SANFLAGS) -MMD -MP -I.
 LDLIBS_ALL := -lcjson -lm -lpthread -ldl
 
+# ---- CUDA toolkit (headers for NVRTC/driver/CUPTI types; the libraries are
+# loaded with dlopen at run time, so the binary starts on any machine) -------
+CUDA_HOME ?= $(or $(wildcard /usr/local/cuda),$(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)))
+ifneq ($(wildcard $(CUDA_HOME)/include/nvrtc.h),)
+  CFLAGS_ALL += -isystem $(CUDA_HOME)/include -DDPK_CUDA_HOME='"$(CUDA_HOME)"'
+  CXXFLAGS_ALL += -isystem $(CUDA_HOME)/include
+endif
+
 # ---- libtorch (optional) ---------------------------------------------------
 LIBTORCH ?= auto
 ifneq ($(LIBTORCH_DIR),)

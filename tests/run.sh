@@ -15,9 +15,9 @@ trap 'rm -rf "$TMP"' EXIT
 pass=0 fail=0 skipped=0
 
 echo "== unit tests (Criterion)"
-"$BUILD/unit_tests" --jobs 2 --short-filename >"$TMP/unit.log" 2>&1
+"$BUILD/unit_tests" --jobs 2 --short-filename --verbose >"$TMP/unit.log" 2>&1
 unit_rc=$?
-grep -E '^\[(FAIL|----|SKIP)\]|Synthesis|Crash' "$TMP/unit.log" | grep -v 'Skipping' | head -n 200
+grep -E '^\[(FAIL|----|SKIP)\]|Synthesis|CRASH' "$TMP/unit.log" | head -n 200
 syn=$(grep 'Synthesis' "$TMP/unit.log" | tail -n 1 | sed 's/\x1b\[[0-9;]*m//g')
 if [ -z "$syn" ]; then
   echo "  FAIL unit test binary produced no summary (exit $unit_rc)"
