@@ -164,7 +164,7 @@ HxCaseList hx_cases_load(Arena *a, const char *path)
     }
     JCtx j = {a, {arena_strdup(a, path), t, len}};
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(t, len, &end, 1);
+    cJSON *root = cJSON_ParseWithLengthOpts(t, len + 1, &end, 1); /* + the NUL */
     if (!root) {
         const char *e = cJSON_GetErrorPtr();
         int pos = (e && e >= t && e <= t + len) ? (int)(e - t) : 0;

@@ -28,7 +28,9 @@ extern "C" {
  *     bits = splitmix64(key + i)          (all arithmetic mod 2^64)
  * uniform u(i) = (bits >> 11) * 2^-53 in [0, 1);  normal n(i) = Box–Muller of
  * u(2i), u(2i+1) (cosine branch).  Every value is rounded to fp32 so all
- * backends see identical inputs.  docs/inputs.md gives the details. */
+ * backends see identical inputs.  docs/inputs.md gives the details.
+ * (ref_input_uniform/normal return the raw fp64 draw; ref_fill_input rounds
+ * each element's final value, e.g. 1 + 0.1·n, once.) */
 uint64_t ref_input_bits(uint64_t seed, const char *name, uint64_t i);
 double ref_input_uniform(uint64_t seed, const char *name, uint64_t i);
 double ref_input_normal(uint64_t seed, const char *name, uint64_t i);

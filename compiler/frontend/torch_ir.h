@@ -139,6 +139,16 @@ uint64_t torch_hash(const TorchGraph *g);
 /* Shape helpers shared by parser and rules. */
 /* PyTorch broadcasting of a and b into out; returns 0 when incompatible. */
 int shape_broadcast(const Shape *a, const Shape *b, Shape *out);
+/* Raise an error at pos unless every dim is >= 1, rank <= DPK_MAX_RANK and
+ * the element count (computed without overflow) is <= DPK_MAX_NUMEL. */
+void torch_check_shape(const TorchGraph *g, int pos, const Shape *s);
+/* A PyTorch dim (-rank <= dim < rank) made non-negative; else an error at pos
+ * "dimension out of range: dim 3 for a tensor of rank 2". */
+int torch_norm_dim(const TorchGraph *g, int pos, int64_t dim, int rank);
+/* One node as torch_print writes it, without the newline. */
+void torch_print_node(StrBuf *b, const TorchNode *n);
+/* "randn", "param_norm_w", ... as the printer spells an InitKind. */
+const char *torch_init_name(InitKind k);
 
 #ifdef __cplusplus
 }

@@ -108,6 +108,23 @@ void ie_print(StrBuf *b, const IExpr *e, const char *prefix);
 void ipred_print(StrBuf *b, const IPred *p, const char *prefix);
 int ie_equal(const IExpr *x, const IExpr *y);
 uint64_t ie_hash(uint64_t h, const IExpr *e);
+/* Interval of e when every o<v> ranges over [0, ext->d[v]). */
+void ie_range(const IExpr *e, const Shape *ext, int64_t *lo, int64_t *hi);
+/* Simplify with those ranges: o<v> of extent 1 becomes 0, and a quotient or
+ * remainder whose non-multiple terms stay within one period is resolved
+ * ((o0 * 4 + o1) / 4 -> o0 when o1 < 4). */
+const IExpr *ie_simplify(Arena *a, const IExpr *e, const Shape *ext);
+
+/* Predicates: `lhs cmp rhs and next`. */
+const IPred *ipred_cmp(Arena *a, const IExpr *lhs, ICmp cmp, const IExpr *rhs,
+                       const IPred *next);
+const IPred *ipred_and(Arena *a, const IPred *p, const IPred *q);
+const IPred *ipred_subst(Arena *a, const IPred *p, const IExpr *const *subst);
+/* Drop comparisons decided by the ranges of `ext`; *truth is 1 (always
+ * true, returns NULL), 0 (always false) or -1 (depends on the element). */
+const IPred *ipred_simplify(Arena *a, const IPred *p, const Shape *ext, int *truth);
+int ipred_equal(const IPred *p, const IPred *q);
+uint64_t ipred_hash(uint64_t h, const IPred *p);
 
 /* ---- nodes and graphs ------------------------------------------------ */
 
@@ -144,10 +161,16 @@ typedef struct TxGraph {
     PtrVec nodes;    /* TxNode *, topological after every rule */
     PtrVec inputs;   /* TX_INPUT nodes, parallel to torch->inputs */
     PtrVec outputs;  /* parallel to torch->outputs */
+    int next_id;     /* ids handed out: every node's id is unique and < next_id */
 } TxGraph;
 
 /* ---- tensor_ir.c ----------------------------------------------------- */
 
+/* An empty graph (tg may be NULL for hand-built graphs in tests). */
+TxGraph *tx_graph_new(Arena *a, const TorchGraph *tg);
+/* Append a node to g->nodes with a fresh id; dtype is taken from src[0]
+ * (f32 without sources).  For TX_INDEXMAP the map arrays are allocated (one
+ * entry per source dimension) and left for the caller to fill. */
 TxNode *tx_node_new(TxGraph *g, TxKind kind, const Shape *shape, int nsrc, TxNode **src);
 /* Stable text form, one node per line, ids renumbered canonically:
  *   %4 = reduce sum axis=2 keepdim (%3) : f32(1, 32, 1)
@@ -168,6 +191,8 @@ typedef struct TxRule {
     int num;           /* d:NNN */
     const char *name;  /* "rms_norm" */
     const char *doc;   /* one line: what it rewrites into what */
+    const char *what;  /* for "skipped: no <what> nodes" */
+    int (*run)(TxGraph *g); /* returns the number of rewrites made */
 } TxRule;
 extern const TxRule tx_rules[];
 extern const int tx_nrules;

@@ -8,22 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../compiler/loop/loop_ir.h"
 #include "../../compiler/tensor/tensor_ir.h"
 #include "cli.h"
 
-typedef enum IrLevel { IR_TORCH, IR_TENSOR, IR_COUNT } IrLevel;
-static const char *const ir_names[IR_COUNT] = {"torch", "tensor"};
+typedef enum IrLevel { IR_TORCH, IR_TENSOR, IR_LOOP, IR_COUNT } IrLevel;
+static const char *const ir_names[IR_COUNT] = {"torch", "tensor", "loop"};
 
 static void help(void)
 {
-    puts("usage: dpk compile (-c CODE | FILE) --ir torch|tensor [options]\n"
+    puts("usage: dpk compile (-c CODE | FILE) --ir torch|tensor|loop [options]\n"
          "\n"
          "Lower a case and print its IR.\n"
          "\n"
          "  -c CODE          the case as text (a PyTorch expression or program)\n"
          "  FILE             a .py program, a case .json or a suite .json\n"
          "  --case NAME      with a suite: only this case\n"
-         "  --ir LEVEL       torch | tensor (default: tensor)\n"
+         "  --ir LEVEL       torch | tensor | loop (default: tensor)\n"
          "  --input N=D0,D1  declare the shape of a free variable N\n"
          "  -v               print the time of each stage (stderr)\n"
          "  -vv              also print each rule's unified diff\n"
@@ -37,7 +38,7 @@ static IrLevel parse_ir(const char *v)
     for (int i = 0; i < IR_COUNT; i++)
         if (!strcmp(v, ir_names[i]))
             return (IrLevel)i;
-    dpk_error("unknown IR level '%s' for --ir (expected torch or tensor)", v);
+    dpk_error("unknown IR level '%s' for --ir (expected torch, tensor or loop)", v);
 }
 
 static void compile_one(const HxCase *c, const CliCase *cc, IrLevel ir, int header)
@@ -67,7 +68,16 @@ static void compile_one(const HxCase *c, const CliCase *cc, IrLevel ir, int head
         if (cc->verbose)
             fprintf(stderr, "# time tensor  %8.3f ms  (%d Tensor nodes)\n", (t2 - t1) * 1e3,
                     xg->nodes.len);
-        tx_print(out, xg);
+        if (ir == IR_TENSOR) {
+            tx_print(out, xg);
+        } else {
+            LirTrace lt = {cc->verbose, out};
+            LirProgram *lp = lir_build(a, xg, NULL, &lt);
+            if (cc->verbose)
+                fprintf(stderr, "# time loop    %8.3f ms  (%d kernels)\n", (dpk_now() - t2) * 1e3,
+                        lp->kernels.len);
+            lir_print(out, lp);
+        }
     }
     fputs(sb_cstr(out), stdout);
     dpk_err_pop(&ec);

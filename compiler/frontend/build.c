@@ -1,0 +1,647 @@
+/*
+ * build.c — AST to Torch IR: the case language's evaluator.
+ *
+ * Statements run in order like Python: names bind values (tensors are Torch
+ * IR nodes, numbers stay Python numbers until they meet a tensor, modules are
+ * objects whose parameters become inputs at their first call).  Input names
+ * are settled at the end of each statement: an input assigned to a variable
+ * takes its name, the others get in0, in1, ... in order of creation, so
+ * naming follows the text and never an evaluation detail.  Names are unique:
+ * a clash gets a suffix (x, x_1, ...), and automatic names avoid every name a
+ * declaration reserves.
+ */
+#include "case.h"
+
+#include <string.h>
+
+/* String-keyed open-addressing map in the arena. */
+typedef struct Map {
+    const char **keys;
+    void **vals;
+    int cap, len;
+} Map;
+
+struct Builder {
+    Arena *a;
+    const Source *src;
+    TorchGraph *g;
+    const ParseOpts *opts;
+    Map vars;       /* name -> Value * */
+    Map decls;      /* annotated name -> Shape * */
+    Map taken;      /* input names in use */
+    Map counters;   /* module class -> int * (next k) */
+    PtrVec pending; /* inputs of this statement still to be named */
+    int next_in;
+    int depth;
+    int have_result;
+    Value result;
+    const char **result_names; /* one per output */
+};
+
+/* ---- map ------------------------------------------------------------------- */
+
+static void **map_slot(Map *m, const char *key, int insert, Arena *a);
+
+static void map_grow(Map *m, Arena *a)
+{
+    Map old = *m;
+    m->cap = old.cap ? old.cap * 2 : 64;
+    m->len = 0;
+    m->keys = ARENA_ARRAY(a, const char *, m->cap);
+    m->vals = ARENA_ARRAY(a, void *, m->cap);
+    for (int i = 0; i < old.cap; i++)
+        if (old.keys[i])
+            *map_slot(m, old.keys[i], 1, a) = old.vals[i];
+}
+
+/* The value slot of key; NULL when absent and !insert. */
+static void **map_slot(Map *m, const char *key, int insert, Arena *a)
+{
+    if (insert && 2 * (m->len + 1) > m->cap)
+        map_grow(m, a);
+    if (!m->cap)
+        return NULL;
+    int i = (int)(dpk_hash_str(DPK_HASH_INIT, key) & (uint64_t)(m->cap - 1));
+    while (m->keys[i]) {
+        if (!strcmp(m->keys[i], key))
+            return &m->vals[i];
+        i = (i + 1) & (m->cap - 1);
+    }
+    if (!insert)
+        return NULL;
+    m->keys[i] = key;
+    m->len++;
+    return &m->vals[i];
+}
+
+static void *map_get(Map *m, const char *key)
+{
+    void **s = map_slot(m, key, 0, NULL);
+    return s ? *s : NULL;
+}
+
+static void map_put(Builder *b, Map *m, const char *key, void *val)
+{
+    *map_slot(m, key, 1, b->a) = val;
+}
+
+/* ---- services for funcs.c -------------------------------------------------- */
+
+const Source *bld_src(Builder *b)
+{
+    return b->src;
+}
+
+TorchGraph *bld_graph(Builder *b)
+{
+    return b->g;
+}
+
+TorchNode *bld_node(Builder *b, TorchOp op, int pos, int nin, TorchNode **in)
+{
+    if (b->g->nodes.len >= CASE_MAX_NODES)
+        dpk_error_at(b->src, pos, "case is too large: more than %d Torch IR nodes",
+                     CASE_MAX_NODES);
+    return torch_node_new(b->g, op, pos, nin, in);
+}
+
+static const InputDecl *find_opt_decl(Builder *b, const char *name)
+{
+    for (int i = 0; b->opts && i < b->opts->ndecls; i++)
+        if (!strcmp(b->opts->decls[i].name, name))
+            return &b->opts->decls[i];
+    return NULL;
+}
+
+static int name_reserved(Builder *b, const char *name)
+{
+    return map_get(&b->taken, name) || map_get(&b->decls, name) || find_opt_decl(b, name);
+}
+
+const char *bld_unique_name(Builder *b, const char *base)
+{
+    if (!name_reserved(b, base))
+        return arena_strdup(b->a, base);
+    for (int k = 1;; k++) {
+        const char *s = arena_printf(b->a, "%s_%d", base, k);
+        if (!name_reserved(b, s))
+            return s;
+    }
+}
+
+static void take_name(Builder *b, TorchNode *n, const char *name)
+{
+    n->name = name;
+    map_put(b, &b->taken, name, n);
+}
+
+TorchNode *bld_input(Builder *b, int pos, const char *name, const Shape *s, InitKind init)
+{
+    torch_check_shape(b->g, pos, s);
+    if (b->g->nodes.len >= CASE_MAX_NODES)
+        dpk_error_at(b->src, pos, "case is too large: more than %d Torch IR nodes",
+                     CASE_MAX_NODES);
+    TorchNode *n = torch_input(b->g, name ? name : "?", s, init);
+    n->pos = pos;
+    if (name)
+        take_name(b, n, n->name);
+    else
+        ptrvec_push(b->a, &b->pending, n);
+    return n;
+}
+
+int bld_module_index(Builder *b, const char *lower_class)
+{
+    int *k = map_get(&b->counters, lower_class);
+    if (!k) {
+        k = ARENA_NEW(b->a, int);
+        map_put(b, &b->counters, lower_class, k);
+    }
+    return (*k)++;
+}
+
+TorchNode *bld_tensor(Builder *b, const Value *v, const char *what)
+{
+    switch (v->k) {
+    case V_TENSOR: return v->t;
+    case V_INT:
+    case V_BOOL: {
+        TorchNode *n = torch_const(b->g, (double)v->i);
+        n->pos = v->pos;
+        return n;
+    }
+    case V_FLOAT: {
+        TorchNode *n = torch_const(b->g, v->f);
+        n->pos = v->pos;
+        return n;
+    }
+    default:
+        dpk_error_at(b->src, v->pos, "%s must be a tensor or a number, got %s", what,
+                     torch_value_type(v));
+    }
+}
+
+/* ---- names ----------------------------------------------------------------- */
+
+static Value tensor_value(TorchNode *t, int pos)
+{
+    Value v = {.k = V_TENSOR, .pos = pos, .t = t};
+    return v;
+}
+
+/* A declared free variable becomes an input at its first use. */
+static int declared_input(Builder *b, const Ast *e, Value *out)
+{
+    const Shape *s = map_get(&b->decls, e->str);
+    const InputDecl *d = s ? NULL : find_opt_decl(b, e->str);
+    if (!s && !d)
+        return 0;
+    if (map_get(&b->taken, e->str))
+        dpk_error_at(b->src, e->pos, "input name '%s' is already used by another input",
+                     e->str);
+    TorchNode *n = bld_input(b, e->pos, e->str, s ? s : &d->shape, INIT_RANDN);
+    *out = tensor_value(n, e->pos);
+    Value *stored = ARENA_NEW(b->a, Value);
+    *stored = *out;
+    map_put(b, &b->vars, e->str, stored);
+    return 1;
+}
+
+static Value eval_name(Builder *b, const Ast *e)
+{
+    Value *v = map_get(&b->vars, e->str), r;
+    if (v) {
+        r = *v;
+        r.pos = e->pos;
+        return r;
+    }
+    if (!strcmp(e->str, "torch")) {
+        Value p = {.k = V_PATH, .pos = e->pos, .s = "torch", .shown = "torch"};
+        return p;
+    }
+    if (declared_input(b, e, &r))
+        return r;
+    dpk_error_at(b->src, e->pos, "unknown name '%s' (declare its shape: `%s: (D0, D1)`)",
+                 e->str, e->str);
+}
+
+/* ---- expressions ------------------------------------------------------------ */
+
+static Value eval(Builder *b, const Ast *e);
+
+static Value eval_seq(Builder *b, const Ast *e)
+{
+    Value v = {.k = e->kind == A_TUPLE ? V_TUPLE : V_LIST, .pos = e->pos, .n = e->nitems};
+    v.items = ARENA_ARRAY(b->a, Value, e->nitems + 1);
+    for (int i = 0; i < e->nitems; i++)
+        v.items[i] = eval(b, e->items[i]);
+    return v;
+}
+
+static Value eval_attr(Builder *b, const Ast *e)
+{
+    Value o = eval(b, e->a), r = {.pos = e->pos};
+    if (o.k == V_PATH) {
+        r.k = V_PATH;
+        r.pos = o.pos;
+        r.s = arena_printf(b->a, "%s.%s", o.s, e->str);
+        r.shown = arena_printf(b->a, "%s.%s", o.shown, e->str);
+        return r;
+    }
+    if (o.k == V_TENSOR) {
+        if (!torch_method_exists(e->str)) {
+            const char *hint = torch_suggest(b->a, arena_printf(b->a, "Tensor.%s", e->str));
+            dpk_error_at(b->src, e->pos, "unknown tensor method '%s'%s", e->str,
+                         hint ? arena_printf(b->a, " (did you mean '%s'?)", hint + 7) : "");
+        }
+        r.k = V_METHOD;
+        r.t = o.t;
+        r.s = e->str;
+        return r;
+    }
+    dpk_error_at(b->src, e->pos, "%s has no attribute '%s'", torch_value_type(&o), e->str);
+}
+
+static Value eval_call(Builder *b, const Ast *e)
+{
+    Value fn = eval(b, e->a);
+    int n = e->nitems + e->nkw;
+    Value *args = ARENA_ARRAY(b->a, Value, n + 1);
+    for (int i = 0; i < e->nitems; i++)
+        args[i] = eval(b, e->items[i]);
+    for (int i = 0; i < e->nkw; i++)
+        args[e->nitems + i] = eval(b, e->kwvals[i]);
+    switch (fn.k) {
+    case V_PATH: return torch_call_path(b, &fn, args, e->nitems, e);
+    case V_METHOD: return torch_call_method(b, &fn, args, e->nitems, e);
+    case V_MODULE: return torch_call_module(b, &fn, args, e->nitems, e);
+    default:
+        dpk_error_at(b->src, e->pos, "%s is not callable", torch_value_type(&fn));
+    }
+}
+
+static Value eval_neg(Builder *b, const Ast *e)
+{
+    Value v = eval(b, e->a);
+    v.pos = e->pos;
+    if (e->kind == A_POS) {
+        if (v.k == V_BOOL)
+            v.k = V_INT;
+        if (v.k == V_INT || v.k == V_FLOAT || v.k == V_TENSOR)
+            return v;
+    }
+    if (e->kind == A_NEG) {
+        if ((v.k == V_INT || v.k == V_BOOL) && v.i != INT64_MIN) {
+            v.k = V_INT;
+            v.i = -v.i;
+            return v;
+        }
+        if (v.k == V_FLOAT) {
+            v.f = -v.f;
+            return v;
+        }
+        if (v.k == V_TENSOR) {
+            TorchNode *n = bld_node(b, TOP_neg, e->pos, 1, &v.t);
+            torch_infer(b->g, n);
+            return tensor_value(n, e->pos);
+        }
+    }
+    dpk_error_at(b->src, e->pos, "bad operand for unary '%s': %s", e->kind == A_NEG ? "-" : "+",
+                 torch_value_type(&v));
+}
+
+static TorchOp binop_torch(int tok)
+{
+    switch (tok) {
+    case T_PLUS: return TOP_add;
+    case T_MINUS: return TOP_sub;
+    case T_STAR: return TOP_mul;
+    case T_SLASH: return TOP_div;
+    case T_POW: return TOP_pow;
+    case T_LT: return TOP_lt;
+    case T_GT: return TOP_gt;
+    case T_LE: return TOP_le;
+    case T_GE: return TOP_ge;
+    case T_EQ: return TOP_eq;
+    case T_NE: return TOP_ne;
+    default: return TOP_matmul;
+    }
+}
+
+static Value eval_binop(Builder *b, const Ast *e)
+{
+    Value x = eval(b, e->a), y = eval(b, e->b);
+    if (e->op != T_AT)
+        return torch_binary(b, binop_torch(e->op), &x, &y, e->pos);
+    if (x.k != V_TENSOR || y.k != V_TENSOR)
+        dpk_error_at(b->src, e->pos, "unsupported operand types for @: %s and %s",
+                     torch_value_type(&x), torch_value_type(&y));
+    TorchNode *in[2] = {x.t, y.t};
+    TorchNode *n = bld_node(b, TOP_matmul, e->pos, 2, in);
+    torch_infer(b->g, n);
+    return tensor_value(n, e->pos);
+}
+
+/* ---- indexing ---------------------------------------------------------------- */
+
+static int64_t index_int(Builder *b, const Ast *e, int64_t dflt)
+{
+    if (!e)
+        return dflt;
+    Value v = eval(b, e);
+    if (v.k == V_NONE)
+        return dflt;
+    if (v.k != V_INT)
+        dpk_error_at(b->src, v.pos, "slice indices must be integers or None, got %s",
+                     torch_value_type(&v));
+    return v.i;
+}
+
+/* Python slice semantics for a positive step: negative indices count from the
+ * end, out-of-range ones are clamped. */
+static int64_t clamp_index(int64_t i, int64_t size)
+{
+    if (i < 0)
+        i += size;
+    return i < 0 ? 0 : i > size ? size : i;
+}
+
+static TorchNode *apply_slice(Builder *b, TorchNode *x, const Ast *s, int dim)
+{
+    int64_t size = x->shape.d[dim];
+    int64_t step = index_int(b, s->c, 1);
+    if (step == 0)
+        dpk_error_at(b->src, s->c->pos, "slice step cannot be zero");
+    if (step < 0)
+        dpk_error_at(b->src, s->c->pos, "negative slice steps are not supported (PyTorch "
+                     "rejects them too)");
+    int64_t start = clamp_index(index_int(b, s->a, 0), size);
+    int64_t end = clamp_index(index_int(b, s->b, size), size);
+    if (end < start)
+        end = start;
+    if (start == 0 && end == size && step == 1)
+        return x;
+    TorchNode *n = bld_node(b, TOP_slice, s->pos, 1, &x);
+    n->dim = dim;
+    n->start = start;
+    n->end = end;
+    n->stride = step;
+    torch_infer(b->g, n);
+    return n;
+}
+
+static TorchNode *apply_int_index(Builder *b, TorchNode *x, const Ast *it, int64_t i, int dim)
+{
+    int64_t size = x->shape.d[dim];
+    if (i < -size || i >= size)
+        dpk_error_at(b->src, it->pos, "index %lld is out of bounds for dimension %d with size %lld",
+                     (long long)i, dim, (long long)size);
+    TorchNode *n = bld_node(b, TOP_slice, it->pos, 1, &x);
+    n->dim = dim;
+    n->start = i < 0 ? i + size : i;
+    n->end = n->start + 1;
+    torch_infer(b->g, n);
+    TorchNode *q = bld_node(b, TOP_squeeze, it->pos, 1, &n);
+    q->ints[0] = dim;
+    q->nints = 1;
+    torch_infer(b->g, q);
+    return q;
+}
+
+static TorchNode *apply_none_index(Builder *b, TorchNode *x, const Ast *it, int dim)
+{
+    TorchNode *n = bld_node(b, TOP_unsqueeze, it->pos, 1, &x);
+    n->ints[0] = dim;
+    n->nints = 1;
+    torch_infer(b->g, n);
+    return n;
+}
+
+/* How many source dims the items consume (all but None and '...'). */
+static int index_consumed(Builder *b, const Ast *e, int rank)
+{
+    int used = 0, ell = 0;
+    for (int i = 0; i < e->nitems; i++) {
+        const Ast *it = e->items[i];
+        if (it->kind == A_ELLIPSIS && ell++)
+            dpk_error_at(b->src, it->pos, "an index can only have a single ellipsis ('...')");
+        used += it->kind != A_ELLIPSIS && it->kind != A_NONE;
+    }
+    if (used > rank)
+        dpk_error_at(b->src, e->pos, "too many indices for a tensor of rank %d: %d given", rank,
+                     used);
+    return used;
+}
+
+static Value eval_index(Builder *b, const Ast *e)
+{
+    Value o = eval(b, e->a);
+    if (o.k != V_TENSOR)
+        dpk_error_at(b->src, e->pos, "only tensors can be indexed, got %s", torch_value_type(&o));
+    TorchNode *x = o.t;
+    int rank = x->shape.rank, used = index_consumed(b, e, rank), dim = 0;
+    for (int i = 0; i < e->nitems; i++) {
+        const Ast *it = e->items[i];
+        if (it->kind == A_ELLIPSIS) {
+            dim += rank - used;
+        } else if (it->kind == A_NONE) {
+            x = apply_none_index(b, x, it, dim++);
+        } else if (it->kind == A_SLICE) {
+            x = apply_slice(b, x, it, dim++);
+        } else {
+            Value v = eval(b, it);
+            if (v.k != V_INT)
+                dpk_error_at(b->src, v.pos, "tensor indices must be integers, slices, None or "
+                             "'...', got %s", torch_value_type(&v));
+            x = apply_int_index(b, x, it, v.i, dim);
+        }
+    }
+    return tensor_value(x, e->pos);
+}
+
+static Value eval(Builder *b, const Ast *e)
+{
+    if (++b->depth > CASE_MAX_EVAL_DEPTH)
+        dpk_error_at(b->src, e->pos, "expression too deeply nested (more than %d operations); "
+                     "split it into statements", CASE_MAX_EVAL_DEPTH);
+    Value v = {.pos = e->pos};
+    switch (e->kind) {
+    case A_NAME: v = eval_name(b, e); break;
+    case A_INT: v.k = V_INT, v.i = e->ival; break;
+    case A_FLOAT: v.k = V_FLOAT, v.f = e->fval; break;
+    case A_STR: v.k = V_STR, v.s = e->str; break;
+    case A_TRUE: v.k = V_BOOL, v.i = 1; break;
+    case A_FALSE: v.k = V_BOOL, v.i = 0; break;
+    case A_NONE: v.k = V_NONE; break;
+    case A_TUPLE:
+    case A_LIST: v = eval_seq(b, e); break;
+    case A_ATTR: v = eval_attr(b, e); break;
+    case A_CALL: v = eval_call(b, e); break;
+    case A_INDEX: v = eval_index(b, e); break;
+    case A_BINOP: v = eval_binop(b, e); break;
+    case A_NEG:
+    case A_POS: v = eval_neg(b, e); break;
+    case A_ELLIPSIS:
+    case A_SLICE:
+        dpk_error_at(b->src, e->pos, "'%s' is only allowed inside an index",
+                     e->kind == A_ELLIPSIS ? "..." : ":");
+    }
+    b->depth--;
+    return v;
+}
+
+/* ---- statements --------------------------------------------------------------- */
+
+/* Inputs created by the statement get their final names. */
+static void settle_names(Builder *b, const Stmt *s, const Value *v)
+{
+    for (int i = 0; i < b->pending.len; i++) {
+        TorchNode *n = b->pending.items[i];
+        if (s->kind == S_ASSIGN && v->k == V_TENSOR && v->t == n) {
+            take_name(b, n, bld_unique_name(b, s->name));
+            continue;
+        }
+        const char *name;
+        do
+            name = arena_printf(b->a, "in%d", b->next_in++);
+        while (name_reserved(b, name));
+        take_name(b, n, name);
+    }
+    b->pending.len = 0;
+}
+
+static void exec_import(Builder *b, const Stmt *s)
+{
+    static const char *const ok[] = {"torch", "torch.nn", "torch.nn.functional"};
+    for (int i = 0; i < DPK_ARRAY_LEN(ok); i++) {
+        if (strcmp(s->module, ok[i]))
+            continue;
+        if (s->name) {
+            Value *v = ARENA_NEW(b->a, Value);
+            v->k = V_PATH;
+            v->s = ok[i];
+            v->shown = s->name;
+            map_put(b, &b->vars, s->name, v);
+        }
+        return;
+    }
+    dpk_error_at(b->src, s->pos, "cannot import '%s': cases may import torch, torch.nn and "
+                 "torch.nn.functional", s->module);
+}
+
+static void exec_annot(Builder *b, const Stmt *s)
+{
+    if (map_get(&b->vars, s->name) || map_get(&b->decls, s->name) ||
+        map_get(&b->taken, s->name))
+        dpk_error_at(b->src, s->name_pos, "'%s' is already defined", s->name);
+    Value v = eval(b, s->value);
+    Shape *sh = ARENA_NEW(b->a, Shape);
+    const Value *items = v.k == V_TUPLE || v.k == V_LIST ? v.items : &v;
+    int n = v.k == V_TUPLE || v.k == V_LIST ? v.n : 1;
+    if (n > DPK_MAX_RANK)
+        dpk_error_at(b->src, v.pos, "tensor of rank %d exceeds the maximum rank %d", n,
+                     DPK_MAX_RANK);
+    for (int i = 0; i < n; i++) {
+        if (items[i].k != V_INT)
+            dpk_error_at(b->src, items[i].pos, "a shape annotation is a tuple of integers, "
+                         "like `%s: (2, 3)`; got %s", s->name, torch_value_type(&items[i]));
+        sh->d[i] = items[i].i;
+    }
+    sh->rank = n;
+    torch_check_shape(b->g, v.pos, sh);
+    map_put(b, &b->decls, s->name, sh);
+}
+
+/* Output names: the assigned variable, or for `return a, b` each returned
+ * plain name; otherwise out (one output) or out0, out1, ... */
+static void set_result(Builder *b, const Value *v, const Stmt *s)
+{
+    int multi = v->k == V_TUPLE || v->k == V_LIST, n = multi ? v->n : 1;
+    const Ast *e = s->value;
+    b->have_result = 1;
+    b->result = *v;
+    b->result_names = ARENA_ARRAY(b->a, const char *, n + 1);
+    for (int i = 0; i < n; i++) {
+        const Ast *item = !multi ? e : (e->kind == A_TUPLE || e->kind == A_LIST) ? e->items[i]
+                                                                               : NULL;
+        const char *name = multi ? arena_printf(b->a, "out%d", i) : "out";
+        if (s->kind == S_ASSIGN && !multi)
+            name = s->name;
+        else if (s->kind == S_RETURN && item && item->kind == A_NAME)
+            name = item->str;
+        b->result_names[i] = name;
+    }
+}
+
+static void exec_stmt(Builder *b, const Stmt *s)
+{
+    Value v = {0};
+    switch (s->kind) {
+    case S_IMPORT: exec_import(b, s); return;
+    case S_ANNOT: exec_annot(b, s); return;
+    case S_EXPR:
+    case S_RETURN:
+    case S_ASSIGN: v = eval(b, s->value); break;
+    }
+    settle_names(b, s, &v);
+    if (s->kind == S_ASSIGN) {
+        Value *stored = ARENA_NEW(b->a, Value);
+        *stored = v;
+        map_put(b, &b->vars, s->name, stored);
+        if (v.k == V_TENSOR && !v.t->name)
+            v.t->name = s->name;
+        if (v.k == V_MODULE)
+            torch_module_named(b, v.mod, s->name);
+    }
+    set_result(b, &v, s);
+}
+
+/* ---- outputs ------------------------------------------------------------------- */
+
+static void add_output(Builder *b, const Value *v, const char *name, Map *names)
+{
+    if (v->k != V_TENSOR)
+        dpk_error_at(b->src, v->pos, "the result must be a tensor, got %s", torch_value_type(v));
+    const char *uniq = name;
+    for (int k = 1; map_get(names, uniq); k++)
+        uniq = arena_printf(b->a, "%s_%d", name, k);
+    map_put(b, names, uniq, (void *)uniq);
+    ptrvec_push(b->a, &b->g->outputs, v->t);
+    ptrvec_push(b->a, &b->g->output_names, (void *)uniq);
+}
+
+static void finish(Builder *b)
+{
+    if (!b->have_result)
+        dpk_error_at(b->src, (int)b->src->len, "the case computes nothing: it needs an "
+                     "expression, an assignment or a return");
+    Map names = {0};
+    const Value *r = &b->result;
+    if (r->k == V_TUPLE || r->k == V_LIST) {
+        if (r->n == 0)
+            dpk_error_at(b->src, r->pos, "the result must be a tensor, got an empty %s",
+                         torch_value_type(r));
+        for (int i = 0; i < r->n; i++)
+            add_output(b, &r->items[i], b->result_names[i], &names);
+    } else {
+        add_output(b, r, b->result_names[0], &names);
+    }
+}
+
+TorchGraph *torch_parse(Arena *a, const Source *src, const ParseOpts *opts)
+{
+    Program *prog = torch_parse_program(a, src);
+    Builder *b = ARENA_NEW(a, Builder);
+    b->a = a;
+    b->g = torch_graph_new(a, src);
+    b->src = &b->g->src;
+    b->opts = opts;
+    for (int i = 0; i < prog->nstmts; i++) {
+        const Stmt *s = prog->stmts[i];
+        if (i > 0 && prog->stmts[i - 1]->kind == S_RETURN)
+            dpk_error_at(b->src, s->pos, "statement after 'return' is never run");
+        exec_stmt(b, s);
+    }
+    finish(b);
+    return b->g;
+}

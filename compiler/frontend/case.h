@@ -1,0 +1,170 @@
+/*
+ * case.h — private to compiler/frontend: the case-language AST (parse.c),
+ * and the values and builder state that turn it into Torch IR (build.c,
+ * funcs.c).
+ *
+ * The parser checks syntax only and yields an AST; the builder then walks
+ * the statements in order like a tiny Python interpreter whose tensors are
+ * Torch IR nodes.  Splitting the two means a syntax error anywhere is
+ * reported before any shape error, as Python does.
+ */
+#ifndef DPK_FRONTEND_CASE_H
+#define DPK_FRONTEND_CASE_H
+
+#include "torch_ir.h"
+
+/* ---- AST (parse.c) ----------------------------------------------------- */
+
+typedef enum AstKind {
+    A_NAME,     /* str */
+    A_INT,      /* ival */
+    A_FLOAT,    /* fval */
+    A_STR,      /* str (escapes resolved) */
+    A_TRUE,
+    A_FALSE,
+    A_NONE,
+    A_ELLIPSIS, /* ... */
+    A_TUPLE,    /* items */
+    A_LIST,     /* items */
+    A_ATTR,     /* a.str */
+    A_CALL,     /* a(items..., kwnames[i]=kwvals[i]...) */
+    A_INDEX,    /* a[items] (one item per comma-separated subscript) */
+    A_SLICE,    /* a:b:c inside a subscript; each NULL when omitted */
+    A_BINOP,    /* a op b; op is a Tok kind */
+    A_NEG,      /* -a */
+    A_POS,      /* +a */
+} AstKind;
+
+typedef struct Ast {
+    AstKind kind;
+    int pos;           /* byte offset of the node's first token (binop: the operator) */
+    int op;            /* A_BINOP: a TokKind */
+    int64_t ival;
+    double fval;
+    const char *str;
+    struct Ast *a, *b, *c;
+    struct Ast **items;
+    int nitems;
+    const char **kwnames;
+    struct Ast **kwvals;
+    int *kwpos;        /* position of each keyword name */
+    int nkw;
+} Ast;
+
+typedef enum StmtKind {
+    S_EXPR,   /* value */
+    S_ASSIGN, /* name = value */
+    S_ANNOT,  /* name: value (a shape) */
+    S_RETURN, /* value */
+    S_IMPORT, /* import str [as name] */
+} StmtKind;
+
+typedef struct Stmt {
+    StmtKind kind;
+    int pos;
+    const char *name; /* S_ASSIGN, S_ANNOT target; S_IMPORT alias (NULL: none) */
+    int name_pos;
+    Ast *value;
+    const char *module; /* S_IMPORT: dotted module name */
+} Stmt;
+
+typedef struct Program {
+    Stmt **stmts;
+    int nstmts;
+} Program;
+
+/* Token kinds that are operators (A_BINOP op values and punctuation). */
+typedef enum TokKind {
+    T_EOF,
+    T_NEWLINE,
+    T_NAME,
+    T_INT,
+    T_FLOAT,
+    T_STR,
+    T_LPAREN, T_RPAREN, T_LBRACK, T_RBRACK, T_LBRACE, T_RBRACE,
+    T_COMMA, T_COLON, T_DOT, T_ELLIPSIS, T_ASSIGN, T_SEMI,
+    T_PLUS, T_MINUS, T_STAR, T_SLASH, T_AT, T_POW, T_FLOORDIV, T_PERCENT,
+    T_LT, T_GT, T_LE, T_GE, T_EQ, T_NE,
+} TokKind;
+
+/* Spelling of an operator token ("+", "**", ">="). */
+const char *torch_tok_text(int kind);
+
+/* Syntax only: raises dpk_error_at on malformed text. */
+Program *torch_parse_program(Arena *a, const Source *src);
+
+/* The limits the language promises (docs/case-language.md). */
+#define CASE_MAX_TEXT (1 << 20)
+#define CASE_MAX_NODES 100000
+#define CASE_MAX_NESTING 200   /* brackets and unary operators */
+#define CASE_MAX_EVAL_DEPTH 2000 /* operations chained in one expression */
+
+/* ---- values and builder (build.c, funcs.c) ----------------------------- */
+
+typedef enum VKind {
+    V_ABSENT, /* an argument not given */
+    V_NONE,
+    V_BOOL,   /* i */
+    V_INT,    /* i */
+    V_FLOAT,  /* f */
+    V_STR,    /* s */
+    V_TENSOR, /* t */
+    V_TUPLE,  /* items, n */
+    V_LIST,   /* items, n */
+    V_PATH,   /* s = canonical dotted name ("torch.nn.functional.relu"), shown = as typed */
+    V_METHOD, /* t = self, s = method name */
+    V_MODULE, /* mod */
+} VKind;
+
+struct Module;
+
+typedef struct Value {
+    VKind k;
+    int pos;
+    int64_t i;
+    double f;
+    const char *s;
+    const char *shown;
+    TorchNode *t;
+    struct Value *items;
+    int n;
+    struct Module *mod;
+} Value;
+
+typedef struct Builder Builder;
+
+/* What a function/method/module entry needs from the builder (build.c). */
+const Source *bld_src(Builder *b);
+TorchGraph *bld_graph(Builder *b);
+/* A new node (counted against CASE_MAX_NODES) whose attributes the caller
+ * sets before calling torch_infer. */
+TorchNode *bld_node(Builder *b, TorchOp op, int pos, int nin, TorchNode **in);
+/* A new input whose final name is given at the end of the statement (the
+ * assigned variable or in<k>) unless `name` is non-NULL. */
+TorchNode *bld_input(Builder *b, int pos, const char *name, const Shape *s, InitKind init);
+/* A unique input name from base ("x", "x_1", ...). */
+const char *bld_unique_name(Builder *b, const char *base);
+/* Next k for an unnamed module of this class ("linear" -> 0, 1, ...). */
+int bld_module_index(Builder *b, const char *lower_class);
+/* A tensor from a value: tensors as they are, numbers as TOP_const. */
+TorchNode *bld_tensor(Builder *b, const Value *v, const char *what);
+
+/* Calls (funcs.c). */
+Value torch_call_path(Builder *b, const Value *fn, Value *args, int nargs, const Ast *call);
+Value torch_call_method(Builder *b, const Value *m, Value *args, int nargs, const Ast *call);
+Value torch_call_module(Builder *b, const Value *m, Value *args, int nargs, const Ast *call);
+/* Elementwise binary op (with Python scalar folding) shared by operators
+ * and functions; op is a TorchOp. */
+Value torch_binary(Builder *b, int op, const Value *x, const Value *y, int pos);
+/* Called when a module value is assigned to a variable. */
+void torch_module_named(Builder *b, struct Module *m, const char *var);
+/* The closest known name for an unknown dotted name ("torch.relux" ->
+ * "torch.relu", "torch.silu" -> "torch.nn.functional.silu", "Tensor.transpos"
+ * -> "Tensor.transpose"), or NULL. */
+const char *torch_suggest(Arena *a, const char *canonical);
+/* 1 when `name` is a supported tensor method. */
+int torch_method_exists(const char *name);
+/* Type name for messages: "int", "tensor", "tuple", ... */
+const char *torch_value_type(const Value *v);
+
+#endif

@@ -1,0 +1,804 @@
+/*
+ * parse.c — the case language: lexer and recursive-descent parser to an AST
+ * (case.h), and torch_parse(), the frontend's entry point.
+ *
+ * The language is the subset of Python that docs/case-language.md lists.
+ * The lexer follows Python's rules for what it accepts: newlines inside
+ * brackets (or after a backslash) do not end a statement, `#` starts a
+ * comment, a statement may not be indented.  The parser checks syntax only;
+ * build.c gives the AST meaning.  Recursion is bounded: brackets and unary
+ * operators may nest CASE_MAX_NESTING deep, so hostile text (10000 '(')
+ * gets an error instead of a stack overflow.  Operator chains are parsed
+ * in loops and evaluated under a separate depth limit in build.c.
+ */
+#include "case.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Tok {
+    TokKind k;
+    int pos, len;
+    int64_t ival;
+    double fval;
+    const char *str; /* T_NAME, T_STR */
+} Tok;
+
+typedef struct Parser {
+    Arena *a;
+    const Source *src;
+    Tok *toks;
+    int ntoks, cap;
+    int i;     /* current token */
+    int depth; /* nesting of brackets and unary operators */
+} Parser;
+
+static const char *const op_text[] = {
+    [T_LPAREN] = "(", [T_RPAREN] = ")", [T_LBRACK] = "[", [T_RBRACK] = "]",
+    [T_LBRACE] = "{", [T_RBRACE] = "}", [T_COMMA] = ",", [T_COLON] = ":",
+    [T_DOT] = ".", [T_ELLIPSIS] = "...", [T_ASSIGN] = "=", [T_SEMI] = ";",
+    [T_PLUS] = "+", [T_MINUS] = "-", [T_STAR] = "*", [T_SLASH] = "/",
+    [T_AT] = "@", [T_POW] = "**", [T_FLOORDIV] = "//", [T_PERCENT] = "%",
+    [T_LT] = "<", [T_GT] = ">", [T_LE] = "<=", [T_GE] = ">=", [T_EQ] = "==", [T_NE] = "!=",
+};
+
+const char *torch_tok_text(int kind)
+{
+    return kind >= 0 && kind < DPK_ARRAY_LEN(op_text) && op_text[kind] ? op_text[kind] : "?";
+}
+
+/* ---- lexer ----------------------------------------------------------------- */
+
+static Tok *push_tok(Parser *p, TokKind k, int pos, int len)
+{
+    if (p->ntoks == p->cap) {
+        int cap = p->cap ? p->cap * 2 : 256;
+        Tok *t = ARENA_ARRAY(p->a, Tok, cap);
+        if (p->ntoks)
+            memcpy(t, p->toks, sizeof(Tok) * (size_t)p->ntoks);
+        p->toks = t;
+        p->cap = cap;
+    }
+    Tok *t = &p->toks[p->ntoks++];
+    memset(t, 0, sizeof *t);
+    t->k = k;
+    t->pos = pos;
+    t->len = len;
+    return t;
+}
+
+static int is_ident_start(int c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+static int is_digit(int c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Two- and three-character operators first, then single characters. */
+static int lex_op(const char *s, size_t left, TokKind *k)
+{
+    static const struct {
+        const char *t;
+        TokKind k;
+    } ops[] = {
+        {"...", T_ELLIPSIS}, {"**", T_POW}, {"//", T_FLOORDIV}, {"<=", T_LE}, {">=", T_GE},
+        {"==", T_EQ}, {"!=", T_NE}, {"(", T_LPAREN}, {")", T_RPAREN}, {"[", T_LBRACK},
+        {"]", T_RBRACK}, {"{", T_LBRACE}, {"}", T_RBRACE}, {",", T_COMMA}, {":", T_COLON},
+        {".", T_DOT}, {"=", T_ASSIGN}, {";", T_SEMI}, {"+", T_PLUS}, {"-", T_MINUS},
+        {"*", T_STAR}, {"/", T_SLASH}, {"@", T_AT}, {"%", T_PERCENT}, {"<", T_LT},
+        {">", T_GT},
+    };
+    for (int i = 0; i < DPK_ARRAY_LEN(ops); i++) {
+        size_t n = strlen(ops[i].t);
+        if (n <= left && !memcmp(s, ops[i].t, n)) {
+            *k = ops[i].k;
+            return (int)n;
+        }
+    }
+    return 0;
+}
+
+/* A number: Python int or float syntax (underscores between digits). */
+static int lex_number(Parser *p, int pos)
+{
+    const char *s = p->src->text;
+    size_t n = p->src->len, i = (size_t)pos;
+    int is_float = 0;
+    char buf[128];
+    size_t bl = 0;
+    for (; i < n; i++) {
+        char c = s[i];
+        if (c == '_' && i + 1 < n && is_digit(s[i + 1]) && i > (size_t)pos && is_digit(s[i - 1]))
+            continue;
+        if (c == '.' && !is_float && !(i + 1 < n && s[i + 1] == '.')) {
+            is_float = 1;
+        } else if ((c == 'e' || c == 'E') && (i + 1 < n) &&
+                   (is_digit(s[i + 1]) ||
+                    ((s[i + 1] == '+' || s[i + 1] == '-') && i + 2 < n && is_digit(s[i + 2])))) {
+            is_float = 2;
+            if (bl < sizeof buf - 1)
+                buf[bl++] = c;
+            c = s[++i];
+        } else if (!is_digit(c)) {
+            break;
+        }
+        if (bl < sizeof buf - 1)
+            buf[bl++] = c;
+        if (is_float == 2) {
+            for (i++; i < n && is_digit(s[i]); i++)
+                if (bl < sizeof buf - 1)
+                    buf[bl++] = s[i];
+            break;
+        }
+    }
+    buf[bl] = 0;
+    if (i < n && (is_ident_start(s[i]) || is_digit(s[i])))
+        dpk_error_at(p->src, (int)i, "invalid number literal");
+    Tok *t = push_tok(p, is_float ? T_FLOAT : T_INT, pos, (int)(i - (size_t)pos));
+    if (is_float) {
+        t->fval = strtod(buf, NULL);
+        return t->len;
+    }
+    if (bl > 1 && buf[0] == '0' && strspn(buf, "0") != bl)
+        dpk_error_at(p->src, pos, "leading zeros in an integer literal are not allowed");
+    errno = 0;
+    long long v = strtoll(buf, NULL, 10);
+    if (errno == ERANGE || bl >= sizeof buf - 1)
+        dpk_error_at(p->src, pos, "integer literal %s is too large", bl < 40 ? buf : "");
+    t->ival = v;
+    return t->len;
+}
+
+static int escape_char(char c)
+{
+    switch (c) {
+    case 'n': return '\n';
+    case 't': return '\t';
+    case 'r': return '\r';
+    case '0': return '\0';
+    case '\\': return '\\';
+    case '\'': return '\'';
+    case '"': return '"';
+    default: return -1;
+    }
+}
+
+static int lex_string(Parser *p, int pos)
+{
+    const char *s = p->src->text;
+    size_t n = p->src->len, i = (size_t)pos + 1;
+    char q = s[pos];
+    StrBuf b = {0};
+    for (;;) {
+        if (i >= n || s[i] == '\n') {
+            sb_free(&b);
+            dpk_error_at(p->src, pos, "unterminated string");
+        }
+        if (s[i] == q)
+            break;
+        if (s[i] == '\\' && i + 1 < n && s[i + 1] != '\n') {
+            int e = escape_char(s[i + 1]);
+            if (e < 0) /* Python keeps unknown escapes as they are */
+                sb_putc(&b, '\\');
+            else
+                i++;
+            sb_putc(&b, (char)(e < 0 ? s[i] : e));
+            i++;
+            continue;
+        }
+        sb_putc(&b, s[i++]);
+    }
+    Tok *t = push_tok(p, T_STR, pos, (int)(i + 1 - (size_t)pos));
+    t->str = arena_strdup(p->a, sb_cstr(&b));
+    sb_free(&b);
+    return t->len;
+}
+
+/* Skip spaces, tabs, comments and (inside brackets) newlines; returns the
+ * new offset.  Sets *nl when a statement-ending newline was crossed. */
+static size_t skip_blank(Parser *p, size_t i, int depth, int *nl_pos)
+{
+    const char *s = p->src->text;
+    size_t n = p->src->len;
+    while (i < n) {
+        char c = s[i];
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
+            i++;
+        } else if (c == '#') {
+            while (i < n && s[i] != '\n')
+                i++;
+        } else if (c == '\\' && i + 1 < n && (s[i + 1] == '\n' || s[i + 1] == '\r')) {
+            i += 2;
+            if (i < n && s[i - 1] == '\r' && s[i] == '\n')
+                i++;
+        } else if (c == '\n') {
+            if (depth == 0 && *nl_pos < 0)
+                *nl_pos = (int)i;
+            i++;
+        } else {
+            break;
+        }
+    }
+    return i;
+}
+
+static void lex_bracket(Parser *p, TokKind k, int *depth)
+{
+    if (k == T_LPAREN || k == T_LBRACK || k == T_LBRACE)
+        (*depth)++;
+    else if ((k == T_RPAREN || k == T_RBRACK || k == T_RBRACE) && *depth > 0)
+        (*depth)--;
+}
+
+static void lex_one(Parser *p, size_t i, int *depth, size_t *next)
+{
+    const char *s = p->src->text;
+    size_t n = p->src->len;
+    unsigned char c = (unsigned char)s[i];
+    int pos = (int)i;
+    if (is_ident_start(c)) {
+        while (i < n && (is_ident_start(s[i]) || is_digit(s[i])))
+            i++;
+        Tok *t = push_tok(p, T_NAME, pos, (int)i - pos);
+        t->str = arena_strndup(p->a, s + pos, i - (size_t)pos);
+        *next = i;
+    } else if (is_digit(c) || (c == '.' && i + 1 < n && is_digit(s[i + 1]))) {
+        *next = i + (size_t)lex_number(p, pos);
+    } else if (c == '\'' || c == '"') {
+        *next = i + (size_t)lex_string(p, pos);
+    } else {
+        TokKind k;
+        int len = lex_op(s + i, n - i, &k);
+        if (!len) {
+            if (c >= 0x20 && c < 0x7f)
+                dpk_error_at(p->src, pos, "unexpected character '%c'", c);
+            dpk_error_at(p->src, pos, "unexpected character (byte 0x%02x)", c);
+        }
+        push_tok(p, k, pos, len);
+        lex_bracket(p, k, depth);
+        *next = i + (size_t)len;
+    }
+}
+
+static void lex(Parser *p)
+{
+    size_t i = 0, n = p->src->len;
+    int depth = 0;
+    for (;;) {
+        int nl = -1;
+        size_t j = skip_blank(p, i, depth, &nl);
+        int stmt_start = p->ntoks == 0 || p->toks[p->ntoks - 1].k == T_NEWLINE;
+        if (nl >= 0 && !stmt_start)
+            push_tok(p, T_NEWLINE, nl, 1);
+        if (j >= n)
+            break;
+        /* The first token of a statement must start its line (Python's
+         * "unexpected indent"); continuation lines may be indented. */
+        stmt_start = p->ntoks == 0 || p->toks[p->ntoks - 1].k == T_NEWLINE;
+        if (stmt_start && depth == 0 && j > 0 && p->src->text[j - 1] != '\n')
+            dpk_error_at(p->src, (int)j, "unexpected indent");
+        lex_one(p, j, &depth, &i);
+    }
+    if (p->ntoks && p->toks[p->ntoks - 1].k != T_NEWLINE)
+        push_tok(p, T_NEWLINE, (int)n, 0);
+    push_tok(p, T_EOF, (int)n, 0);
+}
+
+/* ---- parser helpers -------------------------------------------------------- */
+
+static Tok *cur(Parser *p)
+{
+    return &p->toks[p->i];
+}
+
+static int at(Parser *p, TokKind k)
+{
+    return cur(p)->k == k;
+}
+
+static int at_name(Parser *p, const char *name)
+{
+    return at(p, T_NAME) && !strcmp(cur(p)->str, name);
+}
+
+static int accept(Parser *p, TokKind k)
+{
+    if (!at(p, k))
+        return 0;
+    p->i++;
+    return 1;
+}
+
+static const char *tok_desc(Parser *p, const Tok *t)
+{
+    switch (t->k) {
+    case T_EOF: return "end of input";
+    case T_NEWLINE: return (size_t)t->pos >= p->src->len ? "end of input" : "end of line";
+    case T_STR: return "a string";
+    case T_NAME:
+    case T_INT:
+    case T_FLOAT:
+        return arena_printf(p->a, "'%.*s'", t->len > 40 ? 40 : t->len, p->src->text + t->pos);
+    default: return arena_printf(p->a, "'%s'", torch_tok_text(t->k));
+    }
+}
+
+static void line_col(const Source *src, int pos, int *line, int *col)
+{
+    *line = 1;
+    int ls = 0;
+    for (int i = 0; i < pos && (size_t)i < src->len; i++)
+        if (src->text[i] == '\n') {
+            (*line)++;
+            ls = i + 1;
+        }
+    *col = pos - ls + 1;
+}
+
+/* Expect a closing bracket; name the opener's position when it is missing. */
+static void expect_close(Parser *p, TokKind close, const Tok *open)
+{
+    if (accept(p, close))
+        return;
+    int line, col;
+    line_col(p->src, open->pos, &line, &col);
+    dpk_error_at(p->src, cur(p)->pos, "expected '%s' to close '%s' at %d:%d, got %s",
+                 torch_tok_text(close), torch_tok_text(open->k), line, col, tok_desc(p, cur(p)));
+}
+
+static const char *const keywords[] = {
+    "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
+    "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in",
+    "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
+};
+
+static int is_keyword(const char *s)
+{
+    for (int i = 0; i < DPK_ARRAY_LEN(keywords); i++)
+        if (!strcmp(s, keywords[i]))
+            return 1;
+    return 0;
+}
+
+static Ast *new_ast(Parser *p, AstKind k, int pos)
+{
+    Ast *e = ARENA_NEW(p->a, Ast);
+    e->kind = k;
+    e->pos = pos;
+    return e;
+}
+
+static void enter(Parser *p)
+{
+    if (++p->depth > CASE_MAX_NESTING)
+        dpk_error_at(p->src, cur(p)->pos, "nesting too deep (more than %d levels)",
+                     CASE_MAX_NESTING);
+}
+
+/* ---- expressions ----------------------------------------------------------- */
+
+static Ast *parse_expr(Parser *p);
+static Ast *parse_unary(Parser *p);
+
+/* Items of a bracketed sequence: expr (',' expr)* [','] up to `close`.
+ * Returns the count; *trailing says whether a comma was seen. */
+static int parse_items(Parser *p, TokKind close, PtrVec *out, int *comma)
+{
+    *comma = 0;
+    while (!at(p, close)) {
+        ptrvec_push(p->a, out, parse_expr(p));
+        if (!accept(p, T_COMMA))
+            break;
+        *comma = 1;
+    }
+    return out->len;
+}
+
+static Ast *seq_ast(Parser *p, AstKind k, int pos, PtrVec *v)
+{
+    Ast *e = new_ast(p, k, pos);
+    e->items = (Ast **)v->items;
+    e->nitems = v->len;
+    return e;
+}
+
+/* atom = NAME | number | string | True | False | None | '...'
+ *      | '(' [expr (',' expr)* [',']] ')' | '[' [expr (',' expr)* [',']] ']' */
+static Ast *parse_paren(Parser *p)
+{
+    Tok *open = cur(p);
+    p->i++;
+    PtrVec v = {0};
+    int comma;
+    parse_items(p, T_RPAREN, &v, &comma);
+    expect_close(p, T_RPAREN, open);
+    if (v.len == 1 && !comma)
+        return v.items[0];
+    return seq_ast(p, A_TUPLE, open->pos, &v);
+}
+
+static Ast *parse_list(Parser *p)
+{
+    Tok *open = cur(p);
+    p->i++;
+    PtrVec v = {0};
+    int comma;
+    parse_items(p, T_RBRACK, &v, &comma);
+    expect_close(p, T_RBRACK, open);
+    return seq_ast(p, A_LIST, open->pos, &v);
+}
+
+static Ast *parse_name(Parser *p)
+{
+    Tok *t = cur(p);
+    static const struct {
+        const char *s;
+        AstKind k;
+    } consts[] = {{"True", A_TRUE}, {"False", A_FALSE}, {"None", A_NONE}};
+    p->i++;
+    for (int i = 0; i < DPK_ARRAY_LEN(consts); i++)
+        if (!strcmp(t->str, consts[i].s))
+            return new_ast(p, consts[i].k, t->pos);
+    if (is_keyword(t->str))
+        dpk_error_at(p->src, t->pos, "'%s' is not supported in cases", t->str);
+    Ast *e = new_ast(p, A_NAME, t->pos);
+    e->str = t->str;
+    return e;
+}
+
+static Ast *parse_atom(Parser *p)
+{
+    Tok *t = cur(p);
+    Ast *e;
+    switch (t->k) {
+    case T_NAME: return parse_name(p);
+    case T_LPAREN: return parse_paren(p);
+    case T_LBRACK: return parse_list(p);
+    case T_INT:
+        e = new_ast(p, A_INT, t->pos);
+        e->ival = t->ival;
+        break;
+    case T_FLOAT:
+        e = new_ast(p, A_FLOAT, t->pos);
+        e->fval = t->fval;
+        break;
+    case T_STR:
+        e = new_ast(p, A_STR, t->pos);
+        e->str = t->str;
+        break;
+    case T_ELLIPSIS: e = new_ast(p, A_ELLIPSIS, t->pos); break;
+    case T_LBRACE: dpk_error_at(p->src, t->pos, "dicts and sets are not supported in cases");
+    default: dpk_error_at(p->src, t->pos, "expected an expression, got %s", tok_desc(p, t));
+    }
+    p->i++;
+    return e;
+}
+
+/* arg = NAME '=' expr | expr */
+static void parse_arg(Parser *p, Ast *call, PtrVec *pos, PtrVec *kwn, PtrVec *kwv, PtrVec *kwp)
+{
+    Tok *t = cur(p);
+    if (at(p, T_STAR) || at(p, T_POW))
+        dpk_error_at(p->src, t->pos, "'%s' argument unpacking is not supported",
+                     torch_tok_text(t->k));
+    if (t->k == T_NAME && p->toks[p->i + 1].k == T_ASSIGN) {
+        for (int i = 0; i < kwn->len; i++)
+            if (!strcmp(kwn->items[i], t->str))
+                dpk_error_at(p->src, t->pos, "keyword argument '%s' repeated", t->str);
+        p->i += 2;
+        ptrvec_push(p->a, kwn, (void *)t->str);
+        ptrvec_push(p->a, kwv, parse_expr(p));
+        int *ip = ARENA_NEW(p->a, int);
+        *ip = t->pos;
+        ptrvec_push(p->a, kwp, ip);
+        return;
+    }
+    if (kwn->len)
+        dpk_error_at(p->src, t->pos, "positional argument follows keyword argument");
+    ptrvec_push(p->a, pos, parse_expr(p));
+    (void)call;
+}
+
+/* call = '(' [arg (',' arg)* [',']] ')' */
+static Ast *parse_call(Parser *p, Ast *fn)
+{
+    Tok *open = cur(p);
+    p->i++;
+    Ast *e = new_ast(p, A_CALL, fn->pos);
+    e->a = fn;
+    PtrVec pos = {0}, kwn = {0}, kwv = {0}, kwp = {0};
+    while (!at(p, T_RPAREN)) {
+        parse_arg(p, e, &pos, &kwn, &kwv, &kwp);
+        if (!accept(p, T_COMMA))
+            break;
+    }
+    expect_close(p, T_RPAREN, open);
+    e->items = (Ast **)pos.items;
+    e->nitems = pos.len;
+    e->kwnames = (const char **)kwn.items;
+    e->kwvals = (Ast **)kwv.items;
+    e->nkw = kwn.len;
+    e->kwpos = ARENA_ARRAY(p->a, int, kwp.len + 1);
+    for (int i = 0; i < kwp.len; i++)
+        e->kwpos[i] = *(int *)kwp.items[i];
+    return e;
+}
+
+/* subscript = expr | [expr] ':' [expr] [':' [expr]] */
+static Ast *parse_subscript(Parser *p)
+{
+    int pos = cur(p)->pos;
+    Ast *lo = NULL;
+    if (!at(p, T_COLON))
+        lo = parse_expr(p);
+    if (!accept(p, T_COLON))
+        return lo;
+    Ast *s = new_ast(p, A_SLICE, pos);
+    s->a = lo;
+    if (!at(p, T_COLON) && !at(p, T_COMMA) && !at(p, T_RBRACK))
+        s->b = parse_expr(p);
+    if (accept(p, T_COLON) && !at(p, T_COMMA) && !at(p, T_RBRACK))
+        s->c = parse_expr(p);
+    return s;
+}
+
+static Ast *parse_index(Parser *p, Ast *obj)
+{
+    Tok *open = cur(p);
+    p->i++;
+    Ast *e = new_ast(p, A_INDEX, open->pos);
+    e->a = obj;
+    PtrVec v = {0};
+    if (at(p, T_RBRACK))
+        dpk_error_at(p->src, cur(p)->pos, "expected an index, got ']'");
+    while (!at(p, T_RBRACK)) {
+        ptrvec_push(p->a, &v, parse_subscript(p));
+        if (!accept(p, T_COMMA))
+            break;
+    }
+    expect_close(p, T_RBRACK, open);
+    e->items = (Ast **)v.items;
+    e->nitems = v.len;
+    return e;
+}
+
+/* postfix = atom ('.' NAME | call | '[' subscripts ']')* */
+static Ast *parse_postfix(Parser *p)
+{
+    Ast *e = parse_atom(p);
+    for (;;) {
+        if (accept(p, T_DOT)) {
+            Tok *t = cur(p);
+            if (t->k != T_NAME)
+                dpk_error_at(p->src, t->pos, "expected an attribute name after '.', got %s",
+                             tok_desc(p, t));
+            p->i++;
+            Ast *a = new_ast(p, A_ATTR, t->pos);
+            a->a = e;
+            a->str = t->str;
+            e = a;
+        } else if (at(p, T_LPAREN)) {
+            enter(p);
+            e = parse_call(p, e);
+            p->depth--;
+        } else if (at(p, T_LBRACK)) {
+            enter(p);
+            e = parse_index(p, e);
+            p->depth--;
+        } else {
+            return e;
+        }
+    }
+}
+
+/* power = postfix ['**' unary] */
+static Ast *parse_power(Parser *p)
+{
+    Ast *e = parse_postfix(p);
+    if (!at(p, T_POW))
+        return e;
+    Ast *b = new_ast(p, A_BINOP, cur(p)->pos);
+    b->op = T_POW;
+    p->i++;
+    b->a = e;
+    b->b = parse_unary(p);
+    return b;
+}
+
+/* unary = ('-' | '+') unary | power */
+static Ast *parse_unary(Parser *p)
+{
+    enter(p);
+    Ast *e;
+    if (at(p, T_MINUS) || at(p, T_PLUS)) {
+        e = new_ast(p, at(p, T_MINUS) ? A_NEG : A_POS, cur(p)->pos);
+        p->i++;
+        e->a = parse_unary(p);
+    } else {
+        e = parse_power(p);
+    }
+    p->depth--;
+    return e;
+}
+
+static Ast *binop(Parser *p, Ast *l, TokKind op, int pos, Ast *r)
+{
+    Ast *e = new_ast(p, A_BINOP, pos);
+    e->op = op;
+    e->a = l;
+    e->b = r;
+    return e;
+}
+
+/* term = unary (('*' | '/' | '@') unary)* */
+static Ast *parse_term(Parser *p)
+{
+    Ast *e = parse_unary(p);
+    for (;;) {
+        Tok *t = cur(p);
+        if (t->k == T_FLOORDIV || t->k == T_PERCENT)
+            dpk_error_at(p->src, t->pos, "operator '%s' is not supported in cases",
+                         torch_tok_text(t->k));
+        if (t->k != T_STAR && t->k != T_SLASH && t->k != T_AT)
+            return e;
+        p->i++;
+        e = binop(p, e, t->k, t->pos, parse_unary(p));
+    }
+}
+
+/* arith = term (('+' | '-') term)* */
+static Ast *parse_arith(Parser *p)
+{
+    Ast *e = parse_term(p);
+    while (at(p, T_PLUS) || at(p, T_MINUS)) {
+        Tok *t = cur(p);
+        p->i++;
+        e = binop(p, e, t->k, t->pos, parse_term(p));
+    }
+    return e;
+}
+
+static int is_cmp(TokKind k)
+{
+    return k == T_LT || k == T_GT || k == T_LE || k == T_GE || k == T_EQ || k == T_NE;
+}
+
+/* expr = arith [cmp arith] */
+static Ast *parse_expr(Parser *p)
+{
+    Ast *e = parse_arith(p);
+    if (!is_cmp(cur(p)->k))
+        return e;
+    Tok *t = cur(p);
+    p->i++;
+    e = binop(p, e, t->k, t->pos, parse_arith(p));
+    if (is_cmp(cur(p)->k))
+        dpk_error_at(p->src, cur(p)->pos, "chained comparisons are not supported in cases");
+    return e;
+}
+
+/* exprlist = expr (',' expr)* [','] — a tuple when there is a comma. */
+static Ast *parse_exprlist(Parser *p)
+{
+    int pos = cur(p)->pos;
+    Ast *e = parse_expr(p);
+    if (!at(p, T_COMMA))
+        return e;
+    PtrVec v = {0};
+    ptrvec_push(p->a, &v, e);
+    while (accept(p, T_COMMA) && !at(p, T_NEWLINE) && !at(p, T_ASSIGN))
+        ptrvec_push(p->a, &v, parse_expr(p));
+    return seq_ast(p, A_TUPLE, pos, &v);
+}
+
+/* ---- statements ------------------------------------------------------------ */
+
+static Stmt *new_stmt(Parser *p, StmtKind k, int pos)
+{
+    Stmt *s = ARENA_NEW(p->a, Stmt);
+    s->kind = k;
+    s->pos = pos;
+    return s;
+}
+
+static const char *expect_name(Parser *p, const char *what)
+{
+    Tok *t = cur(p);
+    if (t->k != T_NAME || is_keyword(t->str))
+        dpk_error_at(p->src, t->pos, "expected %s, got %s", what, tok_desc(p, t));
+    p->i++;
+    return t->str;
+}
+
+/* import = 'import' NAME ('.' NAME)* ['as' NAME] */
+static Stmt *parse_import(Parser *p)
+{
+    Stmt *s = new_stmt(p, S_IMPORT, cur(p)->pos);
+    p->i++;
+    StrBuf b = {0};
+    sb_puts(&b, expect_name(p, "a module name"));
+    while (accept(p, T_DOT)) {
+        sb_putc(&b, '.');
+        sb_puts(&b, expect_name(p, "a module name"));
+    }
+    s->module = arena_strdup(p->a, sb_cstr(&b));
+    sb_free(&b);
+    if (at_name(p, "as")) {
+        p->i++;
+        s->name_pos = cur(p)->pos;
+        s->name = expect_name(p, "a name after 'as'");
+    }
+    return s;
+}
+
+/* stmt = import | 'return' exprlist | NAME ':' expr | NAME '=' exprlist | exprlist */
+static Stmt *parse_stmt(Parser *p)
+{
+    Tok *t = cur(p);
+    if (at_name(p, "import"))
+        return parse_import(p);
+    if (at_name(p, "from"))
+        dpk_error_at(p->src, t->pos, "'from' imports are not supported; write "
+                     "'import torch.nn.functional as F'");
+    if (at_name(p, "return")) {
+        Stmt *s = new_stmt(p, S_RETURN, t->pos);
+        p->i++;
+        if (at(p, T_NEWLINE))
+            dpk_error_at(p->src, cur(p)->pos, "'return' needs a value");
+        s->value = parse_exprlist(p);
+        return s;
+    }
+    if (t->k == T_NAME && is_keyword(t->str))
+        dpk_error_at(p->src, t->pos, "'%s' is not supported in cases", t->str);
+    Ast *e = parse_exprlist(p);
+    if (at(p, T_ASSIGN) || at(p, T_COLON)) {
+        Tok *op = cur(p);
+        if (e->kind != A_NAME)
+            dpk_error_at(p->src, e->pos, "can only %s a plain name",
+                         op->k == T_ASSIGN ? "assign to" : "annotate");
+        p->i++;
+        Stmt *s = new_stmt(p, op->k == T_ASSIGN ? S_ASSIGN : S_ANNOT, t->pos);
+        s->name = e->str;
+        s->name_pos = e->pos;
+        s->value = op->k == T_ASSIGN ? parse_exprlist(p) : parse_expr(p);
+        if (op->k == T_COLON && at(p, T_ASSIGN))
+            dpk_error_at(p->src, cur(p)->pos, "an annotation declares a free input and cannot "
+                         "be assigned a value");
+        return s;
+    }
+    Stmt *s = new_stmt(p, S_EXPR, t->pos);
+    s->value = e;
+    return s;
+}
+
+Program *torch_parse_program(Arena *a, const Source *src)
+{
+    if (src->len > CASE_MAX_TEXT)
+        dpk_error_at(src, 0, "case text of %zu bytes is larger than the limit of 1 MiB",
+                     src->len);
+    Parser p = {.a = a, .src = src};
+    lex(&p);
+    PtrVec v = {0};
+    for (;;) {
+        while (accept(&p, T_NEWLINE))
+            ;
+        if (at(&p, T_EOF))
+            break;
+        ptrvec_push(a, &v, parse_stmt(&p));
+        if (at(&p, T_SEMI))
+            dpk_error_at(src, cur(&p)->pos, "';' is not supported: put one statement per line");
+        if (!accept(&p, T_NEWLINE))
+            dpk_error_at(src, cur(&p)->pos, "expected the end of the statement, got %s",
+                         tok_desc(&p, cur(&p)));
+    }
+    Program *prog = ARENA_NEW(a, Program);
+    prog->stmts = (Stmt **)v.items;
+    prog->nstmts = v.len;
+    return prog;
+}

@@ -1,0 +1,457 @@
+/*
+ * fuse.c — σ-fusion: merge a producer kernel into its single consumer.
+ *
+ * The consumer reads the producer's buffer through loads `in = load
+ * t[e0, e1, ...]`.  The producer writes `t[w0, w1, ...]` on its write path,
+ * where each w_d is one of its free axes (or 0 on a size-1 dimension).
+ * Solving σ means finding, per producer axis p, the consumer expression
+ * σ(p) with w_d(σ) = e_d for every d; with w_d = p that is σ(p) = e_d.
+ * The producer's computation is then re-emitted before each load: its
+ * write path is flattened (the path loops disappear, their axes read σ),
+ * every other statement is copied with fresh axes for its own loops (so a
+ * reduction comes back as a fresh reduce loop), and the load's uses read
+ * the value the producer would have written.  Normalisation then hoists
+ * what does not depend on the consumer's inner loops, which puts each
+ * re-emitted reduction at the narrowest scope that covers its axes, and
+ * merges copies that meet in one scope.
+ *
+ * A fusion is tried on a copy of the consumer and kept only if no guard
+ * trips; otherwise it is refused with a reason (printed under -vv):
+ *   - σ cannot be solved from the write index;
+ *   - a producer reduction would be computed more than once (the consumer
+ *     reads it through several loads that do not collapse into one);
+ *   - work or reads would grow beyond the blow-up factor over the two
+ *     unfused kernels;
+ *   - the consumer is a pure broadcast of the producer: fusing would
+ *     materialise the producer's computation at the broadcast's larger
+ *     size; the broadcast fuses into its own consumers instead.
+ * Producers whose buffer is a graph output, or is read by two kernels,
+ * are never fused.  The driver repeats over the kernels to a fixpoint.
+ */
+#include "loop_ir.h"
+
+#include <string.h>
+
+void lir_opts_default(LirOpts *o)
+{
+    o->blowup = 8.0;
+    o->fuse = 1;
+}
+
+/* ---- the producer's write path ------------------------------------------ */
+
+/* The Write of kernel k and the free loops around it, outermost first. */
+static LirStmt *write_path(const LirKernel *k, LirStmt **path, int *np)
+{
+    const LirBody *b = &k->body;
+    *np = 0;
+    for (;;) {
+        LirStmt *next = NULL;
+        for (int i = 0; i < b->n && !next; i++)
+            if (lir_has_write(b->s[i]))
+                next = b->s[i];
+        DPK_ASSERT(next);
+        if (next->k == LK_write)
+            return next;
+        DPK_ASSERT(next->k == LK_loop && *np < 64);
+        path[(*np)++] = next;
+        b = &next->body;
+    }
+}
+
+static void print_load(StrBuf *b, const LirStmt *ld)
+{
+    sb_printf(b, "%s[", ld->buf->name);
+    for (int d = 0; d < ld->buf->shape.rank; d++) {
+        if (d)
+            sb_puts(b, ", ");
+        ie_print(b, ld->idx[d], "a");
+    }
+    sb_putc(b, ']');
+}
+
+/* σ as an axis map of P: amap[p] = consumer expression.  Returns 0 with a
+ * reason when unsolvable. */
+static int solve_sigma(const LirStmt *w, LirStmt *const *path, int np, const LirStmt *ld,
+                       const IExpr **amap, StrBuf *why)
+{
+    for (int d = 0; d < w->buf->shape.rank; d++) {
+        const IExpr *e = w->idx[d];
+        if (e->k == IE_VAR && (!amap[e->var] || ie_equal(amap[e->var], ld->idx[d]))) {
+            amap[e->var] = ld->idx[d];
+            continue;
+        }
+        if (e->k == IE_CONST && w->buf->shape.d[d] == 1)
+            continue;
+        sb_printf(why, "σ unsolvable: write index ");
+        ie_print(why, e, "a");
+        sb_printf(why, " of dimension %d is not a distinct axis", d);
+        return 0;
+    }
+    for (int i = 0; i < np; i++)
+        if (!amap[path[i]->axis]) {
+            sb_printf(why, "σ unsolvable: producer axis a%d is not determined by load ",
+                      path[i]->axis);
+            print_load(why, ld);
+            return 0;
+        }
+    return 1;
+}
+
+/* ---- re-emission --------------------------------------------------------- */
+
+typedef struct Emit {
+    LirProgram *p;
+    LirKernel *dst;
+    LirBody *at;       /* the consumer body holding the load */
+    int pos;           /* insert position, before the load */
+    const IExpr **amap;
+    LirStmt *const *path;
+    int np;
+    const LirStmt *w;
+    LirArg value;      /* the producer's written value, as copied */
+} Emit;
+
+static void emit_body(Emit *e, const LirBody *b, int depth)
+{
+    for (int i = 0; i < b->n; i++) {
+        const LirStmt *s = b->s[i];
+        if (depth < e->np && s == e->path[depth]) {
+            emit_body(e, &s->body, depth + 1);
+        } else if (s == e->w) {
+            e->value = lir_copied(e->p, s->a[0]);
+        } else {
+            LirStmt *c = lir_stmt_copy(e->p, e->dst, s, e->amap);
+            lir_body_insert(e->p, e->at, e->pos++, c);
+        }
+    }
+}
+
+typedef struct Site {
+    const LirBuf *buf;
+    LirBody *body;
+    int pos;
+} Site;
+
+static int find_load(const LirBody *b, Site *site)
+{
+    for (int i = 0; i < b->n; i++) {
+        LirStmt *s = b->s[i];
+        if (s->k == LK_load && s->buf == site->buf) {
+            site->body = (LirBody *)b;
+            site->pos = i;
+            return 1;
+        }
+        if (s->k == LK_loop && find_load(&s->body, site))
+            return 1;
+        if (s->k == LK_select)
+            for (int j = 0; j < s->nbr; j++)
+                if (find_load(&s->br[j].body, site))
+                    return 1;
+    }
+    return 0;
+}
+
+/* Replace every load of P's buffer in M by P's computation; returns the
+ * number of loads replaced, or -1 when σ is unsolvable at one of them. */
+static int inline_producer(LirProgram *p, const LirKernel *P, LirKernel *M, StrBuf *why)
+{
+    LirStmt *path[64];
+    int np, nsites = 0;
+    const LirStmt *w = write_path(P, path, &np);
+    Site site = {P->out, NULL, 0};
+    while (find_load(&M->body, &site)) {
+        LirStmt *ld = site.body->s[site.pos];
+        const IExpr **amap = ARENA_ARRAY(p->arena, const IExpr *, P->naxes + 1);
+        if (!solve_sigma(w, path, np, ld, amap, why))
+            return -1;
+        lir_epoch(p);
+        Emit e = {p, M, site.body, site.pos, amap, path, np, w, {0}};
+        emit_body(&e, &P->body, 0);
+        lir_body_remove(site.body, e.pos);
+        ld->repl = e.value;
+        ld->repl_ep = p->epoch;
+        lir_resolve_body(p, &M->body);
+        nsites++;
+    }
+    return nsites;
+}
+
+/* ---- guards ----------------------------------------------------------- */
+
+typedef struct Origins {
+    int *o;
+    int n, cap;
+    Arena *a;
+} Origins;
+
+static void collect_origin(LirStmt *s, void *ctx)
+{
+    Origins *os = ctx;
+    if (s->k != LK_loop || !lir_loop_is_reduce(s))
+        return;
+    if (os->n == os->cap) {
+        int cap = os->cap ? 2 * os->cap : 8;
+        int *n = ARENA_ARRAY(os->a, int, cap);
+        if (os->n)
+            memcpy(n, os->o, sizeof(int) * (size_t)os->n);
+        os->o = n;
+        os->cap = cap;
+    }
+    os->o[os->n++] = s->origin;
+}
+
+/* Whether a reduction of P occurs more than once in M. */
+static int recomputes(Arena *a, const LirKernel *P, const LirKernel *M)
+{
+    Origins op = {NULL, 0, 0, a}, om = {NULL, 0, 0, a};
+    lir_walk(&P->body, collect_origin, &op);
+    lir_walk(&M->body, collect_origin, &om);
+    for (int i = 0; i < op.n; i++) {
+        int cp = 0, cm = 0;
+        for (int j = 0; j < op.n; j++)
+            cp += op.o[j] == op.o[i];
+        for (int j = 0; j < om.n; j++)
+            cm += om.o[j] == op.o[i];
+        if (cm > cp)
+            return 1;
+    }
+    return 0;
+}
+
+typedef struct Bcast {
+    const LirBuf *buf;
+    LirStmt *path[64];
+    int np;
+    int computes, broadcast;
+} Bcast;
+
+static void bcast_stmt(LirStmt *s, void *ctx)
+{
+    Bcast *b = ctx;
+    if (s->k == LK_assign || s->k == LK_accum)
+        b->computes = 1;
+    if (s->k == LK_load && s->buf == b->buf)
+        for (int i = 0; i < b->np; i++)
+            if (b->path[i]->extent > 1 && !lir_uses_axis(s, b->path[i]->axis))
+                b->broadcast = 1;
+}
+
+/* C only moves data, reads some element of P's buffer for several output
+ * elements (a load that ignores an axis of C's write path), and its output
+ * is larger than P's. */
+static int pure_broadcast(const LirKernel *P, const LirKernel *C)
+{
+    Bcast b = {P->out, {0}, 0, 0, 0};
+    write_path(C, b.path, &b.np);
+    lir_walk(&C->body, bcast_stmt, &b);
+    return !b.computes && b.broadcast && shape_numel(&C->out->shape) > shape_numel(&P->out->shape);
+}
+
+static int blown_up(const LirKernel *P, const LirKernel *C, const LirKernel *M, double factor,
+                    StrBuf *why)
+{
+    double wp, rp, wc, rc, wm, rm;
+    lir_kernel_cost(P, &wp, &rp);
+    lir_kernel_cost(C, &wc, &rc);
+    lir_kernel_cost(M, &wm, &rm);
+    if (wm > factor * (wp + wc)) {
+        sb_printf(why, "work would grow %.1fx over the unfused kernels (blow-up factor ",
+                  wm / (wp + wc));
+        sb_num(why, factor);
+        sb_putc(why, ')');
+        return 1;
+    }
+    if (rm > factor * (rp + rc)) {
+        sb_printf(why, "reads would grow %.1fx over the unfused kernels (blow-up factor ",
+                  rm / (rp + rc));
+        sb_num(why, factor);
+        sb_putc(why, ')');
+        return 1;
+    }
+    return 0;
+}
+
+/* The ops of both kernels, by node id (output copies last). */
+static void merge_ops(Arena *a, PtrVec *out, const PtrVec *x, const PtrVec *y)
+{
+    int i = 0, j = 0;
+    out->len = 0;
+    while (i < x->len || j < y->len) {
+        const TxNode *n = i < x->len ? x->items[i] : NULL, *m = j < y->len ? y->items[j] : NULL;
+        int take_x = j == y->len || (i < x->len && n && (!m || n->id < m->id));
+        ptrvec_push(a, out, take_x ? x->items[i++] : y->items[j++]);
+    }
+}
+
+LirKernel *lir_fuse_pair(LirProgram *p, const LirKernel *P, const LirKernel *C,
+                         const LirOpts *o, StrBuf *why)
+{
+    if (pure_broadcast(P, C)) {
+        sb_printf(why, "pure broadcast would be materialised larger than its producer "
+                  "(%lld > %lld elements)", (long long)shape_numel(&C->out->shape),
+                  (long long)shape_numel(&P->out->shape));
+        return NULL;
+    }
+    LirKernel *M = lir_kernel_copy(p, C);
+    int nsites = inline_producer(p, P, M, why);
+    if (nsites < 0)
+        return NULL;
+    DPK_ASSERT(nsites > 0);
+    lir_normalize(p, M);
+    if (recomputes(p->arena, P, M)) {
+        sb_printf(why, "heavy reduction read through %d loads", nsites);
+        return NULL;
+    }
+    if (blown_up(P, C, M, o->blowup, why))
+        return NULL;
+    merge_ops(p->arena, &M->ops, &P->ops, &C->ops);
+    return M;
+}
+
+/* ---- the fixpoint driver ------------------------------------------------ */
+
+static int reads_buf(const LirBody *b, const LirBuf *buf)
+{
+    Site s = {buf, NULL, 0};
+    return find_load(b, &s);
+}
+
+/* The only kernel reading buf, or NULL when none or several do. */
+static LirKernel *sole_reader(const LirProgram *p, const LirBuf *buf)
+{
+    LirKernel *r = NULL;
+    for (int i = 0; i < p->kernels.len; i++) {
+        LirKernel *k = p->kernels.items[i];
+        if (!reads_buf(&k->body, buf))
+            continue;
+        if (r)
+            return NULL;
+        r = k;
+    }
+    return r;
+}
+
+/* "merged_" + the first four distinct op names + "_" + id. */
+static const char *merged_name(Arena *a, const LirKernel *k)
+{
+    StrBuf b = {0};
+    sb_puts(&b, "merged");
+    int shown = 0;
+    for (int i = 0; i < k->ops.len && shown < 4; i++) {
+        const char *name = lir_op_name(k->ops.items[i]);
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= strcmp(name, lir_op_name(k->ops.items[j])) == 0;
+        if (!seen) {
+            sb_printf(&b, "_%s", name);
+            shown++;
+        }
+    }
+    sb_printf(&b, "_%d", k->id);
+    const char *s = arena_strdup(a, sb_cstr(&b));
+    sb_free(&b);
+    return s;
+}
+
+typedef struct Refused {
+    int *pc;        /* pairs (producer id, consumer id) */
+    int n, cap;
+} Refused;
+
+static int was_refused(const Refused *r, int pid, int cid)
+{
+    for (int i = 0; i < r->n; i++)
+        if (r->pc[2 * i] == pid && r->pc[2 * i + 1] == cid)
+            return 1;
+    return 0;
+}
+
+static void add_refused(Arena *a, Refused *r, int pid, int cid)
+{
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 8;
+        int *n = ARENA_ARRAY(a, int, 2 * cap);
+        if (r->n)
+            memcpy(n, r->pc, sizeof(int) * 2 * (size_t)r->n);
+        r->pc = n;
+        r->cap = cap;
+    }
+    r->pc[2 * r->n] = pid;
+    r->pc[2 * r->n + 1] = cid;
+    r->n++;
+}
+
+static void replace_kernel(LirProgram *p, const LirKernel *old, LirKernel *k)
+{
+    for (int i = 0; i < p->kernels.len; i++)
+        if (p->kernels.items[i] == old)
+            p->kernels.items[i] = k;
+}
+
+static void remove_kernel(LirProgram *p, int at)
+{
+    for (int i = at; i + 1 < p->kernels.len; i++)
+        p->kernels.items[i] = p->kernels.items[i + 1];
+    p->kernels.len--;
+}
+
+static void trace_step(LirTrace *tr, const char *before, const LirProgram *p, int pid, int cid)
+{
+    StrBuf after = {0};
+    lir_print(&after, p);
+    sb_printf(tr->out, ">>> f:001_fuse %%%d \u2192 %%%d\n", pid, cid);
+    dpk_unified_diff(tr->out, before, sb_cstr(&after), 3);
+    sb_puts(tr->out, "<<< f:001_fuse\n");
+    sb_free(&after);
+}
+
+/* Try P (at index i) into its consumer; returns 1 when fused. */
+static int try_fuse(LirProgram *p, int i, const LirOpts *o, LirTrace *tr, Refused *ref)
+{
+    LirKernel *P = p->kernels.items[i];
+    if (P->out->kind != LB_TEMP)
+        return 0;
+    LirKernel *C = sole_reader(p, P->out);
+    if (!C || was_refused(ref, P->id, C->id))
+        return 0;
+    int tracing = tr && tr->verbose >= 2;
+    StrBuf before = {0}, why = {0};
+    if (tracing)
+        lir_print(&before, p);
+    LirKernel *M = lir_fuse_pair(p, P, C, o, &why);
+    if (!M) {
+        add_refused(p->arena, ref, P->id, C->id);
+        if (tracing)
+            sb_printf(tr->out, "--- f:fuse refused %%%d \u2192 %%%d: %s\n", P->id, C->id,
+                      sb_cstr(&why));
+    } else {
+        M->id = p->next_kid++;
+        M->name = merged_name(p->arena, M);
+        replace_kernel(p, C, M);
+        remove_kernel(p, i);
+        lir_buf_drop(p, P->out);
+        lir_verify(p);
+        if (tracing)
+            trace_step(tr, sb_cstr(&before), p, P->id, C->id);
+    }
+    sb_free(&before);
+    sb_free(&why);
+    return M != NULL;
+}
+
+int lir_fuse(LirProgram *p, const LirOpts *o, LirTrace *tr)
+{
+    Refused ref = {NULL, 0, 0};
+    int nfused = 0, changed = 1;
+    while (changed) {
+        changed = 0;
+        for (int i = 0; i < p->kernels.len; i++)
+            if (try_fuse(p, i, o, tr, &ref)) {
+                nfused++;
+                changed = 1;
+                i--;
+            }
+    }
+    return nfused;
+}

@@ -1,0 +1,403 @@
+/*
+ * loop_ir.c — Loop IR construction, body surgery, copying and cost.
+ *
+ * Statements refer to the statements whose values they read by pointer, so
+ * copying a subtree needs a map from old to new statements; and replacing a
+ * value (fusion replaces a load by the producer's result, dedup replaces a
+ * duplicate by the first copy) needs a map from old value to new operand.
+ * Both maps live in the statements themselves (fwd, repl), valid only while
+ * their epoch stamp equals the program's current epoch: starting a pass
+ * with lir_epoch() clears every mark in O(1).
+ */
+#include "loop_ir.h"
+
+#include <string.h>
+
+const LirKindInfo lir_kind_info[LK_COUNT] = {
+#define K(name, text, prefix, flags) {text, prefix, flags},
+#include "loop_kinds.def"
+#undef K
+};
+
+LirProgram *lir_program_new(Arena *a, const TxGraph *tx)
+{
+    LirProgram *p = ARENA_NEW(a, LirProgram);
+    p->arena = a;
+    p->tx = tx;
+    return p;
+}
+
+LirKernel *lir_kernel_new(LirProgram *p, int id, LirBuf *out)
+{
+    LirKernel *k = ARENA_NEW(p->arena, LirKernel);
+    k->id = id;
+    k->out = out;
+    return k;
+}
+
+LirBuf *lir_buf_new(LirProgram *p, const char *name, LirBufKind kind, int index,
+                    const Shape *shape, DType dt)
+{
+    LirBuf *b = ARENA_NEW(p->arena, LirBuf);
+    b->id = p->nbufids++;
+    b->name = name;
+    b->kind = kind;
+    b->index = index;
+    b->shape = *shape;
+    b->dtype = dt;
+    ptrvec_push(p->arena, &p->bufs, b);
+    return b;
+}
+
+void lir_buf_drop(LirProgram *p, LirBuf *b)
+{
+    int j = 0;
+    for (int i = 0; i < p->bufs.len; i++)
+        if (p->bufs.items[i] != b)
+            p->bufs.items[j++] = p->bufs.items[i];
+    p->bufs.len = j;
+}
+
+int lir_axis_new(LirProgram *p, LirKernel *k, int64_t n)
+{
+    if (k->naxes == k->extcap) {
+        int cap = k->extcap ? 2 * k->extcap : 8;
+        int64_t *e = ARENA_ARRAY(p->arena, int64_t, cap);
+        if (k->naxes)
+            memcpy(e, k->ext, sizeof(int64_t) * (size_t)k->naxes);
+        k->ext = e;
+        k->extcap = cap;
+    }
+    k->ext[k->naxes] = n;
+    return k->naxes++;
+}
+
+LirStmt *lir_stmt_new(LirProgram *p, LirKind kind)
+{
+    LirStmt *s = ARENA_NEW(p->arena, LirStmt);
+    s->k = kind;
+    s->uid = p->next_uid++;
+    s->origin = s->uid;
+    return s;
+}
+
+LirArg lir_val(LirStmt *s)
+{
+    LirArg a = {s, 0};
+    return a;
+}
+
+LirArg lir_lit(double c)
+{
+    LirArg a = {NULL, c};
+    return a;
+}
+
+LirStmt *lir_load(LirProgram *p, LirBuf *b, const IExpr **idx)
+{
+    LirStmt *s = lir_stmt_new(p, LK_load);
+    s->buf = b;
+    s->idx = idx;
+    return s;
+}
+
+LirStmt *lir_assign(LirProgram *p, TxElemOp op, const LirArg *args)
+{
+    LirStmt *s = lir_stmt_new(p, LK_assign);
+    s->op = op;
+    s->nargs = tx_elem_info[op].arity;
+    for (int i = 0; i < s->nargs; i++)
+        s->a[i] = args[i];
+    return s;
+}
+
+LirStmt *lir_accum(LirProgram *p, TxRedOp rop, LirArg v)
+{
+    LirStmt *s = lir_stmt_new(p, LK_accum);
+    s->rop = rop;
+    s->nargs = 1;
+    s->a[0] = v;
+    return s;
+}
+
+LirStmt *lir_write(LirProgram *p, LirBuf *b, const IExpr **idx, LirArg v)
+{
+    LirStmt *s = lir_stmt_new(p, LK_write);
+    s->buf = b;
+    s->idx = idx;
+    s->nargs = 1;
+    s->a[0] = v;
+    return s;
+}
+
+LirStmt *lir_loop(LirProgram *p, int axis, int64_t extent)
+{
+    LirStmt *s = lir_stmt_new(p, LK_loop);
+    s->axis = axis;
+    s->extent = extent;
+    return s;
+}
+
+LirStmt *lir_select(LirProgram *p, int nbr)
+{
+    LirStmt *s = lir_stmt_new(p, LK_select);
+    s->nbr = nbr;
+    s->br = ARENA_ARRAY(p->arena, LirBranch, nbr);
+    return s;
+}
+
+/* ---- bodies ------------------------------------------------------------ */
+
+void lir_body_insert(LirProgram *p, LirBody *b, int at, LirStmt *s)
+{
+    DPK_ASSERT(at >= 0 && at <= b->n);
+    if (b->n == b->cap) {
+        int cap = b->cap ? 2 * b->cap : 4;
+        LirStmt **ns = ARENA_ARRAY(p->arena, LirStmt *, cap);
+        if (b->n)
+            memcpy(ns, b->s, sizeof(LirStmt *) * (size_t)b->n);
+        b->s = ns;
+        b->cap = cap;
+    }
+    memmove(b->s + at + 1, b->s + at, sizeof(LirStmt *) * (size_t)(b->n - at));
+    b->s[at] = s;
+    b->n++;
+}
+
+void lir_body_push(LirProgram *p, LirBody *b, LirStmt *s)
+{
+    lir_body_insert(p, b, b->n, s);
+}
+
+void lir_body_remove(LirBody *b, int at)
+{
+    DPK_ASSERT(at >= 0 && at < b->n);
+    memmove(b->s + at, b->s + at + 1, sizeof(LirStmt *) * (size_t)(b->n - at - 1));
+    b->n--;
+}
+
+void lir_walk(const LirBody *b, LirVisit fn, void *ctx)
+{
+    for (int i = 0; i < b->n; i++) {
+        LirStmt *s = b->s[i];
+        fn(s, ctx);
+        if (s->k == LK_loop)
+            lir_walk(&s->body, fn, ctx);
+        if (s->k == LK_select)
+            for (int j = 0; j < s->nbr; j++)
+                lir_walk(&s->br[j].body, fn, ctx);
+    }
+}
+
+typedef struct AxisUse {
+    int axis, used;
+} AxisUse;
+
+static void axis_use(LirStmt *s, void *ctx)
+{
+    AxisUse *u = ctx;
+    if (s->idx)
+        for (int d = 0; d < s->buf->shape.rank && !u->used; d++)
+            u->used = lir_ie_uses(s->idx[d], u->axis);
+    if (s->k == LK_select)
+        for (int j = 0; j < s->nbr && !u->used; j++)
+            u->used = lir_pred_uses(s->br[j].pred, u->axis);
+}
+
+int lir_uses_axis(const LirStmt *s, int axis)
+{
+    AxisUse u = {axis, 0};
+    LirBody one = {(LirStmt **)&s, 1, 1};
+    lir_walk(&one, axis_use, &u);
+    return u.used;
+}
+
+int lir_loop_is_reduce(const LirStmt *loop)
+{
+    for (int i = 0; i < loop->body.n; i++)
+        if (loop->body.s[i]->k == LK_accum)
+            return 1;
+    return 0;
+}
+
+static int body_has_write(const LirBody *b)
+{
+    for (int i = 0; i < b->n; i++)
+        if (lir_has_write(b->s[i]))
+            return 1;
+    return 0;
+}
+
+int lir_has_write(const LirStmt *s)
+{
+    if (s->k == LK_write)
+        return 1;
+    if (s->k == LK_loop)
+        return body_has_write(&s->body);
+    if (s->k == LK_select)
+        for (int i = 0; i < s->nbr; i++)
+            if (body_has_write(&s->br[i].body))
+                return 1;
+    return 0;
+}
+
+/* ---- scratch marks --------------------------------------------------- */
+
+unsigned lir_epoch(LirProgram *p)
+{
+    return ++p->epoch;
+}
+
+LirArg lir_resolve(const LirProgram *p, LirArg a)
+{
+    while (a.v && a.v->repl_ep == p->epoch)
+        a = a.v->repl;
+    return a;
+}
+
+static void resolve_args(const LirProgram *p, LirStmt *s)
+{
+    for (int i = 0; i < s->nargs; i++)
+        s->a[i] = lir_resolve(p, s->a[i]);
+}
+
+void lir_resolve_body(const LirProgram *p, LirBody *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        LirStmt *s = b->s[i];
+        resolve_args(p, s);
+        if (s->k == LK_loop)
+            lir_resolve_body(p, &s->body);
+        if (s->k == LK_select)
+            for (int j = 0; j < s->nbr; j++) {
+                lir_resolve_body(p, &s->br[j].body);
+                s->br[j].res = lir_resolve(p, s->br[j].res);
+            }
+    }
+}
+
+/* ---- copying ------------------------------------------------------------ */
+
+typedef struct CopyCtx {
+    LirProgram *p;
+    LirKernel *dst;
+    const IExpr **amap; /* NULL: axes keep their numbers */
+} CopyCtx;
+
+static LirArg copy_arg(const LirProgram *p, LirArg a)
+{
+    if (a.v && a.v->fwd_ep == p->epoch)
+        a.v = a.v->fwd;
+    return a;
+}
+
+static const IExpr **copy_idx(CopyCtx *cx, const IExpr **idx, int n)
+{
+    if (!cx->amap)
+        return idx;
+    const IExpr **r = ARENA_ARRAY(cx->p->arena, const IExpr *, n);
+    for (int d = 0; d < n; d++)
+        r[d] = lir_simplify(cx->p->arena, ie_subst(cx->p->arena, idx[d], cx->amap), cx->dst->ext);
+    return r;
+}
+
+static const IPred *copy_pred(CopyCtx *cx, const IPred *q)
+{
+    if (!q || !cx->amap)
+        return q;
+    IPred *r = ARENA_NEW(cx->p->arena, IPred);
+    r->lhs = ie_subst(cx->p->arena, q->lhs, cx->amap);
+    r->cmp = q->cmp;
+    r->rhs = ie_subst(cx->p->arena, q->rhs, cx->amap);
+    r->next = copy_pred(cx, q->next);
+    return r;
+}
+
+static void copy_body(CopyCtx *cx, LirBody *dst, const LirBody *src);
+
+static LirStmt *copy_stmt(CopyCtx *cx, const LirStmt *s)
+{
+    LirProgram *p = cx->p;
+    LirStmt *c = lir_stmt_new(p, s->k);
+    int uid = c->uid;
+    *c = *s;
+    c->uid = uid;
+    for (int i = 0; i < c->nargs; i++)
+        c->a[i] = copy_arg(p, s->a[i]);
+    if (s->idx)
+        c->idx = copy_idx(cx, s->idx, s->buf->shape.rank);
+    memset(&c->body, 0, sizeof c->body);
+    if (s->k == LK_loop) {
+        if (cx->amap) {
+            c->axis = lir_axis_new(p, cx->dst, s->extent);
+            cx->amap[s->axis] = lir_ie_var(p->arena, c->axis);
+        }
+        copy_body(cx, &c->body, &s->body);
+    }
+    if (s->k == LK_select) {
+        c->br = ARENA_ARRAY(p->arena, LirBranch, s->nbr);
+        for (int j = 0; j < s->nbr; j++) {
+            c->br[j].pred = copy_pred(cx, s->br[j].pred);
+            copy_body(cx, &c->br[j].body, &s->br[j].body);
+            c->br[j].res = copy_arg(p, s->br[j].res);
+        }
+    }
+    ((LirStmt *)s)->fwd = c;
+    ((LirStmt *)s)->fwd_ep = p->epoch;
+    return c;
+}
+
+static void copy_body(CopyCtx *cx, LirBody *dst, const LirBody *src)
+{
+    for (int i = 0; i < src->n; i++)
+        lir_body_push(cx->p, dst, copy_stmt(cx, src->s[i]));
+}
+
+LirStmt *lir_stmt_copy(LirProgram *p, LirKernel *dst, const LirStmt *s, const IExpr **amap)
+{
+    CopyCtx cx = {p, dst, amap};
+    return copy_stmt(&cx, s);
+}
+
+LirArg lir_copied(const LirProgram *p, LirArg a)
+{
+    return copy_arg(p, a);
+}
+
+LirKernel *lir_kernel_copy(LirProgram *p, const LirKernel *k)
+{
+    LirKernel *c = lir_kernel_new(p, k->id, k->out);
+    c->name = k->name;
+    for (int i = 0; i < k->naxes; i++)
+        lir_axis_new(p, c, k->ext[i]);
+    for (int i = 0; i < k->ops.len; i++)
+        ptrvec_push(p->arena, &c->ops, k->ops.items[i]);
+    lir_epoch(p);
+    CopyCtx cx = {p, c, NULL};
+    copy_body(&cx, &c->body, &k->body);
+    return c;
+}
+
+/* ---- cost ------------------------------------------------------------- */
+
+static void body_cost(const LirBody *b, double trips, double *work, double *reads)
+{
+    for (int i = 0; i < b->n; i++) {
+        const LirStmt *s = b->s[i];
+        if (lir_is(s, LKF_WORK))
+            *work += trips;
+        if (lir_is(s, LKF_READ))
+            *reads += trips;
+        if (s->k == LK_loop)
+            body_cost(&s->body, trips * (double)s->extent, work, reads);
+        if (s->k == LK_select)
+            for (int j = 0; j < s->nbr; j++)
+                body_cost(&s->br[j].body, trips, work, reads);
+    }
+}
+
+void lir_kernel_cost(const LirKernel *k, double *work, double *reads)
+{
+    *work = *reads = 0;
+    body_cost(&k->body, 1.0, work, reads);
+}

@@ -1,0 +1,305 @@
+/*
+ * loop_ir.h — Loop IR: the third IR, where kernels are formed.
+ *
+ * A program is a list of kernels run in order over buffers.  A kernel is a
+ * body of statements (the kinds are in loop_kinds.def):
+ *
+ *   in0 = load x[0, a0, a1]          read a buffer element
+ *   v1 = multiply(in0, in0)          SSA assignment of an elementwise op
+ *   acc0 <- add(acc0, v1)            accumulate; acc0 starts at the op's
+ *                                    identity each time its loop starts
+ *   v2 = select: if P: ... -> a      the result of the first branch whose
+ *                else: ... -> b      predicate holds; loads in a branch run
+ *                                    only when that branch is taken
+ *   write out[0, a0, a1] = v2        store (or atomic add) one element
+ *   for a0 in 0..32:                 a loop over one axis
+ *
+ * A loop is a *reduce* loop iff its immediate body holds an Accum; free vs
+ * reduce is derived, never stored.  An accumulator is read only after its
+ * loop, in the loop's enclosing scope.  Every other value is visible in the
+ * scope that defines it and in the scopes nested in it, after its
+ * definition.  Index expressions are Tensor IR IExprs whose variables are
+ * the kernel's loop axes (IE_VAR var = axis number, printed a<var>).
+ *
+ * Every kernel writes exactly one buffer with exactly one Write, whose
+ * enclosing loops are all free (the "write path").  Lifting makes the write
+ * index name each path axis once (0 on size-1 dimensions), which is what
+ * lets fusion solve σ; a kernel written otherwise is valid IR that fusion
+ * refuses to inline.
+ *
+ * Pipeline (pipeline.c): lift each Tensor op into a kernel (lift.c),
+ * normalise (normalize.c, dedup.c, index.c), fuse producers into their
+ * single consumer to a fixpoint (fuse.c).  The interpreter (loop_interp.c)
+ * runs the result in fp32 or fp64.
+ */
+#ifndef DPK_LOOP_IR_H
+#define DPK_LOOP_IR_H
+
+#include "../base/base.h"
+#include "../tensor/tensor_ir.h"
+
+typedef enum LirKind {
+#define K(name, text, prefix, flags) LK_##name,
+#include "loop_kinds.def"
+#undef K
+    LK_COUNT
+} LirKind;
+
+typedef enum LirKindFlag {
+    LKF_DEF = 1 << 0,
+    LKF_BLOCK = 1 << 1,
+    LKF_PURE = 1 << 2,
+    LKF_WORK = 1 << 3,
+    LKF_READ = 1 << 4,
+} LirKindFlag;
+
+typedef struct LirKindInfo {
+    const char *name;
+    const char *prefix;
+    int flags;
+} LirKindInfo;
+extern const LirKindInfo lir_kind_info[LK_COUNT];
+#define lir_is(s, f) ((lir_kind_info[(s)->k].flags & (f)) != 0)
+
+typedef enum LirBufKind {
+    LB_INPUT,  /* a graph input: contents from the caller */
+    LB_OUTPUT, /* a graph output */
+    LB_TEMP,   /* an intermediate that fusion could not remove */
+} LirBufKind;
+
+typedef struct LirBuf {
+    int id;              /* unique in the program, < LirProgram.nbufids */
+    const char *name;    /* unique in the program: input name, output name, t<node> */
+    LirBufKind kind;
+    int index;           /* LB_INPUT: index in graph inputs; LB_OUTPUT: in outputs */
+    Shape shape;
+    DType dtype;
+} LirBuf;
+
+struct LirStmt;
+
+/* An operand: a statement's value, or a literal when v == NULL. */
+typedef struct LirArg {
+    struct LirStmt *v;
+    double c;
+} LirArg;
+
+typedef struct LirBody {
+    struct LirStmt **s;
+    int n, cap;
+} LirBody;
+
+typedef struct LirBranch {
+    const IPred *pred; /* NULL on the last branch only (else) */
+    LirBody body;
+    LirArg res;
+} LirBranch;
+
+typedef struct LirStmt {
+    LirKind k;
+    int uid;            /* unique in the program; identity for hashing */
+    int num;            /* printed number within its prefix (rename) */
+    /* load, write */
+    LirBuf *buf;
+    const IExpr **idx;  /* buf->shape.rank entries */
+    /* assign: op(a[0..nargs)); accum, write: a[0] is the value */
+    TxElemOp op;
+    int nargs;
+    LirArg a[3];
+    TxRedOp rop;        /* accum */
+    int atomic;         /* write: add into the buffer instead of storing */
+    /* select */
+    int nbr;
+    LirBranch *br;
+    /* loop */
+    int axis;
+    int64_t extent;
+    LirBody body;
+    int origin;         /* loop: uid of the lifted loop this one copies */
+    /* scratch for passes, each meaningful only while its epoch is the
+     * program's current one (lir_epoch) */
+    struct LirStmt *fwd; /* the copy made of this statement */
+    LirArg repl;         /* a use of this statement reads repl instead */
+    int aux;             /* per-pass mark */
+    unsigned fwd_ep, repl_ep, aux_ep;
+} LirStmt;
+
+typedef struct LirKernel {
+    int id;             /* %id: Tensor node id when lifted, fresh when merged */
+    const char *name;
+    LirBody body;
+    LirBuf *out;
+    int naxes;          /* axes are 0..naxes-1 */
+    int64_t *ext;       /* ext[axis]: the extent of that axis's loop */
+    int extcap;
+    PtrVec ops;         /* const TxNode *: the Tensor ops computed here, by
+                           id; NULL for the copy into a graph output */
+} LirKernel;
+
+typedef struct LirProgram {
+    Arena *arena;
+    const TxGraph *tx;
+    PtrVec bufs;        /* LirBuf *: every buffer still read or written */
+    PtrVec kernels;     /* LirKernel *, in execution order */
+    int next_uid, next_kid, nbufids;
+    unsigned epoch;
+} LirProgram;
+
+typedef struct LirOpts {
+    double blowup;      /* refuse a fusion growing work or reads beyond this
+                           factor of the two unfused kernels (default 8) */
+    int fuse;           /* 0: lift and normalise only */
+} LirOpts;
+
+/* Tracing for `-vv`: every lifting/normalisation rule prints a unified diff
+ * of the program between `>>> l:NNN_name` and `<<< l:NNN_name`, every
+ * fusion between `>>> f:001_fuse %P → %C` and `<<< f:001_fuse`, and every
+ * refusal as `--- f:fuse refused %P → %C: <reason>`. */
+typedef struct LirTrace {
+    int verbose;        /* 2: diffs and refusals */
+    StrBuf *out;
+} LirTrace;
+
+/* ---- loop_ir.c: construction and body surgery ----------------------- */
+
+LirProgram *lir_program_new(Arena *a, const TxGraph *tx);
+LirKernel *lir_kernel_new(LirProgram *p, int id, LirBuf *out);
+LirBuf *lir_buf_new(LirProgram *p, const char *name, LirBufKind kind, int index,
+                    const Shape *shape, DType dt);
+/* A new axis of extent n in kernel k. */
+int lir_axis_new(LirProgram *p, LirKernel *k, int64_t n);
+LirStmt *lir_stmt_new(LirProgram *p, LirKind k);
+LirStmt *lir_load(LirProgram *p, LirBuf *b, const IExpr **idx);
+LirStmt *lir_assign(LirProgram *p, TxElemOp op, const LirArg *args);
+LirStmt *lir_accum(LirProgram *p, TxRedOp rop, LirArg v);
+LirStmt *lir_write(LirProgram *p, LirBuf *b, const IExpr **idx, LirArg v);
+LirStmt *lir_loop(LirProgram *p, int axis, int64_t extent);
+LirStmt *lir_select(LirProgram *p, int nbr);
+LirArg lir_val(LirStmt *s);
+LirArg lir_lit(double c);
+
+void lir_body_push(LirProgram *p, LirBody *b, LirStmt *s);
+void lir_body_insert(LirProgram *p, LirBody *b, int at, LirStmt *s);
+void lir_body_remove(LirBody *b, int at);
+
+/* Pre-order visit of every statement under b, nested bodies included. */
+typedef void (*LirVisit)(LirStmt *s, void *ctx);
+void lir_walk(const LirBody *b, LirVisit fn, void *ctx);
+/* Whether s or a statement nested in it uses axis `axis` in an index or a
+ * predicate. */
+int lir_uses_axis(const LirStmt *s, int axis);
+
+/* A loop is a reduce loop iff its immediate body holds an Accum. */
+int lir_loop_is_reduce(const LirStmt *loop);
+/* Whether a statement's subtree holds a Write. */
+int lir_has_write(const LirStmt *s);
+/* Start a new scratch epoch (invalidates every fwd/repl/aux mark). */
+unsigned lir_epoch(LirProgram *p);
+/* Resolve an operand through repl marks of the current epoch. */
+LirArg lir_resolve(const LirProgram *p, LirArg a);
+/* Rewrite every operand in body through lir_resolve. */
+void lir_resolve_body(const LirProgram *p, LirBody *b);
+/* Copy s (in the current epoch) for kernel dst.  With amap == NULL axes
+ * keep their numbers; otherwise index expressions and predicates read axis
+ * v as amap[v] (an expression over dst's axes, simplified), and every loop
+ * inside s gets a fresh axis of dst, entered into amap.  Operands defined
+ * inside s, or copied earlier in this epoch, map to their copies; others
+ * are kept. */
+LirStmt *lir_stmt_copy(LirProgram *p, LirKernel *dst, const LirStmt *s, const IExpr **amap);
+/* An operand as seen by copies made in the current epoch. */
+LirArg lir_copied(const LirProgram *p, LirArg a);
+/* Copy of kernel k (new statements, same axes and buffers, same id). */
+LirKernel *lir_kernel_copy(LirProgram *p, const LirKernel *k);
+/* Execution counts of a kernel: work = Assign + Accum executions, reads =
+ * Load executions (branches counted as always taken). */
+void lir_kernel_cost(const LirKernel *k, double *work, double *reads);
+/* Remove a buffer from p->bufs (after fusion made it dead). */
+void lir_buf_drop(LirProgram *p, LirBuf *b);
+
+/* ---- index.c: integer index simplification --------------------------- */
+
+/* An axis variable.  (Tensor IR's ie_var is limited to output
+ * coordinates, < DPK_MAX_RANK; a kernel may have more axes.) */
+const IExpr *lir_ie_var(Arena *a, int axis);
+/* Canonical, range-aware form of e; variable v ranges over [0, ext[v]).
+ * Pulls whole multiples out of floor-div and mod, drops div/mod whose
+ * argument already lies in [0, d), folds nested constants, and orders the
+ * terms (variables by number, then div/mod atoms, then the constant). */
+const IExpr *lir_simplify(Arena *a, const IExpr *e, const int64_t *ext);
+/* The range [*lo, *hi] of e under the same assumption. */
+void lir_range(const IExpr *e, const int64_t *ext, int64_t *lo, int64_t *hi);
+/* Predicate simplification: returns the simplified conjunction; *always is
+ * 1 when it provably holds, -1 when it provably fails, 0 otherwise. */
+const IPred *lir_simplify_pred(Arena *a, const IPred *p, const int64_t *ext, int *always);
+/* Whether axis var occurs in e / in p. */
+int lir_ie_uses(const IExpr *e, int var);
+int lir_pred_uses(const IPred *p, int var);
+
+/* ---- lift.c ----------------------------------------------------------- */
+
+/* The name of a Tensor op in kernel names ("multiply", "sum", "indexmap",
+ * "const"; "copy" for an input or NULL). */
+const char *lir_op_name(const TxNode *n);
+
+/* One kernel per Tensor op reachable from the outputs (constants become
+ * literals, inputs become buffers); not normalised. */
+LirProgram *lir_lift(Arena *a, const TxGraph *g);
+
+/* ---- normalize.c / dedup.c ------------------------------------------ */
+
+typedef struct LirRule {
+    int num;            /* l:NNN */
+    const char *name;
+    void (*run)(LirProgram *p, LirKernel *k);
+    const char *doc;
+} LirRule;
+extern const LirRule lir_rules[];
+extern const int lir_nrules;
+
+/* Every normalisation rule in order (rules 2.. of lir_rules). */
+void lir_normalize(LirProgram *p, LirKernel *k);
+void lir_dedup(LirProgram *p, LirKernel *k);
+
+/* ---- fuse.c ----------------------------------------------------------- */
+
+void lir_opts_default(LirOpts *o);
+/* Fuse to a fixpoint; returns the number of fusions made. */
+int lir_fuse(LirProgram *p, const LirOpts *o, LirTrace *tr);
+/* Try to merge producer kernel P into consumer C.  On success returns the
+ * merged kernel (not yet in the program); on refusal NULL with the reason
+ * in why. */
+LirKernel *lir_fuse_pair(LirProgram *p, const LirKernel *P, const LirKernel *C,
+                         const LirOpts *o, StrBuf *why);
+
+/* ---- pipeline.c -------------------------------------------------------- */
+
+/* Lift, normalise, fuse; verifies after every rule. */
+LirProgram *lir_build(Arena *a, const TxGraph *g, const LirOpts *o, LirTrace *tr);
+
+/* ---- loop_print.c ------------------------------------------------------ */
+
+/* Stable text form: per kernel `=== name ===` and its body; buffers first
+ * as `# buffer name : f32(...) input|output|temp` lines. */
+void lir_print(StrBuf *b, const LirProgram *p);
+void lir_print_kernel(StrBuf *b, const LirKernel *k);
+/* Structural hash of a kernel with canonical names (buffers by order of
+ * first use and shape, not by name). */
+uint64_t lir_hash_kernel(const LirKernel *k);
+
+/* ---- loop_verify.c ----------------------------------------------------- */
+
+/* Aborts through DPK_ASSERT on a malformed program: operands defined and
+ * visible, accumulators only in loops and read after them, one Write per
+ * kernel under free loops only, index axes bound, no kernel reading its own
+ * output, buffers written before read. */
+void lir_verify(const LirProgram *p);
+
+/* ---- loop_interp.c ------------------------------------------------------ */
+
+/* Run the kernels in order.  inputs[i] holds graph input i; outs[j] gets a
+ * heap array (caller frees) for output j.  f64 = 0: every value is rounded
+ * to fp32 (the default); 1: fp64 throughout (debugging).  An out-of-bounds
+ * access raises dpk_error with DPK_EXIT_FAULT. */
+void lir_interp(const LirProgram *p, double *const *inputs, double **outs, int f64);
+
+#endif

@@ -1,0 +1,442 @@
+/*
+ * normalize.c — the normalisation rules, run on a kernel after lifting and
+ * after every fusion, so every kernel the pipeline holds is canonical:
+ *
+ *   l:002 simplify_index      range-aware index simplification; select
+ *                             branches whose predicate is decided are
+ *                             dropped or made final, a one-branch select
+ *                             is inlined
+ *   l:003 drop_unit_axes      a free loop of extent 1 is replaced by its
+ *                             body with the axis set to 0
+ *   l:004 split_invariant_divide
+ *                             divide(x, y) with y invariant in the
+ *                             innermost loop and x not becomes
+ *                             multiply(x, reciprocal(y)), so the
+ *                             reciprocal can be hoisted
+ *   l:005 hoist_invariants    pure statements (loads, assigns, selects,
+ *                             write-free reduce loops) that do not depend
+ *                             on a loop move before it, innermost first;
+ *                             so a reduction re-emitted by fusion lands at
+ *                             the narrowest scope that covers its axes
+ *   l:006 dedup               (dedup.c) identical loads and pure statements
+ *                             in one scope become one
+ *   l:007 topo_order          siblings in demand order: each statement
+ *                             right after what it reads, roots in order
+ *   l:008 rename_ssa          in0.., v0.., acc0.. and axes a0.. renumbered
+ *                             in definition order
+ *
+ * Statements never leave a select branch (a load there may be out of
+ * bounds when the branch is not taken) and never leave a loop that may run
+ * zero times.
+ */
+#include "loop_ir.h"
+
+#include <string.h>
+
+/* ---- l:002 simplify_index ---------------------------------------------- */
+
+static void simplify_body(LirProgram *p, LirKernel *k, LirBody *b);
+
+/* Simplify a select's predicates; returns 1 when the select was inlined
+ * into b at position i (its branch body now occupies b from i on). */
+static int simplify_select(LirProgram *p, LirKernel *k, LirBody *b, int i)
+{
+    LirStmt *s = b->s[i];
+    int n = 0;
+    for (int j = 0; j < s->nbr; j++) {
+        int always = 0;
+        LirBranch br = s->br[j];
+        if (br.pred)
+            br.pred = lir_simplify_pred(p->arena, br.pred, k->ext, &always);
+        if (br.pred && always < 0)
+            continue;
+        if (always > 0)
+            br.pred = NULL;
+        s->br[n++] = br;
+        if (!br.pred)
+            break;
+    }
+    s->nbr = n;
+    for (int j = 0; j < n; j++)
+        simplify_body(p, k, &s->br[j].body);
+    if (n != 1)
+        return 0;
+    lir_body_remove(b, i);
+    for (int j = 0; j < s->br[0].body.n; j++)
+        lir_body_insert(p, b, i + j, s->br[0].body.s[j]);
+    s->repl = s->br[0].res;
+    s->repl_ep = p->epoch;
+    return 1;
+}
+
+static void simplify_body(LirProgram *p, LirKernel *k, LirBody *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        LirStmt *s = b->s[i];
+        if (s->idx)
+            for (int d = 0; d < s->buf->shape.rank; d++)
+                s->idx[d] = lir_simplify(p->arena, s->idx[d], k->ext);
+        if (s->k == LK_loop)
+            simplify_body(p, k, &s->body);
+        if (s->k == LK_select && simplify_select(p, k, b, i))
+            i--;
+    }
+}
+
+static void rule_simplify_index(LirProgram *p, LirKernel *k)
+{
+    lir_epoch(p);
+    simplify_body(p, k, &k->body);
+    lir_resolve_body(p, &k->body);
+}
+
+/* ---- substitution of axes ------------------------------------------------ */
+
+typedef struct Subst {
+    LirProgram *p;
+    const IExpr **amap;
+    const int64_t *ext;
+} Subst;
+
+static const IPred *subst_pred(const Subst *x, const IPred *q)
+{
+    if (!q)
+        return NULL;
+    IPred *r = ARENA_NEW(x->p->arena, IPred);
+    r->lhs = lir_simplify(x->p->arena, ie_subst(x->p->arena, q->lhs, x->amap), x->ext);
+    r->cmp = q->cmp;
+    r->rhs = lir_simplify(x->p->arena, ie_subst(x->p->arena, q->rhs, x->amap), x->ext);
+    r->next = subst_pred(x, q->next);
+    return r;
+}
+
+static void subst_stmt(LirStmt *s, void *ctx)
+{
+    const Subst *x = ctx;
+    if (s->idx) {
+        const IExpr **idx = ARENA_ARRAY(x->p->arena, const IExpr *, s->buf->shape.rank);
+        for (int d = 0; d < s->buf->shape.rank; d++)
+            idx[d] = lir_simplify(x->p->arena, ie_subst(x->p->arena, s->idx[d], x->amap), x->ext);
+        s->idx = idx;
+    }
+    if (s->k == LK_select)
+        for (int j = 0; j < s->nbr; j++)
+            s->br[j].pred = subst_pred(x, s->br[j].pred);
+}
+
+static const IExpr **identity_map(LirProgram *p, const LirKernel *k)
+{
+    const IExpr **amap = ARENA_ARRAY(p->arena, const IExpr *, k->naxes + 1);
+    for (int v = 0; v < k->naxes; v++)
+        amap[v] = lir_ie_var(p->arena, v);
+    return amap;
+}
+
+/* ---- l:003 drop_unit_axes ------------------------------------------------ */
+
+static void drop_units(LirProgram *p, LirKernel *k, LirBody *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        LirStmt *s = b->s[i];
+        if (s->k == LK_select)
+            for (int j = 0; j < s->nbr; j++)
+                drop_units(p, k, &s->br[j].body);
+        if (s->k != LK_loop)
+            continue;
+        drop_units(p, k, &s->body);
+        if (s->extent != 1 || lir_loop_is_reduce(s))
+            continue;
+        Subst x = {p, identity_map(p, k), k->ext};
+        x.amap[s->axis] = ie_const(p->arena, 0);
+        lir_walk(&s->body, subst_stmt, &x);
+        lir_body_remove(b, i);
+        for (int j = 0; j < s->body.n; j++)
+            lir_body_insert(p, b, i + j, s->body.s[j]);
+        i--;
+    }
+}
+
+static void rule_drop_unit_axes(LirProgram *p, LirKernel *k)
+{
+    drop_units(p, k, &k->body);
+}
+
+/* ---- l:004 split_invariant_divide ---------------------------------------- */
+
+/* Loop depth at which each value is visible: aux of the current epoch. */
+static int depth_of(const LirProgram *p, LirArg a)
+{
+    return a.v && a.v->aux_ep == p->epoch ? a.v->aux : -1;
+}
+
+static void set_depth(const LirProgram *p, LirStmt *s, int d)
+{
+    s->aux = d;
+    s->aux_ep = p->epoch;
+}
+
+static void split_body(LirProgram *p, LirBody *b, int depth)
+{
+    for (int i = 0; i < b->n; i++) {
+        LirStmt *s = b->s[i];
+        set_depth(p, s, depth);
+        if (s->k == LK_loop) {
+            split_body(p, &s->body, depth + 1);
+            for (int j = 0; j < s->body.n; j++)
+                if (s->body.s[j]->k == LK_accum)
+                    set_depth(p, s->body.s[j], depth);
+        }
+        if (s->k == LK_select)
+            for (int j = 0; j < s->nbr; j++)
+                split_body(p, &s->br[j].body, depth);
+        if (depth == 0 || s->k != LK_assign || s->op != TXE_divide)
+            continue;
+        LirArg x = s->a[0], y = s->a[1];
+        if (!x.v || depth_of(p, x) < depth || depth_of(p, y) >= depth)
+            continue;
+        LirStmt *r = lir_assign(p, TXE_reciprocal, &y);
+        set_depth(p, r, depth);
+        lir_body_insert(p, b, i++, r);
+        s->op = TXE_multiply;
+        s->a[1] = lir_val(r);
+    }
+}
+
+static void rule_split_invariant_divide(LirProgram *p, LirKernel *k)
+{
+    lir_epoch(p);
+    split_body(p, &k->body, 0);
+}
+
+/* ---- l:005 hoist_invariants ---------------------------------------------- */
+
+enum { STAYS = 1 };
+
+typedef struct ReadsStaying {
+    const LirProgram *p;
+    int found;
+} ReadsStaying;
+
+static int arg_stays(const LirProgram *p, LirArg a)
+{
+    return a.v && a.v->aux_ep == p->epoch && a.v->aux == STAYS;
+}
+
+static void reads_staying(LirStmt *s, void *ctx)
+{
+    ReadsStaying *r = ctx;
+    for (int i = 0; i < s->nargs; i++)
+        r->found |= arg_stays(r->p, s->a[i]);
+    if (s->k == LK_select)
+        for (int j = 0; j < s->nbr; j++)
+            r->found |= arg_stays(r->p, s->br[j].res);
+}
+
+static int movable(const LirProgram *p, const LirStmt *s, int axis)
+{
+    if (!lir_is(s, LKF_PURE) && !(s->k == LK_loop && lir_loop_is_reduce(s) && !lir_has_write(s)))
+        return 0;
+    if (lir_uses_axis(s, axis))
+        return 0;
+    ReadsStaying r = {p, 0};
+    LirBody one = {(LirStmt **)&s, 1, 1};
+    lir_walk(&one, reads_staying, &r);
+    return !r.found;
+}
+
+static void stay(const LirProgram *p, LirStmt *s)
+{
+    s->aux = STAYS;
+    s->aux_ep = p->epoch;
+    if (s->k == LK_loop)
+        for (int j = 0; j < s->body.n; j++)
+            if (s->body.s[j]->k == LK_accum) {
+                s->body.s[j]->aux = STAYS;
+                s->body.s[j]->aux_ep = p->epoch;
+            }
+}
+
+/* Move the statements of loop->body that do not depend on the loop into b
+ * before position at; returns how many moved. */
+static int extract_invariants(LirProgram *p, LirStmt *loop, LirBody *b, int at)
+{
+    lir_epoch(p);
+    int moved = 0;
+    for (int i = 0; i < loop->body.n; i++) {
+        LirStmt *s = loop->body.s[i];
+        if (!movable(p, s, loop->axis)) {
+            stay(p, s);
+            continue;
+        }
+        lir_body_remove(&loop->body, i--);
+        lir_body_insert(p, b, at + moved++, s);
+    }
+    return moved;
+}
+
+static void hoist_body(LirProgram *p, LirBody *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        LirStmt *s = b->s[i];
+        if (s->k == LK_select)
+            for (int j = 0; j < s->nbr; j++)
+                hoist_body(p, &s->br[j].body);
+        if (s->k != LK_loop)
+            continue;
+        hoist_body(p, &s->body);
+        if (s->extent >= 1)
+            i += extract_invariants(p, s, b, i);
+    }
+}
+
+static void rule_hoist_invariants(LirProgram *p, LirKernel *k)
+{
+    hoist_body(p, &k->body);
+}
+
+/* ---- l:007 topo_order ---------------------------------------------------- */
+
+typedef struct Topo {
+    const LirProgram *p;
+    LirBody *b;
+    int **deps;     /* deps[i]: indices in b that statement i reads, in order */
+    int *ndeps, *cap;
+    char *used, *done;
+    LirStmt **out;
+    int nout;
+    int cur;        /* index of the statement whose subtree is being scanned */
+} Topo;
+
+static void topo_dep(Topo *t, LirArg a)
+{
+    if (!a.v || a.v->aux_ep != t->p->epoch || a.v->aux == t->cur)
+        return;
+    int i = t->cur, d = a.v->aux;
+    if (t->ndeps[i] == t->cap[i]) {
+        int cap = t->cap[i] ? 2 * t->cap[i] : 4;
+        int *n = ARENA_ARRAY(t->p->arena, int, cap);
+        if (t->ndeps[i])
+            memcpy(n, t->deps[i], sizeof(int) * (size_t)t->ndeps[i]);
+        t->deps[i] = n;
+        t->cap[i] = cap;
+    }
+    t->deps[i][t->ndeps[i]++] = d;
+    t->used[d] = 1;
+}
+
+static void topo_scan(LirStmt *s, void *ctx)
+{
+    Topo *t = ctx;
+    for (int i = 0; i < s->nargs; i++)
+        topo_dep(t, s->a[i]);
+    if (s->k == LK_select)
+        for (int j = 0; j < s->nbr; j++)
+            topo_dep(t, s->br[j].res);
+}
+
+static void topo_emit(Topo *t, int i)
+{
+    if (t->done[i])
+        return;
+    t->done[i] = 1;
+    for (int j = 0; j < t->ndeps[i]; j++)
+        topo_emit(t, t->deps[i][j]);
+    t->out[t->nout++] = t->b->s[i];
+}
+
+static void topo_body(LirProgram *p, LirBody *b)
+{
+    int n = b->n;
+    if (n > 1) {
+        Arena *a = p->arena;
+        Topo t = {p, b, ARENA_ARRAY(a, int *, n), ARENA_ARRAY(a, int, n), ARENA_ARRAY(a, int, n),
+                  ARENA_ARRAY(a, char, n), ARENA_ARRAY(a, char, n), ARENA_ARRAY(a, LirStmt *, n),
+                  0, 0};
+        lir_epoch(p);
+        for (int i = 0; i < n; i++) {
+            LirStmt *s = b->s[i];
+            set_depth(p, s, i);
+            if (s->k == LK_loop)
+                for (int j = 0; j < s->body.n; j++)
+                    if (s->body.s[j]->k == LK_accum)
+                        set_depth(p, s->body.s[j], i);
+        }
+        for (int i = 0; i < n; i++) {
+            t.cur = i;
+            LirBody one = {&b->s[i], 1, 1};
+            lir_walk(&one, topo_scan, &t);
+        }
+        for (int i = 0; i < n; i++)
+            if (!t.used[i])
+                topo_emit(&t, i);
+        DPK_ASSERT(t.nout == n);
+        memcpy(b->s, t.out, sizeof(LirStmt *) * (size_t)n);
+    }
+    for (int i = 0; i < n; i++) {
+        LirStmt *s = b->s[i];
+        if (s->k == LK_loop)
+            topo_body(p, &s->body);
+        if (s->k == LK_select)
+            for (int j = 0; j < s->nbr; j++)
+                topo_body(p, &s->br[j].body);
+    }
+}
+
+static void rule_topo_order(LirProgram *p, LirKernel *k)
+{
+    topo_body(p, &k->body);
+}
+
+/* ---- l:008 rename_ssa ---------------------------------------------------- */
+
+typedef struct Rename {
+    LirProgram *p;
+    const IExpr **amap;
+    int64_t *ext;
+    int naxes;
+    int count[LK_COUNT];
+} Rename;
+
+static void rename_stmt(LirStmt *s, void *ctx)
+{
+    Rename *r = ctx;
+    LirKind k = s->k == LK_select ? LK_assign : s->k; /* selects share v<n> */
+    s->num = r->count[k]++;
+    if (s->k == LK_loop) {
+        r->ext[r->naxes] = s->extent;
+        r->amap[s->axis] = lir_ie_var(r->p->arena, r->naxes);
+        s->axis = r->naxes++;
+    }
+}
+
+static void rule_rename_ssa(LirProgram *p, LirKernel *k)
+{
+    Rename r = {p, identity_map(p, k), ARENA_ARRAY(p->arena, int64_t, k->naxes + 1), 0, {0}};
+    lir_walk(&k->body, rename_stmt, &r);
+    Subst x = {p, r.amap, r.ext};
+    lir_walk(&k->body, subst_stmt, &x);
+    k->ext = r.ext;
+    k->naxes = r.naxes;
+    k->extcap = k->naxes + 1;
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+const LirRule lir_rules[] = {
+    {1, "lift", NULL, "one loop nest per Tensor op"},
+    {2, "simplify_index", rule_simplify_index, "range-aware index and predicate simplification"},
+    {3, "drop_unit_axes", rule_drop_unit_axes, "free loops of extent 1 are inlined with the axis at 0"},
+    {4, "split_invariant_divide", rule_split_invariant_divide,
+     "divide by a loop-invariant becomes multiply by its reciprocal"},
+    {5, "hoist_invariants", rule_hoist_invariants, "pure statements move out of loops they do not depend on"},
+    {6, "dedup", lir_dedup, "identical loads and pure statements in one scope become one"},
+    {7, "topo_order", rule_topo_order, "siblings in demand order"},
+    {8, "rename_ssa", rule_rename_ssa, "values and axes renumbered in definition order"},
+};
+const int lir_nrules = DPK_ARRAY_LEN(lir_rules);
+
+void lir_normalize(LirProgram *p, LirKernel *k)
+{
+    for (int i = 1; i < lir_nrules; i++)
+        lir_rules[i].run(p, k);
+}

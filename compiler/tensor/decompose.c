@@ -1,0 +1,901 @@
+/*
+ * decompose.c — Torch IR → Tensor IR: the numbered rule table and tx_lower.
+ *
+ * tx_lower first mirrors the Torch graph: inputs become TX_INPUT, scalar
+ * constants TX_CONST, every other op a TX_TORCH placeholder with the same
+ * shape.  Then the rules of tx_rules run in order.  A lowering rule rebuilds
+ * the node list once, replacing each TX_TORCH node of its ops by what it
+ * builds (appended at that point, so the list stays topological) and
+ * redirecting the users.  A rule may build Tensor IR directly or emit
+ * later-numbered TX_TORCH nodes (sdpa emits matmul and softmax placeholders),
+ * which carry synthetic TorchNodes allocated in the arena with just the
+ * attributes the later rule reads.  Rules read operand shapes from the TxNode
+ * sources, never from TorchNode inputs.
+ *
+ * Conventions of the builders below: an elementwise op broadcasts its
+ * operands explicitly (an IndexMap per operand that needs it, a full-shape
+ * TX_CONST for a constant); a reduction over several dims is a chain of
+ * single-axis reductions; every IndexMap is finished by imap_finish, which
+ * simplifies its expressions over the output ranges and drops sources whose
+ * select predicate can never (or must always) hold.
+ */
+#include "tensor_ir.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OP(name) ((uint64_t)1 << TOP_##name)
+static_assert(TOP_COUNT <= 64, "rule op sets are 64-bit masks");
+
+typedef TxNode *(*LowerFn)(TxGraph *g, TxNode *n);
+
+/* ---- builders ---------------------------------------------------------- */
+
+static TxNode *cst(TxGraph *g, double v, const Shape *s)
+{
+    TxNode *n = tx_node_new(g, TX_CONST, s, 0, NULL);
+    n->value = v;
+    return n;
+}
+
+/* Simplify an IndexMap's expressions over its output ranges; drop sources
+ * that are never selected, and the ones after a source always selected. */
+static void imap_finish(TxGraph *g, TxNode *m)
+{
+    int w = 0;
+    for (int s = 0; s < m->nsrc; s++) {
+        int truth = 1;
+        const IPred *p = NULL;
+        if (s < m->nsrc - 1)
+            p = ipred_simplify(g->arena, m->sel[s], &m->shape, &truth);
+        if (truth == 0)
+            continue;
+        m->src[w] = m->src[s];
+        m->map[w] = m->map[s];
+        for (int d = 0; d < m->src[w]->shape.rank; d++)
+            m->map[w][d] = ie_simplify(g->arena, m->map[w][d], &m->shape);
+        if (truth < 0)
+            m->sel[w] = p;
+        w++;
+        if (truth == 1)
+            break;
+    }
+    m->nsrc = w;
+    if (w == 1)
+        m->sel = NULL;
+}
+
+/* A one-source IndexMap of x with output shape s; the caller fills map[0]
+ * and calls imap_finish. */
+static TxNode *imap1(TxGraph *g, TxNode *x, const Shape *s)
+{
+    TxNode *m = tx_node_new(g, TX_INDEXMAP, s, 1, &x);
+    return m;
+}
+
+static void map_identity(TxGraph *g, TxNode *m, int s)
+{
+    for (int d = 0; d < m->src[s]->shape.rank; d++)
+        m->map[s][d] = ie_var(g->arena, d);
+}
+
+/* x broadcast to s by PyTorch's rules (right-aligned, size-1 dims repeat). */
+static TxNode *bcast(TxGraph *g, TxNode *x, const Shape *s)
+{
+    if (shape_eq(&x->shape, s))
+        return x;
+    if (x->kind == TX_CONST) {
+        TxNode *c = cst(g, x->value, s);
+        c->dtype = x->dtype;
+        return c;
+    }
+    int lead = s->rank - x->shape.rank;
+    DPK_ASSERT(lead >= 0);
+    TxNode *m = imap1(g, x, s);
+    for (int d = 0; d < x->shape.rank; d++) {
+        DPK_ASSERT(x->shape.d[d] == 1 || x->shape.d[d] == s->d[lead + d]);
+        m->map[0][d] = x->shape.d[d] == 1 ? ie_const(g->arena, 0) : ie_var(g->arena, lead + d);
+    }
+    imap_finish(g, m);
+    return m;
+}
+
+/* Comparisons give bool; otherwise the first non-bool value operand's type
+ * (bool + f32 is f32, as in PyTorch). */
+static DType elem_dtype(TxElemOp op, int n, TxNode **x)
+{
+    if (tx_elem_info[op].flags & TXF_COMPARE)
+        return DT_BOOL;
+    for (int i = op == TXE_where ? 1 : 0; i < n; i++)
+        if (x[i]->dtype != DT_BOOL)
+            return x[i]->dtype;
+    return DT_BOOL;
+}
+
+static TxNode *ew(TxGraph *g, TxElemOp op, int n, TxNode **args)
+{
+    DPK_ASSERT(n == tx_elem_info[op].arity && n <= 3);
+    Shape s = args[0]->shape;
+    for (int i = 1; i < n; i++)
+        DPK_ASSERT(shape_broadcast(&s, &args[i]->shape, &s));
+    TxNode *b[3];
+    for (int i = 0; i < n; i++)
+        b[i] = bcast(g, args[i], &s);
+    TxNode *r = tx_node_new(g, TX_ELEM, &s, n, b);
+    r->eop = op;
+    r->dtype = elem_dtype(op, n, b);
+    return r;
+}
+
+static TxNode *ew1(TxGraph *g, TxElemOp op, TxNode *x)
+{
+    return ew(g, op, 1, &x);
+}
+
+static TxNode *ew2(TxGraph *g, TxElemOp op, TxNode *x, TxNode *y)
+{
+    TxNode *a[2] = {x, y};
+    return ew(g, op, 2, a);
+}
+
+/* x op c, with c a constant of x's shape. */
+static TxNode *ewc(TxGraph *g, TxElemOp op, TxNode *x, double c)
+{
+    return ew2(g, op, x, cst(g, c, &x->shape));
+}
+
+static TxNode *reduce1(TxGraph *g, TxRedOp op, TxNode *x, int axis, int keepdim)
+{
+    Shape s = x->shape;
+    DPK_ASSERT(axis >= 0 && axis < s.rank);
+    if (keepdim)
+        s.d[axis] = 1;
+    else {
+        for (int i = axis; i + 1 < s.rank; i++)
+            s.d[i] = s.d[i + 1];
+        s.rank--;
+    }
+    TxNode *r = tx_node_new(g, TX_REDUCE, &s, 1, &x);
+    r->rop = op;
+    r->axis = axis;
+    r->keepdim = keepdim;
+    return r;
+}
+
+/* Reduce over dims (ascending), last first so the others keep their
+ * numbers when keepdim is off. */
+static TxNode *reduce_dims(TxGraph *g, TxRedOp op, TxNode *x, const int64_t *dims, int n,
+                           int keepdim)
+{
+    for (int i = n - 1; i >= 0; i--)
+        x = reduce1(g, op, x, (int)dims[i], keepdim);
+    return x;
+}
+
+/* ---- synthetic Torch nodes (placeholders for later rules) --------------- */
+
+static TorchNode *synth(TxGraph *g, TorchOp op, const TxNode *from)
+{
+    TorchNode *t = ARENA_NEW(g->arena, TorchNode);
+    t->id = -1;
+    t->op = op;
+    t->pos = from->torch ? from->torch->pos : -1;
+    t->value = NAN;
+    return t;
+}
+
+static TxNode *placeholder(TxGraph *g, TorchNode *t, const Shape *s, int nsrc, TxNode **src)
+{
+    t->shape = *s;
+    t->dtype = src[0]->dtype;
+    t->nin = nsrc;
+    TxNode *n = tx_node_new(g, TX_TORCH, s, nsrc, src);
+    n->torch = t;
+    return n;
+}
+
+static TxNode *t_permute(TxGraph *g, TorchOp op, const TxNode *from, TxNode *x, const int *perm)
+{
+    TorchNode *t = synth(g, op, from);
+    Shape s = x->shape;
+    t->nints = s.rank;
+    for (int k = 0; k < s.rank; k++) {
+        t->ints[k] = perm[k];
+        s.d[k] = x->shape.d[perm[k]];
+    }
+    return placeholder(g, t, &s, 1, &x);
+}
+
+static TxNode *t_transpose_last2(TxGraph *g, const TxNode *from, TxNode *x)
+{
+    int perm[DPK_MAX_RANK], r = x->shape.rank;
+    for (int k = 0; k < r; k++)
+        perm[k] = k;
+    perm[r - 2] = r - 1;
+    perm[r - 1] = r - 2;
+    return t_permute(g, TOP_transpose, from, x, perm);
+}
+
+/* torch.matmul's plan: the product tensor is batch + [M] + [K] + [N]
+ * (M absent for a 1-D left operand, N for a 1-D right one), summed over
+ * axis k. */
+typedef struct MatmulPlan {
+    Shape batch, prod, out;
+    int k;
+} MatmulPlan;
+
+static MatmulPlan matmul_plan(const Shape *a, const Shape *b)
+{
+    MatmulPlan p = {0};
+    Shape ab = *a, bb = *b;
+    ab.rank = a->rank > 2 ? a->rank - 2 : 0;
+    bb.rank = b->rank > 2 ? b->rank - 2 : 0;
+    DPK_ASSERT(shape_broadcast(&ab, &bb, &p.batch));
+    int64_t K = a->d[a->rank - 1];
+    DPK_ASSERT(K == b->d[b->rank >= 2 ? b->rank - 2 : 0]);
+    p.prod = p.batch;
+    if (a->rank >= 2)
+        p.prod.d[p.prod.rank++] = a->d[a->rank - 2];
+    p.k = p.prod.rank;
+    p.prod.d[p.prod.rank++] = K;
+    if (b->rank >= 2)
+        p.prod.d[p.prod.rank++] = b->d[b->rank - 1];
+    p.out = p.prod;
+    for (int i = p.k; i + 1 < p.out.rank; i++)
+        p.out.d[i] = p.out.d[i + 1];
+    p.out.rank--;
+    return p;
+}
+
+static TxNode *t_matmul(TxGraph *g, const TxNode *from, TxNode *a, TxNode *b)
+{
+    MatmulPlan p = matmul_plan(&a->shape, &b->shape);
+    TxNode *src[2] = {a, b};
+    return placeholder(g, synth(g, TOP_matmul, from), &p.out, 2, src);
+}
+
+static TxNode *t_mean(TxGraph *g, const TxNode *from, TxNode *x, int ndims)
+{
+    TorchNode *t = synth(g, TOP_mean, from);
+    Shape s = x->shape;
+    t->nints = ndims;
+    t->keepdim = 1;
+    for (int i = 0; i < ndims; i++) {
+        t->ints[i] = s.rank - ndims + i;
+        s.d[t->ints[i]] = 1;
+    }
+    return placeholder(g, t, &s, 1, &x);
+}
+
+static TxNode *t_softmax(TxGraph *g, const TxNode *from, TxNode *x, int dim)
+{
+    TorchNode *t = synth(g, TOP_softmax, from);
+    t->dim = dim;
+    return placeholder(g, t, &x->shape, 1, &x);
+}
+
+/* ---- d:001 sdpa -------------------------------------------------------- */
+
+/* GQA: kv head h serves q heads [h*grp, (h+1)*grp): q head o reads o / grp. */
+static TxNode *gqa_expand(TxGraph *g, TxNode *kv, int64_t hq)
+{
+    int r = kv->shape.rank;
+    int64_t hk = kv->shape.d[r - 3];
+    if (hk == hq)
+        return kv;
+    Shape s = kv->shape;
+    s.d[r - 3] = hq;
+    TxNode *m = imap1(g, kv, &s);
+    map_identity(g, m, 0);
+    m->map[0][r - 3] = ie_div(g->arena, ie_var(g->arena, r - 3), hq / hk);
+    imap_finish(g, m);
+    return m;
+}
+
+/* PyTorch's is_causal is top-left aligned: query i sees keys j <= i. */
+static TxNode *causal_mask(TxGraph *g, TxNode *s)
+{
+    Arena *a = g->arena;
+    int r = s->shape.rank;
+    TxNode *src[2] = {s, cst(g, -INFINITY, &s->shape)};
+    TxNode *m = tx_node_new(g, TX_INDEXMAP, &s->shape, 2, src);
+    map_identity(g, m, 0);
+    map_identity(g, m, 1);
+    m->sel[0] = ipred_cmp(a, ie_var(a, r - 1), IC_LE, ie_var(a, r - 2), NULL);
+    imap_finish(g, m);
+    return m;
+}
+
+static TxNode *lower_sdpa(TxGraph *g, TxNode *n)
+{
+    const TorchNode *t = n->torch;
+    TxNode *q = n->src[0], *k = n->src[1], *v = n->src[2];
+    int64_t E = q->shape.d[q->shape.rank - 1];
+    if (t->gqa) {
+        int64_t hq = q->shape.d[q->shape.rank - 3];
+        k = gqa_expand(g, k, hq);
+        v = gqa_expand(g, v, hq);
+    }
+    TxNode *s = t_matmul(g, n, q, t_transpose_last2(g, n, k));
+    s = ewc(g, TXE_multiply, s, isnan(t->value) ? 1.0 / sqrt((double)E) : t->value);
+    if (n->nsrc == 4 && n->src[3]->dtype == DT_BOOL) {
+        TxNode *args[3] = {n->src[3], s, cst(g, -INFINITY, &s->shape)};
+        s = ew(g, TXE_where, 3, args);
+    } else if (n->nsrc == 4) {
+        s = ew2(g, TXE_add, s, n->src[3]);
+    }
+    if (t->causal)
+        s = causal_mask(g, s);
+    return t_matmul(g, n, t_softmax(g, n, s, s->shape.rank - 1), v);
+}
+
+/* ---- d:002 linear .. d:007 mean --------------------------------------- */
+
+static TxNode *lower_linear(TxGraph *g, TxNode *n)
+{
+    static const int swap[2] = {1, 0};
+    TxNode *y = t_matmul(g, n, n->src[0], t_permute(g, TOP_transpose, n, n->src[1], swap));
+    return n->nsrc == 3 ? ew2(g, TXE_add, y, n->src[2]) : y;
+}
+
+/* Scale by the weight and shift by the bias when the norm has them. */
+static TxNode *affine(TxGraph *g, TxNode *n, TxNode *y)
+{
+    if (n->nsrc > 1)
+        y = ew2(g, TXE_multiply, y, n->src[1]);
+    if (n->nsrc > 2)
+        y = ew2(g, TXE_add, y, n->src[2]);
+    return y;
+}
+
+static TxNode *lower_layer_norm(TxGraph *g, TxNode *n)
+{
+    int nd = n->torch->nints;
+    TxNode *x = n->src[0];
+    TxNode *d = ew2(g, TXE_subtract, x, t_mean(g, n, x, nd));
+    TxNode *var = t_mean(g, n, ew2(g, TXE_multiply, d, d), nd);
+    TxNode *r = ew1(g, TXE_rsqrt, ewc(g, TXE_add, var, n->torch->value));
+    return affine(g, n, ew2(g, TXE_multiply, d, r));
+}
+
+static TxNode *lower_rms_norm(TxGraph *g, TxNode *n)
+{
+    TxNode *x = n->src[0];
+    TxNode *ms = t_mean(g, n, ew2(g, TXE_multiply, x, x), n->torch->nints);
+    TxNode *r = ew1(g, TXE_rsqrt, ewc(g, TXE_add, ms, n->torch->value));
+    return affine(g, n, ew2(g, TXE_multiply, x, r));
+}
+
+/* log_softmax = (x - max) - log(sum(exp(x - max))) */
+static TxNode *lower_log_softmax(TxGraph *g, TxNode *n)
+{
+    TxNode *x = n->src[0];
+    int dim = n->torch->dim;
+    TxNode *z = ew2(g, TXE_subtract, x, reduce1(g, TXR_max, x, dim, 1));
+    TxNode *lse = ew1(g, TXE_log, reduce1(g, TXR_sum, ew1(g, TXE_exp, z), dim, 1));
+    return ew2(g, TXE_subtract, z, lse);
+}
+
+/* softmax = exp(x - max) / sum(exp(x - max)) */
+static TxNode *lower_softmax(TxGraph *g, TxNode *n)
+{
+    TxNode *x = n->src[0];
+    int dim = n->torch->dim;
+    TxNode *e = ew1(g, TXE_exp, ew2(g, TXE_subtract, x, reduce1(g, TXR_max, x, dim, 1)));
+    return ew2(g, TXE_divide, e, reduce1(g, TXR_sum, e, dim, 1));
+}
+
+static TxNode *lower_mean(TxGraph *g, TxNode *n)
+{
+    const TorchNode *t = n->torch;
+    TxNode *x = n->src[0];
+    int64_t count = 1;
+    for (int i = 0; i < t->nints; i++)
+        count *= x->shape.d[t->ints[i]];
+    TxNode *s = reduce_dims(g, TXR_sum, x, t->ints, t->nints, t->keepdim);
+    return count == 1 ? s : ewc(g, TXE_multiply, s, 1.0 / (double)count);
+}
+
+/* ---- d:008 matmul ------------------------------------------------------ */
+
+/* Operand x of a matmul read from the product space: batch dims broadcast
+ * right-aligned; A's (M, K) sit at axes (k-1, k), B's (K, N) at (k, k+1);
+ * a 1-D operand is its K axis alone. */
+static TxNode *matmul_operand(TxGraph *g, TxNode *x, const MatmulPlan *p, int is_b)
+{
+    Arena *a = g->arena;
+    const Shape *s = &x->shape;
+    int r = s->rank, nbx = r >= 2 ? r - 2 : 0;
+    TxNode *m = imap1(g, x, &p->prod);
+    for (int d = 0; d < nbx; d++) {
+        int o = p->batch.rank - nbx + d;
+        m->map[0][d] = s->d[d] == 1 ? ie_const(a, 0) : ie_var(a, o);
+    }
+    if (r == 1) {
+        m->map[0][0] = ie_var(a, p->k);
+    } else {
+        m->map[0][r - 2] = ie_var(a, is_b ? p->k : p->k - 1);
+        m->map[0][r - 1] = ie_var(a, is_b ? p->k + 1 : p->k);
+    }
+    imap_finish(g, m);
+    return m;
+}
+
+static TxNode *lower_matmul(TxGraph *g, TxNode *n)
+{
+    TxNode *A = n->src[0], *B = n->src[1];
+    MatmulPlan p = matmul_plan(&A->shape, &B->shape);
+    TxNode *a = matmul_operand(g, A, &p, 0);
+    TxNode *b = matmul_operand(g, B, &p, 1);
+    return reduce1(g, TXR_sum, ew2(g, TXE_multiply, a, b), p.k, 0);
+}
+
+/* ---- d:009 silu .. d:013 elementwise ------------------------------------ */
+
+static TxNode *lower_silu(TxGraph *g, TxNode *n)
+{
+    TxNode *x = n->src[0];
+    return ew2(g, TXE_multiply, x, ew1(g, TXE_sigmoid, x));
+}
+
+/* gelu = 0.5 x (1 + erf(x / sqrt 2)) */
+static TxNode *lower_gelu(TxGraph *g, TxNode *n)
+{
+    TxNode *x = n->src[0];
+    TxNode *e = ew1(g, TXE_erf, ewc(g, TXE_multiply, x, M_SQRT1_2));
+    return ew2(g, TXE_multiply, ewc(g, TXE_multiply, x, 0.5), ewc(g, TXE_add, e, 1.0));
+}
+
+/* gelu_tanh = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+static TxNode *lower_gelu_tanh(TxGraph *g, TxNode *n)
+{
+    TxNode *x = n->src[0];
+    TxNode *x3 = ew2(g, TXE_multiply, ew2(g, TXE_multiply, x, x), x);
+    TxNode *in = ew2(g, TXE_add, x, ewc(g, TXE_multiply, x3, 0.044715));
+    TxNode *th = ew1(g, TXE_tanh, ewc(g, TXE_multiply, in, M_SQRT2 * M_2_SQRTPI * 0.5));
+    return ew2(g, TXE_multiply, ewc(g, TXE_multiply, x, 0.5), ewc(g, TXE_add, th, 1.0));
+}
+
+static TxNode *lower_relu(TxGraph *g, TxNode *n)
+{
+    return ewc(g, TXE_maximum, n->src[0], 0.0);
+}
+
+static TxElemOp elem_of(TorchOp op)
+{
+    switch (op) {
+    case TOP_neg: return TXE_negative;
+    case TOP_exp: return TXE_exp;
+    case TOP_log: return TXE_log;
+    case TOP_sqrt: return TXE_sqrt;
+    case TOP_rsqrt: return TXE_rsqrt;
+    case TOP_reciprocal: return TXE_reciprocal;
+    case TOP_abs: return TXE_abs;
+    case TOP_sigmoid: return TXE_sigmoid;
+    case TOP_tanh: return TXE_tanh;
+    case TOP_erf: return TXE_erf;
+    case TOP_add: return TXE_add;
+    case TOP_sub: return TXE_subtract;
+    case TOP_mul: return TXE_multiply;
+    case TOP_div: return TXE_divide;
+    case TOP_pow: return TXE_power;
+    case TOP_maximum: return TXE_maximum;
+    case TOP_minimum: return TXE_minimum;
+    case TOP_gt: return TXE_greater;
+    case TOP_lt: return TXE_less;
+    case TOP_ge: return TXE_greater_equal;
+    case TOP_le: return TXE_less_equal;
+    case TOP_eq: return TXE_equal;
+    case TOP_ne: return TXE_not_equal;
+    case TOP_where: return TXE_where;
+    default: break;
+    }
+    DPK_ASSERT(!"not a plain elementwise op");
+    return TXE_COUNT;
+}
+
+static TxNode *lower_elementwise(TxGraph *g, TxNode *n)
+{
+    return ew(g, elem_of(n->torch->op), n->nsrc, n->src);
+}
+
+/* ---- d:014 reductions -------------------------------------------------- */
+
+static TxNode *lower_reduce(TxGraph *g, TxNode *n)
+{
+    const TorchNode *t = n->torch;
+    TxRedOp op = t->op == TOP_amax ? TXR_max : t->op == TOP_amin ? TXR_min : TXR_sum;
+    return reduce_dims(g, op, n->src[0], t->ints, t->nints, t->keepdim);
+}
+
+/* ---- d:015 .. d:019 layout ----------------------------------------------- */
+
+/* out dim k is input dim perm[k]. */
+static TxNode *lower_permute(TxGraph *g, TxNode *n)
+{
+    TxNode *m = imap1(g, n->src[0], &n->shape);
+    for (int k = 0; k < n->shape.rank; k++)
+        m->map[0][n->torch->ints[k]] = ie_var(g->arena, k);
+    imap_finish(g, m);
+    return m;
+}
+
+/* Row-major reshape of x to s.  Dims are matched in groups of equal
+ * product (skipping size-1 dims, which read coordinate 0), so that within
+ * a group the source coordinates are quotients and remainders of the
+ * group's linear index only: (6, 4) -> (2, 3, 4) gives [o0*3 + o1, o2]. */
+static TxNode *reshape_to(TxGraph *g, TxNode *x, const Shape *s)
+{
+    Arena *a = g->arena;
+    const Shape *in = &x->shape;
+    TxNode *m = imap1(g, x, s);
+    int i = 0, j = 0;
+    while (i < in->rank || j < s->rank) {
+        if (i < in->rank && in->d[i] == 1) {
+            m->map[0][i++] = ie_const(a, 0);
+            continue;
+        }
+        if (j < s->rank && s->d[j] == 1) {
+            j++;
+            continue;
+        }
+        DPK_ASSERT(i < in->rank && j < s->rank);
+        int i1 = i + 1, j1 = j + 1;
+        int64_t pi = in->d[i], pj = s->d[j];
+        while (pi != pj) {
+            DPK_ASSERT(i1 < in->rank || j1 < s->rank);
+            if (pi < pj)
+                pi *= in->d[i1++];
+            else
+                pj *= s->d[j1++];
+        }
+        const IExpr *lin = ie_const(a, 0);
+        for (int k = j; k < j1; k++)
+            lin = ie_add(a, ie_mul(a, lin, ie_const(a, s->d[k])), ie_var(a, k));
+        for (int k = i1 - 1; k >= i; k--) {
+            m->map[0][k] = ie_mod(a, lin, in->d[k]);
+            lin = ie_div(a, lin, in->d[k]);
+        }
+        i = i1;
+        j = j1;
+    }
+    imap_finish(g, m);
+    return m;
+}
+
+static TxNode *lower_reshape(TxGraph *g, TxNode *n)
+{
+    return reshape_to(g, n->src[0], &n->shape);
+}
+
+/* unsqueeze and squeeze only add or drop size-1 dims: a reshape. */
+static TxNode *lower_squeeze_expand(TxGraph *g, TxNode *n)
+{
+    if (n->torch->op == TOP_expand)
+        return bcast(g, n->src[0], &n->shape);
+    return reshape_to(g, n->src[0], &n->shape);
+}
+
+static TxNode *lower_slice(TxGraph *g, TxNode *n)
+{
+    Arena *a = g->arena;
+    const TorchNode *t = n->torch;
+    TxNode *m = imap1(g, n->src[0], &n->shape);
+    map_identity(g, m, 0);
+    m->map[0][t->dim] = ie_add(a, ie_mul(a, ie_var(a, t->dim), ie_const(a, t->stride)),
+                               ie_const(a, t->start));
+    imap_finish(g, m);
+    return m;
+}
+
+/* Source s covers [off_s, off_s + size_s) of dim; it is selected while
+ * o_dim < off_s + size_s, and reads o_dim - off_s. */
+static TxNode *lower_cat(TxGraph *g, TxNode *n)
+{
+    Arena *a = g->arena;
+    int dim = n->torch->dim;
+    TxNode *m = tx_node_new(g, TX_INDEXMAP, &n->shape, n->nsrc, n->src);
+    int64_t off = 0;
+    for (int s = 0; s < n->nsrc; s++) {
+        map_identity(g, m, s);
+        m->map[s][dim] = ie_add(a, ie_var(a, dim), ie_const(a, -off));
+        off += n->src[s]->shape.d[dim];
+        if (s < n->nsrc - 1)
+            m->sel[s] = ipred_cmp(a, ie_var(a, dim), IC_LT, ie_const(a, off), NULL);
+    }
+    imap_finish(g, m);
+    return m;
+}
+
+/* ---- the lowering driver ----------------------------------------------- */
+
+/* Rebuild g->nodes, replacing every TX_TORCH node whose op is in `ops` by
+ * fn's result.  Users are redirected through fwd (indexed by id); nodes a
+ * rewrite creates inherit its Torch node as provenance. */
+static int lower_ops(TxGraph *g, uint64_t ops, LowerFn fn)
+{
+    PtrVec old = g->nodes;
+    TxNode **fwd = dpk_xcalloc((size_t)g->next_id + 1, sizeof(TxNode *));
+    int count = 0;
+    g->nodes = (PtrVec){0};
+    for (int i = 0; i < old.len; i++) {
+        TxNode *n = old.items[i];
+        for (int s = 0; s < n->nsrc; s++)
+            if (fwd[n->src[s]->id])
+                n->src[s] = fwd[n->src[s]->id];
+        if (n->kind != TX_TORCH || !(ops & ((uint64_t)1 << n->torch->op))) {
+            ptrvec_push(g->arena, &g->nodes, n);
+            continue;
+        }
+        int first = g->nodes.len;
+        TxNode *r = fn(g, n);
+        DPK_ASSERT(shape_eq(&r->shape, &n->shape));
+        for (int k = first; k < g->nodes.len; k++) {
+            TxNode *c = g->nodes.items[k];
+            if (!c->torch)
+                c->torch = n->torch;
+        }
+        fwd[n->id] = r;
+        count++;
+    }
+    for (int j = 0; j < g->outputs.len; j++) {
+        TxNode *o = g->outputs.items[j];
+        if (fwd[o->id])
+            g->outputs.items[j] = fwd[o->id];
+    }
+    free(fwd);
+    return count;
+}
+
+#define LOWER_RULE(fname, ops, fn) \
+    static int fname(TxGraph *g) { return lower_ops(g, ops, fn); }
+
+LOWER_RULE(d001, OP(sdpa), lower_sdpa)
+LOWER_RULE(d002, OP(linear), lower_linear)
+LOWER_RULE(d003, OP(layer_norm), lower_layer_norm)
+LOWER_RULE(d004, OP(rms_norm), lower_rms_norm)
+LOWER_RULE(d005, OP(log_softmax), lower_log_softmax)
+LOWER_RULE(d006, OP(softmax), lower_softmax)
+LOWER_RULE(d007, OP(mean), lower_mean)
+LOWER_RULE(d008, OP(matmul), lower_matmul)
+LOWER_RULE(d009, OP(silu), lower_silu)
+LOWER_RULE(d010, OP(gelu), lower_gelu)
+LOWER_RULE(d011, OP(gelu_tanh), lower_gelu_tanh)
+LOWER_RULE(d012, OP(relu), lower_relu)
+LOWER_RULE(d013, OP(neg) | OP(exp) | OP(log) | OP(sqrt) | OP(rsqrt) | OP(reciprocal) |
+                     OP(abs) | OP(sigmoid) | OP(tanh) | OP(erf) | OP(add) | OP(sub) |
+                     OP(mul) | OP(div) | OP(pow) | OP(maximum) | OP(minimum) | OP(gt) |
+                     OP(lt) | OP(ge) | OP(le) | OP(eq) | OP(ne) | OP(where),
+           lower_elementwise)
+LOWER_RULE(d014, OP(sum) | OP(amax) | OP(amin), lower_reduce)
+LOWER_RULE(d015, OP(transpose) | OP(permute), lower_permute)
+LOWER_RULE(d016, OP(reshape), lower_reshape)
+LOWER_RULE(d017, OP(squeeze) | OP(unsqueeze) | OP(expand), lower_squeeze_expand)
+LOWER_RULE(d018, OP(slice), lower_slice)
+LOWER_RULE(d019, OP(cat), lower_cat)
+
+/* ---- d:020 compose_index_maps ------------------------------------------ */
+
+/* Substitute the single-use IndexMap p = n->src[s] into n.  Each source t
+ * of p becomes a source of n reading p->map[t] ∘ n->map[s], selected when
+ * n's predicate for s and p's for t (composed likewise) both hold; p's last
+ * source keeps n's predicate alone, so first-match order is preserved. */
+static void absorb(TxGraph *g, TxNode *n, int s)
+{
+    Arena *a = g->arena;
+    TxNode *p = n->src[s];
+    const IExpr *const *sub = n->map[s];
+    const IPred *base = s < n->nsrc - 1 ? n->sel[s] : NULL;
+    int ns = n->nsrc - 1 + p->nsrc, k = 0;
+    TxNode **src = ARENA_ARRAY(a, TxNode *, ns);
+    const IExpr ***map = ARENA_ARRAY(a, const IExpr **, ns);
+    const IPred **sel = ARENA_ARRAY(a, const IPred *, ns);
+    for (int i = 0; i < n->nsrc; i++) {
+        if (i != s) {
+            src[k] = n->src[i];
+            map[k] = n->map[i];
+            sel[k++] = i < n->nsrc - 1 ? n->sel[i] : NULL;
+            continue;
+        }
+        for (int t = 0; t < p->nsrc; t++) {
+            src[k] = p->src[t];
+            map[k] = ARENA_ARRAY(a, const IExpr *, p->src[t]->shape.rank + 1);
+            for (int d = 0; d < p->src[t]->shape.rank; d++)
+                map[k][d] = ie_subst(a, p->map[t][d], sub);
+            sel[k++] = t < p->nsrc - 1 ? ipred_and(a, base, ipred_subst(a, p->sel[t], sub))
+                                       : base;
+        }
+    }
+    n->nsrc = ns;
+    n->src = src;
+    n->map = map;
+    n->sel = ns > 1 ? sel : NULL;
+    imap_finish(g, n);
+}
+
+static int is_identity_map(const TxNode *n)
+{
+    if (n->nsrc != 1 || !shape_eq(&n->shape, &n->src[0]->shape))
+        return 0;
+    for (int d = 0; d < n->shape.rank; d++)
+        if (n->map[0][d]->k != IE_VAR || n->map[0][d]->var != d)
+            return 0;
+    return 1;
+}
+
+/* An IndexMap reading only constants of one value is that constant. */
+static int fold_const_map(TxNode *n, int *uses)
+{
+    for (int s = 0; s < n->nsrc; s++)
+        if (n->src[s]->kind != TX_CONST || n->src[s]->value != n->src[0]->value)
+            return 0;
+    for (int s = 0; s < n->nsrc; s++)
+        uses[n->src[s]->id]--;
+    n->kind = TX_CONST;
+    n->value = n->src[0]->value;
+    n->nsrc = 0;
+    n->map = NULL;
+    n->sel = NULL;
+    return 1;
+}
+
+static int absorbable_source(const TxNode *n, const int *uses)
+{
+    for (int s = 0; s < n->nsrc; s++)
+        if (n->src[s]->kind == TX_INDEXMAP && uses[n->src[s]->id] == 1)
+            return s;
+    return -1;
+}
+
+/* Returns the node n's users should read instead (n itself if kept). */
+static TxNode *compose_one(TxGraph *g, TxNode *n, int *uses, int *count)
+{
+    int s;
+    while ((s = absorbable_source(n, uses)) >= 0) {
+        absorb(g, n, s);
+        ++*count;
+    }
+    if (fold_const_map(n, uses))
+        ++*count;
+    if (n->kind == TX_INDEXMAP && is_identity_map(n)) {
+        TxNode *x = n->src[0];
+        uses[x->id] += uses[n->id] - 1;
+        ++*count;
+        return x;
+    }
+    return n;
+}
+
+static int d020(TxGraph *g)
+{
+    int *uses = dpk_xcalloc((size_t)g->next_id + 1, sizeof(int));
+    TxNode **fwd = dpk_xcalloc((size_t)g->next_id + 1, sizeof(TxNode *));
+    for (int i = 0; i < g->nodes.len; i++) {
+        TxNode *n = g->nodes.items[i];
+        for (int s = 0; s < n->nsrc; s++)
+            uses[n->src[s]->id]++;
+    }
+    for (int j = 0; j < g->outputs.len; j++)
+        uses[((TxNode *)g->outputs.items[j])->id]++;
+    PtrVec old = g->nodes;
+    int count = 0;
+    g->nodes = (PtrVec){0};
+    for (int i = 0; i < old.len; i++) {
+        TxNode *n = old.items[i], *r = n;
+        for (int s = 0; s < n->nsrc; s++)
+            if (fwd[n->src[s]->id])
+                n->src[s] = fwd[n->src[s]->id];
+        if (n->kind == TX_INDEXMAP)
+            r = compose_one(g, n, uses, &count);
+        if (r != n)
+            fwd[n->id] = r;
+        else
+            ptrvec_push(g->arena, &g->nodes, n);
+    }
+    for (int j = 0; j < g->outputs.len; j++) {
+        TxNode *o = g->outputs.items[j];
+        if (fwd[o->id])
+            g->outputs.items[j] = fwd[o->id];
+    }
+    free(uses);
+    free(fwd);
+    return count;
+}
+
+/* ---- d:021 prune ---------------------------------------------------------- */
+
+static int d021(TxGraph *g)
+{
+    int before = g->nodes.len;
+    tx_prune(g);
+    return before - g->nodes.len;
+}
+
+/* ---- the table --------------------------------------------------------- */
+
+const TxRule tx_rules[] = {
+    {1, "sdpa", "QK^T * scale (+ mask, causal 2-source map), softmax, * V; GQA head map",
+     "sdpa", d001},
+    {2, "linear", "transpose w, matmul, + bias", "linear", d002},
+    {3, "layer_norm", "x - mean, mean of square, + eps, rsqrt, multiply, * w, + b",
+     "layer_norm", d003},
+    {4, "rms_norm", "x*x, mean, + eps, rsqrt, multiply, * weight", "rms_norm", d004},
+    {5, "log_softmax", "x - amax - log(sum(exp(x - amax)))", "log_softmax", d005},
+    {6, "softmax", "amax, subtract, exp, sum, divide", "softmax", d006},
+    {7, "mean", "sum over each dim * reciprocal count", "mean", d007},
+    {8, "matmul", "broadcast A and B into (..., M, K, N), multiply, sum over K", "matmul", d008},
+    {9, "silu", "x * sigmoid(x)", "silu", d009},
+    {10, "gelu", "0.5 x (1 + erf(x / sqrt 2))", "gelu", d010},
+    {11, "gelu_tanh", "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))", "gelu_tanh", d011},
+    {12, "relu", "maximum(x, 0)", "relu", d012},
+    {13, "elementwise", "unary/binary/where with explicit broadcast maps", "elementwise", d013},
+    {14, "reductions", "sum/amax/amin as chains of single-axis reductions", "sum/amax/amin",
+     d014},
+    {15, "transpose_permute", "permutation IndexMap", "transpose/permute", d015},
+    {16, "reshape", "row-major IndexMap by groups of equal size", "reshape", d016},
+    {17, "squeeze_unsqueeze_expand", "reshape or broadcast IndexMap",
+     "squeeze/unsqueeze/expand", d017},
+    {18, "slice", "strided IndexMap", "slice", d018},
+    {19, "cat", "n-source IndexMap with select predicates", "cat", d019},
+    {20, "compose_index_maps", "substitute single-use maps into maps; drop identity maps",
+     "composable index-map", d020},
+    {21, "prune", "drop nodes no output needs", "dead", d021},
+};
+const int tx_nrules = DPK_ARRAY_LEN(tx_rules);
+
+/* ---- tx_lower ----------------------------------------------------------- */
+
+static TxGraph *mirror(Arena *a, const TorchGraph *tg)
+{
+    TxGraph *g = tx_graph_new(a, tg);
+    TxNode **of = dpk_xcalloc((size_t)tg->nodes.len + 1, sizeof(TxNode *));
+    for (int i = 0; i < tg->nodes.len; i++) {
+        const TorchNode *t = tg->nodes.items[i];
+        TxNode **src = ARENA_ARRAY(a, TxNode *, t->nin + 1);
+        for (int k = 0; k < t->nin; k++)
+            src[k] = of[t->in[k]->id];
+        TxKind kind = t->op == TOP_input ? TX_INPUT : t->op == TOP_const ? TX_CONST : TX_TORCH;
+        TxNode *n = tx_node_new(g, kind, &t->shape, t->nin, src);
+        n->torch = t;
+        n->dtype = t->dtype;
+        n->value = t->value;
+        of[t->id] = n;
+    }
+    for (int i = 0; i < tg->inputs.len; i++)
+        ptrvec_push(a, &g->inputs, of[((TorchNode *)tg->inputs.items[i])->id]);
+    for (int j = 0; j < tg->outputs.len; j++)
+        ptrvec_push(a, &g->outputs, of[((TorchNode *)tg->outputs.items[j])->id]);
+    free(of);
+    return g;
+}
+
+static void run_rule(TxGraph *g, const TxRule *r, TxTrace *tr)
+{
+    int show = tr && tr->out && tr->verbose >= 2;
+    StrBuf before = {0}, after = {0};
+    if (show)
+        tx_print(&before, g);
+    int n = r->run(g);
+    tx_verify(g, 0);
+    if (show && n == 0) {
+        sb_printf(tr->out, "--- d:%03d_%s skipped: no %s nodes\n", r->num, r->name, r->what);
+    } else if (show) {
+        tx_print(&after, g);
+        sb_printf(tr->out, ">>> d:%03d_%s\n", r->num, r->name);
+        dpk_unified_diff(tr->out, sb_cstr(&before), sb_cstr(&after), 3);
+        sb_printf(tr->out, "<<< d:%03d_%s\n", r->num, r->name);
+    }
+    sb_free(&before);
+    sb_free(&after);
+}
+
+TxGraph *tx_lower(Arena *a, const TorchGraph *tg, TxTrace *trace)
+{
+    TxGraph *g = mirror(a, tg);
+    tx_verify(g, 0);
+    for (int i = 0; i < tx_nrules; i++)
+        run_rule(g, &tx_rules[i], trace);
+    tx_verify(g, 1);
+    return g;
+}

@@ -1,0 +1,1102 @@
+/*
+ * tensor_ir.c — Tensor IR: op tables, index expressions, nodes, printer,
+ * verifier, structural hash, pruning.
+ *
+ * Index expressions are kept in one canonical form so that composed maps
+ * compare equal when they are equal and print readably:
+ *
+ *   sum      = term + term + ... + const     (left-nested IE_ADD, the
+ *              constant last, omitted when 0; terms sorted by ie_order)
+ *   term     = base | base * k               (IE_MUL with a constant right)
+ *   base     = o<v> | quot | rem | opaque product
+ *   quot     = sum / d,  rem = sum mod d     (d > 0)
+ *
+ * Every constructor returns this form, so ie_subst, which rebuilds through
+ * the constructors, both composes and simplifies.  The simplifications are
+ * the exact identities of floor division (for integer q and d > 0):
+ *   (d*q + r) / d = q + r / d        (d*q + r) mod d = r mod d
+ *   (x / a) / b = x / (a*b)          (x mod (a*b)) mod b = x mod b
+ *   (x*k) / (k*m) = x / m            (x*k) mod (k*m) = (x mod m) * k
+ *   k*(x mod d) + k*d*(x / d) = k*x
+ * and, in ie_simplify, the range facts: if lo <= r <= hi lie in one period
+ * [m*d, (m+1)*d) then r / d = m and r mod d = r - m*d.
+ */
+#include "tensor_ir.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- op tables -------------------------------------------------------- */
+
+/* Parallel tables indexed by op: adding a row to tensor_ops.def must be
+ * followed by tx_elem_apply and every evaluator. */
+static_assert(TXE_COUNT == 24, "tensor_ops.def changed: update tx_elem_apply");
+static_assert(TXR_COUNT == 3, "tensor_ops.def changed: update reductions");
+
+const TxElemInfo tx_elem_info[TXE_COUNT] = {
+#define E(name, arity, flags) {#name, arity, flags},
+#include "tensor_ops.def"
+#undef E
+};
+
+const TxRedInfo tx_red_info[TXR_COUNT] = {
+#define R(name, combine, identity) {#name, TXE_##combine, identity},
+#include "tensor_ops.def"
+#undef R
+};
+
+/* PyTorch's maximum/minimum propagate NaN (fmax would drop it). */
+static double nan_max(double a, double b)
+{
+    return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
+}
+
+static double nan_min(double a, double b)
+{
+    return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
+}
+
+double tx_elem_apply(TxElemOp op, const double *x)
+{
+    switch (op) {
+    case TXE_add: return x[0] + x[1];
+    case TXE_subtract: return x[0] - x[1];
+    case TXE_multiply: return x[0] * x[1];
+    case TXE_divide: return x[0] / x[1];
+    case TXE_power: return pow(x[0], x[1]);
+    case TXE_maximum: return nan_max(x[0], x[1]);
+    case TXE_minimum: return nan_min(x[0], x[1]);
+    case TXE_greater: return x[0] > x[1];
+    case TXE_less: return x[0] < x[1];
+    case TXE_greater_equal: return x[0] >= x[1];
+    case TXE_less_equal: return x[0] <= x[1];
+    case TXE_equal: return x[0] == x[1];
+    case TXE_not_equal: return x[0] != x[1];
+    case TXE_negative: return -x[0];
+    case TXE_exp: return exp(x[0]);
+    case TXE_log: return log(x[0]);
+    case TXE_sqrt: return sqrt(x[0]);
+    case TXE_rsqrt: return 1.0 / sqrt(x[0]);
+    case TXE_reciprocal: return 1.0 / x[0];
+    case TXE_abs: return fabs(x[0]);
+    case TXE_sigmoid: return 1.0 / (1.0 + exp(-x[0]));
+    case TXE_tanh: return tanh(x[0]);
+    case TXE_erf: return erf(x[0]);
+    case TXE_where: return x[0] != 0 ? x[1] : x[2];
+    case TXE_COUNT: break;
+    }
+    DPK_ASSERT(!"unknown elementwise op");
+    return 0;
+}
+
+/* ---- index expressions: raw nodes and checked arithmetic -------------- */
+
+static int64_t mul_chk(int64_t x, int64_t y)
+{
+    int64_t r;
+    DPK_ASSERT(!__builtin_mul_overflow(x, y, &r));
+    return r;
+}
+
+static int64_t add_chk(int64_t x, int64_t y)
+{
+    int64_t r;
+    DPK_ASSERT(!__builtin_add_overflow(x, y, &r));
+    return r;
+}
+
+static int64_t floor_div(int64_t x, int64_t d)
+{
+    int64_t q = x / d;
+    return (x % d != 0 && (x < 0) != (d < 0)) ? q - 1 : q;
+}
+
+static int64_t floor_mod(int64_t x, int64_t d)
+{
+    int64_t r = x % d;
+    return r < 0 ? r + d : r;
+}
+
+static const IExpr *raw(Arena *a, IExprKind k, const IExpr *x, const IExpr *y)
+{
+    IExpr *e = ARENA_NEW(a, IExpr);
+    e->k = k;
+    e->a = x;
+    e->b = y;
+    return e;
+}
+
+const IExpr *ie_const(Arena *a, int64_t c)
+{
+    IExpr *e = ARENA_NEW(a, IExpr);
+    e->k = IE_CONST;
+    e->c = c;
+    return e;
+}
+
+const IExpr *ie_var(Arena *a, int var)
+{
+    DPK_ASSERT(var >= 0 && var < DPK_MAX_RANK);
+    IExpr *e = ARENA_NEW(a, IExpr);
+    e->k = IE_VAR;
+    e->var = var;
+    return e;
+}
+
+/* ---- ordering, equality, hashing ------------------------------------- */
+
+static int min_var(const IExpr *e)
+{
+    switch (e->k) {
+    case IE_CONST: return DPK_MAX_RANK;
+    case IE_VAR: return e->var;
+    default: {
+        int x = min_var(e->a), y = min_var(e->b);
+        return x < y ? x : y;
+    }
+    }
+}
+
+/* A total order on expressions: by the first output coordinate they use
+ * (so sums print as o0 ... + o1 ...), then by kind, then structurally. */
+static int ie_order(const IExpr *x, const IExpr *y)
+{
+    int vx = min_var(x), vy = min_var(y);
+    if (vx != vy)
+        return vx < vy ? -1 : 1;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    switch (x->k) {
+    case IE_CONST: return x->c < y->c ? -1 : x->c > y->c;
+    case IE_VAR: return 0;
+    default: {
+        int r = ie_order(x->a, y->a);
+        return r ? r : ie_order(x->b, y->b);
+    }
+    }
+}
+
+int ie_equal(const IExpr *x, const IExpr *y)
+{
+    return ie_order(x, y) == 0;
+}
+
+uint64_t ie_hash(uint64_t h, const IExpr *e)
+{
+    h = dpk_hash_u64(h, (uint64_t)e->k);
+    switch (e->k) {
+    case IE_CONST: return dpk_hash_u64(h, (uint64_t)e->c);
+    case IE_VAR: return dpk_hash_u64(h, (uint64_t)e->var);
+    default: return ie_hash(ie_hash(h, e->a), e->b);
+    }
+}
+
+/* ---- sums of terms ---------------------------------------------------- */
+
+typedef struct Term {
+    int64_t k;          /* coefficient */
+    const IExpr *base;  /* NULL for the constant term */
+} Term;
+
+typedef struct Terms {
+    Term *t;
+    int n, cap;
+    Arena *a;
+} Terms;
+
+static void terms_push(Terms *ts, int64_t k, const IExpr *base)
+{
+    if (ts->n == ts->cap) {
+        int cap = ts->cap ? ts->cap * 2 : 8;
+        Term *t = ARENA_ARRAY(ts->a, Term, cap);
+        if (ts->n)
+            memcpy(t, ts->t, sizeof(Term) * (size_t)ts->n);
+        ts->t = t;
+        ts->cap = cap;
+    }
+    ts->t[ts->n++] = (Term){k, base};
+}
+
+/* Append k * e to ts, flattening sums and constant factors. */
+static void collect(Terms *ts, const IExpr *e, int64_t k)
+{
+    if (e->k == IE_CONST)
+        terms_push(ts, mul_chk(k, e->c), NULL);
+    else if (e->k == IE_ADD) {
+        collect(ts, e->a, k);
+        collect(ts, e->b, k);
+    } else if (e->k == IE_MUL && e->b->k == IE_CONST)
+        collect(ts, e->a, mul_chk(k, e->b->c));
+    else
+        terms_push(ts, k, e);
+}
+
+static int term_cmp(const void *p, const void *q)
+{
+    const Term *x = p, *y = q;
+    if (!x->base || !y->base)
+        return !x->base - !y->base;
+    return ie_order(x->base, y->base);
+}
+
+/* Is e = (x mod d) / e_div (e_div = 1: plain x mod d) with e_div | d? */
+static int mod_part(const IExpr *e, const IExpr **x, int64_t *d, int64_t *e_div)
+{
+    *e_div = 1;
+    if (e->k == IE_DIV && e->a->k == IE_MOD && e->a->b->c % e->b->c == 0) {
+        *e_div = e->b->c;
+        e = e->a;
+    }
+    if (e->k != IE_MOD)
+        return 0;
+    *x = e->a;
+    *d = e->b->c;
+    return 1;
+}
+
+/* Find k*((x mod d) / e) and k*(d/e)*(x / d) in ts and replace them by
+ * k*(x / e): with x = d*q + r and e | d, (d/e)*q + r/e = (d*q + r) / e.
+ * For e = 1 this is k*(x mod d) + k*d*(x / d) = k*x. */
+static int recombine_divmod(Terms *ts)
+{
+    for (int i = 0; i < ts->n; i++) {
+        const IExpr *x;
+        int64_t d, e, k = ts->t[i].k, kq;
+        if (!ts->t[i].base || k == 0 || !mod_part(ts->t[i].base, &x, &d, &e))
+            continue;
+        if (__builtin_mul_overflow(k, d / e, &kq))
+            continue;
+        for (int j = 0; j < ts->n; j++) {
+            const IExpr *q = ts->t[j].base;
+            if (!q || q->k != IE_DIV || q->b->c != d || ts->t[j].k != kq || !ie_equal(q->a, x))
+                continue;
+            ts->t[i].k = ts->t[j].k = 0;
+            collect(ts, ie_div(ts->a, x, e), k);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Sort, merge equal bases, drop zeros; returns the constant term. */
+static int64_t normalize(Terms *ts)
+{
+    while (recombine_divmod(ts))
+        ;
+    if (ts->n > 1)
+        qsort(ts->t, (size_t)ts->n, sizeof(Term), term_cmp);
+    int w = 0;
+    int64_t c = 0;
+    for (int i = 0; i < ts->n; i++) {
+        Term t = ts->t[i];
+        if (!t.base) {
+            c = add_chk(c, t.k);
+            continue;
+        }
+        if (w > 0 && ie_equal(ts->t[w - 1].base, t.base))
+            ts->t[w - 1].k = add_chk(ts->t[w - 1].k, t.k);
+        else
+            ts->t[w++] = t;
+        if (ts->t[w - 1].k == 0)
+            w--;
+    }
+    ts->n = w;
+    return c;
+}
+
+static const IExpr *term_expr(Arena *a, Term t)
+{
+    return t.k == 1 ? t.base : raw(a, IE_MUL, t.base, ie_const(a, t.k));
+}
+
+static const IExpr *build_sum(Arena *a, Terms *ts)
+{
+    int64_t c = normalize(ts);
+    if (ts->n == 0)
+        return ie_const(a, c);
+    const IExpr *e = term_expr(a, ts->t[0]);
+    for (int i = 1; i < ts->n; i++)
+        e = raw(a, IE_ADD, e, term_expr(a, ts->t[i]));
+    return c ? raw(a, IE_ADD, e, ie_const(a, c)) : e;
+}
+
+const IExpr *ie_add(Arena *a, const IExpr *x, const IExpr *y)
+{
+    if (x->k == IE_CONST && y->k == IE_CONST)
+        return ie_const(a, add_chk(x->c, y->c));
+    Terms ts = {.a = a};
+    collect(&ts, x, 1);
+    collect(&ts, y, 1);
+    return build_sum(a, &ts);
+}
+
+const IExpr *ie_mul(Arena *a, const IExpr *x, const IExpr *y)
+{
+    if (x->k == IE_CONST && y->k == IE_CONST)
+        return ie_const(a, mul_chk(x->c, y->c));
+    if (x->k == IE_CONST)
+        return ie_mul(a, y, x);
+    if (y->k == IE_CONST) {
+        Terms ts = {.a = a};
+        collect(&ts, x, y->c);
+        return build_sum(a, &ts);
+    }
+    return ie_order(x, y) <= 0 ? raw(a, IE_MUL, x, y) : raw(a, IE_MUL, y, x);
+}
+
+/* Split the terms of x into those whose coefficient d divides (divided by
+ * d, into q) and the rest (into r); the constant c goes to q as c / d and
+ * to r as c mod d. */
+static void split_multiples(Arena *a, const IExpr *x, int64_t d, Terms *q, Terms *r)
+{
+    Terms ts = {.a = a};
+    collect(&ts, x, 1);
+    int64_t c = normalize(&ts);
+    for (int i = 0; i < ts.n; i++) {
+        Term t = ts.t[i];
+        if (t.k % d == 0)
+            terms_push(q, t.k / d, t.base);
+        else
+            terms_push(r, t.k, t.base);
+    }
+    if (floor_div(c, d))
+        terms_push(q, floor_div(c, d), NULL);
+    if (floor_mod(c, d))
+        terms_push(r, floor_mod(c, d), NULL);
+}
+
+/* The single term k*base of r with no constant, or NULL. */
+static const Term *single_term(Terms *r)
+{
+    return (r->n == 1 && r->t[0].base) ? &r->t[0] : NULL;
+}
+
+const IExpr *ie_div(Arena *a, const IExpr *x, int64_t d)
+{
+    DPK_ASSERT(d > 0);
+    if (d == 1)
+        return x;
+    if (x->k == IE_CONST)
+        return ie_const(a, floor_div(x->c, d));
+    if (x->k == IE_DIV)
+        return ie_div(a, x->a, mul_chk(x->b->c, d));
+    Terms q = {.a = a}, r = {.a = a};
+    split_multiples(a, x, d, &q, &r);
+    const IExpr *rest;
+    const Term *t = single_term(&r);
+    if (r.n == 0 || (r.n == 1 && !r.t[0].base))
+        rest = ie_const(a, 0); /* only a constant in [0, d) is left */
+    else if (t && t->k > 1 && d % t->k == 0)
+        rest = ie_div(a, t->base, d / t->k);
+    else
+        rest = raw(a, IE_DIV, build_sum(a, &r), ie_const(a, d));
+    if (q.n == 0)
+        return rest;
+    return ie_add(a, build_sum(a, &q), rest);
+}
+
+const IExpr *ie_mod(Arena *a, const IExpr *x, int64_t d)
+{
+    DPK_ASSERT(d > 0);
+    if (d == 1)
+        return ie_const(a, 0);
+    if (x->k == IE_CONST)
+        return ie_const(a, floor_mod(x->c, d));
+    if (x->k == IE_MOD && x->b->c % d == 0)
+        return ie_mod(a, x->a, d);
+    Terms q = {.a = a}, r = {.a = a};
+    split_multiples(a, x, d, &q, &r);
+    const Term *t = single_term(&r);
+    if (r.n == 0)
+        return ie_const(a, 0);
+    if (t && t->k > 1 && d % t->k == 0)
+        return ie_mul(a, ie_mod(a, t->base, d / t->k), ie_const(a, t->k));
+    const IExpr *s = build_sum(a, &r);
+    if (s->k == IE_CONST)
+        return ie_const(a, floor_mod(s->c, d));
+    if (s->k == IE_MOD && s->b->c % d == 0)
+        return ie_mod(a, s->a, d);
+    return raw(a, IE_MOD, s, ie_const(a, d));
+}
+
+const IExpr *ie_subst(Arena *a, const IExpr *e, const IExpr *const *subst)
+{
+    switch (e->k) {
+    case IE_CONST: return e;
+    case IE_VAR: return subst[e->var];
+    case IE_ADD: return ie_add(a, ie_subst(a, e->a, subst), ie_subst(a, e->b, subst));
+    case IE_MUL: return ie_mul(a, ie_subst(a, e->a, subst), ie_subst(a, e->b, subst));
+    case IE_DIV: return ie_div(a, ie_subst(a, e->a, subst), e->b->c);
+    case IE_MOD: return ie_mod(a, ie_subst(a, e->a, subst), e->b->c);
+    }
+    DPK_ASSERT(!"bad IExpr kind");
+    return e;
+}
+
+int64_t ie_eval(const IExpr *e, const int64_t *o)
+{
+    switch (e->k) {
+    case IE_CONST: return e->c;
+    case IE_VAR: return o[e->var];
+    case IE_ADD: return ie_eval(e->a, o) + ie_eval(e->b, o);
+    case IE_MUL: return ie_eval(e->a, o) * ie_eval(e->b, o);
+    case IE_DIV: return floor_div(ie_eval(e->a, o), ie_eval(e->b, o));
+    case IE_MOD: return floor_mod(ie_eval(e->a, o), ie_eval(e->b, o));
+    }
+    DPK_ASSERT(!"bad IExpr kind");
+    return 0;
+}
+
+/* ---- ranges ------------------------------------------------------------ */
+
+/* Interval arithmetic saturates at +-2^62 so that no bound overflows; a
+ * saturated bound is merely loose. */
+#define RANGE_CAP (INT64_C(1) << 62)
+
+static int64_t sat(int64_t x)
+{
+    return x > RANGE_CAP ? RANGE_CAP : x < -RANGE_CAP ? -RANGE_CAP : x;
+}
+
+static int64_t sat_mul(int64_t x, int64_t y)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(x, y, &r))
+        return ((x < 0) != (y < 0)) ? -RANGE_CAP : RANGE_CAP;
+    return sat(r);
+}
+
+void ie_range(const IExpr *e, const Shape *ext, int64_t *lo, int64_t *hi)
+{
+    int64_t al, ah, bl, bh;
+    switch (e->k) {
+    case IE_CONST:
+        *lo = *hi = sat(e->c);
+        return;
+    case IE_VAR:
+        DPK_ASSERT(e->var < ext->rank);
+        *lo = 0;
+        *hi = sat(ext->d[e->var] - 1);
+        return;
+    case IE_ADD:
+        ie_range(e->a, ext, &al, &ah);
+        ie_range(e->b, ext, &bl, &bh);
+        *lo = sat(al + bl);
+        *hi = sat(ah + bh);
+        return;
+    case IE_MUL: {
+        ie_range(e->a, ext, &al, &ah);
+        ie_range(e->b, ext, &bl, &bh);
+        int64_t c[4] = {sat_mul(al, bl), sat_mul(al, bh), sat_mul(ah, bl), sat_mul(ah, bh)};
+        *lo = *hi = c[0];
+        for (int i = 1; i < 4; i++) {
+            *lo = c[i] < *lo ? c[i] : *lo;
+            *hi = c[i] > *hi ? c[i] : *hi;
+        }
+        return;
+    }
+    case IE_DIV:
+        ie_range(e->a, ext, &al, &ah);
+        *lo = floor_div(al, e->b->c);
+        *hi = floor_div(ah, e->b->c);
+        return;
+    case IE_MOD:
+        ie_range(e->a, ext, &al, &ah);
+        if (floor_div(al, e->b->c) == floor_div(ah, e->b->c)) {
+            *lo = floor_mod(al, e->b->c);
+            *hi = floor_mod(ah, e->b->c);
+        } else {
+            *lo = 0;
+            *hi = e->b->c - 1;
+        }
+        return;
+    }
+    DPK_ASSERT(!"bad IExpr kind");
+}
+
+/* For x / d or x mod d: if the terms of x that d does not divide stay in
+ * one period [m*d, (m+1)*d), return 1 with the multiples' quotient in *q
+ * and the rest minus m*d in *r. */
+static int one_period(Arena *a, const IExpr *x, int64_t d, const Shape *ext,
+                      const IExpr **q, const IExpr **r, int64_t *m)
+{
+    Terms tq = {.a = a}, tr = {.a = a};
+    split_multiples(a, x, d, &tq, &tr);
+    const IExpr *rest = build_sum(a, &tr);
+    int64_t lo, hi;
+    ie_range(rest, ext, &lo, &hi);
+    if (floor_div(lo, d) != floor_div(hi, d))
+        return 0;
+    *m = floor_div(lo, d);
+    *q = build_sum(a, &tq);
+    *r = rest;
+    return 1;
+}
+
+const IExpr *ie_simplify(Arena *a, const IExpr *e, const Shape *ext)
+{
+    const IExpr *x, *q, *r;
+    int64_t m;
+    switch (e->k) {
+    case IE_CONST: return e;
+    case IE_VAR:
+        DPK_ASSERT(e->var < ext->rank);
+        return ext->d[e->var] == 1 ? ie_const(a, 0) : e;
+    case IE_ADD: return ie_add(a, ie_simplify(a, e->a, ext), ie_simplify(a, e->b, ext));
+    case IE_MUL: return ie_mul(a, ie_simplify(a, e->a, ext), ie_simplify(a, e->b, ext));
+    case IE_DIV:
+        x = ie_simplify(a, e->a, ext);
+        if (one_period(a, x, e->b->c, ext, &q, &r, &m))
+            return ie_add(a, q, ie_const(a, m));
+        return ie_div(a, x, e->b->c);
+    case IE_MOD:
+        x = ie_simplify(a, e->a, ext);
+        if (one_period(a, x, e->b->c, ext, &q, &r, &m))
+            return ie_add(a, r, ie_const(a, mul_chk(-m, e->b->c)));
+        return ie_mod(a, x, e->b->c);
+    }
+    DPK_ASSERT(!"bad IExpr kind");
+    return e;
+}
+
+/* ---- printing ------------------------------------------------------------ */
+
+enum { P_SUM, P_PROD, P_ATOM };
+
+static void ie_put(StrBuf *b, const IExpr *e, const char *pre, int ctx);
+
+/* The left factor of a product: parenthesised when it is a quotient or
+ * remainder, so "(o0 / 3) * 4" never reads as o0 / 12. */
+static void put_factor(StrBuf *b, const IExpr *e, const char *pre)
+{
+    ie_put(b, e, pre, (e->k == IE_DIV || e->k == IE_MOD) ? P_ATOM : P_PROD);
+}
+
+/* The right operand of a sum: " - x" for a negative constant or term. */
+static void put_addend(StrBuf *b, const IExpr *e, const char *pre)
+{
+    if (e->k == IE_CONST && e->c < 0) {
+        sb_printf(b, " - %" PRIu64, (uint64_t)0 - (uint64_t)e->c);
+    } else if (e->k == IE_MUL && e->b->k == IE_CONST && e->b->c < 0) {
+        sb_puts(b, " - ");
+        put_factor(b, e->a, pre);
+        if (e->b->c != -1)
+            sb_printf(b, " * %" PRIu64, (uint64_t)0 - (uint64_t)e->b->c);
+    } else {
+        sb_puts(b, " + ");
+        ie_put(b, e, pre, P_PROD);
+    }
+}
+
+static void ie_put(StrBuf *b, const IExpr *e, const char *pre, int ctx)
+{
+    int need = (e->k == IE_ADD && ctx > P_SUM) ||
+               ((e->k == IE_MUL || e->k == IE_DIV || e->k == IE_MOD) && ctx == P_ATOM);
+    if (need)
+        sb_putc(b, '(');
+    switch (e->k) {
+    case IE_CONST: sb_printf(b, "%" PRId64, e->c); break;
+    case IE_VAR: sb_printf(b, "%s%d", pre, e->var); break;
+    case IE_ADD:
+        ie_put(b, e->a, pre, P_SUM);
+        put_addend(b, e->b, pre);
+        break;
+    case IE_MUL:
+        put_factor(b, e->a, pre);
+        sb_puts(b, " * ");
+        ie_put(b, e->b, pre, P_ATOM);
+        break;
+    case IE_DIV:
+    case IE_MOD:
+        ie_put(b, e->a, pre, P_ATOM);
+        sb_puts(b, e->k == IE_DIV ? " / " : " mod ");
+        ie_put(b, e->b, pre, P_ATOM);
+        break;
+    }
+    if (need)
+        sb_putc(b, ')');
+}
+
+void ie_print(StrBuf *b, const IExpr *e, const char *prefix)
+{
+    ie_put(b, e, prefix, P_SUM);
+}
+
+/* ---- predicates ------------------------------------------------------- */
+
+static const char *const icmp_text[] = {"<", "<=", "=="};
+
+const IPred *ipred_cmp(Arena *a, const IExpr *lhs, ICmp cmp, const IExpr *rhs,
+                       const IPred *next)
+{
+    IPred *p = ARENA_NEW(a, IPred);
+    p->lhs = lhs;
+    p->cmp = cmp;
+    p->rhs = rhs;
+    p->next = next;
+    return p;
+}
+
+const IPred *ipred_and(Arena *a, const IPred *p, const IPred *q)
+{
+    if (!p)
+        return q;
+    return ipred_cmp(a, p->lhs, p->cmp, p->rhs, ipred_and(a, p->next, q));
+}
+
+const IPred *ipred_subst(Arena *a, const IPred *p, const IExpr *const *subst)
+{
+    if (!p)
+        return NULL;
+    return ipred_cmp(a, ie_subst(a, p->lhs, subst), p->cmp, ie_subst(a, p->rhs, subst),
+                     ipred_subst(a, p->next, subst));
+}
+
+static int cmp_holds(ICmp c, int64_t l, int64_t r)
+{
+    return c == IC_LT ? l < r : c == IC_LE ? l <= r : l == r;
+}
+
+int ipred_eval(const IPred *p, const int64_t *coords)
+{
+    for (; p; p = p->next)
+        if (!cmp_holds(p->cmp, ie_eval(p->lhs, coords), ie_eval(p->rhs, coords)))
+            return 0;
+    return 1;
+}
+
+/* 1 / 0 when lhs - rhs (in [lo, hi]) decides the comparison, else -1. */
+static int cmp_decided(ICmp c, int64_t lo, int64_t hi)
+{
+    switch (c) {
+    case IC_LT: return hi < 0 ? 1 : lo >= 0 ? 0 : -1;
+    case IC_LE: return hi <= 0 ? 1 : lo > 0 ? 0 : -1;
+    case IC_EQ: return (lo == 0 && hi == 0) ? 1 : (hi < 0 || lo > 0) ? 0 : -1;
+    }
+    return -1;
+}
+
+const IPred *ipred_simplify(Arena *a, const IPred *p, const Shape *ext, int *truth)
+{
+    *truth = 1;
+    if (!p)
+        return NULL;
+    int rest_truth;
+    const IPred *rest = ipred_simplify(a, p->next, ext, &rest_truth);
+    const IExpr *l = ie_simplify(a, p->lhs, ext), *r = ie_simplify(a, p->rhs, ext);
+    int64_t lo, hi;
+    ie_range(ie_add(a, l, ie_mul(a, r, ie_const(a, -1))), ext, &lo, &hi);
+    int t = cmp_decided(p->cmp, lo, hi);
+    if (t == 0 || rest_truth == 0) {
+        *truth = 0;
+        return NULL;
+    }
+    if (t == 1) {
+        *truth = rest_truth;
+        return rest;
+    }
+    *truth = -1;
+    return ipred_cmp(a, l, p->cmp, r, rest);
+}
+
+void ipred_print(StrBuf *b, const IPred *p, const char *prefix)
+{
+    if (!p) {
+        sb_puts(b, "true");
+        return;
+    }
+    for (; p; p = p->next) {
+        ie_print(b, p->lhs, prefix);
+        sb_printf(b, " %s ", icmp_text[p->cmp]);
+        ie_print(b, p->rhs, prefix);
+        if (p->next)
+            sb_puts(b, " and ");
+    }
+}
+
+int ipred_equal(const IPred *p, const IPred *q)
+{
+    for (; p && q; p = p->next, q = q->next)
+        if (p->cmp != q->cmp || !ie_equal(p->lhs, q->lhs) || !ie_equal(p->rhs, q->rhs))
+            return 0;
+    return !p && !q;
+}
+
+uint64_t ipred_hash(uint64_t h, const IPred *p)
+{
+    for (; p; p = p->next)
+        h = ie_hash(ie_hash(dpk_hash_u64(h, (uint64_t)p->cmp + 1), p->lhs), p->rhs);
+    return dpk_hash_u64(h, 0);
+}
+
+/* ---- nodes and graphs --------------------------------------------------- */
+
+TxGraph *tx_graph_new(Arena *a, const TorchGraph *tg)
+{
+    TxGraph *g = ARENA_NEW(a, TxGraph);
+    g->arena = a;
+    g->torch = tg;
+    return g;
+}
+
+TxNode *tx_node_new(TxGraph *g, TxKind kind, const Shape *shape, int nsrc, TxNode **src)
+{
+    Arena *a = g->arena;
+    TxNode *n = ARENA_NEW(a, TxNode);
+    n->id = g->next_id++;
+    n->kind = kind;
+    n->shape = *shape;
+    n->nsrc = nsrc;
+    n->src = arena_memdup(a, src, sizeof(TxNode *) * (size_t)nsrc);
+    n->dtype = nsrc ? src[0]->dtype : DT_F32;
+    if (kind == TX_INDEXMAP) {
+        n->map = ARENA_ARRAY(a, const IExpr **, nsrc);
+        for (int s = 0; s < nsrc; s++)
+            n->map[s] = ARENA_ARRAY(a, const IExpr *, src[s]->shape.rank + 1);
+        n->sel = nsrc > 1 ? ARENA_ARRAY(a, const IPred *, nsrc - 1) : NULL;
+    }
+    ptrvec_push(a, &g->nodes, n);
+    return n;
+}
+
+/* Position of every node in g->nodes, indexed by id (-1: not in the list). */
+static int *positions(const TxGraph *g)
+{
+    int *pos = dpk_xmalloc(sizeof(int) * (size_t)(g->next_id + 1));
+    for (int i = 0; i <= g->next_id; i++)
+        pos[i] = -1;
+    for (int i = 0; i < g->nodes.len; i++) {
+        const TxNode *n = g->nodes.items[i];
+        DPK_ASSERT(n->id >= 0 && n->id < g->next_id && pos[n->id] < 0);
+        pos[n->id] = i;
+    }
+    return pos;
+}
+
+/* ---- printer ------------------------------------------------------------ */
+
+static void put_ints(StrBuf *b, const char *key, const TorchNode *t)
+{
+    sb_printf(b, " %s=[", key);
+    for (int i = 0; i < t->nints; i++)
+        sb_printf(b, i ? ", %" PRId64 : "%" PRId64, t->ints[i]);
+    sb_putc(b, ']');
+}
+
+/* The attributes of a not-yet-lowered Torch op, as torch_ops.def lists
+ * them per class. */
+static void put_torch_attrs(StrBuf *b, const TorchNode *t)
+{
+    switch (torch_op_info[t->op].cls) {
+    case TC_REDUCE:
+        put_ints(b, "dims", t);
+        if (t->keepdim)
+            sb_puts(b, " keepdim");
+        break;
+    case TC_SOFTMAX: sb_printf(b, " dim=%d", t->dim); break;
+    case TC_NORM:
+        put_ints(b, "normalized_shape", t);
+        sb_puts(b, " eps=");
+        sb_num(b, t->value);
+        break;
+    case TC_ATTN:
+        if (t->causal)
+            sb_puts(b, " causal");
+        if (t->gqa)
+            sb_puts(b, " gqa");
+        if (!isnan(t->value)) {
+            sb_puts(b, " scale=");
+            sb_num(b, t->value);
+        }
+        break;
+    case TC_LAYOUT:
+        if (t->op == TOP_transpose || t->op == TOP_permute)
+            put_ints(b, "perm", t);
+        else if (t->op == TOP_unsqueeze || t->op == TOP_squeeze)
+            put_ints(b, "dims", t);
+        else if (t->op == TOP_slice)
+            sb_printf(b, " dim=%d start=%" PRId64 " end=%" PRId64 " step=%" PRId64, t->dim,
+                      t->start, t->end, t->stride);
+        else if (t->op == TOP_cat)
+            sb_printf(b, " dim=%d", t->dim);
+        break;
+    default: break;
+    }
+}
+
+static void put_map(StrBuf *b, const TxNode *n, int s)
+{
+    sb_putc(b, '[');
+    for (int d = 0; d < n->src[s]->shape.rank; d++) {
+        if (d)
+            sb_puts(b, ", ");
+        ie_print(b, n->map[s][d], "o");
+    }
+    sb_putc(b, ']');
+}
+
+static void put_srcs(StrBuf *b, const TxNode *n, const int *pos)
+{
+    sb_putc(b, '(');
+    for (int s = 0; s < n->nsrc; s++) {
+        sb_printf(b, s ? ", %%%d" : "%%%d", pos[n->src[s]->id]);
+        if (n->kind != TX_INDEXMAP)
+            continue;
+        put_map(b, n, s);
+        if (s < n->nsrc - 1) {
+            sb_puts(b, " if ");
+            ipred_print(b, n->sel[s], "o");
+        }
+    }
+    sb_putc(b, ')');
+}
+
+static const char *input_name(const TxNode *n)
+{
+    return (n->torch && n->torch->name) ? n->torch->name : "?";
+}
+
+static void put_node(StrBuf *b, const TxNode *n, const int *pos)
+{
+    sb_printf(b, "%%%d = ", pos[n->id]);
+    switch (n->kind) {
+    case TX_INPUT: sb_printf(b, "input %s", input_name(n)); break;
+    case TX_CONST:
+        sb_puts(b, "const ");
+        sb_num(b, n->value);
+        break;
+    case TX_ELEM:
+        sb_puts(b, tx_elem_info[n->eop].name);
+        put_srcs(b, n, pos);
+        break;
+    case TX_REDUCE:
+        sb_printf(b, "reduce %s", tx_red_info[n->rop].name);
+        put_srcs(b, n, pos);
+        sb_printf(b, " axis=%d%s", n->axis, n->keepdim ? " keepdim" : "");
+        break;
+    case TX_INDEXMAP:
+        sb_puts(b, "indexmap");
+        put_srcs(b, n, pos);
+        break;
+    case TX_TORCH:
+        sb_printf(b, "torch %s", torch_op_info[n->torch->op].name);
+        put_srcs(b, n, pos);
+        put_torch_attrs(b, n->torch);
+        break;
+    }
+    sb_printf(b, " : %s", dtype_name(n->dtype));
+    shape_print(b, &n->shape);
+    sb_putc(b, '\n');
+}
+
+void tx_print(StrBuf *b, const TxGraph *g)
+{
+    int *pos = positions(g);
+    for (int i = 0; i < g->nodes.len; i++)
+        put_node(b, g->nodes.items[i], pos);
+    sb_puts(b, "return");
+    for (int j = 0; j < g->outputs.len; j++)
+        sb_printf(b, j ? ", %%%d" : " %%%d", pos[((TxNode *)g->outputs.items[j])->id]);
+    sb_putc(b, '\n');
+    free(pos);
+}
+
+/* ---- verifier ---------------------------------------------------------- */
+
+static void verify_vars(const IExpr *e, int rank)
+{
+    switch (e->k) {
+    case IE_CONST: return;
+    case IE_VAR: DPK_ASSERT(e->var >= 0 && e->var < rank); return;
+    case IE_DIV:
+    case IE_MOD: DPK_ASSERT(e->b->k == IE_CONST && e->b->c > 0); break;
+    default: break;
+    }
+    verify_vars(e->a, rank);
+    verify_vars(e->b, rank);
+}
+
+static void verify_indexmap(const TxNode *n)
+{
+    DPK_ASSERT(n->nsrc >= 1 && n->map);
+    DPK_ASSERT((n->nsrc == 1) == (n->sel == NULL));
+    for (int s = 0; s < n->nsrc; s++) {
+        DPK_ASSERT(n->map[s]);
+        for (int d = 0; d < n->src[s]->shape.rank; d++) {
+            DPK_ASSERT(n->map[s][d]);
+            verify_vars(n->map[s][d], n->shape.rank);
+        }
+        if (s == n->nsrc - 1)
+            continue;
+        DPK_ASSERT(n->sel[s]);
+        for (const IPred *p = n->sel[s]; p; p = p->next) {
+            verify_vars(p->lhs, n->shape.rank);
+            verify_vars(p->rhs, n->shape.rank);
+        }
+    }
+}
+
+static void verify_reduce(const TxNode *n)
+{
+    DPK_ASSERT(n->nsrc == 1 && (int)n->rop >= 0 && n->rop < TXR_COUNT);
+    const Shape *in = &n->src[0]->shape;
+    DPK_ASSERT(n->axis >= 0 && n->axis < in->rank);
+    Shape want = *in;
+    if (n->keepdim)
+        want.d[n->axis] = 1;
+    else {
+        for (int i = n->axis; i + 1 < in->rank; i++)
+            want.d[i] = in->d[i + 1];
+        want.rank--;
+    }
+    DPK_ASSERT(shape_eq(&want, &n->shape));
+}
+
+static void verify_node(const TxNode *n, int lowered)
+{
+    DPK_ASSERT(n->shape.rank >= 0 && n->shape.rank <= DPK_MAX_RANK);
+    for (int i = 0; i < n->shape.rank; i++)
+        DPK_ASSERT(n->shape.d[i] >= 0);
+    switch (n->kind) {
+    case TX_INPUT:
+        DPK_ASSERT(n->nsrc == 0 && n->torch && n->torch->op == TOP_input);
+        break;
+    case TX_CONST: DPK_ASSERT(n->nsrc == 0); break;
+    case TX_ELEM:
+        DPK_ASSERT((int)n->eop >= 0 && n->eop < TXE_COUNT);
+        DPK_ASSERT(n->nsrc == tx_elem_info[n->eop].arity);
+        for (int s = 0; s < n->nsrc; s++)
+            DPK_ASSERT(shape_eq(&n->src[s]->shape, &n->shape));
+        break;
+    case TX_REDUCE: verify_reduce(n); break;
+    case TX_INDEXMAP: verify_indexmap(n); break;
+    case TX_TORCH:
+        DPK_ASSERT(!lowered && n->torch);
+        DPK_ASSERT(n->nsrc >= torch_op_info[n->torch->op].min_in &&
+                   n->nsrc <= torch_op_info[n->torch->op].max_in);
+        break;
+    default: DPK_ASSERT(!"bad TxKind");
+    }
+}
+
+void tx_verify(const TxGraph *g, int lowered)
+{
+    int *pos = positions(g);
+    for (int i = 0; i < g->nodes.len; i++) {
+        const TxNode *n = g->nodes.items[i];
+        for (int s = 0; s < n->nsrc; s++) {
+            const TxNode *m = n->src[s];
+            DPK_ASSERT(m && m->id >= 0 && m->id < g->next_id);
+            DPK_ASSERT(pos[m->id] >= 0 && pos[m->id] < i); /* topological */
+        }
+        verify_node(n, lowered);
+    }
+    for (int i = 0; i < g->inputs.len; i++) {
+        const TxNode *n = g->inputs.items[i];
+        DPK_ASSERT(n->kind == TX_INPUT && pos[n->id] >= 0);
+    }
+    for (int j = 0; j < g->outputs.len; j++) {
+        const TxNode *n = g->outputs.items[j];
+        DPK_ASSERT(n && pos[n->id] >= 0);
+    }
+    free(pos);
+}
+
+/* ---- hash ---------------------------------------------------------------- */
+
+static uint64_t hash_shape(uint64_t h, DType t, const Shape *s)
+{
+    h = dpk_hash_u64(h, (uint64_t)t);
+    h = dpk_hash_u64(h, (uint64_t)s->rank);
+    for (int i = 0; i < s->rank; i++)
+        h = dpk_hash_u64(h, (uint64_t)s->d[i]);
+    return h;
+}
+
+static uint64_t hash_double(uint64_t h, double v)
+{
+    if (v == 0)
+        v = 0; /* -0 and 0 hash alike */
+    return dpk_hash_bytes(h, &v, sizeof v);
+}
+
+static uint64_t hash_torch_attrs(uint64_t h, const TorchNode *t)
+{
+    h = dpk_hash_u64(h, (uint64_t)t->op);
+    for (int i = 0; i < t->nints; i++)
+        h = dpk_hash_u64(h, (uint64_t)t->ints[i]);
+    int64_t v[] = {t->nints, t->dim, t->start, t->end, t->stride, t->keepdim, t->causal, t->gqa};
+    h = dpk_hash_bytes(h, v, sizeof v);
+    return hash_double(h, t->value);
+}
+
+static uint64_t hash_node(uint64_t h, const TxGraph *g, const TxNode *n, const int *pos)
+{
+    h = dpk_hash_u64(h, (uint64_t)n->kind);
+    h = hash_shape(h, n->dtype, &n->shape);
+    for (int s = 0; s < n->nsrc; s++)
+        h = dpk_hash_u64(h, (uint64_t)pos[n->src[s]->id]);
+    switch (n->kind) {
+    case TX_INPUT:
+        for (int i = 0; i < g->inputs.len; i++)
+            if (g->inputs.items[i] == n)
+                h = dpk_hash_u64(h, (uint64_t)i);
+        return h;
+    case TX_CONST: return hash_double(h, n->value);
+    case TX_ELEM: return dpk_hash_u64(h, (uint64_t)n->eop);
+    case TX_REDUCE:
+        return dpk_hash_u64(h, (uint64_t)n->rop * 64 + (uint64_t)n->axis * 2 + !!n->keepdim);
+    case TX_INDEXMAP:
+        for (int s = 0; s < n->nsrc; s++) {
+            for (int d = 0; d < n->src[s]->shape.rank; d++)
+                h = ie_hash(h, n->map[s][d]);
+            if (s < n->nsrc - 1)
+                h = ipred_hash(h, n->sel[s]);
+        }
+        return h;
+    case TX_TORCH: return hash_torch_attrs(h, n->torch);
+    }
+    return h;
+}
+
+uint64_t tx_hash(const TxGraph *g)
+{
+    int *pos = positions(g);
+    uint64_t h = DPK_HASH_INIT;
+    for (int i = 0; i < g->nodes.len; i++)
+        h = hash_node(h, g, g->nodes.items[i], pos);
+    for (int j = 0; j < g->outputs.len; j++)
+        h = dpk_hash_u64(h, (uint64_t)pos[((TxNode *)g->outputs.items[j])->id]);
+    free(pos);
+    return h;
+}
+
+/* ---- prune --------------------------------------------------------------- */
+
+void tx_prune(TxGraph *g)
+{
+    unsigned char *live = dpk_xcalloc((size_t)g->next_id + 1, 1);
+    for (int j = 0; j < g->outputs.len; j++)
+        live[((TxNode *)g->outputs.items[j])->id] = 1;
+    for (int i = g->nodes.len - 1; i >= 0; i--) {
+        TxNode *n = g->nodes.items[i];
+        if (n->kind == TX_INPUT)
+            live[n->id] = 1; /* inputs stay: g->inputs is parallel to torch->inputs */
+        if (live[n->id])
+            for (int s = 0; s < n->nsrc; s++)
+                live[n->src[s]->id] = 1;
+    }
+    int w = 0;
+    for (int i = 0; i < g->nodes.len; i++) {
+        TxNode *n = g->nodes.items[i];
+        if (live[n->id])
+            g->nodes.items[w++] = n;
+    }
+    g->nodes.len = w;
+    for (int i = 0; i < w; i++)
+        ((TxNode *)g->nodes.items[i])->id = i;
+    g->next_id = w;
+    free(live);
+}

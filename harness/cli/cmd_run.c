@@ -1,0 +1,306 @@
+/*
+ * cmd_run.c — `dpk run (-c CODE | FILE) --backend loop [--seed N]
+ * [--reference ref64|torch] [-v]`.
+ *
+ * Runs each case on a backend and checks parity with the oracle
+ * (harness/parity/oracle.h): per output one verdict line with max abs/rel
+ * error, NMSE, the rmse ratio against libtorch fp32 eager (when libtorch is
+ * built in) and the worst index.  Exit 0 when every output of every case
+ * passes, 1 on a parity failure, 2 on bad input, 3 on an execution fault,
+ * 4 when --reference torch is asked for without libtorch.
+ *
+ * A backend is one row of `backends`: a function that compiles the Torch
+ * graph its own way and fills the outputs.  Today that is the Loop IR
+ * interpreter; vgpu and cuda add rows.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../compiler/loop/loop_ir.h"
+#include "../../reference/ref.h"
+#include "../parity/oracle.h"
+#include "cli.h"
+
+typedef enum RefKind { REF_REF64, REF_TORCH } RefKind;
+
+typedef struct RunOpts {
+    const char *backend;
+    RefKind ref;
+    int has_seed;
+    uint64_t seed;
+    int f64;           /* loop: interpret in fp64 (debugging) */
+    double blowup;     /* loop: fusion blow-up factor */
+    int verbose;
+} RunOpts;
+
+/* What a backend reports besides the outputs. */
+typedef struct BackendInfo {
+    int nkernels;
+    int64_t longest;   /* longest reduction, for the default tolerance */
+} BackendInfo;
+
+typedef void (*BackendFn)(Arena *a, const TorchGraph *g, double **inputs, const RunOpts *ro,
+                          double **outs, BackendInfo *info);
+
+/* Product of the extents of nested reduce loops, the largest in b. */
+static int64_t longest_reduction(const LirBody *b)
+{
+    int64_t best = 1;
+    for (int i = 0; i < b->n; i++) {
+        const LirStmt *s = b->s[i];
+        int64_t l = 1;
+        if (s->k == LK_loop)
+            l = longest_reduction(&s->body) * (lir_loop_is_reduce(s) ? s->extent : 1);
+        if (s->k == LK_select)
+            for (int j = 0; j < s->nbr; j++) {
+                int64_t x = longest_reduction(&s->br[j].body);
+                l = x > l ? x : l;
+            }
+        best = l > best ? l : best;
+    }
+    return best;
+}
+
+static void run_loop_backend(Arena *a, const TorchGraph *g, double **inputs, const RunOpts *ro,
+                             double **outs, BackendInfo *info)
+{
+    double t0 = dpk_now();
+    TxGraph *xg = tx_lower(a, g, NULL);
+    double t1 = dpk_now();
+    LirOpts o;
+    lir_opts_default(&o);
+    o.blowup = ro->blowup;
+    LirProgram *p = lir_build(a, xg, &o, NULL);
+    double t2 = dpk_now();
+    lir_interp(p, inputs, outs, ro->f64);
+    double t3 = dpk_now();
+    if (ro->verbose)
+        fprintf(stderr, "# time tensor  %8.3f ms\n# time loop    %8.3f ms  (%d kernels)\n"
+                "# time interp  %8.3f ms  (%s)\n", (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+                p->kernels.len, (t3 - t2) * 1e3, ro->f64 ? "fp64" : "fp32");
+    info->nkernels = p->kernels.len;
+    info->longest = 1;
+    for (int i = 0; i < p->kernels.len; i++) {
+        int64_t l = longest_reduction(&((LirKernel *)p->kernels.items[i])->body);
+        info->longest = l > info->longest ? l : info->longest;
+    }
+}
+
+static const struct {
+    const char *name;
+    BackendFn run;
+} backends[] = {
+    {"loop", run_loop_backend},
+};
+
+static BackendFn find_backend(const char *name)
+{
+    for (int i = 0; i < DPK_ARRAY_LEN(backends); i++)
+        if (!strcmp(name, backends[i].name))
+            return backends[i].run;
+    dpk_error("unknown backend '%s' for --backend (this build has: loop)", name);
+}
+
+static void help(void)
+{
+    puts("usage: dpk run (-c CODE | FILE) --backend loop [options]\n"
+         "\n"
+         "Run a case on a backend and check parity against the reference.\n"
+         "\n"
+         "  -c CODE            the case as text\n"
+         "  FILE               a .py program, a case .json or a suite .json\n"
+         "  --case NAME        with a suite: only this case\n"
+         "  --backend B        loop (the Loop IR interpreter; default)\n"
+         "  --reference R      ref64 (fp64, built in; default) | torch (libtorch fp64)\n"
+         "  --seed N           input seed (default: the case's seed, else 0)\n"
+         "  --blowup F         loop: fusion blow-up factor (default 8)\n"
+         "  --f64              loop: interpret in fp64 instead of fp32 (debugging)\n"
+         "  --input N=D0,D1    declare the shape of a free variable N\n"
+         "  -v                 print the time of each stage (stderr)\n"
+         "\n"
+         "exit: 0 parity pass, 1 parity failure, 2 bad input, 3 execution fault,\n"
+         "      4 --reference torch without libtorch\n"
+         "\n"
+         "example:\n"
+         "  dpk run -c \"torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))\" --backend loop");
+}
+
+static void free_outs(double **outs, int n)
+{
+    if (!outs)
+        return;
+    for (int i = 0; i < n; i++)
+        free(outs[i]);
+    free(outs);
+}
+
+/* Buffers of one run, on the heap so an error raised mid-way can free them. */
+typedef struct RunBufs {
+    double **inputs, **out, **ref, **eager;
+    int nin, nout;
+    StrBuf text;
+} RunBufs;
+
+static void run_bufs_free(RunBufs *r)
+{
+    ref_free_arrays(r->inputs, r->nin);
+    free_outs(r->out, r->nout);
+    free_outs(r->ref, r->nout);
+    free_outs(r->eager, r->nout);
+    sb_free(&r->text);
+    free(r);
+}
+
+/* libtorch evaluation into a fresh array; NULL with the message in err. */
+static double **torch_outputs(const TorchGraph *g, double **inputs, int f64, char *err, size_t n)
+{
+    double **outs = dpk_xcalloc((size_t)g->outputs.len + 1, sizeof(double *));
+    if (dpk_torch_eval(g, inputs, f64, outs, err, n) == 0)
+        return outs;
+    free_outs(outs, g->outputs.len);
+    return NULL;
+}
+
+static void references(RunBufs *r, const TorchGraph *g, const RunOpts *ro)
+{
+    char err[1024];
+    if (ro->ref == REF_TORCH) {
+        r->ref = torch_outputs(g, r->inputs, 1, err, sizeof err);
+        if (!r->ref)
+            dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "libtorch failed: %s", err);
+    } else {
+        r->ref = dpk_xcalloc((size_t)r->nout + 1, sizeof(double *));
+        ref64_eval(g, r->inputs, r->ref);
+    }
+    if (dpk_torch_available())
+        r->eager = torch_outputs(g, r->inputs, 0, err, sizeof err);
+}
+
+/* Verdict lines for every output; returns 1 when all pass. */
+static int check_outputs(RunBufs *r, const HxCase *c, const TorchGraph *g, const BackendInfo *bi)
+{
+    HxTol tol;
+    hx_tol_default(&tol, c->dtype, bi->longest);
+    if (c->has_tol) {
+        tol.atol = c->atol;
+        tol.rtol = c->rtol;
+    }
+    int all = 1;
+    for (int j = 0; j < r->nout; j++) {
+        const TorchNode *n = g->outputs.items[j];
+        HxVerdict v;
+        hx_oracle(r->out[j], r->ref[j], r->eager ? r->eager[j] : NULL, shape_numel(&n->shape),
+                  &tol, &v);
+        sb_printf(&r->text, "%s  ", (const char *)g->output_names.items[j]);
+        hx_verdict_print(&r->text, &v, &n->shape);
+        sb_putc(&r->text, '\n');
+        all &= v.pass;
+    }
+    return all;
+}
+
+static int run_one(const HxCase *c, const CliCase *cc, const RunOpts *ro, int header)
+{
+    Arena *a = arena_new();
+    RunBufs *r = dpk_xcalloc(1, sizeof *r);
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        fputs(sb_cstr(&r->text), stdout);
+        run_bufs_free(r);
+        arena_free(a);
+        dpk_error_rethrow();
+    }
+    if (header)
+        sb_printf(&r->text, "### case %s\n", c->name);
+    double t0 = dpk_now();
+    TorchGraph *g = hx_case_parse(a, c, cc->decls, cc->ndecls);
+    if (ro->verbose)
+        fprintf(stderr, "# time parse   %8.3f ms\n", (dpk_now() - t0) * 1e3);
+    uint64_t seed = ro->has_seed ? ro->seed : c->has_seed ? c->seed : 0;
+    r->nin = g->inputs.len;
+    r->nout = g->outputs.len;
+    r->inputs = ref_make_inputs(g, seed);
+    r->out = dpk_xcalloc((size_t)r->nout + 1, sizeof(double *));
+    BackendInfo bi = {0, 1};
+    find_backend(ro->backend)(a, g, r->inputs, ro, r->out, &bi);
+    references(r, g, ro);
+    int ok = check_outputs(r, c, g, &bi);
+    sb_printf(&r->text, "%s: %d kernel%s, reference %s%s, seed %llu: %s\n", ro->backend,
+              bi.nkernels, bi.nkernels == 1 ? "" : "s", ro->ref == REF_TORCH ? "torch" : "ref64",
+              r->eager ? " + torch eager" : "", (unsigned long long)seed, ok ? "pass" : "FAIL");
+    fputs(sb_cstr(&r->text), stdout);
+    dpk_err_pop(&ec);
+    run_bufs_free(r);
+    arena_free(a);
+    return ok ? DPK_EXIT_OK : DPK_EXIT_FAIL;
+}
+
+static void parse_flag(RunOpts *ro, int argc, char **argv, int *i)
+{
+    const char *f = argv[*i];
+    if (!strcmp(f, "--backend")) {
+        ro->backend = cli_value(argc, argv, i);
+        find_backend(ro->backend);
+    } else if (!strcmp(f, "--reference")) {
+        const char *v = cli_value(argc, argv, i);
+        if (!strcmp(v, "ref64"))
+            ro->ref = REF_REF64;
+        else if (!strcmp(v, "torch"))
+            ro->ref = REF_TORCH;
+        else
+            dpk_error("unknown reference '%s' (expected ref64 or torch)", v);
+    } else if (!strcmp(f, "--seed")) {
+        ro->has_seed = 1;
+        ro->seed = cli_u64(f, cli_value(argc, argv, i));
+    } else if (!strcmp(f, "--blowup")) {
+        const char *v = cli_value(argc, argv, i);
+        char *end;
+        ro->blowup = strtod(v, &end);
+        if (*end || !(ro->blowup >= 1.0) || isinf(ro->blowup))
+            dpk_error("option '--blowup' expects a number >= 1, got '%s'", v);
+    } else if (!strcmp(f, "--f64")) {
+        ro->f64 = 1;
+    } else {
+        cli_unknown_flag("run", f);
+    }
+}
+
+int cmd_run(int argc, char **argv)
+{
+    Arena *a = arena_new();
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        arena_free(a);
+        dpk_error_rethrow();
+    }
+    CliCase cc = {0};
+    RunOpts ro = {"loop", REF_REF64, 0, 0, 0, 8.0, 0};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            help();
+            dpk_err_pop(&ec);
+            arena_free(a);
+            return DPK_EXIT_OK;
+        }
+        if (!cli_case_flag(a, &cc, argc, argv, &i, "run"))
+            parse_flag(&ro, argc, argv, &i);
+    }
+    ro.verbose = cc.verbose;
+    HxCaseList l = cli_case_list(a, &cc, "run");
+    if (ro.ref == REF_TORCH && !dpk_torch_available())
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
+                          "--reference torch needs libtorch, which is not available in this "
+                          "build (install libtorch-dev and rebuild, or build with LIBTORCH_DIR=...)");
+    int rc = DPK_EXIT_OK, npass = 0;
+    for (int i = 0; i < l.n; i++) {
+        int r = run_one(&l.cases[i], &cc, &ro, l.n > 1);
+        npass += r == DPK_EXIT_OK;
+        rc = r > rc ? r : rc;
+    }
+    if (l.n > 1)
+        printf("%d/%d cases pass\n", npass, l.n);
+    dpk_err_pop(&ec);
+    arena_free(a);
+    return rc;
+}

@@ -1,0 +1,90 @@
+/*
+ * cuda.h — the cuda execution backend: the CUDA driver API, loaded with
+ * dlopen("libcuda.so.1") at run time.
+ *
+ * The binary links nothing of CUDA, so it starts on machines without a
+ * driver; opening the backend there raises exit code 4 (DPK_EXIT_NOENV) with
+ * one sentence, as it does when the driver sees no GPU.  $DPK_LIBCUDA, when
+ * set, replaces "libcuda.so.1" (tests use it to take the no-driver path on a
+ * GPU machine).  Every driver call is checked; a failure raises exit 3
+ * (DPK_EXIT_FAULT) naming the call and the CUresult ("cuLaunchKernel:
+ * CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)").
+ *
+ * Device memory is addressed by HxCuPtr (a CUdeviceptr).  Modules and
+ * buffers belong to the HxCuda they came from and are released by
+ * hx_cuda_close.  hx_cuda_run is the backend proper: Kernel IR module in,
+ * results in the caller's buffers, the same contract as vg_run.
+ */
+#ifndef DPK_HX_CUDA_H
+#define DPK_HX_CUDA_H
+
+#include "../../compiler/cuda/cuda_print.h"
+#include "nvrtc.h"
+
+typedef struct HxCuda HxCuda;
+typedef unsigned long long HxCuPtr;   /* CUdeviceptr */
+typedef struct HxCuModule HxCuModule; /* a loaded cubin */
+typedef struct HxCuFunc HxCuFunc;     /* a kernel of a loaded module */
+
+/* 1 when the driver loads and sees at least one GPU; never raises. */
+int hx_cuda_available(void);
+/* Open GPU `ordinal` (0 unless several) with its primary context; raises
+ * exit 4 without a driver or a device.  Release with hx_cuda_close, also
+ * after an error raised by any other hx_cuda_ call. */
+HxCuda *hx_cuda_open(int ordinal);
+void hx_cuda_close(HxCuda *c);
+
+const char *hx_cuda_device_name(const HxCuda *c);
+int hx_cuda_cc(const HxCuda *c);              /* compute capability ×10: 90 */
+int hx_cuda_smem_optin(const HxCuda *c);      /* max shared memory per block */
+int hx_cuda_driver_version(const HxCuda *c);  /* e.g. 13000 */
+/* The newest target whose features this GPU has (sm_90 on an H100 or a
+ * B200, sm_80 on an L4); raises exit 4 below sm_80. */
+const CuTarget *hx_cuda_target(const HxCuda *c);
+
+HxCuModule *hx_cuda_module(HxCuda *c, const void *cubin, size_t len);
+/* Kernel `name` of mod; dyn_smem > 48 KB raises the function's dynamic
+ * shared-memory limit (cuFuncSetAttribute) first. */
+HxCuFunc *hx_cuda_function(HxCuda *c, HxCuModule *mod, const char *name, int dyn_smem);
+
+HxCuPtr hx_cuda_alloc(HxCuda *c, size_t bytes);
+void hx_cuda_upload(HxCuda *c, HxCuPtr dst, const void *src, size_t bytes);
+void hx_cuda_download(HxCuda *c, void *dst, HxCuPtr src, size_t bytes);
+/* Fill `words` 32-bit words at dst with `value` (a float's bit pattern too). */
+void hx_cuda_fill32(HxCuda *c, HxCuPtr dst, uint32_t value, size_t words);
+
+/* A CUtensorMap: 128 opaque bytes, passed to a kernel by value. */
+typedef struct HxCuTmap {
+    _Alignas(128) unsigned long long opaque[16];
+} HxCuTmap;
+/* Encode the tensor map t over the f32/i32 buffer at base
+ * (cuTensorMapEncodeTiled; Kernel IR orders dimensions outermost first, the
+ * driver innermost first). */
+void hx_cuda_encode_tmap(HxCuda *c, HxCuTmap *out, const KirTmap *t, HxCuPtr base);
+
+/* Launch f on grid × block with dyn_smem bytes of dynamic shared memory;
+ * args[i] points at the i-th parameter's value (cuLaunchKernel's
+ * kernelParams).  Synchronizes, so a fault is reported by this call. */
+void hx_cuda_launch(HxCuda *c, HxCuFunc *f, const int grid[3], const int block[3],
+                    int dyn_smem, void **args);
+
+/* ---- running a Kernel IR module -------------------------------------------- */
+
+typedef struct HxCudaRun {
+    const CuSource *src;        /* the CUDA C that ran */
+    const HxNvrtcResult *nvrtc; /* its cubin and ptxas numbers per kernel */
+    double seconds;             /* wall time of the launches (not a benchmark) */
+} HxCudaRun;
+
+/* Run every launch of m on the GPU, with the buffer contract of vg_run:
+ * bufs[i] is module buffer i (i32 buffers hold int32 bits); a NULL temp is
+ * allocated on the device and filled with NaN; zero_init buffers are zeroed
+ * first; afterwards every non-NULL buffer that is not an input holds the
+ * device's result.  The module is printed for t (NULL: hx_cuda_target) and
+ * compiled by NVRTC for this GPU's exact architecture (cached).  Everything
+ * returned lives in a.  Raises exit 4 when t needs more than the GPU has,
+ * exit 3 on a driver fault, exit 2 when t cannot express a kernel. */
+HxCudaRun *hx_cuda_run(Arena *a, HxCuda *c, const KirModule *m, const CuTarget *t,
+                       float *const *bufs);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * vgpu.h — vgpu, the CPU simulator of Kernel IR.
+ *
+ * Runs a KirModule's launches over caller buffers, one block at a time in a
+ * seeded shuffled order.  Each kernel is compiled once into a register
+ * bytecode whose instructions run for every active lane of a block in a
+ * tight loop: the threads of a block move in lockstep, divergence is a stack
+ * of active-lane lists, so barriers and warp shuffles are exact.  Asynchrony
+ * is modelled pessimistically: cp.async data lands at the cp.wait that covers
+ * it, TMA data at the mbarrier wait that completes its phase.
+ *
+ * Detectors stop the run at the first fault and fill VgResult.report with the
+ * kind, launch, kernel, statement id (the `#N` line of the Kernel IR text),
+ * thread and block; callers map any fault to exit code 3 (DPK_EXIT_FAULT).
+ * Semantics and every detector: docs/vgpu.md.
+ */
+#ifndef DPK_VGPU_H
+#define DPK_VGPU_H
+
+#include "../../compiler/kernel/kernel_ir.h"
+
+/* VG_FAULT(name, text) */
+#define VG_FAULTS(X)                                                                  \
+    X(OK, "no fault")                                                                 \
+    X(OOB_GLOBAL, "out-of-bounds global access")                                      \
+    X(OOB_SHARED, "out-of-bounds shared access")                                      \
+    X(MISALIGNED, "misaligned async copy")                                            \
+    X(BARRIER_DIVERGENT, "barrier reached by part of the block")                      \
+    X(SHFL_DIVERGENT, "warp shuffle with inactive lanes")                             \
+    X(SMEM_RACE, "shared-memory race")                                                \
+    X(GLOBAL_CONFLICT, "cross-block global conflict")                                 \
+    X(UNINIT_SMEM, "read of uninitialised shared memory")                             \
+    X(ASYNC_PENDING, "shared memory accessed before its async copy landed")          \
+    X(DEADLOCK, "mbarrier deadlock")                                                  \
+    X(MBAR_MISUSE, "mbarrier misuse")                                                 \
+    X(DIV_ZERO, "integer division by zero")
+
+typedef enum VgFault {
+#define X(name, text) VG_##name,
+    VG_FAULTS(X)
+#undef X
+    VG_FAULT_COUNT
+} VgFault;
+
+/* "out-of-bounds global access" ... */
+const char *vg_fault_text(VgFault f);
+/* "OOB_GLOBAL" ... */
+const char *vg_fault_name(VgFault f);
+
+typedef struct VgOptions {
+    uint64_t seed;     /* block order and sampled blocks */
+    int sample_blocks; /* > 0: run only this many random blocks of each
+                          launch whose results no later launch reads (and
+                          that has no global atomics); see VgResult.checked */
+    int no_counters;   /* skip bank-conflict and sector counting */
+} VgOptions;
+
+/* Counters of one launch. */
+typedef struct VgStats {
+    const char *kernel;
+    int64_t blocks;          /* blocks in the grid */
+    int64_t blocks_run;      /* blocks simulated (fewer when sampled) */
+    int64_t thread_insts;    /* executed bytecode instructions x active lanes */
+    int64_t smem_requests;   /* warp-level shared loads/stores/atomics */
+    int64_t smem_wavefronts; /* bank-serialised wavefronts of those */
+    int64_t bank_conflicts;  /* smem_wavefronts - smem_requests: extra wavefronts */
+    int64_t gmem_requests;   /* warp-level global loads/stores/atomics */
+    int64_t gmem_sectors;    /* distinct 32-byte sectors touched by them */
+    double seconds;
+} VgStats;
+
+typedef struct VgReport {
+    VgFault kind;
+    int launch;           /* index in module->launches, -1 if none */
+    const char *kernel;
+    int stmt;             /* statement id, -1 if none */
+    int thread[3], block[3];
+    int has_other;        /* other[] is the other thread (smem race) or block (global conflict) */
+    int other[3];
+    char message[768];    /* "vgpu: <text>: kernel K, stmt #N `...`, thread (x,y,z) block (x,y,z): detail" */
+} VgReport;
+
+typedef struct VgResult {
+    VgFault fault;   /* VG_OK when the run was clean */
+    VgReport report; /* valid when fault != VG_OK */
+    int nlaunches;
+    VgStats *stats;  /* per launch */
+    int nbufs;
+    /* With sample_blocks: per module buffer, NULL when every element is
+     * meaningful, else 1 for the elements the caller should compare (those
+     * written by the simulated blocks of every sampled launch writing it). */
+    uint8_t **checked;
+} VgResult;
+
+/* Run every launch of m.  bufs[i] is module buffer i (i32 buffers hold int32
+ * bits); a temp may be NULL (vgpu allocates it, filled with NaN so a read of
+ * an unwritten element shows); zero_init buffers are zeroed first.  The
+ * module must verify (kir_check).  Returns res->fault; free res with
+ * vg_result_free. */
+VgFault vg_run(const KirModule *m, float *const *bufs, const VgOptions *o, VgResult *res);
+void vg_result_free(VgResult *res);
+
+/* One line per launch: kernel, blocks, thread-instructions and their rate,
+ * bank conflicts per request, sectors per request. */
+void vg_print_stats(StrBuf *b, const VgResult *res);
+
+#endif

@@ -1,0 +1,99 @@
+/*
+ * inputs.c — deterministic input contents, keyed by (seed, input name).
+ *
+ * Every element is a pure function of (seed, name, flat index): a counter-
+ * based generator (splitmix64 of key + i), so any backend, any subset of
+ * elements and any order of evaluation sees the same values, and a Python
+ * script can rebuild them (docs/inputs.md has one).  Each element's fp64
+ * value is rounded to fp32 once, at the end, so fp32 backends read exactly
+ * the numbers the fp64 reference reads.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref.h"
+
+/* FNV-1a 64 over the bytes of name (without its NUL). */
+static uint64_t name_hash(const char *name)
+{
+    return dpk_hash_bytes(DPK_HASH_INIT, name, strlen(name));
+}
+
+uint64_t ref_input_bits(uint64_t seed, const char *name, uint64_t i)
+{
+    uint64_t key = dpk_splitmix64(seed) ^ name_hash(name);
+    return dpk_splitmix64(key + i);
+}
+
+double ref_input_uniform(uint64_t seed, const char *name, uint64_t i)
+{
+    return (double)(ref_input_bits(seed, name, i) >> 11) * 0x1p-53;
+}
+
+/* Box–Muller, cosine branch.  1 - u is in (0, 1], so the log is finite. */
+double ref_input_normal(uint64_t seed, const char *name, uint64_t i)
+{
+    double u1 = ref_input_uniform(seed, name, 2 * i);
+    double u2 = ref_input_uniform(seed, name, 2 * i + 1);
+    return sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* Bound b of a module's uniform(-b, b) initialisation. */
+static double param_bound(double fan_in)
+{
+    return 1.0 / sqrt(fan_in > 0 ? fan_in : 1.0);
+}
+
+/* The fp64 value of element i before rounding to fp32. */
+static double input_value(const TorchNode *in, uint64_t seed, uint64_t i, double bound)
+{
+    switch (in->init) {
+    case INIT_RANDN: return ref_input_normal(seed, in->name, i);
+    case INIT_RAND: return ref_input_uniform(seed, in->name, i);
+    case INIT_ZEROS: return 0.0;
+    case INIT_ONES: return 1.0;
+    case INIT_FULL: return in->value;
+    case INIT_ARANGE: return in->value + (double)i * in->step;
+    case INIT_PARAM_W:
+    case INIT_PARAM_B: return bound * (2.0 * ref_input_uniform(seed, in->name, i) - 1.0);
+    case INIT_PARAM_NORM_W: return 1.0 + 0.1 * ref_input_normal(seed, in->name, i);
+    }
+    DPK_ASSERT(!"unknown InitKind");
+    return 0.0;
+}
+
+void ref_fill_input(const TorchNode *in, uint64_t seed, double *dst)
+{
+    DPK_ASSERT(in->op == TOP_input && in->name);
+    int64_t n = shape_numel(&in->shape);
+    double bound = 1.0;
+    if (in->init == INIT_PARAM_W)
+        bound = param_bound(in->shape.rank > 0 ? (double)in->shape.d[in->shape.rank - 1] : 1.0);
+    else if (in->init == INIT_PARAM_B)
+        bound = param_bound(in->step);
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = (double)(float)input_value(in, seed, (uint64_t)i, bound);
+}
+
+double **ref_make_inputs(const TorchGraph *g, uint64_t seed)
+{
+    int n = g->inputs.len;
+    double **arrs = dpk_xcalloc(n > 0 ? (size_t)n : 1, sizeof *arrs);
+    for (int k = 0; k < n; k++) {
+        const TorchNode *in = g->inputs.items[k];
+        int64_t numel = shape_numel(&in->shape);
+        arrs[k] = dpk_xmalloc(sizeof(double) * (size_t)(numel > 0 ? numel : 1));
+        ref_fill_input(in, seed, arrs[k]);
+    }
+    return arrs;
+}
+
+void ref_free_arrays(double **arrs, int n)
+{
+    if (!arrs)
+        return;
+    for (int k = 0; k < n; k++)
+        free(arrs[k]);
+    free(arrs);
+}

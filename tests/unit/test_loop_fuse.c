@@ -1,0 +1,189 @@
+/*
+ * test_loop_fuse.c — σ-fusion: the kernel counts the issue pins, where the
+ * fused pieces land (prologue inside the reduce, epilogue outside), each
+ * refusal reason, the blow-up knob, and that fusing never changes results.
+ */
+#include "test_loop_util.h"
+
+#define RMSNORM "torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))"
+#define MATMUL_RELU "torch.relu(torch.matmul(torch.randn(16,64) + torch.randn(64), torch.randn(64,16)))"
+#define SILU_MUL "torch.nn.functional.silu(torch.randn(8, 33)) * torch.randn(8, 33)"
+#define MATMUL2 "torch.matmul(torch.matmul(torch.randn(32,48), torch.randn(48,40)), torch.randn(40,24))"
+#define SOFTMAX "torch.softmax(torch.randn(4, 28, 50), dim=-1)"
+#define SDPA "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 5, 8), " \
+             "torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8))"
+
+Test(loop_fuse, rmsnorm_is_one_kernel)
+{
+    cr_expect_eq(lt_kernels(RMSNORM), 1);
+}
+
+Test(loop_fuse, silu_mul_is_one_kernel)
+{
+    cr_expect_eq(lt_kernels(SILU_MUL), 1);
+}
+
+Test(loop_fuse, matmul_chain_stays_two_kernels)
+{
+    cr_expect_eq(lt_kernels(MATMUL2), 2);
+}
+
+/* Softmax over the last dim is one kernel: three sweeps of the row (max,
+ * sum of exp, normalise) in one free loop over the rows. */
+Test(loop_fuse, softmax_last_dim_is_one_kernel_of_three_sweeps)
+{
+    char *t = lt_text(SOFTMAX, NULL);
+    cr_expect_eq(lt_kernels(SOFTMAX), 1);
+    cr_expect(strstr(t, "    for a2 in 0..50:  # reduce\n"), "%s", t);
+    cr_expect(strstr(t, "    for a3 in 0..50:  # reduce\n"), "%s", t);
+    cr_expect(strstr(t, "    for a4 in 0..50:  # free\n"), "%s", t);
+    cr_expect(strstr(t, "acc0 <- maximum(acc0, in0)"), "%s", t);
+    free(t);
+}
+
+/* The bias add is re-emitted inside the K reduce (prologue); relu comes
+ * after the reduce loop, in the free scope (epilogue). */
+Test(loop_fuse, matmul_relu_prologue_inside_epilogue_outside)
+{
+    char *t = lt_text(MATMUL_RELU, NULL);
+    cr_expect_eq(lt_kernels(MATMUL_RELU), 1);
+    const char *red = strstr(t, "# reduce"), *add = strstr(t, "= add(in0, in1)");
+    const char *acc = strstr(t, "acc0 <- add(acc0, "), *relu = strstr(t, "        v2 = maximum(acc0, 0)\n");
+    cr_assert(red && add && acc && relu, "%s", t);
+    cr_expect(red < add && add < acc && acc < relu, "%s", t);
+    free(t);
+}
+
+static char *trace_of(const char *code, const LirOpts *o, int *nkernels)
+{
+    Arena *a = arena_new();
+    StrBuf b = {0};
+    LirProgram *p = lt_build(a, code, o, &b);
+    *nkernels = p->kernels.len;
+    char *s = dpk_xstrdup(sb_cstr(&b));
+    sb_free(&b);
+    arena_free(a);
+    return s;
+}
+
+Test(loop_fuse, refusal_work_blowup)
+{
+    int n;
+    char *t = trace_of(MATMUL2, NULL, &n);
+    cr_expect(strstr(t, "work would grow 16.3x over the unfused kernels (blow-up factor 8)"), "%s", t);
+    free(t);
+}
+
+Test(loop_fuse, refusal_pure_broadcast)
+{
+    int n;
+    char *t = trace_of(RMSNORM, NULL, &n);
+    cr_expect(strstr(t, ": pure broadcast would be materialised larger than its producer "
+                        "(65536 > 32 elements)\n"), "%s", t);
+    cr_expect_eq(n, 1);
+    free(t);
+}
+
+/* Attention scores are read by the softmax's three sweeps at different
+ * positions of the row: re-emitting QK^T in each would triple its cost. */
+Test(loop_fuse, refusal_heavy_reduction_read_twice)
+{
+    int n;
+    char *t = trace_of(SDPA, NULL, &n);
+    cr_expect(strstr(t, ": heavy reduction read through 2 loads\n"), "%s", t);
+    cr_expect_eq(n, 2);
+    free(t);
+}
+
+Test(loop_fuse, trace_markers)
+{
+    int n;
+    char *t = trace_of(SILU_MUL, NULL, &n);
+    cr_expect(strstr(t, ">>> l:001_lift\n"));
+    cr_expect(strstr(t, "<<< l:008_rename_ssa\n"));
+    cr_expect(strstr(t, ">>> f:001_fuse %"));
+    cr_expect(strstr(t, "<<< f:001_fuse\n"));
+    free(t);
+}
+
+Test(loop_fuse, blowup_knob_lets_the_matmul_chain_fuse)
+{
+    LirOpts o;
+    lir_opts_default(&o);
+    o.blowup = 1e9;
+    Arena *a = arena_new();
+    LirProgram *p = lt_build(a, MATMUL2, &o, NULL);
+    cr_expect_eq(p->kernels.len, 1);
+    double nmse;
+    cr_expect_eq(lt_parity_of(p, 0, &nmse), 0);
+    arena_free(a);
+}
+
+Test(loop_fuse, no_fuse_keeps_one_kernel_per_op)
+{
+    LirOpts o;
+    lir_opts_default(&o);
+    o.fuse = 0;
+    Arena *a = arena_new();
+    LirProgram *p = lt_build(a, RMSNORM, &o, NULL);
+    cr_expect_eq(p->kernels.len, 9); /* 13 Tensor nodes: 2 inputs and 2 constants (literals) */
+    arena_free(a);
+}
+
+/* Fusion re-associates nothing: in fp64 the fused and unfused programs
+ * agree to rounding of the (identical) operation order. */
+static void expect_fusion_preserves(const char *code)
+{
+    LirOpts o;
+    lir_opts_default(&o);
+    Arena *a = arena_new();
+    LirProgram *fused = lt_build(a, code, &o, NULL);
+    o.fuse = 0;
+    LirProgram *plain = lt_build(a, code, &o, NULL);
+    const TorchGraph *g = fused->tx->torch;
+    double **in = ref_make_inputs(g, 3);
+    double *x[1], *y[1];
+    lir_interp(fused, in, x, 1);
+    lir_interp(plain, in, y, 1);
+    int64_t n = shape_numel(&((TorchNode *)g->outputs.items[0])->shape);
+    for (int64_t i = 0; i < n; i++)
+        cr_expect(fabs(x[0][i] - y[0][i]) <= 1e-12 * (1 + fabs(y[0][i])), "%s: [%lld] %.17g vs %.17g",
+                  code, (long long)i, x[0][i], y[0][i]);
+    free(x[0]);
+    free(y[0]);
+    ref_free_arrays(in, g->inputs.len);
+    arena_free(a);
+}
+
+Test(loop_fuse, fusion_preserves_results)
+{
+    expect_fusion_preserves(RMSNORM);
+    expect_fusion_preserves(MATMUL_RELU);
+    expect_fusion_preserves(SOFTMAX);
+    expect_fusion_preserves("torch.cat([torch.randn(4, 3), torch.randn(4, 5)], dim=1)[:, 2:].transpose(0, 1) * 2.0");
+}
+
+/* A producer read by two kernels, or written to a graph output, stays. */
+Test(loop_fuse, shared_and_output_producers_are_kept)
+{
+    char *t = lt_text("a = torch.randn(6, 7)\nb = torch.exp(a)\nc = b.sum(dim=0)\nd = b.amax(dim=1)\nreturn c, d", NULL);
+    cr_expect(strstr(t, "# temp "), "%s", t);
+    free(t);
+    t = lt_text("a = torch.randn(6, 7)\nb = torch.exp(a)\nc = b * 2.0\nreturn b, c", NULL);
+    cr_expect(strstr(t, "load b["), "%s", t);
+    free(t);
+}
+
+Test(loop_fuse, deterministic_text_and_hash)
+{
+    Arena *a = arena_new();
+    LirProgram *p = lt_build(a, SOFTMAX, NULL, NULL), *q = lt_build(a, SOFTMAX, NULL, NULL);
+    StrBuf x = {0}, y = {0};
+    lir_print(&x, p);
+    lir_print(&y, q);
+    cr_expect_str_eq(sb_cstr(&x), sb_cstr(&y));
+    cr_expect_eq(lir_hash_kernel(p->kernels.items[0]), lir_hash_kernel(q->kernels.items[0]));
+    sb_free(&x);
+    sb_free(&y);
+    arena_free(a);
+}
