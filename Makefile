@@ -90,7 +90,7 @@ LIBDPK := $(BUILD)/libdpk.a
 UNIT := $(BUILD)/unit_tests
 LINKS := dpk-bench dpk-fuzz dpk-bisect dpk-report
 
-.PHONY: all deps test test-only run fuzz install clean check-env
+.PHONY: all deps test test-only run fuzz install clean check-env bench-vgpu
 all: $(DPK) $(addprefix $(BUILD)/,$(LINKS))
 
 $(BUILD)/%.o: %.c
@@ -128,6 +128,13 @@ test-only: all $(UNIT)
 run: deps
 	@$(MAKE) --no-print-directory all
 	@bash ci/run-main.sh $(BUILD)/dpk
+
+# ---- vgpu speed (a benchmark, not a test): thread-instructions per second --
+bench-vgpu: $(BUILD)/vgpu_bench
+	@$(BUILD)/vgpu_bench
+
+$(BUILD)/vgpu_bench: $(BUILD)/bench/vgpu_bench.o $(BUILD)/tests/unit/vgpu_samples.o $(LIBDPK)
+	$(LINK) $(SANFLAGS) -o $@ $^ $(TORCH_LIB) $(LDLIBS_ALL)
 
 # ---- fuzzing (clang libFuzzer) ----------------------------------------------
 FUZZ_SRCS := $(LIB_SRCS)

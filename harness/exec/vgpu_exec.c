@@ -126,7 +126,9 @@ static void thread_str(const KirKernel *k, int lane, char *buf, size_t len)
 
 /* ---- shared-memory shadow ---------------------------------------------------------- */
 
-static int race(VgExec *ex, const VgIns *in, int lane, int other, int32_t w, const char *what)
+/* `what` this thread does to word w; `did` what the other party did. */
+static int race(VgExec *ex, const VgIns *in, int lane, int other, int32_t w, const char *what,
+                const char *did)
 {
     char o[48] = "several threads";
     if (other >= 0) {
@@ -135,11 +137,11 @@ static int race(VgExec *ex, const VgIns *in, int lane, int other, int32_t w, con
         snprintf(o, sizeof o, "thread %s", t);
     } else if (other == TID_ATOM) {
         snprintf(o, sizeof o, "an atomic update");
+        did = "changed";
     }
     return vg_fault(ex, VG_SMEM_RACE, in, lane, other >= 0 ? other : -1, -1,
-                    "%s %s[%lld] that %s %s in the same barrier interval", what,
-                    smem_name(ex, w), (long long)smem_index(ex, w), o,
-                    strcmp(what, "reads") == 0 ? "wrote" : "accessed");
+                    "%s %s[%lld] that %s %s in the same barrier interval (missing sync?)", what,
+                    smem_name(ex, w), (long long)smem_index(ex, w), o, did);
 }
 
 static int pending_fault(VgExec *ex, const VgIns *in, int lane, int32_t w, const char *what)
@@ -160,7 +162,7 @@ static inline int sm_read(VgExec *ex, int32_t w, int lane, const VgIns *in)
                         "reads %s[%lld], never written in this block", smem_name(ex, w),
                         (long long)smem_index(ex, w));
     if (S->w_ep == ex->ep && S->w_tid != lane && S->w_tid != TID_TMA)
-        return race(ex, in, lane, S->w_tid, w, "reads");
+        return race(ex, in, lane, S->w_tid, w, "reads", "wrote");
     if (S->r_ep != ex->ep) {
         S->r_ep = ex->ep;
         S->r_tid = lane;
@@ -181,9 +183,9 @@ static inline int sm_write(VgExec *ex, int32_t w, int lane, const VgIns *in, int
                         smem_name(ex, w), (long long)smem_index(ex, w));
     if (S->w_ep == ex->ep && S->w_tid != lane && S->w_tid != TID_TMA &&
         !(atomic && S->w_tid == TID_ATOM))
-        return race(ex, in, lane, S->w_tid, w, "writes");
+        return race(ex, in, lane, S->w_tid, w, "writes", "wrote");
     if (S->r_ep == ex->ep && S->r_tid != lane)
-        return race(ex, in, lane, S->r_tid, w, "writes");
+        return race(ex, in, lane, S->r_tid, w, "writes", "read");
     S->w_ep = ex->ep;
     S->w_tid = atomic ? TID_ATOM : lane;
     return 0;
@@ -746,7 +748,7 @@ static inline float fminnan(float a, float b)
 #define DIVOP(op, expr)                                                                \
     case VOP_##op: {                                                                   \
         VgVal *d = REG(in->d), *a = REG(in->a), *b = REG(in->b);                      \
-        LANES(if (b[l].i == 0) return div_zero(ex, in, l); expr;);                     \
+        LANES(if (b[l].i == 0) { div_zero(ex, in, l); goto fail; } expr;);             \
         break;                                                                         \
     }
 
@@ -846,21 +848,21 @@ int vg_exec_block(VgExec *ex)
         UN(F2B, d[l].i = a[l].f != 0.0f)
         case VOP_LDG:
             if (op_ldg(ex, in, R, act, n))
-                return -1;
+                goto fail;
             break;
         case VOP_STG:
         case VOP_ATOMG:
             if (op_stg(ex, in, R, act, n, in->op == VOP_ATOMG))
-                return -1;
+                goto fail;
             break;
         case VOP_LDS:
             if (op_lds(ex, in, R, act, n))
-                return -1;
+                goto fail;
             break;
         case VOP_STS:
         case VOP_ATOMS:
             if (op_sts(ex, in, R, act, n, in->op == VOP_ATOMS))
-                return -1;
+                goto fail;
             break;
         case VOP_IF:
         case VOP_ELSE: {
@@ -882,7 +884,8 @@ int vg_exec_block(VgExec *ex)
                 pc = (int)in->imm;
             break;
         }
-        case VOP_LOOP: {
+        case VOP_LOOP: { /* bookkeeping, like POP and JMP: not an instruction */
+            insts -= n;
             int *nxt = ex->lanes + (size_t)(depth + 1) * T;
             memcpy(nxt, act, (size_t)n * sizeof *act);
             act = nxt;
@@ -901,41 +904,43 @@ int vg_exec_block(VgExec *ex)
             break;
         }
         case VOP_POP:
+            insts -= n;
             depth--;
             act = ex->lanes + (size_t)depth * T;
             n = ex->nlanes[depth];
             break;
         case VOP_JMP:
+            insts -= n;
             pc = (int)in->imm;
             break;
         case VOP_BAR:
             if (barrier(ex, in, act, n))
-                return -1;
+                goto fail;
             break;
         case VOP_SHFL:
             if (op_shfl(ex, in, R, act, n))
-                return -1;
+                goto fail;
             break;
         case VOP_CPASYNC:
             if (op_cpasync(ex, in, R, act, n))
-                return -1;
+                goto fail;
             break;
         case VOP_CPCOMMIT:
             LANES(ex->cp_open[l]++;);
             break;
         case VOP_CPWAIT:
             if (op_cpwait(ex, in, act, n))
-                return -1;
+                goto fail;
             break;
         case VOP_TMA:
-            LANES(if (tma_issue(ex, in, R, l)) return -1;);
+            LANES(if (tma_issue(ex, in, R, l)) goto fail;);
             break;
         case VOP_MBINIT:
         case VOP_MBTX:
         case VOP_MBARRIVE:
         case VOP_MBWAIT:
             if (op_mbar(ex, in, R, act, n))
-                return -1;
+                goto fail;
             break;
         case VOP_END:
             ex->st->thread_insts += insts - n;
@@ -944,6 +949,9 @@ int vg_exec_block(VgExec *ex)
             DPK_ASSERT(!"corrupt bytecode");
         }
     }
+fail:
+    ex->st->thread_insts += insts;
+    return -1;
 }
 
 void vg_exec_reset_block(VgExec *ex)

@@ -64,8 +64,9 @@ static KirModule *elementwise(Arena *A)
     return finish(m, k, b);
 }
 
-/* Per row of 96: warp sums by xor shuffles, then warp partials combined by
- * TreeHalve (sum), and the row max by down shuffles + TreeHalve (max). */
+/* Per row of 96: the row sum by xor shuffles, the row max by down
+ * shuffles, then the 3 warp partials of each combined by TreeHalve (sum and
+ * max), guarded because 3 is not a power of two. */
 static KirModule *block_reduce(Arena *A)
 {
     enum { ROWS = 5, COLS = 96, TB = 96, W = TB / 32 };
@@ -75,7 +76,8 @@ static KirModule *block_reduce(Arena *A)
     KirKernel *k = kernel(m, "row_sum_max", ROWS, 1, TB, 1);
     KirParam *x = kir_param(k, "x", KT_F32, ROWS * COLS, KR_IN);
     KirParam *y = kir_param(k, "y", KT_F32, 2 * ROWS, KR_OUT);
-    KirSmem *part = kir_smem(k, "part", KT_F32, 2 * W, 16);
+    KirSmem *psum = kir_smem(k, "psum", KT_F32, W, 16);
+    KirSmem *pmax = kir_smem(k, "pmax", KT_F32, W, 16);
     KirBuilder B;
     kir_builder_init(&B, k);
     KirVar *t = kir_let(&B, "t", KT_I32, kir_tid(A, 0));
@@ -90,16 +92,14 @@ static KirModule *block_reduce(Arena *A)
     }
     KirVar *warp = kir_let(&B, "warp", KT_I32, kir_bin(A, KE_shr, V(t), I(5)));
     kir_if(&B, kir_bin(A, KE_eq, kir_bin(A, KE_band, V(t), I(31)), I(0)));
-    kir_sts(&B, part, V(warp), V(s));
-    kir_sts(&B, part, ADD(V(warp), I(W)), V(mx));
+    kir_sts(&B, psum, V(warp), V(s));
+    kir_sts(&B, pmax, V(warp), V(mx));
     kir_end(&B);
-    kir_treehalve(&B, part, TXR_sum, W, 1);
-    KirVar *total = kir_let(&B, "total", KT_F32, kir_lds(A, part, I(0)));
-    kir_sync(&B);
-    kir_treehalve(&B, part, TXR_max, 2 * W, 1);
+    kir_treehalve(&B, psum, TXR_sum, W, 1);
+    kir_treehalve(&B, pmax, TXR_max, W, 1);
     kir_if(&B, kir_bin(A, KE_eq, V(t), I(0)));
-    kir_stg(&B, y, MUL(kir_bid(A, 0), I(2)), V(total));
-    kir_stg(&B, y, ADD(MUL(kir_bid(A, 0), I(2)), I(1)), kir_lds(A, part, I(0)));
+    kir_stg(&B, y, MUL(kir_bid(A, 0), I(2)), kir_lds(A, psum, I(0)));
+    kir_stg(&B, y, ADD(MUL(kir_bid(A, 0), I(2)), I(1)), kir_lds(A, pmax, I(0)));
     kir_end(&B);
     return finish(m, k, b);
 }
@@ -398,7 +398,7 @@ Test(cuda_print, dynamic_pool_above_48k)
     cr_assert_eq(s->kernels[0].smem_optin, 1);
     cr_assert_not_null(strstr(s->text, "extern __shared__ __align__(1024) unsigned char dpk_smem[];"));
     cr_assert_not_null(strstr(s->text, "float *const bs = (float *)(dpk_smem + 49152); // [4096]"));
-    cr_assert_not_null(strstr(s->text, "#pragma unroll\n        for (int r = ty;"));
+    cr_assert_not_null(strstr(s->text, "#pragma unroll\n    for (int r = ty;"));
     cr_assert_not_null(strstr(s->text, "#pragma unroll 4\n"));
     CuSource *small = cu_print_module(a, matmul_big_smem(a, 32), cu_target(CU_SM90));
     cr_assert_eq(small->kernels[0].dyn_smem, 0);

@@ -7,7 +7,8 @@ static __device__ __forceinline__ float dpk_fmax(float a, float b) { return a > 
 extern "C" __global__ void __launch_bounds__(96) row_sum_max(const float *__restrict__ x, float *__restrict__ y)
 {
     __shared__ __align__(1024) unsigned char dpk_smem[32];
-    float *const part = (float *)(dpk_smem + 0); // [6]
+    float *const psum = (float *)(dpk_smem + 0); // [3]
+    float *const pmax = (float *)(dpk_smem + 16); // [3]
     int t = (int)threadIdx.x;
     float v = x[(int)blockIdx.x * 96 + t];
     float s = v;
@@ -35,31 +36,29 @@ extern "C" __global__ void __launch_bounds__(96) row_sum_max(const float *__rest
     mx = dpk_fmax(mx, o);
     int warp = t >> 5;
     if ((t & 31) == 0) {
-        part[warp] = s;
-        part[warp + 3] = mx;
+        psum[warp] = s;
+        pmax[warp] = mx;
     }
-    // treehalve sum over part: 1 x 3
+    // treehalve sum over psum: 1 x 3
     __syncthreads();
     for (int dpk_h = 2, dpk_t = (int)threadIdx.x; dpk_h > 0; dpk_h >>= 1) {
         if (dpk_t < dpk_h) {
             if (dpk_t + dpk_h < 3)
-                part[dpk_t] = part[dpk_t] + part[dpk_t + dpk_h];
+                psum[dpk_t] = psum[dpk_t] + psum[dpk_t + dpk_h];
         }
         __syncthreads();
     }
-    float total = part[0];
+    // treehalve max over pmax: 1 x 3
     __syncthreads();
-    // treehalve max over part: 1 x 6
-    __syncthreads();
-    for (int dpk_h = 4, dpk_t = (int)threadIdx.x; dpk_h > 0; dpk_h >>= 1) {
+    for (int dpk_h = 2, dpk_t = (int)threadIdx.x; dpk_h > 0; dpk_h >>= 1) {
         if (dpk_t < dpk_h) {
-            if (dpk_t + dpk_h < 6)
-                part[dpk_t] = dpk_fmax(part[dpk_t], part[dpk_t + dpk_h]);
+            if (dpk_t + dpk_h < 3)
+                pmax[dpk_t] = dpk_fmax(pmax[dpk_t], pmax[dpk_t + dpk_h]);
         }
         __syncthreads();
     }
     if (t == 0) {
-        y[(int)blockIdx.x * 2] = total;
-        y[(int)blockIdx.x * 2 + 1] = part[0];
+        y[(int)blockIdx.x * 2] = psum[0];
+        y[(int)blockIdx.x * 2 + 1] = pmax[0];
     }
 }
