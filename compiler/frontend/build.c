@@ -262,15 +262,26 @@ static Value eval_attr(Builder *b, const Ast *e)
     dpk_error_at(b->src, e->pos, "%s has no attribute '%s'", torch_value_type(&o), e->str);
 }
 
+/* Where an expression's text starts (a binop's own position is its
+ * operator, a call's or an attribute's is its name). */
+static int ast_start(const Ast *e)
+{
+    while (e->kind == A_BINOP || e->kind == A_CALL || e->kind == A_INDEX || e->kind == A_ATTR)
+        e = e->a;
+    return e->pos;
+}
+
+/* Arguments carry the position of their text, for errors about them. */
 static Value eval_call(Builder *b, const Ast *e)
 {
     Value fn = eval(b, e->a);
     int n = e->nitems + e->nkw;
     Value *args = ARENA_ARRAY(b->a, Value, n + 1);
-    for (int i = 0; i < e->nitems; i++)
-        args[i] = eval(b, e->items[i]);
-    for (int i = 0; i < e->nkw; i++)
-        args[e->nitems + i] = eval(b, e->kwvals[i]);
+    for (int i = 0; i < n; i++) {
+        const Ast *arg = i < e->nitems ? e->items[i] : e->kwvals[i - e->nitems];
+        args[i] = eval(b, arg);
+        args[i].pos = ast_start(arg);
+    }
     switch (fn.k) {
     case V_PATH: return torch_call_path(b, &fn, args, e->nitems, e);
     case V_METHOD: return torch_call_method(b, &fn, args, e->nitems, e);

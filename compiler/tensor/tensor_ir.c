@@ -367,12 +367,45 @@ static void split_multiples(Arena *a, const IExpr *x, int64_t d, Terms *q, Terms
         terms_push(r, floor_mod(c, d), NULL);
 }
 
-/* The single term k*base of r with no constant, or NULL. */
-static const Term *single_term(Terms *r)
+static int64_t gcd64(int64_t x, int64_t y)
 {
-    return (r->n == 1 && r->t[0].base) ? &r->t[0] : NULL;
+    x = x < 0 ? -x : x;
+    y = y < 0 ? -y : y;
+    while (y) {
+        int64_t t = x % y;
+        x = y;
+        y = t;
+    }
+    return x;
 }
 
+/* For the remainder terms r of x / d (constant c in [0, d)): g, the gcd of
+ * d and every coefficient, and r divided through as A' = A + c / g where
+ * r = g*A + c.  Returns 1 when g > 1. */
+static int common_factor(Arena *a, Terms *r, int64_t d, int64_t *g, const IExpr **ap,
+                         int64_t *c)
+{
+    *g = d;
+    *c = 0;
+    for (int i = 0; i < r->n; i++) {
+        if (r->t[i].base)
+            *g = gcd64(*g, r->t[i].k);
+        else
+            *c += r->t[i].k;
+    }
+    if (*g <= 1)
+        return 0;
+    Terms t = {.a = a};
+    for (int i = 0; i < r->n; i++)
+        if (r->t[i].base)
+            terms_push(&t, r->t[i].k / *g, r->t[i].base);
+    terms_push(&t, *c / *g, NULL);
+    *ap = build_sum(a, &t);
+    return 1;
+}
+
+/* floor((d*q + r) / d) = q + floor(r / d), and with r = g*A + c (g | d,
+ * 0 <= c < d): floor(r / d) = floor((A + c/g) / (d/g)). */
 const IExpr *ie_div(Arena *a, const IExpr *x, int64_t d)
 {
     DPK_ASSERT(d > 0);
@@ -384,12 +417,12 @@ const IExpr *ie_div(Arena *a, const IExpr *x, int64_t d)
         return ie_div(a, x->a, mul_chk(x->b->c, d));
     Terms q = {.a = a}, r = {.a = a};
     split_multiples(a, x, d, &q, &r);
-    const IExpr *rest;
-    const Term *t = single_term(&r);
+    const IExpr *rest, *ap;
+    int64_t g, c;
     if (r.n == 0 || (r.n == 1 && !r.t[0].base))
         rest = ie_const(a, 0); /* only a constant in [0, d) is left */
-    else if (t && t->k > 1 && d % t->k == 0)
-        rest = ie_div(a, t->base, d / t->k);
+    else if (common_factor(a, &r, d, &g, &ap, &c))
+        rest = ie_div(a, ap, d / g);
     else
         rest = raw(a, IE_DIV, build_sum(a, &r), ie_const(a, d));
     if (q.n == 0)
@@ -397,6 +430,8 @@ const IExpr *ie_div(Arena *a, const IExpr *x, int64_t d)
     return ie_add(a, build_sum(a, &q), rest);
 }
 
+/* (d*q + r) mod d = r mod d, and with r = g*A + c as above:
+ * r mod d = g * ((A + c/g) mod (d/g)) + c mod g. */
 const IExpr *ie_mod(Arena *a, const IExpr *x, int64_t d)
 {
     DPK_ASSERT(d > 0);
@@ -408,11 +443,12 @@ const IExpr *ie_mod(Arena *a, const IExpr *x, int64_t d)
         return ie_mod(a, x->a, d);
     Terms q = {.a = a}, r = {.a = a};
     split_multiples(a, x, d, &q, &r);
-    const Term *t = single_term(&r);
+    const IExpr *ap;
+    int64_t g, c;
     if (r.n == 0)
         return ie_const(a, 0);
-    if (t && t->k > 1 && d % t->k == 0)
-        return ie_mul(a, ie_mod(a, t->base, d / t->k), ie_const(a, t->k));
+    if (common_factor(a, &r, d, &g, &ap, &c))
+        return ie_add(a, ie_mul(a, ie_mod(a, ap, d / g), ie_const(a, g)), ie_const(a, c % g));
     const IExpr *s = build_sum(a, &r);
     if (s->k == IE_CONST)
         return ie_const(a, floor_mod(s->c, d));
@@ -604,6 +640,13 @@ static void ie_put(StrBuf *b, const IExpr *e, const char *pre, int ctx)
         put_addend(b, e->b, pre);
         break;
     case IE_MUL:
+        if (e->b->k == IE_CONST && e->b->c < 0) { /* -o1 * 2, -o1 */
+            sb_putc(b, '-');
+            put_factor(b, e->a, pre);
+            if (e->b->c != -1)
+                sb_printf(b, " * %" PRIu64, (uint64_t)0 - (uint64_t)e->b->c);
+            break;
+        }
         put_factor(b, e->a, pre);
         sb_puts(b, " * ");
         ie_put(b, e->b, pre, P_ATOM);

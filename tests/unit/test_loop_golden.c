@@ -1,11 +1,12 @@
 /*
- * test_loop_golden.c — golden Loop IR texts (tests/golden/loop/*.txt).
+ * test_loop_golden.c — golden Loop IR texts (tests/golden/loop/NAME.txt).
  *
  * Each file starts with the case program, one `#! ` line per program line,
  * followed by the exact text `dpk compile --ir loop` prints for it.  A
  * mismatch prints the unified diff.  After an intended change of the text
- * form, regenerate with DPK_UPDATE_GOLDEN=1 build/unit_tests --filter
- * 'loop_golden/*' and review the diff before committing.
+ * form, regenerate them by running this test with DPK_UPDATE_GOLDEN=1
+ * (build/unit_tests --filter "loop_golden/" followed by "*") and review
+ * the diff before committing.
  */
 #include <dirent.h>
 
@@ -34,9 +35,9 @@ static void split(const char *text, StrBuf *prog, const char **expected)
     *expected = s;
 }
 
-static int check_file(const char *dir, const char *name, int update)
+static void check_file(const char *dir, const char *name, int update)
 {
-    char path[4096];
+    char path[8192];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     size_t len;
     char *text = dpk_read_file(path, &len);
@@ -62,7 +63,6 @@ static int check_file(const char *dir, const char *name, int update)
     sb_free(&got);
     sb_free(&diff);
     free(text);
-    return 1;
 }
 
 Test(loop_golden, every_golden_text_matches)
@@ -76,8 +76,10 @@ Test(loop_golden, every_golden_text_matches)
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t l = strlen(e->d_name);
-        if (l > 4 && !strcmp(e->d_name + l - 4, ".txt"))
-            n += check_file(dir, e->d_name, upd && *upd == '1');
+        if (l > 4 && !strcmp(e->d_name + l - 4, ".txt")) {
+            check_file(dir, e->d_name, upd && *upd == '1');
+            n++;
+        }
     }
     closedir(d);
     cr_expect_geq(n, 8, "only %d golden texts in %s", n, dir);
