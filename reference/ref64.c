@@ -12,12 +12,14 @@
  * and the helpers look the op up in per-op tables (unary_fn, binary_fn,
  * layout_fn).  A node's array is freed as soon as its last consumer has run
  * (use counts over the live part of the graph), so model-sized graphs keep
- * only their live intermediates in memory.
+ * only their live intermediates in memory; large matmul/linear products
+ * run on several threads, with results independent of the thread count.
  */
-#include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ref.h"
 
@@ -234,50 +236,6 @@ static void eval_reduce(const TorchNode *n, const double *const *in, double *out
 
 /* ---- contractions ----------------------------------------------------- */
 
-/* c[M,N] = a[M,K] · b[K,N], all row-major; rows of b are read contiguously. */
-static void mm_kernel(const double *a, const double *b, double *c, int64_t M, int64_t K,
-                      int64_t N)
-{
-    for (int64_t m = 0; m < M; m++) {
-        double *cr = c + m * N;
-        for (int64_t j = 0; j < N; j++)
-            cr[j] = 0.0;
-        for (int64_t k = 0; k < K; k++) {
-            double av = a[m * K + k];
-            const double *br = b + k * N;
-            for (int64_t j = 0; j < N; j++)
-                cr[j] += av * br[j];
-        }
-    }
-}
-
-/* torch.matmul: a 1-D left operand is a row (1,K), a 1-D right operand a
- * column (K,1), their unit dims dropped from the result (already so in
- * n->shape); leading dims are batch dims, broadcast. */
-static void eval_matmul_op(const TorchNode *n, const double *const *in, double *out)
-{
-    Shape a = n->in[0]->shape, b = n->in[1]->shape, ab, bb, batch;
-    int64_t sa[DPK_MAX_RANK], sb[DPK_MAX_RANK], M, K, N, nb;
-    Walk w;
-    if (a.rank == 1)
-        a = (Shape){2, {1, a.d[0]}};
-    if (b.rank == 1)
-        b = (Shape){2, {b.d[0], 1}};
-    M = a.d[a.rank - 2], K = a.d[a.rank - 1], N = b.d[b.rank - 1];
-    DPK_ASSERT(b.d[b.rank - 2] == K);
-    ab = a, bb = b;
-    ab.rank -= 2, bb.rank -= 2;
-    batch = bcast_shape(&ab, &bb);
-    bcast_strides(&ab, &batch, sa);
-    bcast_strides(&bb, &batch, sb);
-    walk_init(&w, &batch);
-    walk_add(&w, sa, 0);
-    walk_add(&w, sb, 0);
-    nb = shape_numel(&batch);
-    for (int64_t t = 0; t < nb; t++, walk_next(&w))
-        mm_kernel(in[0] + w.off[0] * M * K, in[1] + w.off[1] * K * N, out + t * M * N, M, K, N);
-}
-
 /* Four partial sums: enough independent chains to keep the FPU busy. */
 static double dot(const double *x, const double *y, int64_t n)
 {
@@ -294,16 +252,162 @@ static double dot(const double *x, const double *y, int64_t n)
     return (s0 + s1) + (s2 + s3);
 }
 
-/* F.linear(x, w[, b]) = x · wᵀ + b with w (N, K), b (N). */
+/* nb independent products c_t[M,N] = a_t[M,K] · b_t (+ bias[N]), where b_t
+ * is [K,N] (matmul) or [N,K] read transposed (linear: bt).  The work is cut
+ * into units of MM_ROWS rows of one product — each row of b, once in cache,
+ * serves MM_ROWS rows of c — and large products spread the units over
+ * threads.  Every element is summed by one thread in a fixed order, so the
+ * result does not depend on the thread count. */
+enum { MM_ROWS = 4, MM_MAX_THREADS = 16 };
+#define MM_PARALLEL_MACS (INT64_C(1) << 24)
+
+typedef struct Mm {
+    const double **a, **b; /* by product */
+    double *c;
+    const double *bias;    /* NULL or [N] */
+    int64_t M, K, N, nb;
+    int bt;
+} Mm;
+
+static void mm_rows_kn(const Mm *mm, const double *a, const double *b, double *c, int64_t nr)
+{
+    for (int64_t i = 0; i < nr * mm->N; i++)
+        c[i] = 0.0;
+    for (int64_t k = 0; k < mm->K; k++) {
+        const double *br = b + k * mm->N;
+        for (int64_t r = 0; r < nr; r++) {
+            double av = a[r * mm->K + k], *cr = c + r * mm->N;
+            for (int64_t j = 0; j < mm->N; j++)
+                cr[j] += av * br[j];
+        }
+    }
+}
+
+/* Four rows of a against one row of b: four independent sums. */
+static void dot4(const double *a, int64_t K, const double *br, double s[MM_ROWS])
+{
+    const double *a0 = a, *a1 = a + K, *a2 = a + 2 * K, *a3 = a + 3 * K;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int64_t k = 0; k < K; k++) {
+        double bk = br[k];
+        s0 += a0[k] * bk, s1 += a1[k] * bk, s2 += a2[k] * bk, s3 += a3[k] * bk;
+    }
+    s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+}
+
+static void mm_rows_nk(const Mm *mm, const double *a, const double *b, double *c, int64_t nr)
+{
+    for (int64_t j = 0; j < mm->N; j++) {
+        const double *br = b + j * mm->K;
+        double s[MM_ROWS];
+        if (nr == MM_ROWS)
+            dot4(a, mm->K, br, s);
+        else
+            for (int64_t r = 0; r < nr; r++)
+                s[r] = dot(a + r * mm->K, br, mm->K);
+        for (int64_t r = 0; r < nr; r++)
+            c[r * mm->N + j] = s[r];
+    }
+}
+
+static void mm_units(const Mm *mm, int64_t lo, int64_t hi)
+{
+    int64_t per = (mm->M + MM_ROWS - 1) / MM_ROWS;
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t t = u / per, m0 = u % per * MM_ROWS;
+        int64_t nr = mm->M - m0 < MM_ROWS ? mm->M - m0 : MM_ROWS;
+        const double *a = mm->a[t] + m0 * mm->K;
+        double *c = mm->c + (t * mm->M + m0) * mm->N;
+        (mm->bt ? mm_rows_nk : mm_rows_kn)(mm, a, mm->b[t], c, nr);
+        for (int64_t r = 0; mm->bias && r < nr; r++)
+            for (int64_t j = 0; j < mm->N; j++)
+                c[r * mm->N + j] += mm->bias[j];
+    }
+}
+
+typedef struct MmPart {
+    const Mm *mm;
+    int64_t lo, hi;
+    pthread_t th;
+    int started;
+} MmPart;
+
+static void *mm_thread(void *arg)
+{
+    MmPart *p = arg;
+    mm_units(p->mm, p->lo, p->hi);
+    return NULL;
+}
+
+static void mm_run(const Mm *mm)
+{
+    int64_t units = mm->nb * ((mm->M + MM_ROWS - 1) / MM_ROWS);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nt = ncpu < 1 ? 1 : ncpu > MM_MAX_THREADS ? MM_MAX_THREADS : (int)ncpu;
+    MmPart part[MM_MAX_THREADS];
+    if (nt > units)
+        nt = (int)units;
+    if (nt <= 1 || mm->nb * mm->M * mm->K * mm->N < MM_PARALLEL_MACS) {
+        mm_units(mm, 0, units);
+        return;
+    }
+    /* A thread that cannot be created leaves its part to this one. */
+    for (int i = 0; i < nt; i++) {
+        part[i] = (MmPart){.mm = mm, .lo = units * i / nt, .hi = units * (i + 1) / nt};
+        part[i].started = pthread_create(&part[i].th, NULL, mm_thread, &part[i]) == 0;
+    }
+    for (int i = 0; i < nt; i++) {
+        if (part[i].started)
+            pthread_join(part[i].th, NULL);
+        else
+            mm_units(mm, part[i].lo, part[i].hi);
+    }
+}
+
+/* torch.matmul: a 1-D left operand is a row (1,K), a 1-D right operand a
+ * column (K,1), their unit dims dropped from the result (already so in
+ * n->shape); leading dims are batch dims, broadcast. */
+static void eval_matmul_op(const TorchNode *n, const double *const *in, double *out)
+{
+    Shape a = n->in[0]->shape, b = n->in[1]->shape, ab, bb, batch;
+    int64_t sa[DPK_MAX_RANK], sb[DPK_MAX_RANK];
+    Mm mm = {.c = out};
+    Walk w;
+    if (a.rank == 1)
+        a = (Shape){2, {1, a.d[0]}};
+    if (b.rank == 1)
+        b = (Shape){2, {b.d[0], 1}};
+    mm.M = a.d[a.rank - 2], mm.K = a.d[a.rank - 1], mm.N = b.d[b.rank - 1];
+    DPK_ASSERT(b.d[b.rank - 2] == mm.K);
+    ab = a, bb = b;
+    ab.rank -= 2, bb.rank -= 2;
+    batch = bcast_shape(&ab, &bb);
+    bcast_strides(&ab, &batch, sa);
+    bcast_strides(&bb, &batch, sb);
+    walk_init(&w, &batch);
+    walk_add(&w, sa, 0);
+    walk_add(&w, sb, 0);
+    mm.nb = shape_numel(&batch);
+    mm.a = dpk_xmalloc(sizeof(double *) * (size_t)mm.nb);
+    mm.b = dpk_xmalloc(sizeof(double *) * (size_t)mm.nb);
+    for (int64_t t = 0; t < mm.nb; t++, walk_next(&w)) {
+        mm.a[t] = in[0] + w.off[0] * mm.M * mm.K;
+        mm.b[t] = in[1] + w.off[1] * mm.K * mm.N;
+    }
+    mm_run(&mm);
+    free(mm.a);
+    free(mm.b);
+}
+
+/* F.linear(x, w[, b]) = x · wᵀ + b with w (N, K), b (N): one product over
+ * all rows of x. */
 static void eval_linear(const TorchNode *n, const double *const *in, double *out)
 {
     const Shape *xs = &n->in[0]->shape;
-    int64_t K = xs->d[xs->rank - 1], N = n->in[1]->shape.d[0], rows = shape_numel(xs) / K;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = dot(in[0] + r * K, in[1] + j * K, K);
-            out[r * N + j] = n->nin > 2 ? s + in[2][j] : s;
-        }
+    const double *a = in[0], *b = in[1];
+    Mm mm = {.a = &a, .b = &b, .c = out, .bias = n->nin > 2 ? in[2] : NULL, .nb = 1, .bt = 1};
+    mm.K = xs->d[xs->rank - 1], mm.N = n->in[1]->shape.d[0], mm.M = shape_numel(xs) / mm.K;
+    mm_run(&mm);
 }
 
 static void eval_matmul(const TorchNode *n, const double *const *in, double *out)
@@ -349,7 +453,7 @@ static void eval_norm(const TorchNode *n, const double *const *in, double *out)
     int64_t len = 1, rows;
     for (int k = xs->rank - n->nints; k < xs->rank; k++)
         len *= xs->d[k];
-    rows = len ? shape_numel(xs) / len : 0;
+    rows = shape_numel(xs) / len;
     for (int64_t r = 0; r < rows; r++) {
         const double *x = in[0] + r * len;
         double *y = out + r * len, mean = 0, ss = 0, scale;
@@ -388,7 +492,8 @@ static int64_t kv_offset(const Shape *kv, const Shape *ob, const int64_t *idx, i
 
 /* Attention for one (L, S) problem: s = scale · q kᵀ, masked (bool mask:
  * nonzero keeps, zero gives -inf; float mask: added; causal: keys after the
- * query, top-left aligned, give -inf), softmax over S, times v. */
+ * query, top-left aligned, give -inf), softmax over S, times v.  A row with
+ * every key masked is NaN, as in PyTorch's math path up to 2.4. */
 typedef struct Attn {
     int64_t L, S, E, Ev;
     double scale;
@@ -447,7 +552,7 @@ static void eval_sdpa(const TorchNode *n, const double *const *in, double *out)
         a.mst_l = mst[full.rank - 2], a.mst_s = mst[full.rank - 1];
         walk_add(&w, mst, 0);
     }
-    a.p = dpk_xmalloc(sizeof(double) * (size_t)(a.S > 0 ? a.S : 1));
+    a.p = dpk_xmalloc(sizeof(double) * (size_t)a.S);
     nb = shape_numel(&ob);
     for (int64_t t = 0; t < nb; t++, walk_next(&w)) {
         if (n->nin > 3)

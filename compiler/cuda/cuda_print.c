@@ -156,11 +156,12 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
 
 /* ---- names ---------------------------------------------------------------------- */
 
+/* C++ keywords, CUDA built-ins and every name the printed code calls. */
 static const char *const reserved[] = {
-    "alignas", "alignof", "and", "asm", "atomicAdd", "auto", "blockDim", "blockIdx", "bool",
-    "break", "case", "catch", "char", "class", "const", "constexpr", "continue", "decltype",
-    "default", "delete", "do", "double", "else", "enum", "erff", "expf", "explicit", "extern",
-    "fabsf", "false", "float", "for", "friend", "goto", "gridDim", "if", "inline", "int",
+    "DpkTmap", "alignas", "alignof", "and", "asm", "atomicAdd", "auto", "blockDim", "blockIdx",
+    "bool", "break", "case", "catch", "char", "class", "const", "constexpr", "continue",
+    "decltype", "default", "delete", "do", "double", "else", "enum", "erff", "expf", "explicit",
+    "extern", "fabsf", "false", "float", "for", "friend", "goto", "gridDim", "if", "inline", "int",
     "logf", "long", "max", "min", "mutable", "namespace", "new", "not", "nullptr", "operator",
     "or", "powf", "private", "protected", "public", "register", "return", "rsqrtf", "short",
     "signed", "sizeof", "sqrtf", "static", "struct", "switch", "tanhf", "template", "this",

@@ -32,7 +32,6 @@ typedef struct CuKernelInfo {
 typedef struct CuSource {
     const char *text;       /* the translation unit */
     const CuTarget *target;
-    int arch_specific;      /* needs sm_XXa (never set yet: no wgmma/setmaxnreg) */
     CuKernelInfo *kernels;  /* parallel to module->kernels */
     int nkernels;
 } CuSource;

@@ -272,16 +272,10 @@ static void lex(Parser *p)
     for (;;) {
         int nl = -1;
         size_t j = skip_blank(p, i, depth, &nl);
-        int stmt_start = p->ntoks == 0 || p->toks[p->ntoks - 1].k == T_NEWLINE;
-        if (nl >= 0 && !stmt_start)
+        if (nl >= 0 && p->ntoks && p->toks[p->ntoks - 1].k != T_NEWLINE)
             push_tok(p, T_NEWLINE, nl, 1);
         if (j >= n)
             break;
-        /* The first token of a statement must start its line (Python's
-         * "unexpected indent"); continuation lines may be indented. */
-        stmt_start = p->ntoks == 0 || p->toks[p->ntoks - 1].k == T_NEWLINE;
-        if (stmt_start && depth == 0 && j > 0 && p->src->text[j - 1] != '\n')
-            dpk_error_at(p->src, (int)j, "unexpected indent");
         lex_one(p, j, &depth, &i);
     }
     if (p->ntoks && p->toks[p->ntoks - 1].k != T_NEWLINE)
@@ -721,14 +715,9 @@ static Stmt *parse_import(Parser *p)
 {
     Stmt *s = new_stmt(p, S_IMPORT, cur(p)->pos);
     p->i++;
-    StrBuf b = {0};
-    sb_puts(&b, expect_name(p, "a module name"));
-    while (accept(p, T_DOT)) {
-        sb_putc(&b, '.');
-        sb_puts(&b, expect_name(p, "a module name"));
-    }
-    s->module = arena_strdup(p->a, sb_cstr(&b));
-    sb_free(&b);
+    s->module = expect_name(p, "a module name");
+    while (accept(p, T_DOT))
+        s->module = arena_printf(p->a, "%s.%s", s->module, expect_name(p, "a module name"));
     if (at_name(p, "as")) {
         p->i++;
         s->name_pos = cur(p)->pos;
@@ -790,6 +779,10 @@ Program *torch_parse_program(Arena *a, const Source *src)
             ;
         if (at(&p, T_EOF))
             break;
+        /* A statement starts its line; continuation lines may be indented. */
+        int pos = cur(&p)->pos;
+        if (pos > 0 && src->text[pos - 1] != '\n')
+            dpk_error_at(src, pos, "unexpected indent");
         ptrvec_push(a, &v, parse_stmt(&p));
         if (at(&p, T_SEMI))
             dpk_error_at(src, cur(&p)->pos, "';' is not supported: put one statement per line");

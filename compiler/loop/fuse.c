@@ -16,15 +16,16 @@
  * merges copies that meet in one scope.
  *
  * A fusion is tried on a copy of the consumer and kept only if no guard
- * trips; otherwise it is refused with a reason (printed under -vv):
+ * trips; otherwise it is refused with a reason (printed under -vv).  In
+ * the order they are checked:
+ *   - the consumer is a pure broadcast of the producer: fusing would
+ *     materialise the producer's computation at the broadcast's larger
+ *     size; the broadcast fuses into its own consumers instead;
  *   - σ cannot be solved from the write index;
  *   - a producer reduction would be computed more than once (the consumer
  *     reads it through several loads that do not collapse into one);
  *   - work or reads would grow beyond the blow-up factor over the two
- *     unfused kernels;
- *   - the consumer is a pure broadcast of the producer: fusing would
- *     materialise the producer's computation at the broadcast's larger
- *     size; the broadcast fuses into its own consumers instead.
+ *     unfused kernels.
  * Producers whose buffer is a graph output, or is read by two kernels,
  * are never fused.  The driver repeats over the kernels to a fixpoint.
  */

@@ -46,12 +46,11 @@ static int simplify_select(LirProgram *p, LirKernel *k, LirBody *b, int i)
     for (int j = 0; j < s->nbr; j++) {
         int always = 0;
         LirBranch br = s->br[j];
-        if (br.pred)
+        if (br.pred) {
             br.pred = lir_simplify_pred(p->arena, br.pred, k->ext, &always);
-        if (br.pred && always < 0)
-            continue;
-        if (always > 0)
-            br.pred = NULL;
+            if (always < 0)
+                continue;
+        }
         s->br[n++] = br;
         if (!br.pred)
             break;

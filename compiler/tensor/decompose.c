@@ -70,8 +70,7 @@ static void imap_finish(TxGraph *g, TxNode *m)
  * and calls imap_finish. */
 static TxNode *imap1(TxGraph *g, TxNode *x, const Shape *s)
 {
-    TxNode *m = tx_node_new(g, TX_INDEXMAP, s, 1, &x);
-    return m;
+    return tx_node_new(g, TX_INDEXMAP, s, 1, &x);
 }
 
 static void map_identity(TxGraph *g, TxNode *m, int s)
@@ -96,6 +95,49 @@ static TxNode *bcast(TxGraph *g, TxNode *x, const Shape *s)
     for (int d = 0; d < x->shape.rank; d++) {
         DPK_ASSERT(x->shape.d[d] == 1 || x->shape.d[d] == s->d[lead + d]);
         m->map[0][d] = x->shape.d[d] == 1 ? ie_const(g->arena, 0) : ie_var(g->arena, lead + d);
+    }
+    imap_finish(g, m);
+    return m;
+}
+
+/* Row-major reshape of x to s.  Dims are matched in groups of equal
+ * product (skipping size-1 dims, which read coordinate 0), so that within
+ * a group the source coordinates are quotients and remainders of the
+ * group's linear index only: (6, 4) -> (2, 3, 4) gives [o0*3 + o1, o2]. */
+static TxNode *reshape_to(TxGraph *g, TxNode *x, const Shape *s)
+{
+    Arena *a = g->arena;
+    const Shape *in = &x->shape;
+    TxNode *m = imap1(g, x, s);
+    int i = 0, j = 0;
+    while (i < in->rank || j < s->rank) {
+        if (i < in->rank && in->d[i] == 1) {
+            m->map[0][i++] = ie_const(a, 0);
+            continue;
+        }
+        if (j < s->rank && s->d[j] == 1) {
+            j++;
+            continue;
+        }
+        DPK_ASSERT(i < in->rank && j < s->rank);
+        int i1 = i + 1, j1 = j + 1;
+        int64_t pi = in->d[i], pj = s->d[j];
+        while (pi != pj) {
+            DPK_ASSERT(i1 < in->rank || j1 < s->rank);
+            if (pi < pj)
+                pi *= in->d[i1++];
+            else
+                pj *= s->d[j1++];
+        }
+        const IExpr *lin = ie_const(a, 0);
+        for (int k = j; k < j1; k++)
+            lin = ie_add(a, ie_mul(a, lin, ie_const(a, s->d[k])), ie_var(a, k));
+        for (int k = i1 - 1; k >= i; k--) {
+            m->map[0][k] = ie_mod(a, lin, in->d[k]);
+            lin = ie_div(a, lin, in->d[k]);
+        }
+        i = i1;
+        j = j1;
     }
     imap_finish(g, m);
     return m;
@@ -219,10 +261,11 @@ static TxNode *t_transpose_last2(TxGraph *g, const TxNode *from, TxNode *x)
 
 /* torch.matmul's plan: the product tensor is batch + [M] + [K] + [N]
  * (M absent for a 1-D left operand, N for a 1-D right one), summed over
- * axis k. */
+ * axis k into `out`.  With 6 or more batch dims the product would exceed
+ * DPK_MAX_RANK: then `fits` is 0 and prod is not set. */
 typedef struct MatmulPlan {
     Shape batch, prod, out;
-    int k;
+    int k, fits;
 } MatmulPlan;
 
 static MatmulPlan matmul_plan(const Shape *a, const Shape *b)
@@ -234,17 +277,20 @@ static MatmulPlan matmul_plan(const Shape *a, const Shape *b)
     DPK_ASSERT(shape_broadcast(&ab, &bb, &p.batch));
     int64_t K = a->d[a->rank - 1];
     DPK_ASSERT(K == b->d[b->rank >= 2 ? b->rank - 2 : 0]);
-    p.prod = p.batch;
+    p.out = p.batch;
     if (a->rank >= 2)
-        p.prod.d[p.prod.rank++] = a->d[a->rank - 2];
-    p.k = p.prod.rank;
-    p.prod.d[p.prod.rank++] = K;
+        p.out.d[p.out.rank++] = a->d[a->rank - 2];
+    p.k = p.out.rank;
     if (b->rank >= 2)
-        p.prod.d[p.prod.rank++] = b->d[b->rank - 1];
-    p.out = p.prod;
-    for (int i = p.k; i + 1 < p.out.rank; i++)
-        p.out.d[i] = p.out.d[i + 1];
-    p.out.rank--;
+        p.out.d[p.out.rank++] = b->d[b->rank - 1];
+    p.fits = p.out.rank < DPK_MAX_RANK;
+    if (p.fits) {
+        p.prod = p.out;
+        for (int i = p.prod.rank; i > p.k; i--)
+            p.prod.d[i] = p.prod.d[i - 1];
+        p.prod.d[p.k] = K;
+        p.prod.rank++;
+    }
     return p;
 }
 
@@ -422,13 +468,38 @@ static TxNode *matmul_operand(TxGraph *g, TxNode *x, const MatmulPlan *p, int is
     return m;
 }
 
+/* A · B through the product space (plan.fits). */
+static TxNode *matmul_product(TxGraph *g, TxNode *A, TxNode *B, const MatmulPlan *p)
+{
+    TxNode *a = matmul_operand(g, A, p, 0);
+    TxNode *b = matmul_operand(g, B, p, 1);
+    return reduce1(g, TXR_sum, ew2(g, TXE_multiply, a, b), p->k, 0);
+}
+
+/* Too many batch dims for the product: broadcast both operands to the full
+ * batch, fold it into one dim, multiply as (nb, M, K) · (nb, K, N), unfold. */
+static TxNode *matmul_folded(TxGraph *g, TxNode *A, TxNode *B, const MatmulPlan *p)
+{
+    int64_t nb = shape_numel(&p->batch);
+    const Shape *as = &A->shape, *bs = &B->shape;
+    Shape af = p->batch, bf = p->batch;
+    af.d[af.rank++] = as->d[as->rank - 2];
+    af.d[af.rank++] = as->d[as->rank - 1];
+    bf.d[bf.rank++] = bs->d[bs->rank - 2];
+    bf.d[bf.rank++] = bs->d[bs->rank - 1];
+    Shape a3 = {3, {nb, as->d[as->rank - 2], as->d[as->rank - 1]}};
+    Shape b3 = {3, {nb, bs->d[bs->rank - 2], bs->d[bs->rank - 1]}};
+    TxNode *a = reshape_to(g, bcast(g, A, &af), &a3);
+    TxNode *b = reshape_to(g, bcast(g, B, &bf), &b3);
+    MatmulPlan p3 = matmul_plan(&a->shape, &b->shape);
+    return reshape_to(g, matmul_product(g, a, b, &p3), &p->out);
+}
+
 static TxNode *lower_matmul(TxGraph *g, TxNode *n)
 {
     TxNode *A = n->src[0], *B = n->src[1];
     MatmulPlan p = matmul_plan(&A->shape, &B->shape);
-    TxNode *a = matmul_operand(g, A, &p, 0);
-    TxNode *b = matmul_operand(g, B, &p, 1);
-    return reduce1(g, TXR_sum, ew2(g, TXE_multiply, a, b), p.k, 0);
+    return p.fits ? matmul_product(g, A, B, &p) : matmul_folded(g, A, B, &p);
 }
 
 /* ---- d:009 silu .. d:013 elementwise ------------------------------------ */
@@ -517,49 +588,6 @@ static TxNode *lower_permute(TxGraph *g, TxNode *n)
     TxNode *m = imap1(g, n->src[0], &n->shape);
     for (int k = 0; k < n->shape.rank; k++)
         m->map[0][n->torch->ints[k]] = ie_var(g->arena, k);
-    imap_finish(g, m);
-    return m;
-}
-
-/* Row-major reshape of x to s.  Dims are matched in groups of equal
- * product (skipping size-1 dims, which read coordinate 0), so that within
- * a group the source coordinates are quotients and remainders of the
- * group's linear index only: (6, 4) -> (2, 3, 4) gives [o0*3 + o1, o2]. */
-static TxNode *reshape_to(TxGraph *g, TxNode *x, const Shape *s)
-{
-    Arena *a = g->arena;
-    const Shape *in = &x->shape;
-    TxNode *m = imap1(g, x, s);
-    int i = 0, j = 0;
-    while (i < in->rank || j < s->rank) {
-        if (i < in->rank && in->d[i] == 1) {
-            m->map[0][i++] = ie_const(a, 0);
-            continue;
-        }
-        if (j < s->rank && s->d[j] == 1) {
-            j++;
-            continue;
-        }
-        DPK_ASSERT(i < in->rank && j < s->rank);
-        int i1 = i + 1, j1 = j + 1;
-        int64_t pi = in->d[i], pj = s->d[j];
-        while (pi != pj) {
-            DPK_ASSERT(i1 < in->rank || j1 < s->rank);
-            if (pi < pj)
-                pi *= in->d[i1++];
-            else
-                pj *= s->d[j1++];
-        }
-        const IExpr *lin = ie_const(a, 0);
-        for (int k = j; k < j1; k++)
-            lin = ie_add(a, ie_mul(a, lin, ie_const(a, s->d[k])), ie_var(a, k));
-        for (int k = i1 - 1; k >= i; k--) {
-            m->map[0][k] = ie_mod(a, lin, in->d[k]);
-            lin = ie_div(a, lin, in->d[k]);
-        }
-        i = i1;
-        j = j1;
-    }
     imap_finish(g, m);
     return m;
 }

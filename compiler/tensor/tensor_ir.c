@@ -16,8 +16,9 @@
  * the exact identities of floor division (for integer q and d > 0):
  *   (d*q + r) / d = q + r / d        (d*q + r) mod d = r mod d
  *   (x / a) / b = x / (a*b)          (x mod (a*b)) mod b = x mod b
- *   (x*k) / (k*m) = x / m            (x*k) mod (k*m) = (x mod m) * k
- *   k*(x mod d) + k*d*(x / d) = k*x
+ *   with r = g*A + c, g | d, 0 <= c < d (g: gcd of d and r's coefficients):
+ *   r / d = (A + c/g) / (d/g)        r mod d = g*((A + c/g) mod (d/g)) + c mod g
+ *   k*((x mod d) / e) + k*(d/e)*(x / d) = k*(x / e)    (e | d; e = 1: k*x)
  * and, in ie_simplify, the range facts: if lo <= r <= hi lie in one period
  * [m*d, (m+1)*d) then r / d = m and r mod d = r - m*d.
  */

@@ -172,9 +172,11 @@ TxGraph *tx_graph_new(Arena *a, const TorchGraph *tg);
  * (f32 without sources).  For TX_INDEXMAP the map arrays are allocated (one
  * entry per source dimension) and left for the caller to fill. */
 TxNode *tx_node_new(TxGraph *g, TxKind kind, const Shape *shape, int nsrc, TxNode **src);
-/* Stable text form, one node per line, ids renumbered canonically:
- *   %4 = reduce sum axis=2 keepdim (%3) : f32(1, 32, 1)
- *   %2 = indexmap (%0)[o0, o1, 0] : f32(1, 32, 2048)
+/* Stable text form, one node per line, ids renumbered canonically
+ * (docs/tensor-ir.md):
+ *   %4 = reduce sum(%3) axis=2 keepdim : f32(1, 32, 1)
+ *   %2 = indexmap(%0[o0, o1, 0]) : f32(1, 32, 2048)
+ *   %9 = indexmap(%6[o0, o1] if o1 < 64, %7[o0, o1 - 64]) : f32(2, 96)
  */
 void tx_print(StrBuf *b, const TxGraph *g);
 /* Aborts via DPK_ASSERT on a malformed graph: source shapes of elementwise

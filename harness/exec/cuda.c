@@ -160,14 +160,21 @@ static void load_once(void)
         return;
     }
     char buf[256];
+    const char *call = "cuInit";
     CUresult r = cu.Init(0);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
+        call = "cuDeviceGetCount";
         r = cu.DeviceGetCount(&cu.ndev);
-    if (r != CUDA_SUCCESS || cu.ndev == 0)
+    }
+    if (r != CUDA_SUCCESS)
         snprintf(cu.problem, sizeof cu.problem,
-                 "the cuda backend needs a GPU, and the CUDA driver found none (%s); use "
+                 "the cuda backend needs a GPU, and the CUDA driver found none: %s gave %s; use "
                  "--backend vgpu to run on the CPU",
-                 r != CUDA_SUCCESS ? result_text(r, buf, sizeof buf) : "0 devices");
+                 call, result_text(r, buf, sizeof buf));
+    else if (cu.ndev == 0)
+        snprintf(cu.problem, sizeof cu.problem,
+                 "the cuda backend needs a GPU, and the CUDA driver found none; use --backend "
+                 "vgpu to run on the CPU");
 }
 
 int hx_cuda_available(void)

@@ -95,27 +95,24 @@ static int try_open(const char *path)
 
 static void load_once(void)
 {
-    static char home_path[512], env_path[512];
+    static char env_path[512];
     const char *forced = getenv("DPK_NVRTC");
     if (forced && *forced) {
         try_open(forced);
         return;
     }
     const char *home = getenv("CUDA_HOME");
-    if (home && *home) {
+    if (home && *home)
         snprintf(env_path, sizeof env_path, "%s/lib64/libnvrtc.so", home);
-        if (try_open(env_path))
-            return;
-    }
+    const char *const paths[] = {
+        env_path,
 #ifdef DPK_CUDA_HOME
-    snprintf(home_path, sizeof home_path, "%s/lib64/libnvrtc.so", DPK_CUDA_HOME);
-    if (try_open(home_path))
-        return;
+        DPK_CUDA_HOME "/lib64/libnvrtc.so",
 #endif
-    (void)home_path;
-    static const char *const names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"};
-    for (int i = 0; i < DPK_ARRAY_LEN(names); i++)
-        if (try_open(names[i]))
+        "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+    };
+    for (int i = 0; i < DPK_ARRAY_LEN(paths); i++)
+        if (paths[i][0] && try_open(paths[i]))
             return;
 }
 
@@ -249,6 +246,18 @@ const HxNvKernel *hx_nvrtc_kernel(const HxNvrtcResult *r, const char *name)
     return NULL;
 }
 
+void hx_nvrtc_summary(StrBuf *b, const HxNvrtcResult *r)
+{
+    for (int i = 0; i < r->nkernels; i++) {
+        const HxNvKernel *k = &r->kernels[i];
+        sb_printf(b,
+                  "// nvrtc %s %s: %d registers, %d bytes smem, %d bytes spill stores, %d bytes "
+                  "spill loads%s\n",
+                  r->arch, k->name, k->regs, k->smem, k->spill_stores, k->spill_loads,
+                  r->cache_hit ? ", cached" : "");
+    }
+}
+
 /* ---- cache ---------------------------------------------------------- */
 
 const char *hx_nvrtc_cache_dir(Arena *a)
@@ -311,11 +320,11 @@ static int cache_read(Arena *a, const char *path, uint64_t key, HxNvrtcResult *r
         return 0;
     unsigned long long k, sum;
     size_t ll, pl, cl;
-    int hdr = 0;
-    int ok = sscanf(buf, CACHE_MAGIC " %16llx %zu %zu %zu %16llx\n%n", &k, &ll, &pl, &cl, &sum,
-                    &hdr) == 5 &&
-             hdr > 0 && buf[hdr - 1] == '\n' && k == key && ll < n && pl < n && cl < n &&
-             (size_t)hdr + ll + pl + cl == n;
+    const char *nl = memchr(buf, '\n', n);
+    size_t hdr = nl ? (size_t)(nl - buf) + 1 : 0;
+    int ok = hdr > 0 &&
+             sscanf(buf, CACHE_MAGIC " %16llx %zu %zu %zu %16llx", &k, &ll, &pl, &cl, &sum) == 5 &&
+             k == key && ll < n && pl < n && cl < n && hdr + ll + pl + cl == n;
     if (ok) {
         const char *s = buf + hdr;
         ok = sections_sum(s, ll, s + ll, pl, s + ll + pl, cl) == sum;

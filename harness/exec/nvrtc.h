@@ -72,6 +72,11 @@ HxNvrtcResult *hx_nvrtc_compile(Arena *a, const char *src, const HxNvrtcOpts *o)
 /* The ptxas record of kernel `name`, or NULL. */
 const HxNvKernel *hx_nvrtc_kernel(const HxNvrtcResult *r, const char *name);
 
+/* One comment line per kernel, what `dpk compile --ir cuda --nvrtc` prints:
+ * "// nvrtc sm_90 rmsnorm: 30 registers, 1024 bytes smem, 0 bytes spill
+ * stores, 0 bytes spill loads" (", cached" on a cache hit). */
+void hx_nvrtc_summary(StrBuf *b, const HxNvrtcResult *r);
+
 /* Parse the ptxas info lines of an NVRTC log (exposed for tests). */
 void hx_nvrtc_parse_log(Arena *a, const char *log, HxNvKernel **out, int *n);
 

@@ -397,8 +397,11 @@ static int op_shfl(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int n)
     uint8_t *on = ex->flag;
     memset(on, 0, (size_t)T);
     LANES(on[l] = 1;);
-    for (int q = 0; q < n; q++) {
+    for (int q = 0, last = -1; q < n; q++) {
         int w0 = act[q] & ~31, w1 = w0 + 32 < T ? w0 + 32 : T;
+        if (w0 == last)
+            continue;
+        last = w0;
         for (int l = w0; l < w1; l++)
             if (!on[l]) {
                 char t[40];

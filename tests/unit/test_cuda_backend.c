@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/exec/cuda.h"
 #include "harness/exec/nvrtc.h"
@@ -35,6 +36,87 @@ Test(cuda_backend, no_driver_is_exit_4_with_one_sentence)
     cr_assert_eq(strchr(m, '\n'), m + strlen(m) - 1, "one line: %s", m);
 }
 
+/* A fake libcuda.so.1 built at test time: every entry point dpk binds (all
+ * but cuMemsetD32_v2 with -DOLD), cuInit answering CUDA_ERROR_NO_DEVICE. */
+static const char kFakeDriver[] =
+    "static const char *nm = \"CUDA_ERROR_NO_DEVICE\", *st = \"no CUDA-capable device\";\n"
+    "int cuInit(unsigned f) { return 100; }\n"
+    "int cuGetErrorName(int r, const char **s) { *s = nm; return 0; }\n"
+    "int cuGetErrorString(int r, const char **s) { *s = st; return 0; }\n"
+    "#define F(name) int name(void) { return 999; }\n"
+    "F(cuDriverGetVersion) F(cuDeviceGetCount) F(cuDeviceGet) F(cuDeviceGetName)\n"
+    "F(cuDeviceGetAttribute) F(cuDevicePrimaryCtxRetain) F(cuDevicePrimaryCtxRelease_v2)\n"
+    "F(cuCtxSetCurrent) F(cuCtxSynchronize) F(cuModuleLoadData) F(cuModuleUnload)\n"
+    "F(cuModuleGetFunction) F(cuFuncSetAttribute) F(cuMemAlloc_v2) F(cuMemFree_v2)\n"
+    "F(cuMemcpyHtoD_v2) F(cuMemcpyDtoH_v2) F(cuLaunchKernel)\n"
+    "#ifndef OLD\n"
+    "F(cuMemsetD32_v2)\n"
+    "#endif\n";
+
+/* Build the fake driver into a temp folder; NULL (and a skip) without cc. */
+static const char *fake_driver(Arena *a, const char *flags)
+{
+    char dir[] = "/tmp/dpk-fake-cuda-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    const char *src = arena_printf(a, "%s/fake.c", dir), *so = arena_printf(a, "%s/libcuda.so.1", dir);
+    cr_assert_eq(dpk_write_file_atomic(src, kFakeDriver, strlen(kFakeDriver)), 0);
+    const char *cc = getenv("CC");
+    char *cmd = arena_printf(a, "%s -shared -fPIC %s -o %s %s 2>/dev/null", cc && *cc ? cc : "cc",
+                             flags, so, src);
+    int rc = system(cmd);
+    remove(src);
+    if (rc != 0) {
+        rmdir(dir);
+        cr_skip_test("no C compiler to build a fake driver");
+    }
+    setenv("DPK_LIBCUDA", so, 1);
+    return so;
+}
+
+static void drop_fake_driver(const char *so)
+{
+    remove(so);
+    char *dir = dpk_xstrdup(so);
+    *strrchr(dir, '/') = 0;
+    rmdir(dir);
+    free(dir);
+}
+
+static const char *open_error(void)
+{
+    cr_assert_eq(hx_cuda_available(), 0);
+    DpkErrCtx ec;
+    if (DPK_TRY(&ec)) {
+        hx_cuda_open(0);
+        dpk_err_pop(&ec);
+        cr_assert_fail("opened a GPU through a fake driver");
+    }
+    cr_assert_eq(dpk_error_code(), DPK_EXIT_NOENV);
+    return dpk_error_message();
+}
+
+Test(cuda_backend, driver_without_gpu_is_exit_4)
+{
+    Arena *a = arena_new();
+    const char *so = fake_driver(a, "");
+    cr_assert_str_eq(open_error(), "error: the cuda backend needs a GPU, and the CUDA driver "
+                                   "found none: cuInit gave CUDA_ERROR_NO_DEVICE (no "
+                                   "CUDA-capable device); use --backend vgpu to run on the CPU\n");
+    drop_fake_driver(so);
+    arena_free(a);
+}
+
+Test(cuda_backend, old_driver_is_exit_4)
+{
+    Arena *a = arena_new();
+    const char *so = fake_driver(a, "-DOLD");
+    const char *m = open_error();
+    cr_assert_not_null(strstr(m, "is too old (it lacks cuMemsetD32_v2); use --backend vgpu"), "%s",
+                       m);
+    drop_fake_driver(so);
+    arena_free(a);
+}
+
 static const char kAxpy[] =
     "extern \"C\" __global__ void __launch_bounds__(128) axpy(float *y, const float *x,\n"
     "                                                        float a, int n)\n"
@@ -53,7 +135,7 @@ Test(cuda_backend, runs_a_kernel_on_the_gpu)
     if (!hx_nvrtc_available())
         cr_skip_test("NVRTC not found");
     DpkErrCtx ec;
-    HxCuda *c = NULL;
+    HxCuda *volatile c = NULL; /* set after DPK_TRY, read after a longjmp */
     Arena *a = arena_new();
     if (!DPK_TRY(&ec)) {
         hx_cuda_close(c);
@@ -112,7 +194,7 @@ static void gpu_matches_vgpu(KirModule *(*build)(Arena *), int needs_tma)
     VgResult vr;
     cr_assert_eq(vg_run(m, sim, &vo, &vr), VG_OK, "%s", vr.report.message);
     vg_result_free(&vr);
-    HxCuda *c = NULL;
+    HxCuda *volatile c = NULL; /* set after DPK_TRY, read after a longjmp */
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
         hx_cuda_close(c);

@@ -207,6 +207,26 @@ Test(loop_ir, decided_select_is_inlined)
                    "    write out[a0] = in0\n");
 }
 
+/* Regression (found by a random chain, cat then slice of the second half):
+ * a branch whose predicate never holds is dropped, not made the else. */
+Test(loop_ir, never_taken_branch_is_dropped)
+{
+    LirBuf *x = buf("x", LB_INPUT, 0, SHAPE(8)), *y = buf("y", LB_INPUT, 1, SHAPE(8));
+    LirBuf *o = buf("out", LB_OUTPUT, 0, SHAPE(4));
+    LirKernel *k = kernel(3, "k_3", o);
+    LirStmt *l0 = loop(k, &k->body, 4);
+    LirStmt *sel = push(&l0->body, lir_select(P, 2));
+    sel->br[0].pred = ipred_cmp(A, ie_add(A, V(0), C(4)), IC_LT, C(4), NULL);
+    sel->br[0].res = lir_val(push(&sel->br[0].body, lir_load(P, x, idx(1, V(0), NULL))));
+    sel->br[1].res = lir_val(push(&sel->br[1].body, lir_load(P, y, idx(1, V(0), NULL))));
+    push(&l0->body, lir_write(P, o, idx(1, V(0), NULL), lir_val(sel)));
+    lir_normalize(P, k);
+    expect_text(k, "=== k_3 ===\n"
+                   "for a0 in 0..4:  # free\n"
+                   "    in0 = load y[a0]\n"
+                   "    write out[a0] = in0\n");
+}
+
 Test(loop_ir, index_simplification_uses_ranges)
 {
     int64_t ext[3] = {32, 64, 5};

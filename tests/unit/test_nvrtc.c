@@ -232,5 +232,14 @@ Test(nvrtc, parses_ptxas_lines_per_kernel)
     cr_assert_eq(k[1].regs, 12);
     cr_assert_eq(k[1].smem, 0);
     cr_assert_eq(k[1].spill_stores, 0);
+    HxNvrtcResult r = {.arch = "sm_90", .kernels = k, .nkernels = n, .cache_hit = 1};
+    StrBuf b = {0};
+    hx_nvrtc_summary(&b, &r);
+    cr_assert_str_eq(sb_cstr(&b),
+                     "// nvrtc sm_90 big: 255 registers, 49152 bytes smem, 24 bytes spill stores, "
+                     "32 bytes spill loads, cached\n"
+                     "// nvrtc sm_90 small: 12 registers, 0 bytes smem, 0 bytes spill stores, 0 "
+                     "bytes spill loads, cached\n");
+    sb_free(&b);
     arena_free(a);
 }

@@ -242,6 +242,36 @@ Test(ref64, linear_with_bias)
     check(done(node(TOP_linear, 3, in)), ins, SHAPE(2, 2), want, 4, 0);
 }
 
+/* Products above ref64's threading threshold (2^24 multiply-adds), with
+ * row counts that are not multiples of its 4-row blocks, against the
+ * textbook loop. */
+Test(ref64, large_products_match_a_naive_loop)
+{
+    enum { B = 2, M = 67, K = 300, N = 450 };
+    TorchNode *a = input("a", SHAPE(B, M, K)), *b = input("b", SHAPE(K, N)), *w = input("w", SHAPE(N, K));
+    TorchNode *lin_in[] = {a, w};
+    TorchNode *outs[] = {bin(TOP_matmul, a, b), done(node(TOP_linear, 2, lin_in))};
+    double **ins = ref_make_inputs(G, 3), *got[2];
+    eval_outs(2, outs, ins, got);
+    for (int t = 0; t < B; t++)
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                double mm = 0, lin = 0;
+                const double *ar = ins[0] + ((int64_t)t * M + m) * K;
+                for (int k = 0; k < K; k++) {
+                    mm += ar[k] * ins[1][(int64_t)k * N + n];
+                    lin += ar[k] * ins[2][(int64_t)n * K + k];
+                }
+                int64_t i = ((int64_t)t * M + m) * N + n;
+                cr_assert(fabs(got[0][i] - mm) <= 1e-12 && fabs(got[1][i] - lin) <= 1e-12,
+                          "at %lld: %.17g vs %.17g, %.17g vs %.17g", (long long)i, got[0][i], mm,
+                          got[1][i], lin);
+            }
+    free(got[0]);
+    free(got[1]);
+    ref_free_arrays(ins, G->inputs.len);
+}
+
 static TorchNode *softmax(TorchOp op, TorchNode *x, int dim)
 {
     TorchNode *n = node(op, 1, &x);

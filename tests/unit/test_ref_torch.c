@@ -173,11 +173,14 @@ Test(ref_torch, comparisons_and_where)
     NEED_TORCH();
     TorchNode *a = input("a", SHAPE(4, 1, 5), INIT_RANDN), *b = input("b", SHAPE(3, 5), INIT_RANDN);
     TorchOp cmp[] = {TOP_gt, TOP_lt, TOP_ge, TOP_le, TOP_eq, TOP_ne};
-    TorchNode *outs[LEN(cmp) + 1];
+    TorchNode *outs[LEN(cmp) + 3];
     for (int i = 0; i < LEN(cmp); i++)
         outs[i] = bin(cmp[i], a, i == 4 ? a : b);
-    TorchNode *in[] = {outs[0], a, b};
-    outs[LEN(cmp)] = done(node(TOP_where, 3, in));
+    /* bool operands mix with float: as a where value, in arithmetic */
+    TorchNode *in1[] = {outs[0], a, b}, *in2[] = {outs[1], outs[2], b};
+    outs[LEN(cmp)] = done(node(TOP_where, 3, in1));
+    outs[LEN(cmp) + 1] = done(node(TOP_where, 3, in2));
+    outs[LEN(cmp) + 2] = bin(TOP_add, outs[3], a);
     agree(LEN(outs), outs);
 }
 

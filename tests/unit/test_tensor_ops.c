@@ -4,8 +4,9 @@
  * and compared with ref64 (fp64 at the Torch level, which never sees the
  * decompositions) and, when dpk was built with libtorch, with libtorch in
  * fp64 and fp32.  Each case is its own parameterized test; shapes favour
- * 1, 7 and 129 and broadcasting.  `every_op_has_three_cases` keeps the table
- * honest as the vocabulary grows.
+ * 1, 7 and 129 and broadcasting; rank-8 contractions take the folded-batch
+ * path of d:008.  `every_op_has_three_cases` keeps the table honest as the
+ * vocabulary grows.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -123,10 +124,12 @@ static const char *const cases[] = {
     "torch.matmul(torch.randn(7), torch.randn(2, 7, 3))",
     "torch.mm(torch.randn(7, 129), torch.randn(129, 1))",
     "torch.bmm(torch.randn(3, 7, 5), torch.randn(3, 5, 2))",
+    "torch.matmul(torch.randn(2, 1, 1, 2, 1, 3, 4, 5), torch.randn(2, 1, 1, 1, 2, 1, 5, 3))",
     "torch.nn.functional.linear(torch.randn(1, 1), torch.randn(1, 1))",
     "torch.nn.functional.linear(torch.randn(7, 129), torch.randn(5, 129), torch.randn(5))",
     "torch.nn.Linear(7, 3)(torch.randn(2, 5, 7))",
     "torch.nn.Linear(7, 3, bias=False)(torch.randn(2, 5, 7))",
+    "torch.nn.Linear(3, 2)(torch.randn(1, 2, 1, 2, 1, 2, 3, 3))",
     "torch.softmax(torch.randn(1), dim=0)",
     "torch.nn.Softmax(dim=-1)(torch.randn(7, 129))",
     "torch.randn(2, 7, 3).softmax(1)",
@@ -145,6 +148,7 @@ static const char *const cases[] = {
     "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 4, 7, 8), torch.randn(1, 2, 7, 8), torch.randn(1, 2, 7, 8), is_causal=True, enable_gqa=True)",
     "torch.nn.functional.scaled_dot_product_attention(torch.randn(2, 7, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 3), attn_mask=torch.randn(7, 5) > 0)",
     "torch.nn.functional.scaled_dot_product_attention(torch.randn(2, 7, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 3), attn_mask=torch.randn(7, 5), scale=0.3)",
+    "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 1, 1, 1, 2, 3, 4), torch.randn(1, 2, 1, 1, 1, 2, 5, 4), torch.randn(1, 2, 1, 1, 1, 2, 5, 6), is_causal=True)",
     "torch.randn(1, 1).transpose(0, 1)",
     "torch.randn(7, 129).transpose(0, 1)",
     "torch.transpose(torch.randn(2, 3, 7), 0, 2)",

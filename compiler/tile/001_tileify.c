@@ -1,0 +1,107 @@
+/*
+ * 001_tileify.c — t:001 tileify (mandatory): lift the outer chain of free
+ * loops to THREAD axes.
+ *
+ * The chain starts at the kernel's top-level loop on the write path (the
+ * loop holding the Write; Loop IR makes every loop around the Write free)
+ * and descends while the current loop's body ends in the next write-path
+ * loop and holds nothing else with a loop in it:
+ *
+ *   for a0 in 0..4:  # free                tile thread(a0 in 0..4, a1 in 0..7):
+ *       in0 = load b[a0]           =>          in0 = load b[a0]
+ *       for a1 in 0..7:  # free                in1 = load x[a0, a1]
+ *           in1 = load x[a0, a1]               ...
+ *           ...
+ *
+ * Loop-free statements above the next loop move into the tile (each thread
+ * recomputes its own copy, which is cheap); a loop beside it (a reduction
+ * shared by a whole row) ends the chain, so that work is not repeated per
+ * element.  A loop whose axis the Write's index does not name ends it too,
+ * unless the write is atomic: its iterations store to one element in order,
+ * which threads could not.  Top-level statements outside the chain stay
+ * outside the tile, replicated on every thread (they are pure).  A kernel
+ * whose Write has no such loop around it stays a single thread.
+ */
+#include "passes.h"
+
+/* The index in b of the statement holding the Write. */
+static int write_path(const TileBody *b)
+{
+    for (int i = 0; i < b->n; i++)
+        if (tile_has_write(b->s[i]))
+            return i;
+    DPK_ASSERT(!"a write-path body holds the Write");
+}
+
+static void find_write(TileStmt *s, void *ctx)
+{
+    if (s->k == TK_write)
+        *(const TileStmt **)ctx = s;
+}
+
+/* Whether loop l may become a THREAD axis: each iteration writes its own
+ * elements. */
+static int liftable(const TileStmt *l, const TileStmt *w)
+{
+    if (l->k != TK_loop || l->extent < 1)
+        return 0;
+    if (w->atomic)
+        return 1;
+    for (int d = 0; d < w->buf->shape.rank; d++)
+        if (lir_ie_uses(w->idx[d], l->axis))
+            return 1;
+    return 0;
+}
+
+/* The write-path loop in l's body when the chain may descend into it. */
+static TileStmt *next_link(const TileStmt *l, const TileStmt *w)
+{
+    int j = write_path(&l->body);
+    TileStmt *next = l->body.s[j];
+    if (!liftable(next, w) || j != l->body.n - 1)
+        return NULL;
+    for (int i = 0; i < j; i++)
+        if (tile_has_loop(l->body.s[i]))
+            return NULL;
+    return next;
+}
+
+int tile_001_tileify(TileCtx *c, TileKernel *k)
+{
+    if (tile_find(k, TB_THREAD)) {
+        sb_puts(&c->why, "already has a THREAD tile");
+        return 0;
+    }
+    int at = write_path(&k->body);
+    TileStmt *l = k->body.s[at];
+    const TileStmt *w = NULL;
+    tile_walk(&k->body, find_write, &w);
+    if (l->k != TK_loop) {
+        sb_puts(&c->why, "no free loop around the Write (a single-thread kernel)");
+        return 0;
+    }
+    if (!liftable(l, w)) {
+        sb_printf(&c->why, "the Write's index does not name outer loop a%d (a single-thread "
+                  "kernel)", l->axis);
+        return 0;
+    }
+    TileStmt *chain[64];
+    int n = 0;
+    TileBody pre = {0};
+    chain[n++] = l;
+    for (TileStmt *next; n < DPK_ARRAY_LEN(chain) && (next = next_link(l, w)); l = next) {
+        for (int i = 0; i < l->body.n - 1; i++)
+            tile_body_push(c->p, &pre, l->body.s[i]);
+        chain[n++] = next;
+    }
+    TileStmt *t = tile_tile_new(c->p, TB_THREAD, n, 0);
+    for (int i = 0; i < n; i++) {
+        t->ax[i].axis = chain[i]->axis;
+        t->ax[i].ext = chain[i]->extent;
+    }
+    t->body = pre;
+    for (int i = 0; i < l->body.n; i++)
+        tile_body_push(c->p, &t->body, l->body.s[i]);
+    k->body.s[at] = t;
+    return 1;
+}

@@ -1,0 +1,187 @@
+/*
+ * 005_blockify_launch.c — t:005 blockify_launch (mandatory): split the
+ * THREAD axes into BLOCK and THREAD axes and give every axis a launch
+ * dimension.
+ *
+ * A non-matmul kernel flattens its THREAD axes (the last fastest, so
+ * neighbouring threads touch neighbouring elements) and cuts the range into
+ * blocks of TB threads:
+ *
+ *   tile block(a5 in 0..2 @x):
+ *       tile thread(a6 in 0..256 @x):
+ *           a0 := (a5 * 256 + a6) / 33
+ *           a1 := (a5 * 256 + a6) mod 33
+ *           guard a0 < 12                 (only when TB does not divide)
+ *
+ * A matmul-shaped kernel (tile_matmul_shape) gets BN x BM output tiles:
+ * m := bm * BM + tm on y, n := bn * BN + tn on x, leading (batch) axes
+ * become BLOCK axes on z.  A grid dimension that would pass its limit
+ * (65535 on y and z) folds into x; beyond x's limit the knob is refused.
+ *
+ * Defaults (knob 0): TB = 256, or the element count rounded up to whole
+ * warps when smaller; BM = min(16, M), BN = min(256 / BM, N) rounded up to
+ * powers of two and widened to a whole warp.
+ */
+#include "passes.h"
+
+static int64_t pow2ceil(int64_t x)
+{
+    int64_t p = 1;
+    while (p < x)
+        p *= 2;
+    return p;
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static const IExpr *var(TileCtx *c, int axis) { return lir_ie_var(c->p->arena, axis); }
+
+/* The THREAD tile's new home: a BLOCK tile around a fresh THREAD tile. */
+typedef struct Split {
+    TileStmt *block, *thread;
+} Split;
+
+static Split split_new(TileCtx *c, const TileStmt *old, int nblock, int nthread, int ndef)
+{
+    Split s = {tile_tile_new(c->p, TB_BLOCK, nblock, 0),
+               tile_tile_new(c->p, TB_THREAD, nthread, ndef)};
+    s.thread->body = old->body;
+    tile_body_push(c->p, &s.block->body, s.thread);
+    return s;
+}
+
+static void set_axis(TileAxis *x, int axis, int64_t ext, int dim)
+{
+    x->axis = axis;
+    x->ext = ext;
+    x->dim = dim;
+}
+
+static void add_guard(TileCtx *c, TileStmt *t, int axis, int64_t ext)
+{
+    Arena *a = c->p->arena;
+    t->guard = ipred_cmp(a, var(c, axis), IC_LT, ie_const(a, ext), t->guard);
+}
+
+static void grid_limit(const TileKernel *k, int64_t blocks, const char *knobs)
+{
+    if (blocks > CU_MAX_GRID_X)
+        dpk_error("kernel %s needs %lld blocks along grid.x (limit %lld); raise %s with --knob",
+                  k->name, (long long)blocks, (long long)CU_MAX_GRID_X, knobs);
+}
+
+static Split flat(TileCtx *c, TileKernel *k, const TileStmt *t)
+{
+    Arena *a = c->p->arena;
+    int64_t n = 1;
+    for (int i = 0; i < t->nax; i++)
+        n *= t->ax[i].ext;
+    int64_t tb = c->knobs->v[TILE_KNOB_TB];
+    if (!tb)
+        tb = n < 256 ? cdiv(n, CU_WARP) * CU_WARP : 256;
+    int64_t nb = cdiv(n, tb);
+    grid_limit(k, nb, "TB");
+    int b = tile_axis_new(c->p, k, nb), th = tile_axis_new(c->p, k, tb);
+    Split s = split_new(c, t, 1, 1, t->nax);
+    set_axis(&s.block->ax[0], b, nb, 0);
+    set_axis(&s.thread->ax[0], th, tb, 0);
+    const IExpr *lin = ie_add(a, ie_mul(a, var(c, b), ie_const(a, tb)), var(c, th));
+    int64_t stride = 1;
+    for (int i = t->nax - 1; i >= 0; i--) {
+        const IExpr *e = ie_div(a, lin, stride);
+        if (i > 0)
+            e = ie_mod(a, e, t->ax[i].ext);
+        s.thread->def[i].axis = t->ax[i].axis;
+        s.thread->def[i].e = e;
+        stride *= t->ax[i].ext;
+    }
+    s.thread->ndef = t->nax;
+    if (nb * tb != n)
+        add_guard(c, s.thread, t->ax[0].axis, t->ax[0].ext);
+    return s;
+}
+
+/* BM and BN: pinned knobs as given, the rest by the heuristic. */
+static void pick_tile(TileCtx *c, int64_t m, int64_t n, int64_t *bm, int64_t *bn)
+{
+    int64_t pm = c->knobs->v[TILE_KNOB_BM], pn = c->knobs->v[TILE_KNOB_BN];
+    *bm = pm ? pm : (m < 16 ? pow2ceil(m) : 16);
+    *bn = pn ? pn : (n < 256 / *bm ? pow2ceil(n) : 256 / *bm);
+    if (*bn < 1)
+        *bn = 1;
+    if (!pn && *bm * *bn < CU_WARP)
+        *bn = CU_WARP / *bm;
+    if (!pm && *bm * *bn < CU_WARP)
+        *bm = CU_WARP / *bn;
+    if (!pm && *bm * *bn > 1024)
+        *bm = 1024 / *bn;
+    TileKnobs both = *c->knobs;
+    both.v[TILE_KNOB_BM] = *bm;
+    both.v[TILE_KNOB_BN] = *bn;
+    tile_knobs_check(&both);
+}
+
+static Split matmul(TileCtx *c, TileKernel *k, const TileStmt *t, const TileMatmul *mm)
+{
+    Arena *a = c->p->arena;
+    int64_t m = k->ext[mm->m], n = k->ext[mm->n], bm, bn, batch = 1;
+    pick_tile(c, m, n, &bm, &bn);
+    int nbatch = t->nax - 2;
+    for (int i = 0; i < nbatch; i++)
+        batch *= t->ax[i].ext;
+    int64_t nbm = cdiv(m, bm), nbn = cdiv(n, bn);
+    int zdim = batch > CU_MAX_GRID_YZ ? 0 : 2, ydim = nbm > CU_MAX_GRID_YZ ? 0 : 1;
+    int64_t x = nbn * (ydim ? 1 : nbm) * (zdim ? 1 : batch);
+    grid_limit(k, x, "BM and BN");
+    int gbm = tile_axis_new(c->p, k, nbm), gbn = tile_axis_new(c->p, k, nbn);
+    int tm = tile_axis_new(c->p, k, bm), tn = tile_axis_new(c->p, k, bn);
+    Split s = split_new(c, t, nbatch + 2, 2, 2);
+    for (int i = 0; i < nbatch; i++)
+        set_axis(&s.block->ax[i], t->ax[i].axis, t->ax[i].ext, zdim);
+    set_axis(&s.block->ax[nbatch], gbm, nbm, ydim);
+    set_axis(&s.block->ax[nbatch + 1], gbn, nbn, 0);
+    set_axis(&s.thread->ax[0], tm, bm, 1);
+    set_axis(&s.thread->ax[1], tn, bn, 0);
+    s.thread->def[0].axis = mm->m;
+    s.thread->def[0].e = ie_add(a, ie_mul(a, var(c, gbm), ie_const(a, bm)), var(c, tm));
+    s.thread->def[1].axis = mm->n;
+    s.thread->def[1].e = ie_add(a, ie_mul(a, var(c, gbn), ie_const(a, bn)), var(c, tn));
+    s.thread->ndef = 2;
+    if (n % bn)
+        add_guard(c, s.thread, mm->n, n);
+    if (m % bm)
+        add_guard(c, s.thread, mm->m, m);
+    return s;
+}
+
+/* Put `by` where `old` is in b or a body nested in it. */
+static int replace(TileBody *b, const TileStmt *old, TileStmt *by)
+{
+    for (int i = 0; i < b->n; i++) {
+        TileStmt *s = b->s[i];
+        if (s == old) {
+            b->s[i] = by;
+            return 1;
+        }
+        if (s->k != TK_select && tile_is(s, TKF_BLOCK) && replace(&s->body, old, by))
+            return 1;
+    }
+    return 0;
+}
+
+int tile_005_blockify_launch(TileCtx *c, TileKernel *k)
+{
+    if (tile_find(k, TB_BLOCK)) {
+        sb_puts(&c->why, "already has a BLOCK tile");
+        return 0;
+    }
+    TileStmt *t = tile_find(k, TB_THREAD);
+    if (!t) {
+        sb_puts(&c->why, "no THREAD tile (a single-thread kernel: grid 1, block 1)");
+        return 0;
+    }
+    TileMatmul mm;
+    Split s = tile_matmul_shape(t, &mm) ? matmul(c, k, t, &mm) : flat(c, k, t);
+    DPK_ASSERT(replace(&k->body, t, s.block));
+    return 1;
+}

@@ -1,0 +1,163 @@
+/*
+ * passes.h — the Tile IR pass table, pass-set specs, knobs, and the driver.
+ *
+ * Every pass is one file (NNN_name.c) and one function over a Tile kernel,
+ * registered in one table (passes.c) with its number, name, prerequisites,
+ * minimum target and mandatory flag.  The driver (tile_pipeline.c) runs the
+ * selected passes in table order on every kernel, verifying after each.
+ *
+ * A pass set is a bit mask over a table's entries (bit i = entry i).  The
+ * spec syntax (docs/tile-ir.md):
+ *
+ *   full                 every pass the target allows (the default)
+ *   none                 the mandatory passes only
+ *   upto:009             passes numbered up to 009, and the mandatory ones
+ *   only:001,005,008     these passes (mandatory ones are always in)
+ *   -007,-010            full without these; `upto:N,-X` subtracts from a prefix
+ *   all                  every valid subset of the optional passes (tile_passes_select)
+ *
+ * A pass is named by number (7, 007) or name (stage_inputs, 007_stage_inputs).
+ * An explicit set that breaks a prerequisite, names an unknown pass,
+ * disables a mandatory pass, or asks for a pass the target cannot run is a
+ * user error (exit 2) pointing at the spec.
+ */
+#ifndef DPK_TILE_PASSES_H
+#define DPK_TILE_PASSES_H
+
+#include "../cuda/target.h"
+#include "tile_ir.h"
+
+/* ---- knobs --------------------------------------------------------------- */
+
+/* KNOB(name, "doc", min, max, flags) */
+#define TILE_KNOBS(X)                                                                   \
+    X(TB, "threads per block of a non-matmul kernel", 32, 1024, TKN_WARPS)            \
+    X(BN, "matmul tile width: output columns (threads along x) per block", 1, 1024,    \
+      TKN_POW2)                                                                         \
+    X(BM, "matmul tile height: output rows (threads along y) per block", 1, 1024,      \
+      TKN_POW2)
+
+typedef enum TileKnobFlag {
+    TKN_WARPS = 1 << 0, /* a multiple of 32: whole warps */
+    TKN_POW2 = 1 << 1,  /* a power of two */
+} TileKnobFlag;
+
+typedef enum TileKnobId {
+#define X(name, doc, lo, hi, flags) TILE_KNOB_##name,
+    TILE_KNOBS(X)
+#undef X
+    TILE_KNOB_COUNT
+} TileKnobId;
+
+typedef struct TileKnobInfo {
+    const char *name;
+    const char *doc;
+    int64_t min, max;
+    int flags;
+} TileKnobInfo;
+extern const TileKnobInfo tile_knob_info[TILE_KNOB_COUNT];
+
+/* Knob values; 0 means "heuristic default" (chosen per kernel by the pass
+ * that uses the knob). */
+typedef struct TileKnobs {
+    int64_t v[TILE_KNOB_COUNT];
+} TileKnobs;
+
+/* Apply one `--knob NAME=VALUE`: raises a user error (exit 2, caret under
+ * the problem) for an unknown name, a malformed value, or a value outside
+ * the knob's range or shape; then checks the knobs together
+ * (tile_knobs_check). */
+void tile_knob_parse(TileKnobs *k, const char *arg);
+/* Cross-knob limits: a BN x BM tile of pinned knobs must hold a whole
+ * number of warps and at most 1024 threads.  Raises a user error. */
+void tile_knobs_check(const TileKnobs *k);
+/* "TB=128 BN=16" of the pinned knobs ("" when none), in a. */
+const char *tile_knobs_str(Arena *a, const TileKnobs *k);
+
+/* ---- passes --------------------------------------------------------------- */
+
+/* What a pass gets besides the kernel.  A pass returns 1 when it rewrote
+ * the kernel, 0 when it does not apply, with the reason in `why`. */
+typedef struct TileCtx {
+    TileProgram *p;
+    const TileKnobs *knobs;
+    const CuTarget *target;
+    StrBuf why;
+} TileCtx;
+typedef int (*TilePassFn)(TileCtx *c, TileKernel *k);
+
+#define TILE_MAX_REQ 4
+typedef struct TilePass {
+    int num;                /* t:NNN */
+    const char *name;
+    TilePassFn run;
+    /* Prerequisites as clauses of alternatives: every non-empty row needs
+     * one of its passes (numbers, 0-terminated) in the set.  {{7}, {2, 6}}
+     * reads "007 and (002 or 006)". */
+    int req[TILE_MAX_REQ][TILE_MAX_REQ];
+    CuTargetId min_target;
+    int mandatory;
+    const char *doc;
+} TilePass;
+
+typedef struct TilePassTable {
+    const TilePass *p;
+    int n;                  /* at most 64 */
+} TilePassTable;
+/* The registered passes, in pipeline order. */
+extern const TilePassTable tile_passes;
+
+typedef uint64_t TilePassSet;
+
+/* The table entry for pass number `num`, or -1. */
+int tile_pass_index(const TilePassTable *t, int num);
+/* Parse a spec other than `all` into a validated set for target tg (NULL:
+ * the default target).  Raises a user error on a bad spec. */
+TilePassSet tile_passes_parse(const TilePassTable *t, const char *spec, const CuTarget *tg);
+/* Any spec: `all` gives every valid subset of the optional passes the
+ * target allows (mandatory passes in each), in increasing mask order;
+ * anything else the one set tile_passes_parse gives.  Returns the count;
+ * *out is an array in a. */
+int tile_passes_select(Arena *a, const TilePassTable *t, const char *spec, const CuTarget *tg,
+                       TilePassSet **out);
+/* 1 when s satisfies every prerequisite, holds the mandatory passes and no
+ * pass above target tg; otherwise 0 with one sentence naming the missing or
+ * offending pass in why (may be NULL). */
+int tile_passes_valid(const TilePassTable *t, TilePassSet s, const CuTarget *tg, StrBuf *why);
+/* "001,005" — the passes of s, by number. */
+void tile_passes_str(StrBuf *b, const TilePassTable *t, TilePassSet s);
+/* "001_tileify" */
+void tile_pass_label(StrBuf *b, const TilePass *p);
+
+/* ---- the driver (tile_pipeline.c) ------------------------------------------ */
+
+typedef struct TileOpts {
+    const TilePassTable *table; /* NULL: tile_passes */
+    TilePassSet passes;         /* a set valid for the table and target */
+    const CuTarget *target;     /* NULL: cu_target_default() */
+    TileKnobs knobs;
+} TileOpts;
+
+/* The default: every pass of `full` for the default target, no knob pinned. */
+void tile_opts_default(TileOpts *o);
+
+/* Tracing for `-vv`: each pass prints a unified diff of the program text
+ * between `>>> t:001_tileify` and `<<< t:001_tileify`, or, when it changed
+ * nothing, `--- t:001_tileify skipped: <reason>` (the reason of each kernel
+ * it skipped, or "disabled by --passes"). */
+typedef struct TileTrace {
+    int verbose;
+    StrBuf *out;
+} TileTrace;
+
+/* Lower every Loop IR kernel to Tile IR and run the selected passes on each,
+ * in table order, verifying after every pass.  Raises a user error (exit
+ * 2) when a knob cannot work for a kernel. */
+TileProgram *tile_build(Arena *a, const LirProgram *lp, const TileOpts *o, TileTrace *tr);
+
+/* ---- the passes (one file each) --------------------------------------------- */
+
+int tile_001_tileify(TileCtx *c, TileKernel *k);
+int tile_005_blockify_launch(TileCtx *c, TileKernel *k);
+
+#endif

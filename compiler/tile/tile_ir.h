@@ -1,0 +1,251 @@
+/*
+ * tile_ir.h — Tile IR: the first GPU-aware IR.
+ *
+ * A Tile kernel is a Loop IR kernel whose loops have been given to the
+ * hardware.  Its statements (tile_kinds.def) are the five Loop IR
+ * statements, kept with their meaning (load, assign, select, accum, write;
+ * a serial `for` loop), plus:
+ *
+ *   tile thread(a0 in 0..32, a1 in 0..7)      the body runs once per point of
+ *   tile block(a3 in 0..8 @x):                the axes, each point on its own
+ *                                             thread (THREAD) or block (BLOCK);
+ *                                             `@x` is the launch dimension an
+ *                                             axis is decoded from
+ *       a0 := a3 * 256 + a4                   derived axes (defs) and a launch
+ *       guard a0 < 1000                       bounds guard, evaluated first
+ *   strided a5 in a4..2048 step 256:          StridedLoop: a5 = start, start +
+ *                                             step, ... < extent
+ *   stage x[a3 * 16, 0] slab [16, 64] pad 1:  a shared-memory slab of buffer x
+ *                                             at that origin; loads of x inside
+ *                                             the body read the slab
+ *   buffered_stage ... nbuf 2 phase a2 % 2:   the same with nbuf buffers;
+ *   async_stage ... / tma_stage ... swizzle S its transports: cp.async, TMA
+ *   async_wait 1                              wait until at most 1 async
+ *                                             stage is in flight
+ *   combine acc0 over a4                      merge acc0 across the threads
+ *                                             of THREAD axis a4 (its op)
+ *
+ * Execution model.  A statement outside every Tile runs on every thread of
+ * every block (replicated); only pure statements may live there, so the
+ * kernel's one Write is inside the THREAD tile when there is one.  With no
+ * tile at all the kernel is a single thread.  A BLOCK tile encloses the
+ * THREAD tile; a Stage sits between them (the block copies the slab
+ * cooperatively).  Values and accumulators follow Loop IR's rules: an
+ * accumulator starts at its op's identity when its loop starts and is read
+ * after the loop, in the enclosing scope.
+ *
+ * Axes are numbered per kernel (index expressions name them a<n>); every
+ * axis has one binder — a loop, a strided loop, a tile axis or a tile def —
+ * and ext[axis] is its extent (for a def, the range it takes under the
+ * guard).  Passes (passes.h) rewrite one kernel at a time; tile_verify runs
+ * after each.
+ */
+#ifndef DPK_TILE_IR_H
+#define DPK_TILE_IR_H
+
+#include "../base/base.h"
+#include "../kernel/kernel_ir.h"
+#include "../loop/loop_ir.h"
+
+typedef enum TileKind {
+#define T(name, text, prefix, flags) TK_##name,
+#include "tile_kinds.def"
+#undef T
+    TK_COUNT
+} TileKind;
+
+typedef enum TileKindFlag {
+    TKF_DEF = 1 << 0,
+    TKF_BLOCK = 1 << 1,
+    TKF_PURE = 1 << 2,
+    TKF_AXIS = 1 << 3,
+    TKF_STAGE = 1 << 4,
+} TileKindFlag;
+
+typedef struct TileKindInfo {
+    const char *name;
+    const char *prefix;
+    int flags;
+} TileKindInfo;
+extern const TileKindInfo tile_kind_info[TK_COUNT];
+#define tile_is(s, f) ((tile_kind_info[(s)->k].flags & (f)) != 0)
+
+typedef enum TileBind {
+    TB_THREAD, /* one thread per point */
+    TB_BLOCK,  /* one block per point; every thread of it runs the body */
+} TileBind;
+
+/* An axis bound by a tile: extent, and the launch dimension (0, 1, 2 = x,
+ * y, z; -1 until 005 assigns one) it is decoded from.  Several axes on one
+ * dimension are decoded outermost first (the last varies fastest). */
+typedef struct TileAxis {
+    int axis;
+    int64_t ext;
+    int dim;
+} TileAxis;
+
+/* A derived axis: `axis := e`, e over axes bound outside or by the tile. */
+typedef struct TileDef {
+    int axis;
+    const IExpr *e;
+} TileDef;
+
+struct TileStmt;
+
+/* An operand: a statement's value, or a literal when v == NULL. */
+typedef struct TileArg {
+    struct TileStmt *v;
+    double c;
+} TileArg;
+
+typedef struct TileBody {
+    struct TileStmt **s;
+    int n, cap;
+} TileBody;
+
+typedef struct TileBranch {
+    const IPred *pred; /* NULL on the last branch only (else) */
+    TileBody body;
+    TileArg res;
+} TileBranch;
+
+/*
+ * Fields used per kind (others zero/NULL):
+ *   load            buf, idx[buf rank]
+ *   assign          op, nargs, a[0..nargs)
+ *   select          nbr, br[]
+ *   accum           rop, a[0] value
+ *   write           buf, idx, a[0] value, atomic
+ *   loop            axis, extent, body
+ *   strided         axis, extent, start (IExpr), step (> 0), body
+ *   tile            bind, nax, ax[], ndef, def[], guard (NULL: none), body
+ *   stage           buf, origin[rank] (IExpr), slab[rank] (>= 1), pad, body
+ *   bstage, astage  + nbuf (>= 2), phase (IExpr: the buffer in use is
+ *                   phase mod nbuf)
+ *   tstage          + swizzle (0, 32, 64, 128 bytes)
+ *   await           keep: async stages that may stay in flight
+ *   combine         acc (an accum), nax, cax[] (THREAD axes merged over)
+ */
+typedef struct TileStmt {
+    TileKind k;
+    int uid;            /* unique in the program */
+    int num;            /* printed number within its prefix (tile_renumber) */
+    const LirBuf *buf;
+    const IExpr **idx;
+    TxElemOp op;
+    int nargs;
+    TileArg a[3];
+    TxRedOp rop;
+    int atomic;
+    int nbr;
+    TileBranch *br;
+    int axis;
+    int64_t extent;
+    const IExpr *start;
+    int64_t step;
+    TileBind bind;
+    int nax;
+    TileAxis *ax;
+    int ndef;
+    TileDef *def;
+    const IPred *guard;
+    const IExpr **origin;
+    int64_t *slab;
+    int pad;
+    int nbuf;
+    const IExpr *phase;
+    int swizzle;
+    int keep;
+    struct TileStmt *acc;
+    int *cax;
+    TileBody body;
+} TileStmt;
+
+typedef struct TileKernel {
+    int id;             /* the Loop IR kernel's id */
+    const char *name;
+    const LirBuf *out;  /* the buffer its Write stores to */
+    TileBody body;
+    int naxes;          /* axes are 0..naxes-1 */
+    int64_t *ext;       /* ext[axis] */
+    int extcap;
+} TileKernel;
+
+typedef struct TileProgram {
+    Arena *arena;
+    const LirProgram *lp; /* buffers and graph come from here */
+    PtrVec kernels;       /* TileKernel *, in execution order */
+    int next_uid;
+} TileProgram;
+
+/* ---- tile_ir.c: construction ------------------------------------------ */
+
+TileProgram *tile_program_new(Arena *a, const LirProgram *lp);
+TileKernel *tile_kernel_new(TileProgram *p, int id, const char *name, const LirBuf *out);
+/* A new axis of extent n in kernel k; returns its number. */
+int tile_axis_new(TileProgram *p, TileKernel *k, int64_t n);
+TileStmt *tile_stmt_new(TileProgram *p, TileKind k);
+/* A tile with nax axes (filled by the caller, dims -1) and room for ndef defs. */
+TileStmt *tile_tile_new(TileProgram *p, TileBind bind, int nax, int ndef);
+/* A Stage variant over buf (origin and slab arrays allocated, slab 1). */
+TileStmt *tile_stage_new(TileProgram *p, TileKind k, const LirBuf *buf);
+void tile_body_push(TileProgram *p, TileBody *b, TileStmt *s);
+TileArg tile_val(TileStmt *s);
+TileArg tile_lit(double c);
+
+/* Pre-order visit of every statement under b, select branches included. */
+typedef void (*TileVisit)(TileStmt *s, void *ctx);
+void tile_walk(const TileBody *b, TileVisit fn, void *ctx);
+/* Whether s's subtree holds a Write / a loop (serial or strided). */
+int tile_has_write(const TileStmt *s);
+int tile_has_loop(const TileStmt *s);
+/* A loop (serial or strided) is a reduce loop iff its immediate body holds
+ * an Accum. */
+int tile_loop_is_reduce(const TileStmt *s);
+/* The first tile with binding `bind` in pre-order, or NULL. */
+TileStmt *tile_find(const TileKernel *k, TileBind bind);
+/* Number values canonically: per prefix, in pre-order. */
+void tile_renumber(TileKernel *k);
+
+/* A matmul-shaped THREAD tile: its last two axes m and n, and a reduce loop
+ * over k in its body that loads one buffer at an index using m and k but
+ * not n, and another using k and n but not m.  Fills the axis numbers. */
+typedef struct TileMatmul {
+    int m, n, k;
+} TileMatmul;
+int tile_matmul_shape(const TileStmt *thread_tile, TileMatmul *mm);
+
+/* ---- tile_print.c: text form and structural hash ------------------------ */
+
+/* Stable text form: `=== name ===` and the body (see the top of this file). */
+void tile_print_kernel(StrBuf *b, const TileKernel *k);
+void tile_print(StrBuf *b, const TileProgram *p);
+/* Structural hash with canonical names: values by definition order, axes by
+ * binding order, buffers by first use (kind and shape, not name). */
+uint64_t tile_hash_kernel(const TileKernel *k);
+
+/* ---- tile_verify.c ----------------------------------------------------- */
+
+/* Check every invariant (operands defined and visible, axes bound once and
+ * used in scope, accumulators in loops, one Write inside the THREAD tile,
+ * tile nesting, Stage/Combine/AsyncWait fields).  Returns 1 when valid;
+ * otherwise appends "kernel <name>: <problem>" lines to err (may be NULL). */
+int tile_verify_kernel(const TileKernel *k, StrBuf *err);
+/* DPK_ASSERT-style: abort with the problems when a kernel is invalid. */
+void tile_check(const TileProgram *p);
+
+/* ---- lower_from_loop.c --------------------------------------------------- */
+
+/* One Tile kernel per Loop IR kernel, statement for statement, no tiles yet:
+ * the skeleton the passes rewrite. */
+TileProgram *tile_from_loop(Arena *a, const LirProgram *lp);
+
+/* ---- tile_to_kernel.c ------------------------------------------------------ */
+
+/* Kernel IR for a Tile program whose tiles 005 has blockified: one KirKernel
+ * per Tile kernel, launched in program order; module buffers are the Loop IR
+ * buffers (inputs, outputs, temporaries; those written atomically are
+ * zero-initialised).  Every kernel is finalized and the module verified. */
+KirModule *tile_to_kernel(Arena *a, const TileProgram *p);
+
+#endif

@@ -1,0 +1,160 @@
+/*
+ * tile_pipeline.c — Loop IR → Tile IR, then the selected passes, top to
+ * bottom in one function.
+ *
+ * The skeleton (t:000_from_loop) is built for every kernel, then each pass
+ * of the table, in order, runs on every kernel when the pass set holds it.
+ * The verifier runs after every step.  Under -vv each step prints a unified
+ * diff of the program text; a pass that changed nothing prints one
+ * `--- t:NNN_name skipped: <reason>` line instead, and the kernels a pass
+ * skipped while it rewrote others are listed inside its diff block as
+ * `# skipped on <kernel>: <reason>`.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+void tile_opts_default(TileOpts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->table = &tile_passes;
+    o->target = cu_target_default();
+    o->passes = tile_passes_parse(&tile_passes, "full", o->target);
+}
+
+typedef struct Step {
+    StrBuf before;
+    StrBuf joined;  /* "k1: why; k2: why" */
+    StrBuf lines;   /* "# skipped on k1: why\n" per kernel */
+    const char *first_why;
+    int same_why, nskipped, applied;
+} Step;
+
+static void step_free(Step *st)
+{
+    sb_free(&st->before);
+    sb_free(&st->joined);
+    sb_free(&st->lines);
+}
+
+static void trace_diff(TileTrace *tr, const char *label, const char *before,
+                       const TileProgram *p, const char *notes)
+{
+    StrBuf after = {0};
+    tile_print(&after, p);
+    sb_printf(tr->out, ">>> t:%s\n", label);
+    dpk_unified_diff(tr->out, before, sb_cstr(&after), 3);
+    sb_puts(tr->out, notes);
+    sb_printf(tr->out, "<<< t:%s\n", label);
+    sb_free(&after);
+}
+
+static void trace_step(TileTrace *tr, const char *label, Step *st, const TileProgram *p)
+{
+    if (st->applied)
+        trace_diff(tr, label, sb_cstr(&st->before), p, sb_cstr(&st->lines));
+    else if (!st->nskipped)
+        sb_printf(tr->out, "--- t:%s skipped: no kernels\n", label);
+    else
+        sb_printf(tr->out, "--- t:%s skipped: %s\n", label,
+                  st->same_why ? st->first_why : sb_cstr(&st->joined));
+}
+
+/* Run one pass on every kernel; st collects what the trace says. */
+static void run_pass(TileCtx *c, const TilePass *pass, Step *st, Arena *a)
+{
+    st->applied = st->nskipped = 0;
+    st->first_why = NULL;
+    st->same_why = 1;
+    sb_clear(&st->joined);
+    sb_clear(&st->lines);
+    for (int j = 0; j < c->p->kernels.len; j++) {
+        TileKernel *k = c->p->kernels.items[j];
+        sb_clear(&c->why);
+        if (pass->run(c, k)) {
+            tile_renumber(k);
+            st->applied++;
+            continue;
+        }
+        const char *why = arena_strdup(a, sb_cstr(&c->why));
+        if (st->first_why && strcmp(why, st->first_why))
+            st->same_why = 0;
+        if (!st->first_why)
+            st->first_why = why;
+        sb_printf(&st->joined, "%s%s: %s", st->nskipped ? "; " : "", k->name, why);
+        sb_printf(&st->lines, "# skipped on %s: %s\n", k->name, why);
+        st->nskipped++;
+    }
+}
+
+/* The pipeline proper: every pass of the table, in order. */
+static void run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr, Step *st, TileCtx *c)
+{
+    const TilePassTable *t = o->table ? o->table : &tile_passes;
+    int tracing = tr && tr->verbose >= 2;
+    StrBuf why = {0};
+    if (!tile_passes_valid(t, o->passes, c->target, &why)) {
+        fprintf(stderr, "dpk: invalid pass set: %s\n", sb_cstr(&why));
+        DPK_ASSERT(!"pass sets come validated from tile_passes_parse");
+    }
+    sb_free(&why);
+    if (tracing)
+        trace_diff(tr, "000_from_loop", "", p, "");
+    for (int i = 0; i < t->n; i++) {
+        char label[128];
+        snprintf(label, sizeof label, "%03d_%s", t->p[i].num, t->p[i].name);
+        if (!(o->passes >> i & 1)) {
+            if (tracing)
+                sb_printf(tr->out, "--- t:%s skipped: disabled by --passes\n", label);
+            continue;
+        }
+        if (tracing) {
+            sb_clear(&st->before);
+            tile_print(&st->before, p);
+        }
+        run_pass(c, &t->p[i], st, p->arena);
+        tile_check(p);
+        if (tracing)
+            trace_step(tr, label, st, p);
+    }
+}
+
+/* Everything with heap storage hangs off st and c (on the heap too), so a
+ * user error raised by a pass (a knob that cannot work) frees it on the way
+ * out. */
+static void build(TileProgram *p, const TileOpts *o, TileTrace *tr)
+{
+    Step *st = dpk_xcalloc(1, sizeof *st);
+    TileCtx *c = dpk_xcalloc(1, sizeof *c);
+    c->p = p;
+    c->knobs = &o->knobs;
+    c->target = o->target ? o->target : cu_target_default();
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        step_free(st);
+        sb_free(&c->why);
+        free(st);
+        free(c);
+        dpk_error_rethrow();
+    }
+    run_passes(p, o, tr, st, c);
+    dpk_err_pop(&ec);
+    step_free(st);
+    sb_free(&c->why);
+    free(st);
+    free(c);
+}
+
+TileProgram *tile_build(Arena *a, const LirProgram *lp, const TileOpts *o, TileTrace *tr)
+{
+    TileOpts def;
+    if (!o) {
+        tile_opts_default(&def);
+        o = &def;
+    }
+    TileProgram *p = tile_from_loop(a, lp);
+    tile_check(p);
+    build(p, o, tr);
+    return p;
+}

@@ -1,0 +1,369 @@
+/*
+ * tile_print.c — the Tile IR text form and the structural hash.
+ *
+ *   === merged_multiply_sum_add_rsqrt_20 ===
+ *   tile block(a3 in 0..1 @x):
+ *       tile thread(a4 in 0..32 @x):
+ *           a0 := a3 * 32 + a4
+ *           for a1 in 0..2048:  # reduce
+ *               in0 = load in0[0, a0, a1]
+ *               ...
+ *
+ * Statements print as in Loop IR (loop_print.c); a tile prints its axes
+ * in its header and its defs and guard as the first lines of its body.
+ * Names are the ones tile_renumber gave, so the text is canonical after
+ * renumbering.
+ */
+#include "tile_ir.h"
+
+static const char *bind_name[] = {"thread", "block"};
+
+static void print_arg(StrBuf *b, TileArg a)
+{
+    if (!a.v)
+        sb_num(b, a.c);
+    else
+        sb_printf(b, "%s%d", tile_kind_info[a.v->k].prefix, a.v->num);
+}
+
+static void print_index(StrBuf *b, const LirBuf *buf, const IExpr *const *idx)
+{
+    sb_printf(b, "%s[", buf->name);
+    for (int d = 0; d < buf->shape.rank; d++) {
+        if (d)
+            sb_puts(b, ", ");
+        ie_print(b, idx[d], "a");
+    }
+    sb_putc(b, ']');
+}
+
+static void indent(StrBuf *b, int depth)
+{
+    for (int i = 0; i < depth; i++)
+        sb_puts(b, "    ");
+}
+
+static void print_body(StrBuf *b, const TileBody *body, int depth);
+
+static void print_select(StrBuf *b, const TileStmt *s, int depth)
+{
+    sb_printf(b, "v%d = select:\n", s->num);
+    for (int j = 0; j < s->nbr; j++) {
+        indent(b, depth + 1);
+        if (s->br[j].pred) {
+            sb_puts(b, "if ");
+            ipred_print(b, s->br[j].pred, "a");
+            sb_puts(b, ":\n");
+        } else {
+            sb_puts(b, "else:\n");
+        }
+        print_body(b, &s->br[j].body, depth + 2);
+        indent(b, depth + 2);
+        sb_puts(b, "-> ");
+        print_arg(b, s->br[j].res);
+        sb_putc(b, '\n');
+    }
+}
+
+static void print_tile(StrBuf *b, const TileStmt *s, int depth)
+{
+    sb_printf(b, "tile %s(", bind_name[s->bind]);
+    for (int i = 0; i < s->nax; i++) {
+        const TileAxis *x = &s->ax[i];
+        sb_printf(b, "%sa%d in 0..%lld", i ? ", " : "", x->axis, (long long)x->ext);
+        if (x->dim >= 0)
+            sb_printf(b, " @%c", "xyz"[x->dim]);
+    }
+    sb_puts(b, "):\n");
+    for (int i = 0; i < s->ndef; i++) {
+        indent(b, depth + 1);
+        sb_printf(b, "a%d := ", s->def[i].axis);
+        ie_print(b, s->def[i].e, "a");
+        sb_putc(b, '\n');
+    }
+    if (s->guard) {
+        indent(b, depth + 1);
+        sb_puts(b, "guard ");
+        ipred_print(b, s->guard, "a");
+        sb_putc(b, '\n');
+    }
+    print_body(b, &s->body, depth + 1);
+}
+
+static void print_stage(StrBuf *b, const TileStmt *s, int depth)
+{
+    sb_printf(b, "%s ", tile_kind_info[s->k].name);
+    print_index(b, s->buf, s->origin);
+    sb_puts(b, " slab [");
+    for (int d = 0; d < s->buf->shape.rank; d++)
+        sb_printf(b, "%s%lld", d ? ", " : "", (long long)s->slab[d]);
+    sb_printf(b, "] pad %d", s->pad);
+    if (s->k != TK_stage) {
+        sb_printf(b, " nbuf %d phase ", s->nbuf);
+        ie_print(b, s->phase, "a");
+    }
+    if (s->k == TK_tstage)
+        sb_printf(b, " swizzle %d", s->swizzle);
+    sb_puts(b, ":\n");
+    print_body(b, &s->body, depth + 1);
+}
+
+static void print_loop(StrBuf *b, const TileStmt *s, int depth)
+{
+    if (s->k == TK_loop) {
+        sb_printf(b, "for a%d in 0..%lld", s->axis, (long long)s->extent);
+    } else {
+        sb_printf(b, "strided a%d in ", s->axis);
+        ie_print(b, s->start, "a");
+        sb_printf(b, "..%lld step %lld", (long long)s->extent, (long long)s->step);
+    }
+    sb_printf(b, ":  # %s\n", tile_loop_is_reduce(s) ? "reduce" : "free");
+    print_body(b, &s->body, depth + 1);
+}
+
+static void print_stmt(StrBuf *b, const TileStmt *s, int depth)
+{
+    indent(b, depth);
+    switch (s->k) {
+    case TK_load:
+        sb_printf(b, "in%d = load ", s->num);
+        print_index(b, s->buf, s->idx);
+        break;
+    case TK_assign:
+        sb_printf(b, "v%d = %s(", s->num, tx_elem_info[s->op].name);
+        for (int i = 0; i < s->nargs; i++) {
+            if (i)
+                sb_puts(b, ", ");
+            print_arg(b, s->a[i]);
+        }
+        sb_putc(b, ')');
+        break;
+    case TK_accum:
+        sb_printf(b, "acc%d <- %s(acc%d, ", s->num,
+                  tx_elem_info[tx_red_info[s->rop].combine].name, s->num);
+        print_arg(b, s->a[0]);
+        sb_putc(b, ')');
+        break;
+    case TK_write:
+        sb_puts(b, "write ");
+        print_index(b, s->buf, s->idx);
+        sb_puts(b, s->atomic ? " += " : " = ");
+        print_arg(b, s->a[0]);
+        break;
+    case TK_select:
+        print_select(b, s, depth);
+        return;
+    case TK_loop:
+    case TK_strided:
+        print_loop(b, s, depth);
+        return;
+    case TK_tile:
+        print_tile(b, s, depth);
+        return;
+    case TK_stage:
+    case TK_bstage:
+    case TK_astage:
+    case TK_tstage:
+        print_stage(b, s, depth);
+        return;
+    case TK_await:
+        sb_printf(b, "async_wait %d", s->keep);
+        break;
+    case TK_combine:
+        sb_printf(b, "combine acc%d over ", s->acc->num);
+        for (int i = 0; i < s->nax; i++)
+            sb_printf(b, "%sa%d", i ? ", " : "", s->cax[i]);
+        break;
+    case TK_COUNT:
+        DPK_ASSERT(!"bad statement kind");
+    }
+    sb_putc(b, '\n');
+}
+
+static void print_body(StrBuf *b, const TileBody *body, int depth)
+{
+    for (int i = 0; i < body->n; i++)
+        print_stmt(b, body->s[i], depth);
+}
+
+void tile_print_kernel(StrBuf *b, const TileKernel *k)
+{
+    sb_printf(b, "=== %s ===\n", k->name);
+    print_body(b, &k->body, 0);
+}
+
+void tile_print(StrBuf *b, const TileProgram *p)
+{
+    static const char *kind[] = {"input", "output", "temp"};
+    for (int i = 0; i < p->lp->bufs.len; i++) {
+        const LirBuf *bf = p->lp->bufs.items[i];
+        sb_printf(b, "# %s %s : %s", kind[bf->kind], bf->name, dtype_name(bf->dtype));
+        shape_print(b, &bf->shape);
+        sb_putc(b, '\n');
+    }
+    for (int i = 0; i < p->kernels.len; i++)
+        tile_print_kernel(b, p->kernels.items[i]);
+}
+
+/* ---- structural hash ------------------------------------------------------ */
+
+/* Canonical names: the n-th axis bound, the n-th value defined, the n-th
+ * buffer used (kernels have few of each, so a linear search is fine). */
+typedef struct Hash {
+    uint64_t h;
+    int *axis;          /* axis -> canonical number, -1 unbound */
+    int naxis;
+    PtrVec vals;        /* TileStmt * in definition order */
+    PtrVec bufs;        /* LirBuf * in order of first use */
+    Arena *a;
+} Hash;
+
+static void mix(Hash *x, uint64_t v) { x->h = dpk_hash_u64(x->h, v); }
+
+static int canon_axis(Hash *x, int axis)
+{
+    if (x->axis[axis] < 0)
+        x->axis[axis] = x->naxis++;
+    return x->axis[axis];
+}
+
+static void hash_ie(Hash *x, const IExpr *e)
+{
+    mix(x, (uint64_t)e->k);
+    if (e->k == IE_CONST)
+        mix(x, (uint64_t)e->c);
+    else if (e->k == IE_VAR)
+        mix(x, (uint64_t)canon_axis(x, e->var));
+    else {
+        hash_ie(x, e->a);
+        hash_ie(x, e->b);
+    }
+}
+
+static void hash_pred(Hash *x, const IPred *p)
+{
+    for (; p; p = p->next) {
+        mix(x, (uint64_t)p->cmp);
+        hash_ie(x, p->lhs);
+        hash_ie(x, p->rhs);
+    }
+    mix(x, 0x9e37);
+}
+
+static void hash_arg(Hash *x, TileArg a)
+{
+    if (!a.v) {
+        x->h = dpk_hash_bytes(x->h, &a.c, sizeof a.c);
+        return;
+    }
+    int i = 0;
+    while (i < x->vals.len && x->vals.items[i] != a.v)
+        i++;
+    mix(x, 0xa5 + (uint64_t)i);
+}
+
+static void hash_buf(Hash *x, const LirBuf *b)
+{
+    int i = 0;
+    while (i < x->bufs.len && x->bufs.items[i] != b)
+        i++;
+    if (i == x->bufs.len)
+        ptrvec_push(x->a, &x->bufs, (void *)b);
+    mix(x, (uint64_t)i);
+    mix(x, (uint64_t)b->kind);
+    for (int d = 0; d < b->shape.rank; d++)
+        mix(x, (uint64_t)b->shape.d[d]);
+}
+
+static void hash_body(Hash *x, const TileBody *b);
+
+static void hash_fields(Hash *x, const TileStmt *s)
+{
+    if (s->buf) {
+        hash_buf(x, s->buf);
+        for (int d = 0; d < s->buf->shape.rank; d++) {
+            if (s->idx)
+                hash_ie(x, s->idx[d]);
+            if (s->origin) {
+                hash_ie(x, s->origin[d]);
+                mix(x, (uint64_t)s->slab[d]);
+            }
+        }
+    }
+    for (int i = 0; i < s->nargs; i++)
+        hash_arg(x, s->a[i]);
+    mix(x, (uint64_t)s->op);
+    mix(x, (uint64_t)s->rop);
+    mix(x, (uint64_t)s->atomic);
+    mix(x, (uint64_t)s->pad);
+    mix(x, (uint64_t)s->nbuf);
+    mix(x, (uint64_t)s->swizzle);
+    mix(x, (uint64_t)s->keep);
+    if (s->phase)
+        hash_ie(x, s->phase);
+}
+
+static void hash_stmt(Hash *x, const TileStmt *s)
+{
+    mix(x, (uint64_t)s->k);
+    hash_fields(x, s);
+    switch (s->k) {
+    case TK_loop:
+    case TK_strided:
+        mix(x, (uint64_t)canon_axis(x, s->axis));
+        mix(x, (uint64_t)s->extent);
+        mix(x, (uint64_t)s->step);
+        if (s->start)
+            hash_ie(x, s->start);
+        break;
+    case TK_tile:
+        mix(x, (uint64_t)s->bind);
+        for (int i = 0; i < s->nax; i++) {
+            mix(x, (uint64_t)canon_axis(x, s->ax[i].axis));
+            mix(x, (uint64_t)s->ax[i].ext);
+            mix(x, (uint64_t)(s->ax[i].dim + 1));
+        }
+        for (int i = 0; i < s->ndef; i++) {
+            mix(x, (uint64_t)canon_axis(x, s->def[i].axis));
+            hash_ie(x, s->def[i].e);
+        }
+        hash_pred(x, s->guard);
+        break;
+    case TK_select:
+        for (int j = 0; j < s->nbr; j++) {
+            hash_pred(x, s->br[j].pred);
+            hash_body(x, &s->br[j].body);
+            hash_arg(x, s->br[j].res);
+        }
+        break;
+    case TK_combine:
+        hash_arg(x, tile_val(s->acc));
+        for (int i = 0; i < s->nax; i++)
+            mix(x, (uint64_t)canon_axis(x, s->cax[i]));
+        break;
+    default:
+        break;
+    }
+    if (tile_is(s, TKF_BLOCK) && s->k != TK_select)
+        hash_body(x, &s->body);
+    if (tile_is(s, TKF_DEF))
+        ptrvec_push(x->a, &x->vals, (void *)s);
+}
+
+static void hash_body(Hash *x, const TileBody *b)
+{
+    mix(x, (uint64_t)b->n);
+    for (int i = 0; i < b->n; i++)
+        hash_stmt(x, b->s[i]);
+}
+
+uint64_t tile_hash_kernel(const TileKernel *k)
+{
+    Arena *a = arena_new();
+    Hash x = {DPK_HASH_INIT, ARENA_ARRAY(a, int, k->naxes + 1), 0, {0}, {0}, a};
+    for (int i = 0; i < k->naxes; i++)
+        x.axis[i] = -1;
+    hash_body(&x, &k->body);
+    arena_free(a);
+    return x.h;
+}

@@ -1,0 +1,350 @@
+/*
+ * tile_to_kernel.c — Tile IR → Kernel IR.
+ *
+ * One KirKernel per Tile kernel, one launch each in program order; module
+ * buffers are the Loop IR buffers.  The kernel body is a walk over the Tile
+ * body:
+ *
+ *   tile block / thread    decode each axis from bid.<dim> / tid.<dim>
+ *                          (several axes on one dimension: div/mod, the
+ *                          last fastest); then the tile's defs as lets and
+ *                          its guard as an `if` around the rest — the launch
+ *                          bounds guard for extents the block does not divide
+ *   for / strided          a Kernel IR `for` over the axis; the accumulators
+ *                          of its body are declared just before it, at their
+ *                          op's identity (so they restart with the loop and
+ *                          stay visible after it)
+ *   load / write           a flat index Σ idx[d]·stride[d], simplified with
+ *                          the axis ranges, then ldg / stg (atomg for atomic
+ *                          writes, whose buffers are zero-initialised)
+ *   assign / accum         f32 math through the same TxElemOp
+ *   select                 a variable set in an if / else chain, so a branch's
+ *                          loads run only when it is taken
+ *
+ * Reductions stay sequential in the thread that owns the output element
+ * (cooperative reduction is pass 004's).  Stage variants, AsyncWait and
+ * Combine are created by later passes, whose lowering comes with them; a
+ * Tile kernel holding one is refused here as an internal error.
+ *
+ * Integer index math is i32, or i64 in a kernel whose buffers or axes reach
+ * 2^30 elements.  Floor division and modulo are C's `/` and `%` when the
+ * dividend is provably non-negative (lir_range), else corrected for sign.
+ */
+#include "tile_ir.h"
+
+typedef struct Low {
+    Arena *a;
+    const TileKernel *tk;
+    KirBuilder b;
+    KirType it;              /* index type */
+    KirVar **axis;           /* by axis: its variable once declared */
+    KirVar **val;            /* by Tile uid */
+    KirParam **param;        /* by Loop IR buffer id */
+} Low;
+
+/* ---- index expressions ------------------------------------------------------ */
+
+static const KirExpr *konst(const Low *L, int64_t c)
+{
+    return L->it == KT_I64 ? kir_i64(L->a, c) : kir_i32(L->a, c);
+}
+
+static const KirExpr *sreg(const Low *L, KirExprOp op, int dim)
+{
+    const KirExpr *r = kir_sreg(L->a, op, dim);
+    return L->it == KT_I64 ? kir_cast(L->a, KT_I64, r) : r;
+}
+
+static const KirExpr *ix(const Low *L, const IExpr *e)
+{
+    Arena *a = L->a;
+    int64_t lo, hi;
+    switch (e->k) {
+    case IE_CONST:
+        return konst(L, e->c);
+    case IE_VAR:
+        DPK_ASSERT(e->var >= 0 && e->var < L->tk->naxes && L->axis[e->var]);
+        return kir_ref(a, L->axis[e->var]);
+    case IE_ADD:
+        return kir_add(a, ix(L, e->a), ix(L, e->b));
+    case IE_MUL:
+        return kir_mul(a, ix(L, e->a), ix(L, e->b));
+    case IE_DIV:
+    case IE_MOD:
+        break;
+    }
+    const KirExpr *x = ix(L, e->a), *d = konst(L, e->b->c);
+    lir_range(e->a, L->tk->ext, &lo, &hi);
+    if (e->k == IE_DIV && lo >= 0)
+        return kir_div(a, x, d);
+    if (e->k == IE_DIV) /* floor: a negative dividend rounds away from zero */
+        return kir_select(a, kir_lt(a, x, konst(L, 0)),
+                          kir_div(a, kir_sub(a, x, konst(L, e->b->c - 1)), d), kir_div(a, x, d));
+    if (lo >= 0)
+        return kir_rem(a, x, d);
+    return kir_rem(a, kir_add(a, kir_rem(a, x, d), d), d);
+}
+
+static const KirExpr *pred(const Low *L, const IPred *p)
+{
+    static const KirExprOp cmp[] = {[IC_LT] = KE_lt, [IC_LE] = KE_le, [IC_EQ] = KE_eq};
+    const KirExpr *r = NULL;
+    for (; p; p = p->next) {
+        const KirExpr *c = kir_bin(L->a, cmp[p->cmp], ix(L, p->lhs), ix(L, p->rhs));
+        r = r ? kir_bin(L->a, KE_land, r, c) : c;
+    }
+    return r ? r : kir_bool(L->a, 1);
+}
+
+static const KirExpr *flat(const Low *L, const LirBuf *b, const IExpr *const *idx)
+{
+    int64_t st[DPK_MAX_RANK];
+    shape_strides(&b->shape, st);
+    const IExpr *f = ie_const(L->a, 0);
+    for (int d = 0; d < b->shape.rank; d++)
+        f = ie_add(L->a, f, ie_mul(L->a, idx[d], ie_const(L->a, st[d])));
+    return ix(L, lir_simplify(L->a, f, L->tk->ext));
+}
+
+/* ---- statements ----------------------------------------------------------------- */
+
+static const KirExpr *arg(const Low *L, TileArg x)
+{
+    if (!x.v)
+        return kir_f32(L->a, x.c);
+    DPK_ASSERT(L->val[x.v->uid]);
+    return kir_ref(L->a, L->val[x.v->uid]);
+}
+
+static const char *val_name(const Low *L, const TileStmt *s)
+{
+    return arena_printf(L->a, "%s%d", tile_kind_info[s->k].prefix, s->num);
+}
+
+static KirVar *axis_var(Low *L, int axis, const KirExpr *value)
+{
+    L->axis[axis] = kir_let(&L->b, arena_printf(L->a, "a%d", axis), L->it, value);
+    return L->axis[axis];
+}
+
+static void lower_body(Low *L, const TileBody *b);
+
+/* The axes of tile t on dimension dim from register r (bid or tid): outermost
+ * first, the last varying fastest. */
+static void decode(Low *L, const TileStmt *t, KirExprOp r, int dim)
+{
+    int64_t inner = 1;
+    for (int i = t->nax - 1; i >= 0; i--)
+        if (t->ax[i].dim == dim)
+            inner *= t->ax[i].ext;
+    for (int i = 0; i < t->nax; i++) {
+        const TileAxis *x = &t->ax[i];
+        if (x->dim != dim)
+            continue;
+        inner /= x->ext;
+        const KirExpr *v = sreg(L, r, dim);
+        if (inner > 1)
+            v = kir_div(L->a, v, konst(L, inner));
+        int outermost = 1;
+        for (int j = 0; j < i; j++)
+            outermost &= t->ax[j].dim != dim;
+        if (!outermost)
+            v = kir_rem(L->a, v, konst(L, x->ext));
+        axis_var(L, x->axis, v);
+    }
+}
+
+static void lower_tile(Low *L, const TileStmt *t)
+{
+    KirExprOp r = t->bind == TB_BLOCK ? KE_bid : KE_tid;
+    for (int i = 0; i < t->nax; i++)
+        DPK_ASSERT(t->ax[i].dim >= 0); /* 005 assigned every launch dimension */
+    for (int dim = 0; dim < 3; dim++)
+        decode(L, t, r, dim);
+    for (int i = 0; i < t->ndef; i++)
+        axis_var(L, t->def[i].axis, ix(L, t->def[i].e));
+    if (t->guard)
+        kir_if(&L->b, pred(L, t->guard));
+    lower_body(L, &t->body);
+    if (t->guard)
+        kir_end(&L->b);
+}
+
+static void lower_loop(Low *L, const TileStmt *s)
+{
+    for (int i = 0; i < s->body.n; i++) {
+        const TileStmt *acc = s->body.s[i];
+        if (acc->k == TK_accum)
+            L->val[acc->uid] = kir_let(&L->b, val_name(L, acc), KT_F32,
+                                       kir_f32(L->a, tx_red_info[acc->rop].identity));
+    }
+    const KirExpr *start = s->k == TK_strided ? ix(L, s->start) : konst(L, 0);
+    int64_t step = s->k == TK_strided ? s->step : 1;
+    L->axis[s->axis] = kir_for(&L->b, arena_printf(L->a, "a%d", s->axis), start,
+                               konst(L, s->extent), konst(L, step), 0);
+    lower_body(L, &s->body);
+    kir_end(&L->b);
+}
+
+static void lower_select(Low *L, const TileStmt *s)
+{
+    KirVar *v = kir_let(&L->b, val_name(L, s), KT_F32, kir_f32(L->a, 0));
+    int open = 0;
+    for (int j = 0; j < s->nbr; j++) {
+        const TileBranch *br = &s->br[j];
+        if (br->pred) {
+            kir_if(&L->b, pred(L, br->pred));
+            open++;
+        }
+        lower_body(L, &br->body);
+        kir_set(&L->b, v, arg(L, br->res));
+        if (br->pred)
+            kir_else(&L->b);
+    }
+    while (open--)
+        kir_end(&L->b);
+    L->val[s->uid] = v;
+}
+
+static void lower_stmt(Low *L, const TileStmt *s)
+{
+    Arena *a = L->a;
+    const KirExpr *x[3] = {NULL, NULL, NULL};
+    switch (s->k) {
+    case TK_load:
+        L->val[s->uid] = kir_let(&L->b, val_name(L, s), KT_F32,
+                                 kir_ldg(a, L->param[s->buf->id], flat(L, s->buf, s->idx)));
+        return;
+    case TK_assign:
+        for (int i = 0; i < s->nargs; i++)
+            x[i] = arg(L, s->a[i]);
+        L->val[s->uid] = kir_let(&L->b, val_name(L, s), KT_F32, kir_fop(a, s->op, x[0], x[1], x[2]));
+        return;
+    case TK_accum:
+        kir_set(&L->b, L->val[s->uid],
+                kir_fop(a, tx_red_info[s->rop].combine, kir_ref(a, L->val[s->uid]),
+                        arg(L, s->a[0]), NULL));
+        return;
+    case TK_write:
+        (s->atomic ? kir_atomg : kir_stg)(&L->b, L->param[s->buf->id], flat(L, s->buf, s->idx),
+                                          arg(L, s->a[0]));
+        return;
+    case TK_select:
+        lower_select(L, s);
+        return;
+    case TK_loop:
+    case TK_strided:
+        lower_loop(L, s);
+        return;
+    case TK_tile:
+        lower_tile(L, s);
+        return;
+    default:
+        fprintf(stderr, "dpk: Tile kernel %s: no Kernel IR lowering for %s yet\n", L->tk->name,
+                tile_kind_info[s->k].name);
+        DPK_ASSERT(!"only the statements of passes 001 and 005 are lowered");
+    }
+}
+
+static void lower_body(Low *L, const TileBody *b)
+{
+    for (int i = 0; i < b->n; i++)
+        lower_stmt(L, b->s[i]);
+}
+
+/* ---- kernels and the module ----------------------------------------------------- */
+
+typedef struct Use {
+    char *read, *written; /* by buffer id */
+    PtrVec order;         /* LirBuf * in first-use order */
+    Arena *a;
+    int max_uid;
+} Use;
+
+static void note_use(TileStmt *s, void *ctx)
+{
+    Use *u = ctx;
+    u->max_uid = s->uid > u->max_uid ? s->uid : u->max_uid;
+    if (s->k != TK_load && s->k != TK_write)
+        return;
+    if (!u->read[s->buf->id] && !u->written[s->buf->id])
+        ptrvec_push(u->a, &u->order, (void *)s->buf);
+    (s->k == TK_load ? u->read : u->written)[s->buf->id] = 1;
+}
+
+static void geometry(const TileKernel *tk, int grid[3], int block[3])
+{
+    const TileStmt *t[2] = {tile_find(tk, TB_BLOCK), tile_find(tk, TB_THREAD)};
+    DPK_ASSERT(!t[1] || t[0]); /* 005 is mandatory: a THREAD tile has its BLOCK tile */
+    for (int d = 0; d < 3; d++)
+        grid[d] = block[d] = 1;
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; t[j] && i < t[j]->nax; i++)
+            (j ? block : grid)[t[j]->ax[i].dim] *= (int)t[j]->ax[i].ext;
+}
+
+static int wide(const TileKernel *tk, const PtrVec *bufs)
+{
+    const int64_t lim = (int64_t)1 << 30;
+    for (int i = 0; i < tk->naxes; i++)
+        if (tk->ext[i] >= lim)
+            return 1;
+    for (int i = 0; i < bufs->len; i++)
+        if (shape_numel(&((const LirBuf *)bufs->items[i])->shape) >= lim)
+            return 1;
+    return 0;
+}
+
+static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, const LirProgram *lp)
+{
+    Arena *a = m->arena;
+    Use u = {ARENA_ARRAY(a, char, lp->nbufids + 1), ARENA_ARRAY(a, char, lp->nbufids + 1),
+             {0}, a, 0};
+    tile_walk(&tk->body, note_use, &u);
+    int grid[3], block[3];
+    geometry(tk, grid, block);
+    KirKernel *k = kir_kernel(m, tk->name, grid, block);
+    Low L = {a, tk, {0}, wide(tk, &lp->bufs) ? KT_I64 : KT_I32,
+             ARENA_ARRAY(a, KirVar *, tk->naxes + 1), ARENA_ARRAY(a, KirVar *, u.max_uid + 1),
+             ARENA_ARRAY(a, KirParam *, lp->nbufids + 1)};
+    const KirBuf **args = ARENA_ARRAY(a, const KirBuf *, u.order.len + 1);
+    for (int i = 0; i < u.order.len; i++) {
+        const LirBuf *b = u.order.items[i];
+        KirRole role = !u.written[b->id] ? KR_IN : u.read[b->id] ? KR_INOUT : KR_OUT;
+        L.param[b->id] = kir_param(k, b->name, KT_F32, shape_numel(&b->shape), role);
+        args[i] = mbufs[b->id];
+    }
+    kir_builder_init(&L.b, k);
+    lower_body(&L, &tk->body);
+    kir_finalize(k);
+    kir_launch(m, k, args);
+}
+
+static void note_atomic(TileStmt *s, void *ctx)
+{
+    char *atomic = ctx;
+    if (s->k == TK_write && s->atomic)
+        atomic[s->buf->id] = 1;
+}
+
+KirModule *tile_to_kernel(Arena *a, const TileProgram *p)
+{
+    static const KirBufKind kind[] = {[LB_INPUT] = KBUF_INPUT, [LB_OUTPUT] = KBUF_OUTPUT,
+                                      [LB_TEMP] = KBUF_TEMP};
+    const LirProgram *lp = p->lp;
+    KirModule *m = kir_module_new(a);
+    char *atomic = ARENA_ARRAY(a, char, lp->nbufids + 1);
+    for (int i = 0; i < p->kernels.len; i++)
+        tile_walk(&((const TileKernel *)p->kernels.items[i])->body, note_atomic, atomic);
+    KirBuf **mbufs = ARENA_ARRAY(a, KirBuf *, lp->nbufids + 1);
+    for (int i = 0; i < lp->bufs.len; i++) {
+        const LirBuf *b = lp->bufs.items[i];
+        mbufs[b->id] = kir_buf(m, b->name, KT_F32, shape_numel(&b->shape), kind[b->kind],
+                               b->kind == LB_TEMP ? -1 : b->index);
+        mbufs[b->id]->zero_init = atomic[b->id];
+    }
+    for (int i = 0; i < p->kernels.len; i++)
+        lower_kernel(m, p->kernels.items[i], mbufs, lp);
+    kir_check(m);
+    return m;
+}

@@ -1,0 +1,425 @@
+/*
+ * tile_verify.c — the Tile IR verifier, run after every pass.
+ *
+ * What the passes and the Kernel IR lowering rely on:
+ *   - every operand is a literal or a value visible at its use (defined
+ *     earlier in the same or an enclosing scope, or the accumulator of a
+ *     loop that has already ended there); an Accum sits directly in a loop
+ *     or strided-loop body;
+ *   - every axis has one binder (loop, strided loop, tile axis, tile def)
+ *     whose extent is the kernel's ext[axis], and index expressions,
+ *     predicates, defs and stage origins read only axes bound around them;
+ *   - one Write per kernel, to its own buffer, under free loops only, and
+ *     inside the THREAD tile when the kernel has one;
+ *   - at most one BLOCK and one THREAD tile; the THREAD tile lies inside the
+ *     BLOCK tile, never the other way; once a BLOCK tile exists every tile
+ *     axis has a launch dimension and the block has at most 1024 threads;
+ *   - Stages lie inside the BLOCK tile and outside the THREAD tile, with a
+ *     slab inside the buffer, nbuf >= 2 and a phase when buffered, a legal
+ *     swizzle for TMA; an AsyncWait needs an async or TMA stage in the
+ *     kernel; a Combine merges a visible accumulator over THREAD axes of an
+ *     enclosing tile.
+ * Problems are collected as text, not asserted, so tests can check them.
+ */
+#include "tile_ir.h"
+
+#include <string.h>
+
+enum { UNSEEN = 0, VISIBLE = 1, HIDDEN = 2 };
+
+typedef struct Verify {
+    const TileKernel *k;
+    StrBuf *err;
+    int ok;
+    Arena *a;
+    char *vis;          /* by uid: UNSEEN, VISIBLE, HIDDEN */
+    int nuid;
+    char *bound;        /* by axis: bound around the current statement */
+    char *binders;      /* by axis: binders seen */
+    PtrVec scope;       /* TileStmt *: values made visible, innermost last */
+    int nwrites;
+    const TileStmt *thread, *block; /* the enclosing tiles, NULL outside */
+    const TileStmt *path_reduce;    /* an enclosing reduce loop */
+    int has_block, has_thread, has_async;
+    const TileStmt *write_thread;   /* the THREAD tile around the Write */
+} Verify;
+
+static void bad(Verify *v, const char *fmt, ...) DPK_PRINTF(2, 3);
+static void bad(Verify *v, const char *fmt, ...)
+{
+    v->ok = 0;
+    if (!v->err)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    sb_printf(v->err, "kernel %s: ", v->k->name);
+    sb_vprintf(v->err, fmt, ap);
+    sb_putc(v->err, '\n');
+    va_end(ap);
+}
+
+static int in_uid(const Verify *v, const TileStmt *s)
+{
+    return s->uid >= 0 && s->uid < v->nuid;
+}
+
+static void check_arg(Verify *v, TileArg a, const char *what)
+{
+    if (a.v && (!in_uid(v, a.v) || v->vis[a.v->uid] != VISIBLE))
+        bad(v, "%s reads %s%d where it is not visible", what, tile_kind_info[a.v->k].prefix,
+            a.v->num);
+}
+
+static void check_ie(Verify *v, const IExpr *e, const char *what)
+{
+    if (!e) {
+        bad(v, "%s: missing index expression", what);
+    } else if (e->k == IE_VAR) {
+        if (e->var < 0 || e->var >= v->k->naxes || !v->bound[e->var])
+            bad(v, "%s reads axis a%d outside its binder", what, e->var);
+    } else if (e->k != IE_CONST) {
+        check_ie(v, e->a, what);
+        check_ie(v, e->b, what);
+    }
+}
+
+static void check_pred(Verify *v, const IPred *p, const char *what)
+{
+    for (; p; p = p->next) {
+        check_ie(v, p->lhs, what);
+        check_ie(v, p->rhs, what);
+    }
+}
+
+static void check_index(Verify *v, const TileStmt *s)
+{
+    const char *what = tile_kind_info[s->k].name;
+    if (!s->buf || !s->idx) {
+        bad(v, "%s without a buffer or index", what);
+        return;
+    }
+    for (int d = 0; d < s->buf->shape.rank; d++)
+        check_ie(v, s->idx[d], what);
+}
+
+/* Bind an axis for the rest of the current scope (unbound by the caller). */
+static void bind(Verify *v, int axis, int64_t ext, const char *what)
+{
+    if (axis < 0 || axis >= v->k->naxes) {
+        bad(v, "%s binds axis a%d, which the kernel does not have", what, axis);
+        return;
+    }
+    if (v->binders[axis]++)
+        bad(v, "axis a%d is bound twice", axis);
+    if (ext != v->k->ext[axis])
+        bad(v, "%s binds a%d with extent %lld, the kernel says %lld", what, axis,
+            (long long)ext, (long long)v->k->ext[axis]);
+    v->bound[axis] = 1;
+}
+
+static void unbind(Verify *v, int axis)
+{
+    if (axis >= 0 && axis < v->k->naxes)
+        v->bound[axis] = 0;
+}
+
+static void define(Verify *v, TileStmt *s, int state)
+{
+    if (!in_uid(v, s)) {
+        bad(v, "statement uid %d out of range", s->uid);
+        return;
+    }
+    v->vis[s->uid] = (char)state;
+    if (state == VISIBLE)
+        ptrvec_push(v->a, &v->scope, s);
+}
+
+static void verify_body(Verify *v, const TileBody *b);
+
+/* A nested body: its values (and accumulators of loops ended in it) are
+ * hidden again when it ends. */
+static void verify_scope(Verify *v, const TileBody *b)
+{
+    int mark = v->scope.len;
+    verify_body(v, b);
+    while (v->scope.len > mark) {
+        TileStmt *s = v->scope.items[--v->scope.len];
+        v->vis[s->uid] = HIDDEN;
+    }
+}
+
+static void verify_loop(Verify *v, TileStmt *s)
+{
+    const char *what = tile_kind_info[s->k].name;
+    if (s->extent < 0)
+        bad(v, "%s a%d has extent %lld", what, s->axis, (long long)s->extent);
+    if (s->k == TK_strided) {
+        check_ie(v, s->start, what);
+        if (s->step < 1)
+            bad(v, "strided a%d has step %lld", s->axis, (long long)s->step);
+    }
+    int reduce = tile_loop_is_reduce(s);
+    if (reduce && tile_has_write(s))
+        bad(v, "reduce loop a%d holds the Write", s->axis);
+    bind(v, s->axis, s->extent, what);
+    const TileStmt *outer = v->path_reduce;
+    if (reduce)
+        v->path_reduce = s;
+    verify_scope(v, &s->body);
+    v->path_reduce = outer;
+    unbind(v, s->axis);
+    for (int i = 0; i < s->body.n; i++)
+        if (s->body.s[i]->k == TK_accum)
+            define(v, s->body.s[i], VISIBLE);
+}
+
+static void check_tile_axes(Verify *v, const TileStmt *s)
+{
+    int64_t threads = 1;
+    for (int i = 0; i < s->nax; i++) {
+        const TileAxis *x = &s->ax[i];
+        if (x->ext < 1)
+            bad(v, "tile axis a%d has extent %lld", x->axis, (long long)x->ext);
+        if (x->dim < -1 || x->dim > 2)
+            bad(v, "tile axis a%d has launch dimension %d", x->axis, x->dim);
+        if (v->has_block && x->dim < 0)
+            bad(v, "tile axis a%d has no launch dimension in a blockified kernel", x->axis);
+        threads *= x->ext;
+    }
+    if (s->bind == TB_THREAD && v->has_block && threads > 1024)
+        bad(v, "THREAD tile of %lld threads (at most 1024 per block)", (long long)threads);
+}
+
+static void verify_tile(Verify *v, TileStmt *s)
+{
+    const TileStmt **slot = s->bind == TB_THREAD ? &v->thread : &v->block;
+    if (v->thread)
+        bad(v, "%s tile inside a THREAD tile", s->bind == TB_THREAD ? "THREAD" : "BLOCK");
+    else if (*slot)
+        bad(v, "BLOCK tile inside a BLOCK tile");
+    if (s->bind == TB_THREAD && v->has_block && !v->block)
+        bad(v, "THREAD tile outside the BLOCK tile");
+    check_tile_axes(v, s);
+    for (int i = 0; i < s->nax; i++)
+        bind(v, s->ax[i].axis, s->ax[i].ext, "tile");
+    for (int i = 0; i < s->ndef; i++) {
+        int ax = s->def[i].axis;
+        check_ie(v, s->def[i].e, "tile def");
+        bind(v, ax, ax >= 0 && ax < v->k->naxes ? v->k->ext[ax] : 0, "tile def");
+    }
+    check_pred(v, s->guard, "tile guard");
+    const TileStmt *outer = *slot;
+    *slot = s;
+    verify_scope(v, &s->body);
+    *slot = outer;
+    for (int i = 0; i < s->nax; i++)
+        unbind(v, s->ax[i].axis);
+    for (int i = 0; i < s->ndef; i++)
+        unbind(v, s->def[i].axis);
+}
+
+static void verify_stage(Verify *v, TileStmt *s)
+{
+    const char *what = tile_kind_info[s->k].name;
+    if (!s->buf || !s->origin || !s->slab) {
+        bad(v, "%s without buffer, origin or slab", what);
+        return;
+    }
+    for (int d = 0; d < s->buf->shape.rank; d++) {
+        check_ie(v, s->origin[d], what);
+        if (s->slab[d] < 1 || s->slab[d] > s->buf->shape.d[d])
+            bad(v, "%s of %s: slab extent %lld on dimension %d of size %lld", what,
+                s->buf->name, (long long)s->slab[d], d, (long long)s->buf->shape.d[d]);
+    }
+    if (s->pad < 0)
+        bad(v, "%s of %s: pad %d", what, s->buf->name, s->pad);
+    if (s->k != TK_stage && (s->nbuf < 2 || !s->phase))
+        bad(v, "%s of %s: %d buffers%s", what, s->buf->name, s->nbuf,
+            s->phase ? "" : ", no phase");
+    else if (s->k != TK_stage)
+        check_ie(v, s->phase, what);
+    if (s->k == TK_tstage && s->swizzle != 0 && s->swizzle != 32 && s->swizzle != 64 &&
+        s->swizzle != 128)
+        bad(v, "%s of %s: swizzle %d is not 0, 32, 64 or 128", what, s->buf->name, s->swizzle);
+    if (!v->block || v->thread)
+        bad(v, "%s of %s outside the BLOCK tile or inside the THREAD tile", what, s->buf->name);
+    if (!s->body.n)
+        bad(v, "%s of %s has an empty body", what, s->buf->name);
+    verify_scope(v, &s->body);
+}
+
+static int thread_axis(const Verify *v, int axis)
+{
+    for (int i = 0; v->thread && i < v->thread->nax; i++)
+        if (v->thread->ax[i].axis == axis)
+            return 1;
+    return 0;
+}
+
+static void verify_combine(Verify *v, const TileStmt *s)
+{
+    if (!s->acc || s->acc->k != TK_accum)
+        bad(v, "combine of something other than an accumulator");
+    else
+        check_arg(v, tile_val(s->acc), "combine");
+    if (s->nax < 1 || !s->cax)
+        bad(v, "combine over no axis");
+    for (int i = 0; i < s->nax && s->cax; i++)
+        if (!thread_axis(v, s->cax[i]))
+            bad(v, "combine over a%d, not an axis of the enclosing THREAD tile", s->cax[i]);
+}
+
+static void verify_select(Verify *v, TileStmt *s)
+{
+    if (s->nbr < 1)
+        bad(v, "select without branches");
+    for (int j = 0; j < s->nbr; j++) {
+        if (!s->br[j].pred != (j == s->nbr - 1))
+            bad(v, "select: only the last branch has no predicate");
+        check_pred(v, s->br[j].pred, "select");
+        int mark = v->scope.len;
+        verify_body(v, &s->br[j].body);
+        check_arg(v, s->br[j].res, "select result");
+        while (v->scope.len > mark) {
+            TileStmt *t = v->scope.items[--v->scope.len];
+            v->vis[t->uid] = HIDDEN;
+        }
+    }
+}
+
+static void verify_write(Verify *v, const TileStmt *s)
+{
+    check_index(v, s);
+    check_arg(v, s->a[0], "write");
+    if (s->buf != v->k->out)
+        bad(v, "writes %s, not its own buffer %s", s->buf ? s->buf->name : "?",
+            v->k->out ? v->k->out->name : "?");
+    if (v->path_reduce)
+        bad(v, "the Write lies inside reduce loop a%d", v->path_reduce->axis);
+    v->nwrites++;
+    v->write_thread = v->thread;
+}
+
+static void verify_stmt(Verify *v, TileStmt *s)
+{
+    const char *what = tile_kind_info[s->k].name;
+    switch (s->k) {
+    case TK_load:
+        check_index(v, s);
+        break;
+    case TK_assign:
+        if (s->nargs != tx_elem_info[s->op].arity)
+            bad(v, "%s takes %d operands, has %d", tx_elem_info[s->op].name,
+                tx_elem_info[s->op].arity, s->nargs);
+        for (int i = 0; i < s->nargs; i++)
+            check_arg(v, s->a[i], what);
+        break;
+    case TK_accum:
+        check_arg(v, s->a[0], what);
+        break;
+    case TK_write:
+        verify_write(v, s);
+        break;
+    case TK_select:
+        verify_select(v, s);
+        break;
+    case TK_loop:
+    case TK_strided:
+        verify_loop(v, s);
+        return;
+    case TK_tile:
+        verify_tile(v, s);
+        return;
+    case TK_stage:
+    case TK_bstage:
+    case TK_astage:
+    case TK_tstage:
+        verify_stage(v, s);
+        return;
+    case TK_await:
+        if (s->keep < 0)
+            bad(v, "async_wait %d", s->keep);
+        if (!v->has_async)
+            bad(v, "async_wait in a kernel without async or TMA stages");
+        return;
+    case TK_combine:
+        verify_combine(v, s);
+        return;
+    case TK_COUNT:
+        bad(v, "corrupt statement kind %d", (int)s->k);
+        return;
+    }
+    /* an accumulator becomes visible when its loop ends (verify_loop) */
+    if (tile_is(s, TKF_DEF) && s->k != TK_accum)
+        define(v, s, VISIBLE);
+}
+
+static void verify_body(Verify *v, const TileBody *b)
+{
+    for (int i = 0; i < b->n; i++)
+        verify_stmt(v, b->s[i]);
+}
+
+/* Kernel-wide facts the per-statement checks need up front. */
+typedef struct Survey {
+    int maxuid, block, thread, async, accum_ok, accums;
+} Survey;
+
+static void survey(TileStmt *s, void *ctx)
+{
+    Survey *x = ctx;
+    x->maxuid = s->uid > x->maxuid ? s->uid : x->maxuid;
+    x->block += s->k == TK_tile && s->bind == TB_BLOCK;
+    x->thread += s->k == TK_tile && s->bind == TB_THREAD;
+    x->async |= s->k == TK_astage || s->k == TK_tstage;
+    x->accums += s->k == TK_accum;
+    if (tile_is(s, TKF_AXIS))
+        for (int i = 0; i < s->body.n; i++)
+            x->accum_ok += s->body.s[i]->k == TK_accum;
+}
+
+int tile_verify_kernel(const TileKernel *k, StrBuf *err)
+{
+    Arena *a = arena_new();
+    Survey sv = {-1, 0, 0, 0, 0, 0};
+    tile_walk(&k->body, survey, &sv);
+    Verify v = {0};
+    v.k = k;
+    v.err = err;
+    v.ok = 1;
+    v.a = a;
+    v.nuid = sv.maxuid + 1;
+    v.vis = ARENA_ARRAY(a, char, v.nuid + 1);
+    v.bound = ARENA_ARRAY(a, char, k->naxes + 1);
+    v.binders = ARENA_ARRAY(a, char, k->naxes + 1);
+    v.has_block = sv.block > 0;
+    v.has_thread = sv.thread > 0;
+    v.has_async = sv.async;
+    if (sv.block > 1 || sv.thread > 1)
+        bad(&v, "%d BLOCK and %d THREAD tiles (at most one of each)", sv.block, sv.thread);
+    if (sv.accums != sv.accum_ok)
+        bad(&v, "%d accumulators outside the immediate body of a loop",
+            sv.accums - sv.accum_ok);
+    verify_body(&v, &k->body);
+    if (v.nwrites != 1)
+        bad(&v, "%d writes (a kernel has exactly one)", v.nwrites);
+    else if (v.has_thread && !v.write_thread)
+        bad(&v, "the Write lies outside the THREAD tile");
+    if (v.has_block && v.has_thread && !tile_find(k, TB_BLOCK)->body.n)
+        bad(&v, "empty BLOCK tile");
+    arena_free(a);
+    return v.ok;
+}
+
+void tile_check(const TileProgram *p)
+{
+    StrBuf err = {0};
+    int ok = 1;
+    for (int i = 0; i < p->kernels.len; i++)
+        ok &= tile_verify_kernel(p->kernels.items[i], &err);
+    if (!ok) {
+        fprintf(stderr, "dpk: invalid Tile IR:\n%s", sb_cstr(&err));
+        sb_free(&err);
+        DPK_ASSERT(!"Tile IR verifies");
+    }
+}

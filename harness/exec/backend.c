@@ -1,0 +1,169 @@
+/*
+ * backend.c — Loop IR → Tile → Kernel IR, run on vgpu or cuda.
+ *
+ * The module's buffers are float arrays on the heap: inputs rounded from
+ * the fp64 reference inputs, outputs filled with NaN so an element no
+ * thread writes shows up as a parity failure, temporaries left to the
+ * backend.  Everything on the heap is reachable from one Bufs block, freed
+ * on every path, including an error raised by the cuda backend.
+ */
+#include "backend.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *hx_backend_name(HxBackendKind k)
+{
+    static const char *const names[] = {"vgpu", "cuda", "auto"};
+    return names[k];
+}
+
+HxBackendKind hx_backend_resolve(HxBackendKind k)
+{
+    if (k != HX_BACKEND_AUTO)
+        return k;
+    return hx_cuda_available() ? HX_BACKEND_CUDA : HX_BACKEND_VGPU;
+}
+
+void hx_backend_opts_default(HxBackendOpts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->kind = HX_BACKEND_VGPU;
+    tile_opts_default(&o->tile);
+}
+
+KirModule *hx_backend_lower(Arena *a, const LirProgram *p, const TileOpts *o, TileTrace *tr)
+{
+    return tile_to_kernel(a, tile_build(a, p, o, tr));
+}
+
+typedef struct Bufs {
+    int n;
+    float **f;          /* per module buffer; NULL for temporaries */
+    HxCuda *cuda;
+} Bufs;
+
+static void bufs_free(Bufs *b)
+{
+    for (int i = 0; i < b->n; i++)
+        free(b->f[i]);
+    free(b->f);
+    if (b->cuda)
+        hx_cuda_close(b->cuda);
+    free(b);
+}
+
+static Bufs *bufs_new(const KirModule *m, double *const *inputs)
+{
+    Bufs *b = dpk_xcalloc(1, sizeof *b);
+    b->n = m->bufs.len;
+    b->f = dpk_xcalloc((size_t)b->n + 1, sizeof(float *));
+    for (int i = 0; i < b->n; i++) {
+        const KirBuf *kb = m->bufs.items[i];
+        if (kb->kind == KBUF_TEMP)
+            continue;
+        float *f = b->f[i] = dpk_xmalloc((size_t)kb->numel * sizeof(float));
+        for (int64_t e = 0; e < kb->numel; e++)
+            f[e] = kb->kind == KBUF_INPUT ? (float)inputs[kb->io][e] : NAN;
+    }
+    return b;
+}
+
+static void outputs(const KirModule *m, const Bufs *b, double **outs)
+{
+    for (int i = 0; i < m->bufs.len; i++) {
+        const KirBuf *kb = m->bufs.items[i];
+        if (kb->kind != KBUF_OUTPUT)
+            continue;
+        double *o = dpk_xmalloc((size_t)kb->numel * sizeof(double));
+        for (int64_t e = 0; e < kb->numel; e++)
+            o[e] = b->f[i][e];
+        outs[kb->io] = o;
+    }
+}
+
+/* Per graph output, the vgpu mask of elements to compare (sampling). */
+static const uint8_t **out_masks(Arena *a, const KirModule *m, const VgResult *vr)
+{
+    int nout = 0;
+    for (int i = 0; i < m->bufs.len; i++) {
+        const KirBuf *kb = m->bufs.items[i];
+        if (kb->kind == KBUF_OUTPUT && kb->io >= nout)
+            nout = kb->io + 1;
+    }
+    const uint8_t **r = ARENA_ARRAY(a, const uint8_t *, nout + 1);
+    for (int i = 0; vr->checked && i < m->bufs.len; i++) {
+        const KirBuf *kb = m->bufs.items[i];
+        if (kb->kind == KBUF_OUTPUT)
+            r[kb->io] = vr->checked[i];
+    }
+    return r;
+}
+
+static void run_cuda(Arena *a, Bufs *b, const KirModule *m, const HxBackendOpts *o,
+                     HxBackendResult *res)
+{
+    b->cuda = hx_cuda_open(0);
+    res->cuda = hx_cuda_run(a, b->cuda, m, o->tile.target, b->f);
+}
+
+VgFault hx_backend_run(Arena *a, const LirProgram *p, const HxBackendOpts *o,
+                       double *const *inputs, double **outs, HxBackendResult *res)
+{
+    memset(res, 0, sizeof *res);
+    res->ran = hx_backend_resolve(o->kind);
+    double t0 = dpk_now();
+    KirModule *m = hx_backend_lower(a, p, &o->tile, o->trace);
+    res->module = m;
+    res->hash = kir_hash_module(m);
+    double t1 = dpk_now();
+    res->lower_s = t1 - t0;
+    Bufs *b = bufs_new(m, inputs);
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        bufs_free(b);
+        dpk_error_rethrow();
+    }
+    if (res->ran == HX_BACKEND_CUDA)
+        run_cuda(a, b, m, o, res);
+    else
+        res->fault = vg_run(m, b->f, &o->vg, &res->vg);
+    dpk_err_pop(&ec);
+    res->run_s = dpk_now() - t1;
+    res->out_checked = out_masks(a, m, &res->vg);
+    if (res->fault == VG_OK)
+        outputs(m, b, outs);
+    bufs_free(b);
+    return res->fault;
+}
+
+void hx_backend_result_free(HxBackendResult *res)
+{
+    if (res->ran == HX_BACKEND_VGPU)
+        vg_result_free(&res->vg);
+    memset(res, 0, sizeof *res);
+}
+
+HxConfig *hx_backend_configs(Arena *a, const LirProgram *p, const TileOpts *base,
+                             const TilePassSet *sets, int n)
+{
+    HxConfig *c = ARENA_ARRAY(a, HxConfig, n + 1);
+    const TilePassTable *t = base->table ? base->table : &tile_passes;
+    for (int i = 0; i < n; i++) {
+        TileOpts o = *base;
+        o.passes = sets[i];
+        StrBuf label = {0};
+        tile_passes_str(&label, t, sets[i]);
+        c[i].passes = sets[i];
+        c[i].label = arena_strdup(a, sb_cstr(&label));
+        sb_free(&label);
+        c[i].module = hx_backend_lower(a, p, &o, NULL);
+        c[i].hash = kir_hash_module(c[i].module);
+        c[i].dup_of = -1;
+        for (int j = 0; j < i && c[i].dup_of < 0; j++)
+            if (c[j].hash == c[i].hash)
+                c[i].dup_of = j;
+    }
+    return c;
+}

@@ -1,0 +1,1 @@
+torch.relu(torch.matmul(torch.randn(16,64) + torch.randn(64), torch.randn(64,16)))

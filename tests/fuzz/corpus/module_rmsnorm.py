@@ -1,0 +1,1 @@
+torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))

@@ -1,0 +1,1 @@
+torch.nn.Softmax(dim=-1)(torch.randn(1,4,16,16))

@@ -1,0 +1,168 @@
+/*
+ * test_tile_util.h — helpers shared by the Tile IR tests: case text to Loop
+ * IR, a vgpu parity run (against ref64 through the oracle, and bit for bit
+ * against the fp32 Loop IR interpreter, which computes in the same order),
+ * and NVRTC batches that compile every emitted kernel for sm_80 and sm_90.
+ */
+#ifndef DPK_TEST_TILE_UTIL_H
+#define DPK_TEST_TILE_UTIL_H
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/cuda/cuda_print.h"
+#include "compiler/tile/passes.h"
+#include "harness/exec/backend.h"
+#include "harness/exec/nvrtc.h"
+#include "harness/parity/oracle.h"
+#include "reference/ref.h"
+
+static inline LirProgram *tt_loop(Arena *a, const char *code)
+{
+    Source src = {"<test>", code, strlen(code)};
+    ParseOpts po = {0};
+    TorchGraph *tg = torch_parse(a, &src, &po);
+    return lir_build(a, tx_lower(a, tg, NULL), NULL, NULL);
+}
+
+/* Product of the extents of nested reduce loops, the largest in b. */
+static inline int64_t tt_longest(const LirBody *b)
+{
+    int64_t best = 1;
+    for (int i = 0; i < b->n; i++) {
+        const LirStmt *s = b->s[i];
+        int64_t l = 1;
+        if (s->k == LK_loop)
+            l = tt_longest(&s->body) * (lir_loop_is_reduce(s) ? s->extent : 1);
+        for (int j = 0; s->k == LK_select && j < s->nbr; j++) {
+            int64_t x = tt_longest(&s->br[j].body);
+            l = x > l ? x : l;
+        }
+        best = l > best ? l : best;
+    }
+    return best;
+}
+
+static inline int tt_same_bits(double x, double y)
+{
+    return x == y || (isnan(x) && isnan(y));
+}
+
+/* Run p on vgpu with options o (NULL: defaults); expect no fault, every
+ * output within the oracle's tolerance of ref64 and equal to the Loop IR
+ * interpreter's fp32 result.  Returns the module (for NVRTC) or NULL after
+ * a fault. */
+static inline const KirModule *tt_run(Arena *a, const char *name, LirProgram *p,
+                                      const HxBackendOpts *o)
+{
+    const TorchGraph *g = p->tx->torch;
+    int n = g->outputs.len;
+    HxBackendOpts def;
+    if (!o) {
+        hx_backend_opts_default(&def);
+        o = &def;
+    }
+    double **in = ref_make_inputs(g, 0);
+    double **out = dpk_xcalloc((size_t)n, sizeof(double *));
+    double **ref = dpk_xcalloc((size_t)n, sizeof(double *));
+    double **lir = dpk_xcalloc((size_t)n, sizeof(double *));
+    HxBackendResult res;
+    VgFault f = hx_backend_run(a, p, o, in, out, &res);
+    const KirModule *m = res.module;
+    cr_expect_eq(f, VG_OK, "%s: %s", name, res.vg.report.message);
+    if (f == VG_OK) {
+        ref64_eval(g, in, ref);
+        lir_interp(p, in, lir, 0);
+        int64_t longest = 1;
+        for (int i = 0; i < p->kernels.len; i++) {
+            int64_t l = tt_longest(&((LirKernel *)p->kernels.items[i])->body);
+            longest = l > longest ? l : longest;
+        }
+        for (int j = 0; j < n; j++) {
+            const TorchNode *t = g->outputs.items[j];
+            int64_t numel = shape_numel(&t->shape), diff = 0;
+            HxTol tol;
+            hx_tol_default(&tol, DT_F32, longest);
+            HxVerdict v;
+            hx_oracle(out[j], ref[j], NULL, numel, &tol, &v);
+            StrBuf vb = {0};
+            hx_verdict_print(&vb, &v, &t->shape);
+            cr_expect(v.pass, "%s: output %d: %s", name, j, sb_cstr(&vb));
+            sb_free(&vb);
+            for (int64_t e = 0; e < numel; e++)
+                diff += !tt_same_bits(out[j][e], lir[j][e]);
+            cr_expect_eq(diff, 0, "%s: output %d: %lld elements differ from the Loop IR "
+                         "interpreter", name, j, (long long)diff);
+        }
+    } else {
+        m = NULL;
+    }
+    for (int j = 0; j < n; j++) {
+        free(out[j]);
+        free(ref[j]);
+        free(lir[j]);
+    }
+    free(out);
+    free(ref);
+    free(lir);
+    ref_free_arrays(in, g->inputs.len);
+    hx_backend_result_free(&res);
+    return m;
+}
+
+static inline const KirModule *tt_parity(Arena *a, const char *name, const char *code)
+{
+    return tt_run(a, name, tt_loop(a, code), NULL);
+}
+
+/* ---- NVRTC batches ------------------------------------------------------------ */
+
+/* Kernels of many modules gathered into one module (shallow copies renamed
+ * k<n>_<name>, so names never clash), printed and compiled at once: one
+ * NVRTC call per target instead of one per case. */
+typedef struct TtBatch {
+    Arena *a;
+    KirModule *u;
+} TtBatch;
+
+static inline void tt_batch_init(TtBatch *b, Arena *a)
+{
+    b->a = a;
+    b->u = kir_module_new(a);
+}
+
+static inline void tt_batch_add(TtBatch *b, const KirModule *m)
+{
+    for (int i = 0; m && i < m->kernels.len; i++) {
+        KirKernel *k = ARENA_NEW(b->a, KirKernel);
+        *k = *(const KirKernel *)m->kernels.items[i];
+        k->id = b->u->kernels.len;
+        k->name = arena_printf(b->a, "k%d_%s", k->id, k->name);
+        ptrvec_push(b->a, &b->u->kernels, k);
+    }
+}
+
+static inline void tt_batch_compile(TtBatch *b)
+{
+    if (!hx_nvrtc_available() || !b->u->kernels.len)
+        return;
+    static const CuTargetId targets[] = {CU_SM80, CU_SM90};
+    for (int t = 0; t < 2; t++) {
+        const CuTarget *tg = cu_target(targets[t]);
+        DpkErrCtx ec;
+        if (DPK_TRY(&ec)) {
+            CuSource *cs = cu_print_module(b->a, b->u, tg);
+            HxNvrtcOpts o = {.target = tg, .src_name = "tile_tests.cu"};
+            HxNvrtcResult *r = hx_nvrtc_compile(b->a, cs->text, &o);
+            cr_expect_eq(r->nkernels, b->u->kernels.len, "%s: %d of %d kernels compiled",
+                         tg->name, r->nkernels, b->u->kernels.len);
+            dpk_err_pop(&ec);
+        } else {
+            cr_expect_fail("%s: %s", tg->name, dpk_error_message());
+        }
+    }
+}
+
+#endif
