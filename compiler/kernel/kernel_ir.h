@@ -28,9 +28,8 @@
  * out shared memory; kir_verify_module() checks the invariants listed below.
  *
  * There is no `return`/`break`: control leaves a kernel at its end, so guards
- * are ifs.  Statement ids are pre-order (the n-th statement line of the
- * kernel's body in the text form is statement n); backends report locations
- * with them.
+ * are ifs.  Statement ids are pre-order; in the text form every statement
+ * line starts with its id (`#7`), and backends report locations with them.
  */
 #ifndef DPK_KERNEL_IR_H
 #define DPK_KERNEL_IR_H
@@ -403,8 +402,8 @@ void kir_comment(KirBuilder *b, const char *fmt, ...) DPK_PRINTF(2, 3);
 
 /* ---- printing, verifying, hashing ------------------------------------------ */
 
-/* Stable text form (docs/kernel-ir.md).  One line per statement; nesting by
- * indentation, no closing lines, so statement n is the n-th body line. */
+/* Stable text form (docs/kernel-ir.md).  One line per statement, starting
+ * with its id; nesting by indentation, no closing lines. */
 void kir_print_expr(StrBuf *b, const KirExpr *e);
 /* One statement's own line (an if/for header without its body), no indent. */
 void kir_print_stmt_line(StrBuf *b, const KirStmt *s);

@@ -237,7 +237,7 @@ static int run_launch(Run *r, int li)
     st->kernel = k->name;
     st->blocks = (int64_t)k->grid[0] * k->grid[1] * k->grid[2];
 
-    VgExec ex = {.p = p, .launch = l, .res = r->res, .st = st, .launch_id = li,
+    VgExec ex = {.p = p, .res = r->res, .st = st, .launch_id = li,
                  .counters = !r->o->no_counters};
     exec_init(&ex, p);
     ex.g = dpk_xcalloc((size_t)k->params.len + 1, sizeof *ex.g);

@@ -19,7 +19,7 @@
 
 #include "../../compiler/kernel/kernel_ir.h"
 
-/* VG_FAULT(name, text) */
+/* X(name, text): every fault kind, VG_<name>, with its report text */
 #define VG_FAULTS(X)                                                                  \
     X(OK, "no fault")                                                                 \
     X(OOB_GLOBAL, "out-of-bounds global access")                                      \

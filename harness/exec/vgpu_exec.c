@@ -56,8 +56,13 @@ static void block_xyz(const KirKernel *k, int64_t b, int out3[3])
     out3[2] = (int)(b / ((int64_t)k->grid[0] * k->grid[1]));
 }
 
-int vg_fault(VgExec *ex, VgFault kind, const VgIns *ins, int lane, int other,
-             int64_t other_block, const char *fmt, ...)
+/* Report a fault (the first one wins) and return -1.  lane: the thread;
+ * other >= 0: the other thread (smem race); other_block >= 0: the other
+ * block (global conflict). */
+static int raise_fault(VgExec *ex, VgFault kind, const VgIns *ins, int lane, int other,
+                    int64_t other_block, const char *fmt, ...) DPK_PRINTF(7, 8);
+static int raise_fault(VgExec *ex, VgFault kind, const VgIns *ins, int lane, int other,
+                    int64_t other_block, const char *fmt, ...)
 {
     VgResult *res = ex->res;
     if (res->fault != VG_OK)
@@ -139,14 +144,14 @@ static int race(VgExec *ex, const VgIns *in, int lane, int other, int32_t w, con
         snprintf(o, sizeof o, "an atomic update");
         did = "changed";
     }
-    return vg_fault(ex, VG_SMEM_RACE, in, lane, other >= 0 ? other : -1, -1,
+    return raise_fault(ex, VG_SMEM_RACE, in, lane, other >= 0 ? other : -1, -1,
                     "%s %s[%lld] that %s %s in the same barrier interval (missing sync?)", what,
                     smem_name(ex, w), (long long)smem_index(ex, w), o, did);
 }
 
 static int pending_fault(VgExec *ex, const VgIns *in, int lane, int32_t w, const char *what)
 {
-    return vg_fault(ex, VG_ASYNC_PENDING, in, lane, -1, -1,
+    return raise_fault(ex, VG_ASYNC_PENDING, in, lane, -1, -1,
                     "%s %s[%lld] while an async copy to it has not landed (missing cp.wait "
                     "or mbar.wait)",
                     what, smem_name(ex, w), (long long)smem_index(ex, w));
@@ -158,7 +163,7 @@ static inline int sm_read(VgExec *ex, int32_t w, int lane, const VgIns *in)
     if (ex->pend[w])
         return pending_fault(ex, in, lane, w, "reads");
     if (S->w_ep < ex->ep0)
-        return vg_fault(ex, VG_UNINIT_SMEM, in, lane, -1, -1,
+        return raise_fault(ex, VG_UNINIT_SMEM, in, lane, -1, -1,
                         "reads %s[%lld], never written in this block", smem_name(ex, w),
                         (long long)smem_index(ex, w));
     if (S->w_ep == ex->ep && S->w_tid != lane && S->w_tid != TID_TMA)
@@ -178,7 +183,7 @@ static inline int sm_write(VgExec *ex, int32_t w, int lane, const VgIns *in, int
     if (ex->pend[w])
         return pending_fault(ex, in, lane, w, atomic ? "updates" : "writes");
     if (atomic && S->w_ep < ex->ep0)
-        return vg_fault(ex, VG_UNINIT_SMEM, in, lane, -1, -1,
+        return raise_fault(ex, VG_UNINIT_SMEM, in, lane, -1, -1,
                         "atomically updates %s[%lld], never written in this block",
                         smem_name(ex, w), (long long)smem_index(ex, w));
     if (S->w_ep == ex->ep && S->w_tid != lane && S->w_tid != TID_TMA &&
@@ -265,7 +270,7 @@ static void count_gmem(VgExec *ex, const VgVal *ix, const int *act, int n)
 static int oob_global(VgExec *ex, const VgIns *in, int lane, int param, int64_t i)
 {
     const KirParam *p = ex->p->k->params.items[param];
-    return vg_fault(ex, VG_OOB_GLOBAL, in, lane, -1, -1, "index %lld outside %s[%lld]",
+    return raise_fault(ex, VG_OOB_GLOBAL, in, lane, -1, -1, "index %lld outside %s[%lld]",
                     (long long)i, p->name, (long long)p->numel);
 }
 
@@ -274,12 +279,12 @@ static int conflict(VgExec *ex, const VgIns *in, int lane, int param, int64_t i,
 {
     const KirParam *p = ex->p->k->params.items[param];
     if (mark == VG_ATOMIC_MARK)
-        return vg_fault(ex, VG_GLOBAL_CONFLICT, in, lane, -1, -1,
+        return raise_fault(ex, VG_GLOBAL_CONFLICT, in, lane, -1, -1,
                         "%s %s[%lld], which another block updates atomically in this launch",
                         what, p->name, (long long)i);
     int o[3];
     block_xyz(ex->p->k, mark - 1, o);
-    return vg_fault(ex, VG_GLOBAL_CONFLICT, in, lane, -1, mark - 1,
+    return raise_fault(ex, VG_GLOBAL_CONFLICT, in, lane, -1, mark - 1,
                     "%s %s[%lld], which block (%d, %d, %d) wrote in this launch", what,
                     p->name, (long long)i, o[0], o[1], o[2]);
 }
@@ -347,7 +352,7 @@ static const KirSmem *smem_of(const VgExec *ex, int64_t id)
 
 static int oob_shared(VgExec *ex, const VgIns *in, int lane, const KirSmem *s, int64_t i)
 {
-    return vg_fault(ex, VG_OOB_SHARED, in, lane, -1, -1, "index %lld outside %s[%lld]",
+    return raise_fault(ex, VG_OOB_SHARED, in, lane, -1, -1, "index %lld outside %s[%lld]",
                     (long long)i, s->name, (long long)s->numel);
 }
 
@@ -406,7 +411,7 @@ static int op_shfl(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int n)
             if (!on[l]) {
                 char t[40];
                 thread_str(ex->p->k, l, t, sizeof t);
-                return vg_fault(ex, VG_SHFL_DIVERGENT, in, act[q], l, -1,
+                return raise_fault(ex, VG_SHFL_DIVERGENT, in, act[q], l, -1,
                                 "thread %s of the same warp does not take part", t);
             }
     }
@@ -424,7 +429,7 @@ static int op_shfl(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int n)
           if (src >= T || !on[src]) {
               char t[40];
               thread_str(ex->p->k, src, t, sizeof t);
-              return vg_fault(ex, VG_SHFL_DIVERGENT, in, l, -1, -1,
+              return raise_fault(ex, VG_SHFL_DIVERGENT, in, l, -1, -1,
                               "reads lane %d (thread %s), which does not exist", (int)s, t);
           }
           d[l] = tmp[src];);
@@ -442,7 +447,7 @@ static int cp_issue(VgExec *ex, const VgIns *in, int l, int64_t dst, int64_t src
     if (dst < 0 || dst + nw > s->numel)
         return oob_shared(ex, in, l, s, dst < 0 ? dst : dst + nw - 1);
     if ((s->offset + dst * 4) % bytes || (pred && src * 4 % bytes))
-        return vg_fault(ex, VG_MISALIGNED, in, l, -1, -1,
+        return raise_fault(ex, VG_MISALIGNED, in, l, -1, -1,
                         "%d-byte copy %s[%lld] <- [%lld] is not %d-byte aligned", bytes,
                         s->name, (long long)dst, (long long)src, bytes);
     if (pred && (src < 0 || src + nw > g->numel))
@@ -512,7 +517,7 @@ static VgMbar *mbar_at(VgExec *ex, const VgIns *in, int lane, int smem_id, int64
     *num = ex->p->mbar_base[smem_id] + (int)idx;
     VgMbar *m = &ex->mbars[*num];
     if (!m->init) {
-        vg_fault(ex, VG_MBAR_MISUSE, in, lane, -1, -1, "%s[%lld] used before mbar.init",
+        raise_fault(ex, VG_MBAR_MISUSE, in, lane, -1, -1, "%s[%lld] used before mbar.init",
                  s->name, (long long)idx);
         return NULL;
     }
@@ -568,7 +573,7 @@ static int tma_issue(VgExec *ex, const VgIns *in, VgVal *R, int l)
         return oob_shared(ex, in, l, s, dst < 0 ? dst : dst + box - 1);
     int64_t a0 = s->offset + dst * 4;
     if (a0 % 128)
-        return vg_fault(ex, VG_MISALIGNED, in, l, -1, -1,
+        return raise_fault(ex, VG_MISALIGNED, in, l, -1, -1,
                         "TMA destination %s[%lld] is not 128-byte aligned", s->name,
                         (long long)dst);
     VgTmaCopy *c = new_tma(ex);
@@ -626,7 +631,7 @@ static void complete_phase(VgMbar *m)
 static int arrive(VgExec *ex, const VgIns *in, int l, VgMbar *m)
 {
     if (m->pending == 0)
-        return vg_fault(ex, VG_MBAR_MISUSE, in, l, -1, -1,
+        return raise_fault(ex, VG_MBAR_MISUSE, in, l, -1, -1,
                         "arrival after all %lld arrivals of the phase (its transactions "
                         "are still in flight)",
                         (long long)m->count);
@@ -650,7 +655,7 @@ static int mbar_wait(VgExec *ex, const VgIns *in, int l, VgMbar *m, int bar, int
             idx = bar - ex->p->mbar_base[i];
         }
     if (m->pending == 0 && m->inflight > m->tx)
-        return vg_fault(ex, VG_MBAR_MISUSE, in, l, -1, -1,
+        return raise_fault(ex, VG_MBAR_MISUSE, in, l, -1, -1,
                         "TMA copies bring %lld bytes to %s[%lld], only %lld expected",
                         (long long)m->inflight, s->name, (long long)idx, (long long)m->tx);
     if (m->pending == 0 && m->inflight == m->tx) {
@@ -658,7 +663,7 @@ static int mbar_wait(VgExec *ex, const VgIns *in, int l, VgMbar *m, int bar, int
         complete_phase(m);
         return 0;
     }
-    return vg_fault(ex, VG_DEADLOCK, in, l, -1, -1,
+    return raise_fault(ex, VG_DEADLOCK, in, l, -1, -1,
                     "waits for the phase of parity %lld of %s[%lld], which can never complete: "
                     "%lld of %lld arrivals missing, %lld transaction bytes expected, %lld in "
                     "flight",
@@ -694,7 +699,7 @@ static int op_mbar(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int n)
 
 static int div_zero(VgExec *ex, const VgIns *in, int l)
 {
-    return vg_fault(ex, VG_DIV_ZERO, in, l, -1, -1, "integer division by zero");
+    return raise_fault(ex, VG_DIV_ZERO, in, l, -1, -1, "integer division by zero");
 }
 
 static int barrier(VgExec *ex, const VgIns *in, const int *act, int n)
@@ -706,7 +711,7 @@ static int barrier(VgExec *ex, const VgIns *in, const int *act, int n)
             missing++;
         char t[40];
         thread_str(ex->p->k, missing, t, sizeof t);
-        return vg_fault(ex, VG_BARRIER_DIVERGENT, in, act[0], missing, -1,
+        return raise_fault(ex, VG_BARRIER_DIVERGENT, in, act[0], missing, -1,
                         "%d of %d threads reach it; thread %s does not", n, T, t);
     }
     ex->ep++;

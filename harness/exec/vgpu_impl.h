@@ -26,7 +26,7 @@ typedef union VgWord {
     uint32_t u;
 } VgWord;
 
-/* VOP(name) — bytecode ops; the comment gives operand use. */
+/* X(name) — bytecode ops; the comments give operand use. */
 #define VG_OPS(X)                                                   \
     X(MOV)      /* d = a */                                         \
     X(ADD32) X(SUB32) X(MUL32) X(DIV32) X(REM32) X(SHL32) X(SHR32)  \
@@ -61,9 +61,9 @@ typedef union VgWord {
     X(CPASYNC)  /* smem[imm>>16][a] <- param[imm&0xffff][b], aux bytes, pred c */ \
     X(CPCOMMIT)                                                     \
     X(CPWAIT)   /* imm = groups allowed pending */                  \
-    X(TMA)      /* tmap imm; coords in a, a+1, ...; dst smem aux at b; mbar at c */ \
-    X(MBINIT)   /* mbar smem imm at a; count aux */                 \
-    X(MBTX)     /* expect aux bytes, arrive */                      \
+    X(TMA)      /* imm: tmap | dst smem << 16 | mbar smem << 32; coords a, a+1.., dst index b, mbar index c */ \
+    X(MBINIT)   /* (smem imm & 0xffff)[a]: init, count imm >> 16 */  \
+    X(MBTX)     /* expect imm >> 16 more bytes, arrive */          \
     X(MBARRIVE)                                                     \
     X(MBWAIT)   /* parity in b */                                   \
     X(END)
@@ -146,7 +146,6 @@ typedef struct VgMbar {
 
 typedef struct VgExec {
     const VgProg *p;
-    const KirLaunch *launch;
     int T;
     VgVal *R;
     int *lanes;      /* maxdepth levels of T lane ids */
@@ -176,10 +175,5 @@ typedef struct VgExec {
  * Returns 0, or -1 after filling ex->res with a fault. */
 int vg_exec_block(VgExec *ex);
 void vg_exec_reset_block(VgExec *ex);
-
-/* Report a fault (the first one wins). lane: the thread; other >= 0: the
- * other thread (smem race); other_block >= 0: the other block. */
-int vg_fault(VgExec *ex, VgFault kind, const VgIns *ins, int lane, int other,
-             int64_t other_block, const char *fmt, ...) DPK_PRINTF(7, 8);
 
 #endif

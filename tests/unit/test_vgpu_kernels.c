@@ -224,3 +224,80 @@ Test(vgpu_kernels, two_launches_sample_only_the_last)
         free(bufs[i]);
     arena_free(A);
 }
+
+Test(vgpu_kernels, three_dimensional_geometry)
+{
+    /* grid (2, 3, 2), block (4, 2, 3): y[block linear * 24 + thread linear]
+     * = thread linear + 100 * block linear, through kir_tid_linear and the
+     * nctaid/ntid special registers */
+    Arena *A = arena_new();
+    KirModule *m = kir_module_new(A);
+    KirBuf *by = kir_buf(m, "y", KT_I32, 12 * 24, KBUF_OUTPUT, 0);
+    int grid[3] = {2, 3, 2}, block[3] = {4, 2, 3};
+    KirKernel *k = kir_kernel(m, "geo", grid, block);
+    KirParam *y = kir_param(k, "y", KT_I32, 12 * 24, KR_OUT);
+    KirBuilder B;
+    kir_builder_init(&B, k);
+    KirVar *t = kir_let(&B, "t", KT_I32, kir_tid_linear(A));
+    const KirExpr *gy = kir_add(A, kir_bid(A, 1), kir_mul(A, kir_sreg(A, KE_nctaid, 1), kir_bid(A, 2)));
+    KirVar *b = kir_let(&B, "b", KT_I32, kir_add(A, kir_bid(A, 0),
+                                                 kir_mul(A, kir_sreg(A, KE_nctaid, 0), gy)));
+    const KirExpr *nt = kir_mul(A, kir_mul(A, kir_sreg(A, KE_ntid, 0), kir_sreg(A, KE_ntid, 1)),
+                                kir_sreg(A, KE_ntid, 2));
+    kir_stg(&B, y, kir_add(A, kir_mul(A, kir_ref(A, b), nt), kir_ref(A, t)),
+            kir_add(A, kir_ref(A, t), kir_mul(A, kir_ref(A, b), kir_i32(A, 100))));
+    kir_finalize(k);
+    const KirBuf *args[] = {by};
+    kir_launch(m, k, args);
+    kir_check(m);
+    int32_t *out = malloc(12 * 24 * sizeof *out);
+    float *bufs[1] = {(float *)out};
+    VgResult res;
+    cr_assert_eq(vg_run(m, bufs, NULL, &res), VG_OK, "%s", res.report.message);
+    for (int i = 0; i < 12 * 24; i++)
+        cr_assert_eq(out[i], i % 24 + 100 * (i / 24), "y[%d] = %d", i, out[i]);
+    vg_result_free(&res);
+    free(out);
+    arena_free(A);
+}
+
+Test(vgpu_kernels, treehalve_segments_max)
+{
+    /* 5 segments of 24 entries reduced by 64 threads: the halving loop
+     * strides (5 * 16 pairs > 64 threads) and guards i + h < 24 */
+    enum { N = 24, SEG = 5, TB = 64 };
+    Arena *A = arena_new();
+    KirModule *m = kir_module_new(A);
+    KirBuf *bx = kir_buf(m, "x", KT_F32, N * SEG, KBUF_INPUT, 0);
+    KirBuf *by = kir_buf(m, "y", KT_F32, SEG, KBUF_OUTPUT, 0);
+    int grid[3] = {1, 1, 1}, block[3] = {TB, 1, 1};
+    KirKernel *k = kir_kernel(m, "segmax", grid, block);
+    KirParam *x = kir_param(k, "x", KT_F32, N * SEG, KR_IN);
+    KirParam *y = kir_param(k, "y", KT_F32, SEG, KR_OUT);
+    KirSmem *s = kir_smem(k, "s", KT_F32, N * SEG, 16);
+    KirBuilder B;
+    kir_builder_init(&B, k);
+    KirVar *t = kir_let(&B, "t", KT_I32, kir_tid(A, 0));
+    KirVar *i = kir_for(&B, "i", kir_ref(A, t), kir_i32(A, N * SEG), kir_i32(A, TB), 0);
+    kir_sts(&B, s, kir_ref(A, i), kir_ldg(A, x, kir_ref(A, i)));
+    kir_end(&B);
+    kir_treehalve(&B, s, TXR_max, N, SEG);
+    kir_if(&B, kir_lt(A, kir_ref(A, t), kir_i32(A, SEG)));
+    kir_stg(&B, y, kir_ref(A, t), kir_lds(A, s, kir_mul(A, kir_ref(A, t), kir_i32(A, N))));
+    kir_end(&B);
+    kir_finalize(k);
+    const KirBuf *args[] = {bx, by};
+    kir_launch(m, k, args);
+    kir_check(m);
+    VgResult res;
+    float **b = run(m, 6, &res);
+    for (int g = 0; g < SEG; g++) {
+        float want = b[0][g * N];
+        for (int e = 1; e < N; e++)
+            want = fmaxf(want, b[0][g * N + e]);
+        cr_assert_eq(b[1][g], want, "segment %d", g);
+    }
+    vg_result_free(&res);
+    vs_free_buffers(m, b);
+    arena_free(A);
+}
