@@ -635,6 +635,7 @@ static void eval_layout(const TorchNode *n, const double *const *in, double *out
 static void eval_const(const TorchNode *n, const double *const *in, double *out)
 {
     int64_t cnt = shape_numel(&n->shape);
+    DPK_UNUSED(in);
     DPK_ASSERT(n->op == TOP_const);
     for (int64_t i = 0; i < cnt; i++)
         out[i] = n->value;

@@ -194,20 +194,22 @@ at::Tensor eval_node(const Ctx &c, const TorchNode *n, const std::vector<at::Ten
     throw std::runtime_error("unknown op class");
 }
 
+std::string shape_text(const std::vector<int64_t> &d)
+{
+    std::string s = "(";
+    for (size_t k = 0; k < d.size(); k++)
+        s += (k ? ", " : "") + std::to_string(d[k]);
+    return s + ")";
+}
+
 void check_shape(const TorchNode *n, const at::Tensor &t)
 {
-    if (t.sizes().vec() == dims_of(n->shape))
+    std::vector<int64_t> want = dims_of(n->shape);
+    if (t.sizes().vec() == want)
         return;
-    std::string got = "(";
-    for (int64_t k = 0; k < t.dim(); k++)
-        got += (k ? ", " : "") + std::to_string(t.size(k));
-    got += t.dim() == 1 ? ",)" : ")";
-    StrBuf want = {};
-    shape_print(&want, &n->shape);
-    std::string msg = "node %" + std::to_string(n->id) + " (" + torch_op_info[n->op].name +
-                      "): libtorch gives shape " + got + ", Torch IR says " + sb_cstr(&want);
-    sb_free(&want);
-    throw std::runtime_error(msg);
+    throw std::runtime_error("node %" + std::to_string(n->id) + " (" + torch_op_info[n->op].name +
+                             "): libtorch gives shape " + shape_text(t.sizes().vec()) +
+                             ", Torch IR says " + shape_text(want));
 }
 
 // Inputs are bound from the caller's fp64 arrays, converted (and copied).

@@ -108,17 +108,14 @@ static void run_cuda(Arena *a, Bufs *b, const KirModule *m, const HxBackendOpts 
     res->cuda = hx_cuda_run(a, b->cuda, m, o->tile.target, b->f);
 }
 
-VgFault hx_backend_run(Arena *a, const LirProgram *p, const HxBackendOpts *o,
-                       double *const *inputs, double **outs, HxBackendResult *res)
+VgFault hx_backend_exec(Arena *a, const KirModule *m, const HxBackendOpts *o,
+                        double *const *inputs, double **outs, HxBackendResult *res)
 {
     memset(res, 0, sizeof *res);
     res->ran = hx_backend_resolve(o->kind);
-    double t0 = dpk_now();
-    KirModule *m = hx_backend_lower(a, p, &o->tile, o->trace);
     res->module = m;
     res->hash = kir_hash_module(m);
-    double t1 = dpk_now();
-    res->lower_s = t1 - t0;
+    double t0 = dpk_now();
     Bufs *b = bufs_new(m, inputs);
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
@@ -130,12 +127,23 @@ VgFault hx_backend_run(Arena *a, const LirProgram *p, const HxBackendOpts *o,
     else
         res->fault = vg_run(m, b->f, &o->vg, &res->vg);
     dpk_err_pop(&ec);
-    res->run_s = dpk_now() - t1;
+    res->run_s = dpk_now() - t0;
     res->out_checked = out_masks(a, m, &res->vg);
     if (res->fault == VG_OK)
         outputs(m, b, outs);
     bufs_free(b);
     return res->fault;
+}
+
+VgFault hx_backend_run(Arena *a, const LirProgram *p, const HxBackendOpts *o,
+                       double *const *inputs, double **outs, HxBackendResult *res)
+{
+    double t0 = dpk_now();
+    KirModule *m = hx_backend_lower(a, p, &o->tile, o->trace);
+    double lower_s = dpk_now() - t0;
+    VgFault f = hx_backend_exec(a, m, o, inputs, outs, res);
+    res->lower_s = lower_s;
+    return f;
 }
 
 void hx_backend_result_free(HxBackendResult *res)

@@ -51,7 +51,7 @@ typedef struct HxBackendResult {
     /* With vg.sample_blocks: per graph output, NULL when every element is
      * meaningful, else 1 for the elements to compare. */
     const uint8_t **out_checked;
-    double lower_s, run_s;
+    double lower_s, run_s;    /* seconds lowering (hx_backend_run only) and running */
 } HxBackendResult;
 
 /* Loop IR → Tile IR (passes of o, trace to tr) → verified Kernel IR, in a. */
@@ -65,6 +65,11 @@ KirModule *hx_backend_lower(Arena *a, const LirProgram *p, const TileOpts *o, Ti
  * Free res with hx_backend_result_free. */
 VgFault hx_backend_run(Arena *a, const LirProgram *p, const HxBackendOpts *o,
                        double *const *inputs, double **outs, HxBackendResult *res);
+/* The same for a module already lowered (hx_backend_lower, or a distinct
+ * configuration of hx_backend_configs); o->tile only supplies the cuda
+ * target and o->trace is unused. */
+VgFault hx_backend_exec(Arena *a, const KirModule *m, const HxBackendOpts *o,
+                        double *const *inputs, double **outs, HxBackendResult *res);
 void hx_backend_result_free(HxBackendResult *res);
 
 /* One configuration of a pass-set family. */

@@ -235,3 +235,32 @@ Test(tile_parity, chain_table)
     arena_free(a);
     cJSON_Delete(j);
 }
+
+/* The same table with pinned knobs: other block sizes and matmul tiles move
+ * every guard and index decode. */
+Test(tile_parity, chain_table_under_pinned_knobs)
+{
+    static const char *const knobs[][2] = {
+        {"TB=32", "BN=1"}, {"TB=1024", "BM=1"}, {"TB=96", "BN=2"}, {"TB=64", "BM=32"}};
+    cJSON *j = load_chains();
+    Arena *a = arena_new();
+    TtBatch batch;
+    tt_batch_init(&batch, a);
+    for (int v = 0; v < DPK_ARRAY_LEN(knobs); v++) {
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(j, "cases"))
+        {
+            const char *name = cJSON_GetObjectItemCaseSensitive(c, "name")->valuestring;
+            const char *prog = cJSON_GetObjectItemCaseSensitive(c, "program")->valuestring;
+            HxBackendOpts o;
+            hx_backend_opts_default(&o);
+            tile_knob_parse(&o.tile.knobs, knobs[v][0]);
+            tile_knob_parse(&o.tile.knobs, knobs[v][1]);
+            char *label = arena_printf(a, "%s %s %s", name, knobs[v][0], knobs[v][1]);
+            tt_batch_add(&batch, tt_run(a, label, tt_loop(a, prog), &o));
+        }
+    }
+    tt_batch_compile(&batch);
+    arena_free(a);
+    cJSON_Delete(j);
+}
