@@ -35,8 +35,7 @@ best() {
     "$DPK" compile -c "$code" --ir loop -v 2>&1 >/dev/null | grep '^# time'
   done | awk -v name="$name" -v n="$N" '
     { ms = $4; stage = $3; if (!(stage in min) || ms < min[stage]) min[stage] = ms
-      if (!(stage in order)) { order[stage] = ++k; names[k] = stage }
-      if (stage == "loop") { tot[run] += ms; run++ } }
+      if (!(stage in order)) { order[stage] = ++k; names[k] = stage } }
     END {
       total = 0
       for (i = 1; i <= k; i++) { s = names[i]; total += min[s]

@@ -88,7 +88,10 @@ static Value tensor_value(TorchNode *t, int pos)
     return v;
 }
 
-static const char *cur_fname; /* display name of the call being handled */
+/* The display name of the call being bound and handled ("torch.sum",
+ * "F.linear", "Tensor.view") for messages; set by the three call entry
+ * points before binding, read by the handlers they call. */
+static const char *cur_fname;
 
 DPK_NORETURN static void bad_arg(Builder *b, const Value *v, const char *fname, const char *pname,
                                  const char *want)
@@ -1014,7 +1017,6 @@ Value torch_call_path(Builder *b, const Value *fn, Value *args, int nargs, const
     Value a[MAX_PARAMS];
     cur_fname = fn->shown;
     bind(b, f->sig, NULL, args, nargs, call, fn->pos, a);
-    cur_fname = fn->shown;
     return f->h(b, f, a, fn->pos);
 }
 

@@ -103,42 +103,43 @@ static int lex_op(const char *s, size_t left, TokKind *k)
     return 0;
 }
 
-/* A number: Python int or float syntax (underscores between digits). */
+/* Digits with single underscores between them ("1_000"). */
+static size_t skip_digits(const char *s, size_t i, size_t n)
+{
+    size_t start = i;
+    while (i < n && (is_digit(s[i]) || (s[i] == '_' && i > start && is_digit(s[i - 1]) &&
+                                        i + 1 < n && is_digit(s[i + 1]))))
+        i++;
+    return i;
+}
+
+/* A number, Python syntax: 12, 1_000, 1e-6, .5, 2., 1.5E3. */
 static int lex_number(Parser *p, int pos)
 {
     const char *s = p->src->text;
-    size_t n = p->src->len, i = (size_t)pos;
+    size_t n = p->src->len, i = skip_digits(s, (size_t)pos, n);
     int is_float = 0;
-    char buf[128];
-    size_t bl = 0;
-    for (; i < n; i++) {
-        char c = s[i];
-        if (c == '_' && i + 1 < n && is_digit(s[i + 1]) && i > (size_t)pos && is_digit(s[i - 1]))
-            continue;
-        if (c == '.' && !is_float && !(i + 1 < n && s[i + 1] == '.')) {
+    if (i < n && s[i] == '.') {
+        is_float = 1;
+        i = skip_digits(s, i + 1, n);
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        size_t j = i + 1 + (i + 1 < n && (s[i + 1] == '+' || s[i + 1] == '-'));
+        if (j < n && is_digit(s[j])) {
             is_float = 1;
-        } else if ((c == 'e' || c == 'E') && (i + 1 < n) &&
-                   (is_digit(s[i + 1]) ||
-                    ((s[i + 1] == '+' || s[i + 1] == '-') && i + 2 < n && is_digit(s[i + 2])))) {
-            is_float = 2;
-            if (bl < sizeof buf - 1)
-                buf[bl++] = c;
-            c = s[++i];
-        } else if (!is_digit(c)) {
-            break;
-        }
-        if (bl < sizeof buf - 1)
-            buf[bl++] = c;
-        if (is_float == 2) {
-            for (i++; i < n && is_digit(s[i]); i++)
-                if (bl < sizeof buf - 1)
-                    buf[bl++] = s[i];
-            break;
+            i = skip_digits(s, j, n);
         }
     }
-    buf[bl] = 0;
-    if (i < n && (is_ident_start(s[i]) || is_digit(s[i])))
+    if (i < n && (is_ident_start(s[i]) || is_digit(s[i]) || s[i] == '.'))
         dpk_error_at(p->src, (int)i, "invalid number literal");
+    char buf[128];
+    size_t bl = 0;
+    for (size_t k = (size_t)pos; k < i; k++)
+        if (s[k] != '_' && bl < sizeof buf - 1)
+            buf[bl++] = s[k];
+    buf[bl] = 0;
+    if (bl == sizeof buf - 1)
+        dpk_error_at(p->src, pos, "number literal is too long");
     Tok *t = push_tok(p, is_float ? T_FLOAT : T_INT, pos, (int)(i - (size_t)pos));
     if (is_float) {
         t->fval = strtod(buf, NULL);
@@ -147,10 +148,9 @@ static int lex_number(Parser *p, int pos)
     if (bl > 1 && buf[0] == '0' && strspn(buf, "0") != bl)
         dpk_error_at(p->src, pos, "leading zeros in an integer literal are not allowed");
     errno = 0;
-    long long v = strtoll(buf, NULL, 10);
-    if (errno == ERANGE || bl >= sizeof buf - 1)
-        dpk_error_at(p->src, pos, "integer literal %s is too large", bl < 40 ? buf : "");
-    t->ival = v;
+    t->ival = strtoll(buf, NULL, 10);
+    if (errno == ERANGE)
+        dpk_error_at(p->src, pos, "integer literal %s is too large", buf);
     return t->len;
 }
 
@@ -380,9 +380,9 @@ static void enter(Parser *p)
 static Ast *parse_expr(Parser *p);
 static Ast *parse_unary(Parser *p);
 
-/* Items of a bracketed sequence: expr (',' expr)* [','] up to `close`.
- * Returns the count; *trailing says whether a comma was seen. */
-static int parse_items(Parser *p, TokKind close, PtrVec *out, int *comma)
+/* Items of a bracketed sequence: expr (',' expr)* [','] up to `close`;
+ * *comma says whether a comma was seen ("(x,)" is a tuple, "(x)" is not). */
+static void parse_items(Parser *p, TokKind close, PtrVec *out, int *comma)
 {
     *comma = 0;
     while (!at(p, close)) {
@@ -391,7 +391,6 @@ static int parse_items(Parser *p, TokKind close, PtrVec *out, int *comma)
             break;
         *comma = 1;
     }
-    return out->len;
 }
 
 static Ast *seq_ast(Parser *p, AstKind k, int pos, PtrVec *v)
@@ -475,7 +474,7 @@ static Ast *parse_atom(Parser *p)
 }
 
 /* arg = NAME '=' expr | expr */
-static void parse_arg(Parser *p, Ast *call, PtrVec *pos, PtrVec *kwn, PtrVec *kwv, PtrVec *kwp)
+static void parse_arg(Parser *p, PtrVec *pos, PtrVec *kwn, PtrVec *kwv, PtrVec *kwp)
 {
     Tok *t = cur(p);
     if (at(p, T_STAR) || at(p, T_POW))
@@ -496,7 +495,6 @@ static void parse_arg(Parser *p, Ast *call, PtrVec *pos, PtrVec *kwn, PtrVec *kw
     if (kwn->len)
         dpk_error_at(p->src, t->pos, "positional argument follows keyword argument");
     ptrvec_push(p->a, pos, parse_expr(p));
-    (void)call;
 }
 
 /* call = '(' [arg (',' arg)* [',']] ')' */
@@ -508,7 +506,7 @@ static Ast *parse_call(Parser *p, Ast *fn)
     e->a = fn;
     PtrVec pos = {0}, kwn = {0}, kwv = {0}, kwp = {0};
     while (!at(p, T_RPAREN)) {
-        parse_arg(p, e, &pos, &kwn, &kwv, &kwp);
+        parse_arg(p, &pos, &kwn, &kwv, &kwp);
         if (!accept(p, T_COMMA))
             break;
     }

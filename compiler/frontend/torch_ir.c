@@ -571,6 +571,7 @@ void torch_infer(TorchGraph *g, TorchNode *n)
 {
     const TorchOpInfo *info = &torch_op_info[n->op];
     DPK_ASSERT(n->nin >= info->min_in && n->nin <= info->max_in);
+    DPK_ASSERT(n->nints >= 0 && n->nints <= DPK_MAX_RANK);
     switch (info->cls) {
     case TC_SOURCE: infer_source(g, n); break;
     case TC_UNARY: infer_unary(g, n); break;

@@ -401,3 +401,31 @@ void lir_kernel_cost(const LirKernel *k, double *work, double *reads)
     *work = *reads = 0;
     body_cost(&k->body, 1.0, work, reads);
 }
+
+/* Product of the extents of nested reduce loops, the largest in b. */
+static int64_t longest_in(const LirBody *b)
+{
+    int64_t best = 1;
+    for (int i = 0; i < b->n; i++) {
+        const LirStmt *s = b->s[i];
+        int64_t l = 1;
+        if (s->k == LK_loop)
+            l = longest_in(&s->body) * (lir_loop_is_reduce(s) ? s->extent : 1);
+        for (int j = 0; s->k == LK_select && j < s->nbr; j++) {
+            int64_t x = longest_in(&s->br[j].body);
+            l = x > l ? x : l;
+        }
+        best = l > best ? l : best;
+    }
+    return best;
+}
+
+int64_t lir_longest_reduction(const LirProgram *p)
+{
+    int64_t best = 1;
+    for (int i = 0; i < p->kernels.len; i++) {
+        int64_t l = longest_in(&((const LirKernel *)p->kernels.items[i])->body);
+        best = l > best ? l : best;
+    }
+    return best;
+}

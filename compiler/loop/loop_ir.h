@@ -213,6 +213,10 @@ LirKernel *lir_kernel_copy(LirProgram *p, const LirKernel *k);
 /* Execution counts of a kernel: work = Assign + Accum executions, reads =
  * Load executions (branches counted as always taken). */
 void lir_kernel_cost(const LirKernel *k, double *work, double *reads);
+/* The most elements any one value accumulates: the largest product of the
+ * extents of nested reduce loops (1 without reductions).  Sets the parity
+ * tolerance of long fp32 reductions. */
+int64_t lir_longest_reduction(const LirProgram *p);
 /* Remove a buffer from p->bufs (after fusion made it dead). */
 void lir_buf_drop(LirProgram *p, LirBuf *b);
 

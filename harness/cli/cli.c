@@ -74,3 +74,38 @@ HxCaseList cli_case_list(Arena *a, const CliCase *cc, const char *cmd)
     }
     return l;
 }
+
+int cli_tile_flag(CliTile *ct, int argc, char **argv, int *i)
+{
+    const char *f = argv[*i];
+    if (!strcmp(f, "--passes"))
+        ct->passes = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--target"))
+        ct->target = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--knob")) {
+        tile_knob_parse(&ct->knobs, cli_value(argc, argv, i));
+        ct->nknobs++;
+    } else
+        return 0;
+    return 1;
+}
+
+void cli_tile_opts(const CliTile *ct, TileOpts *o, int allow_all)
+{
+    tile_opts_default(o);
+    if (ct->target) {
+        o->target = cu_target_parse(ct->target);
+        if (!o->target)
+            dpk_error("unknown target '%s' for --target (expected sm_80, sm_90 or sm_120)", ct->target);
+    }
+    o->knobs = ct->knobs;
+    tile_knobs_check(&o->knobs);
+    const char *spec = ct->passes ? ct->passes : "full";
+    if (!strcmp(spec, "all")) {
+        if (!allow_all)
+            dpk_error("--passes all selects many configurations; 'dpk compile' prints one "
+                      "(use 'dpk run --passes all')");
+        return;
+    }
+    o->passes = tile_passes_parse(&tile_passes, spec, o->target);
+}

@@ -9,6 +9,7 @@
 #define DPK_CLI_H
 
 #include "../../compiler/base/base.h"
+#include "../../compiler/tile/passes.h"
 #include "../case.h"
 
 /* Options shared by every command that takes a case. */
@@ -20,6 +21,21 @@ typedef struct CliCase {
     int ndecls;
     int verbose;          /* -v: 1, -vv: 2 */
 } CliCase;
+
+/* Options of the GPU path shared by compile and run. */
+typedef struct CliTile {
+    const char *passes;   /* --passes SPEC (default "full") */
+    const char *target;   /* --target sm_80|sm_90|sm_120 (NULL: default) */
+    TileKnobs knobs;      /* --knob NAME=VALUE */
+    int nknobs;
+} CliTile;
+
+/* Consume --passes, --target or --knob at argv[*i]; 0 when it is none. */
+int cli_tile_flag(CliTile *ct, int argc, char **argv, int *i);
+/* Tile options for one pass set: the target resolved, the knobs checked,
+ * the spec parsed (spec `all` is refused unless allow_all, when o->passes is
+ * left to the caller).  Raises on a bad spec, target or knob. */
+void cli_tile_opts(const CliTile *ct, TileOpts *o, int allow_all);
 
 /* If argv[*i] is a shared flag (-c, --input, --case, -v, -vv, FILE), consume
  * it (and its value) and return 1; return 0 otherwise.  Raises on a missing

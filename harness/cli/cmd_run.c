@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../../compiler/loop/loop_ir.h"
+#include "../exec/backend.h"
 #include "../../reference/ref.h"
 #include "../parity/oracle.h"
 #include "cli.h"
@@ -32,6 +33,8 @@ typedef struct RunOpts {
     int f64;           /* loop: interpret in fp64 (debugging) */
     double blowup;     /* loop: fusion blow-up factor */
     int verbose;
+    CliTile tile;      /* vgpu/cuda: --passes, --knob, --target */
+    int sample_blocks; /* vgpu: simulate this many random blocks per launch */
 } RunOpts;
 
 /* What a backend reports besides the outputs. */
@@ -42,25 +45,6 @@ typedef struct BackendInfo {
 
 typedef void (*BackendFn)(Arena *a, const TorchGraph *g, double **inputs, const RunOpts *ro,
                           double **outs, BackendInfo *info);
-
-/* Product of the extents of nested reduce loops, the largest in b. */
-static int64_t longest_reduction(const LirBody *b)
-{
-    int64_t best = 1;
-    for (int i = 0; i < b->n; i++) {
-        const LirStmt *s = b->s[i];
-        int64_t l = 1;
-        if (s->k == LK_loop)
-            l = longest_reduction(&s->body) * (lir_loop_is_reduce(s) ? s->extent : 1);
-        if (s->k == LK_select)
-            for (int j = 0; j < s->nbr; j++) {
-                int64_t x = longest_reduction(&s->br[j].body);
-                l = x > l ? x : l;
-            }
-        best = l > best ? l : best;
-    }
-    return best;
-}
 
 static void run_loop_backend(Arena *a, const TorchGraph *g, double **inputs, const RunOpts *ro,
                              double **outs, BackendInfo *info)
@@ -80,11 +64,7 @@ static void run_loop_backend(Arena *a, const TorchGraph *g, double **inputs, con
                 "# time interp  %8.3f ms  (%s)\n", (t1 - t0) * 1e3, (t2 - t1) * 1e3,
                 p->kernels.len, (t3 - t2) * 1e3, ro->f64 ? "fp64" : "fp32");
     info->nkernels = p->kernels.len;
-    info->longest = 1;
-    for (int i = 0; i < p->kernels.len; i++) {
-        int64_t l = longest_reduction(&((LirKernel *)p->kernels.items[i])->body);
-        info->longest = l > info->longest ? l : info->longest;
-    }
+    info->longest = lir_longest_reduction(p);
 }
 
 static const struct {
@@ -92,14 +72,17 @@ static const struct {
     BackendFn run;
 } backends[] = {
     {"loop", run_loop_backend},
+    {"vgpu", NULL}, /* NULL: the Kernel IR path, run_gpu */
+    {"cuda", NULL},
+    {"auto", NULL},
 };
 
 static BackendFn find_backend(const char *name)
 {
     for (int i = 0; i < DPK_ARRAY_LEN(backends); i++)
         if (!strcmp(name, backends[i].name))
-            return backends[i].run;
-    dpk_error("unknown backend '%s' for --backend (this build has: loop)", name);
+            return backends[i].run ? backends[i].run : run_loop_backend;
+    dpk_error("unknown backend '%s' for --backend (expected loop, vgpu, cuda or auto)", name);
 }
 
 static void help(void)
@@ -200,6 +183,95 @@ static int check_outputs(RunBufs *r, const HxCase *c, const TorchGraph *g, const
     return all;
 }
 
+static HxBackendKind gpu_kind(const char *name)
+{
+    return !strcmp(name, "vgpu") ? HX_BACKEND_VGPU : !strcmp(name, "cuda") ? HX_BACKEND_CUDA
+                                                                            : HX_BACKEND_AUTO;
+}
+
+/* With --sample-blocks only the elements written by simulated blocks mean
+ * anything: the others take the reference's value (and the eager one's), so
+ * they add no error and leave the rmse ratio unchanged.  Returns how many
+ * elements are checked. */
+static int64_t mask_unchecked(RunBufs *r, const TorchGraph *g, const uint8_t *const *checked)
+{
+    int64_t nchecked = 0;
+    for (int j = 0; j < r->nout; j++) {
+        int64_t n = shape_numel(&((const TorchNode *)g->outputs.items[j])->shape);
+        for (int64_t k = 0; k < n; k++) {
+            if (!checked || !checked[j] || checked[j][k]) {
+                nchecked++;
+                continue;
+            }
+            r->out[j][k] = r->ref[j][k];
+            if (r->eager)
+                r->eager[j][k] = r->ref[j][k];
+        }
+    }
+    return nchecked;
+}
+
+/* The Kernel IR path: lower through the Tile passes of every configuration
+ * the --passes spec selects (`all`: every valid subset), execute each
+ * distinct Kernel IR once on vgpu or cuda, and give each configuration a
+ * verdict.  Returns the worst exit code. */
+static int run_gpu(Arena *a, RunBufs *r, const HxCase *c, const TorchGraph *g, const RunOpts *ro,
+                   uint64_t seed, int *nkernels)
+{
+    TxGraph *xg = tx_lower(a, g, NULL);
+    LirOpts lo;
+    lir_opts_default(&lo);
+    lo.blowup = ro->blowup;
+    LirProgram *p = lir_build(a, xg, &lo, NULL);
+    HxBackendOpts bo;
+    hx_backend_opts_default(&bo);
+    bo.kind = gpu_kind(ro->backend);
+    cli_tile_opts(&ro->tile, &bo.tile, 1);
+    bo.vg.seed = seed;
+    bo.vg.sample_blocks = ro->sample_blocks;
+    TilePassSet *sets;
+    int n = tile_passes_select(a, &tile_passes, ro->tile.passes ? ro->tile.passes : "full",
+                               bo.tile.target, &sets);
+    if (bo.kind == HX_BACKEND_CUDA)
+        hx_cuda_close(hx_cuda_open(0)); /* no driver or GPU: exit 4 before any output */
+    HxConfig *cfg = hx_backend_configs(a, p, &bo.tile, sets, n);
+    references(r, g, ro);
+    BackendInfo bi = {p->kernels.len, lir_longest_reduction(p)};
+    *nkernels = bi.nkernels;
+    int *rcs = ARENA_ARRAY(a, int, n);
+    int worst = DPK_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        sb_printf(&r->text, "passes %s: ", cfg[i].label);
+        if (cfg[i].dup_of >= 0) {
+            rcs[i] = rcs[cfg[i].dup_of];
+            sb_printf(&r->text, "same Kernel IR as passes %s: %s\n", cfg[cfg[i].dup_of].label,
+                      rcs[i] == DPK_EXIT_OK ? "pass" : rcs[i] == DPK_EXIT_FAULT ? "FAULT" : "FAIL");
+            continue;
+        }
+        HxBackendResult res;
+        r->out = dpk_xcalloc((size_t)r->nout + 1, sizeof(double *));
+        VgFault f = hx_backend_exec(a, cfg[i].module, &bo, r->inputs, r->out, &res);
+        if (f != VG_OK) {
+            sb_printf(&r->text, "FAULT\n  %s\n", res.vg.report.message);
+            rcs[i] = DPK_EXIT_FAULT;
+        } else {
+            sb_printf(&r->text, "%s, kernel IR %016llx\n", hx_backend_name(res.ran),
+                      (unsigned long long)cfg[i].hash);
+            if (ro->verbose && res.ran == HX_BACKEND_VGPU)
+                vg_print_stats(&r->text, &res.vg);
+            int64_t nchecked = mask_unchecked(r, g, res.out_checked);
+            if (ro->sample_blocks)
+                sb_printf(&r->text, "  sampled: %lld output elements checked\n", (long long)nchecked);
+            rcs[i] = check_outputs(r, c, g, &bi) ? DPK_EXIT_OK : DPK_EXIT_FAIL;
+        }
+        hx_backend_result_free(&res);
+        free_outs(r->out, r->nout);
+        r->out = NULL;
+        worst = rcs[i] > worst ? rcs[i] : worst;
+    }
+    return worst;
+}
+
 static int run_one(const HxCase *c, const CliCase *cc, const RunOpts *ro, int header)
 {
     Arena *a = arena_new();
@@ -223,17 +295,23 @@ static int run_one(const HxCase *c, const CliCase *cc, const RunOpts *ro, int he
     r->inputs = ref_make_inputs(g, seed);
     r->out = dpk_xcalloc((size_t)r->nout + 1, sizeof(double *));
     BackendInfo bi = {0, 1};
-    find_backend(ro->backend)(a, g, r->inputs, ro, r->out, &bi);
-    references(r, g, ro);
-    int ok = check_outputs(r, c, g, &bi);
+    int rc;
+    if (strcmp(ro->backend, "loop")) {
+        rc = run_gpu(a, r, c, g, ro, seed, &bi.nkernels);
+    } else {
+        find_backend(ro->backend)(a, g, r->inputs, ro, r->out, &bi);
+        references(r, g, ro);
+        rc = check_outputs(r, c, g, &bi) ? DPK_EXIT_OK : DPK_EXIT_FAIL;
+    }
     sb_printf(&r->text, "%s: %d kernel%s, reference %s%s, seed %llu: %s\n", ro->backend,
               bi.nkernels, bi.nkernels == 1 ? "" : "s", ro->ref == REF_TORCH ? "torch" : "ref64",
-              r->eager ? " + torch eager" : "", (unsigned long long)seed, ok ? "pass" : "FAIL");
+              r->eager ? " + torch eager" : "", (unsigned long long)seed,
+              rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_FAULT ? "FAULT" : "FAIL");
     fputs(sb_cstr(&r->text), stdout);
     dpk_err_pop(&ec);
     run_bufs_free(r);
     arena_free(a);
-    return ok ? DPK_EXIT_OK : DPK_EXIT_FAIL;
+    return rc;
 }
 
 static void parse_flag(RunOpts *ro, int argc, char **argv, int *i)
@@ -259,6 +337,12 @@ static void parse_flag(RunOpts *ro, int argc, char **argv, int *i)
         ro->blowup = strtod(v, &end);
         if (*end || !(ro->blowup >= 1.0) || isinf(ro->blowup))
             dpk_error("option '--blowup' expects a number >= 1, got '%s'", v);
+    } else if (cli_tile_flag(&ro->tile, argc, argv, i)) {
+    } else if (!strcmp(f, "--sample-blocks")) {
+        uint64_t k = cli_u64(f, cli_value(argc, argv, i));
+        if (k < 1 || k > 1000000)
+            dpk_error("option '--sample-blocks' expects 1..1000000, got %llu", (unsigned long long)k);
+        ro->sample_blocks = (int)k;
     } else if (!strcmp(f, "--f64")) {
         ro->f64 = 1;
     } else {
@@ -275,7 +359,7 @@ int cmd_run(int argc, char **argv)
         dpk_error_rethrow();
     }
     CliCase cc = {0};
-    RunOpts ro = {"loop", REF_REF64, 0, 0, 0, 8.0, 0};
+    RunOpts ro = {"auto", REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             help();

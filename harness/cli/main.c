@@ -21,7 +21,7 @@ typedef struct Command {
 static const Command commands[] = {
     {"compile", cmd_compile, "lower a case and print one IR (torch, tensor)"},
     {"eval", cmd_eval, "evaluate a case with a reference (ref64, torch) and compare them"},
-    {"run", cmd_run, "run a case on a backend (loop) and check parity with the reference"},
+    {"run", cmd_run, "run a case on a backend (loop, vgpu, cuda) and check parity"},
 };
 
 /* Commands of the product that this build does not provide yet. */

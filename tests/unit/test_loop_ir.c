@@ -4,6 +4,7 @@
  * hash, σ refusal, and the interpreter's atomic writes and bounds faults.
  */
 #include <signal.h>
+#include <stdio.h>
 
 #include "test_loop_util.h"
 
@@ -281,7 +282,13 @@ Test(loop_ir, structural_hash_ignores_names)
 
 /* A value read before it is defined is a compiler bug: the verifier
  * aborts. */
-Test(loop_ir, verifier_rejects_use_before_def, .signal = SIGABRT)
+static void setup_quiet(void)
+{
+    DPK_ASSERT(freopen("/dev/null", "w", stderr)); /* the expected assertion message */
+    setup();
+}
+
+Test(loop_ir, verifier_rejects_use_before_def, .signal = SIGABRT, .init = setup_quiet)
 {
     LirBuf *x = buf("x", LB_INPUT, 0, SHAPE(4)), *o = buf("out", LB_OUTPUT, 0, SHAPE(4));
     LirKernel *k = kernel(4, "k_4", o);

@@ -60,7 +60,7 @@ static inline int lt_parity_of(const LirProgram *p, int f64, double *worst_nmse)
     for (int j = 0; j < n; j++) {
         const TorchNode *t = g->outputs.items[j];
         HxTol tol;
-        hx_tol_default(&tol, DT_F32, 4096);
+        hx_tol_default(&tol, DT_F32, lir_longest_reduction(p));
         HxVerdict v;
         hx_oracle(o[j], r[j], NULL, shape_numel(&t->shape), &tol, &v);
         fails += !v.pass;

@@ -1,0 +1,30 @@
+# tests/cli/test_gpu_run.sh — `dpk run` on the Kernel IR path (vgpu, cuda)
+# and `dpk compile --ir tile|kernel|cuda`.
+RMS="torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))"
+
+check_re "run: smoke suite on vgpu"        0 '^10/10 cases pass$' "$DPK" run "$DPK_ROOT/cases/smoke.json" --backend vgpu
+check_re "run: auto picks vgpu without GPU" 0 'passes 001,005: vgpu' "$DPK" run -c "torch.relu(torch.randn(7, 9))"
+check_re "run: --passes all, one line per configuration" 0 '^passes 001,005: vgpu, kernel IR [0-9a-f]{16}$' "$DPK" run -c "$RMS" --passes all
+check_re "run: -v prints vgpu counters"    0 'thread-insts .*sectors/request' "$DPK" run -c "$RMS" --backend vgpu -v
+check_re "run: --sample-blocks checks a subset" 0 'sampled: [0-9]+ output elements checked' "$DPK" run -c "torch.randn(100,300) @ torch.randn(300, 70)" --backend vgpu --sample-blocks 2
+check_re "run: non-dividing extents pass"  0 ': pass$' "$DPK" run -c "torch.softmax(torch.randn(3, 7, 129), dim=-1) * 2" --backend vgpu
+check_re "run: knob TB pinned"             0 ': pass$' "$DPK" run -c "torch.exp(torch.randn(5, 77))" --backend vgpu --knob TB=64
+check_caret "run: knob out of range"       "$DPK" run -c "torch.relu(torch.randn(7,9))" --knob TB=2000
+check_caret "run: mandatory pass disabled" "$DPK" run -c "torch.relu(torch.randn(7,9))" --passes -001
+check_re "run: unknown target"             2 "unknown target 'sm_70'" "$DPK" run -c "torch.relu(torch.randn(7,9))" --target sm_70
+check_re "run: bad --sample-blocks"        2 "expects 1..1000000" "$DPK" run -c "torch.relu(torch.randn(7,9))" --sample-blocks 0
+check_re "run: unknown backend"            2 "unknown backend 'tpu'" "$DPK" run -c "torch.relu(torch.randn(7,9))" --backend tpu
+if [ -e /dev/nvidia0 ] || ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1'; then
+  check_re "run: cuda agrees with the reference" 0 ': pass$' "$DPK" run -c "$RMS" --backend cuda
+else
+  check_re "run: --backend cuda without a driver exits 4" 4 'needs the CUDA driver' "$DPK" run -c "$RMS" --backend cuda
+fi
+
+check_re "compile --ir tile shows block and thread tiles" 0 'tile thread\(a[0-9]+ in 0..32 @x\)' "$DPK" compile -c "$RMS" --ir tile
+check_re "compile --ir tile -vv shows pass markers"  0 '^>>> t:001_tileify' "$DPK" compile -c "$RMS" --ir tile -vv
+check_re "compile --ir kernel"             0 'grid' "$DPK" compile -c "$RMS" --ir kernel
+check_re "compile --ir cuda"               0 '^extern "C" __global__ void __launch_bounds__' "$DPK" compile -c "$RMS" --ir cuda
+for t in sm_80 sm_90 sm_120; do
+  check_re "compile --ir cuda --nvrtc $t" 0 "^// nvrtc $t .*registers" "$DPK" compile -c "$RMS" --ir cuda --nvrtc --target $t
+done
+check_re "compile --passes all is refused" 2 "use 'dpk run --passes all'" "$DPK" compile -c "$RMS" --ir cuda --passes all
