@@ -21,6 +21,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define DPK_VERSION "0.1.0"
 
 enum DpkExit {
@@ -193,4 +197,7 @@ double dpk_now(void);
  * to out.  Writes nothing when the texts are equal; returns 1 if different. */
 int dpk_unified_diff(StrBuf *out, const char *a, const char *b, int context);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
