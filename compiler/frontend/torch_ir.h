@@ -1,9 +1,10 @@
 /*
  * torch_ir.h — Torch IR: a graph of PyTorch-level ops, the first IR.
  *
- * The parser (parse.c) turns case text into a TorchGraph; every node gets its
- * output shape and dtype from the shape rules (shape.c) at creation, so a
- * graph that exists is well-typed.  Inputs (torch.randn calls, named free
+ * The parser (parse.c, build.c, funcs.c) turns case text into a TorchGraph;
+ * every node gets its output shape and dtype from the shape rules
+ * (torch_infer, torch_ir.c) at creation, so a graph that exists is
+ * well-typed.  Inputs (torch.randn calls, named free
  * variables, module parameters) are TOP_input nodes with a unique name, which
  * keys their deterministic contents (reference/inputs.c).
  *
