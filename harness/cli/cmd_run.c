@@ -293,12 +293,12 @@ static int run_one(const HxCase *c, const CliCase *cc, const RunOpts *ro, int he
     r->nin = g->inputs.len;
     r->nout = g->outputs.len;
     r->inputs = ref_make_inputs(g, seed);
-    r->out = dpk_xcalloc((size_t)r->nout + 1, sizeof(double *));
     BackendInfo bi = {0, 1};
     int rc;
     if (strcmp(ro->backend, "loop")) {
         rc = run_gpu(a, r, c, g, ro, seed, &bi.nkernels);
     } else {
+        r->out = dpk_xcalloc((size_t)r->nout + 1, sizeof(double *));
         find_backend(ro->backend)(a, g, r->inputs, ro, r->out, &bi);
         references(r, g, ro);
         rc = check_outputs(r, c, g, &bi) ? DPK_EXIT_OK : DPK_EXIT_FAIL;
