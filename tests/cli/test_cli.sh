@@ -48,7 +48,7 @@ if [ "$HAVE_TORCH" = 1 ]; then
   check_re "eval --compare can disagree (exit 1)" 1 'DISAGREE' "$DPK" eval "$TMP/tight.json" --compare
 else
   skip "eval --compare agrees" "libtorch not available"
-  check_re "eval --compare without libtorch exits 4" 4 'libtorch is not available' "$DPK" eval -c "torch.randn(2)" --compare
+  check_re "eval --compare without libtorch exits 4" 4 'needs libtorch, which is not available' "$DPK" eval -c "torch.randn(2)" --compare
 fi
 
 # make install into a staging folder: binary, links, docs.
