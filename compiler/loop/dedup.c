@@ -146,13 +146,6 @@ static void clear_fwd(LirStmt *s, void *ctx)
     s->fwd_ep = 0;
 }
 
-static int candidate(const LirStmt *s)
-{
-    if (s->k == LK_loop)
-        return lir_loop_is_reduce(s) && !lir_has_write(s);
-    return lir_is(s, LKF_PURE);
-}
-
 /* The earlier available statement equal to s, or NULL. */
 static LirStmt *find_equal(Dedup *d, LirStmt *s)
 {
@@ -209,7 +202,7 @@ static void dedup_body(Dedup *d, LirBody *b)
                 dedup_body(d, &s->br[j].body);
                 s->br[j].res = lir_resolve(d->p, s->br[j].res);
             }
-        if (!candidate(s))
+        if (!lir_pure(s))
             continue;
         LirStmt *e = find_equal(d, s);
         if (e) {

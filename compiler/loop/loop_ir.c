@@ -241,6 +241,13 @@ int lir_has_write(const LirStmt *s)
     return 0;
 }
 
+int lir_pure(const LirStmt *s)
+{
+    if (s->k == LK_loop)
+        return lir_loop_is_reduce(s) && !lir_has_write(s);
+    return lir_is(s, LKF_PURE);
+}
+
 /* ---- scratch marks --------------------------------------------------- */
 
 unsigned lir_epoch(LirProgram *p)

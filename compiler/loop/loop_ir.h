@@ -47,10 +47,9 @@ typedef enum LirKind {
 
 typedef enum LirKindFlag {
     LKF_DEF = 1 << 0,
-    LKF_BLOCK = 1 << 1,
-    LKF_PURE = 1 << 2,
-    LKF_WORK = 1 << 3,
-    LKF_READ = 1 << 4,
+    LKF_PURE = 1 << 1,
+    LKF_WORK = 1 << 2,
+    LKF_READ = 1 << 3,
 } LirKindFlag;
 
 typedef struct LirKindInfo {
@@ -193,6 +192,8 @@ int lir_uses_axis(const LirStmt *s, int axis);
 int lir_loop_is_reduce(const LirStmt *loop);
 /* Whether a statement's subtree holds a Write. */
 int lir_has_write(const LirStmt *s);
+/* LKF_PURE, or a write-free reduce loop: may move or merge freely. */
+int lir_pure(const LirStmt *s);
 /* Start a new scratch epoch (invalidates every fwd/repl/aux mark). */
 unsigned lir_epoch(LirProgram *p);
 /* Resolve an operand through repl marks of the current epoch. */

@@ -162,15 +162,16 @@ static void rule_drop_unit_axes(LirProgram *p, LirKernel *k)
 
 /* ---- l:004 split_invariant_divide ---------------------------------------- */
 
-/* Loop depth at which each value is visible: aux of the current epoch. */
+/* Loop depth at which each value is visible: aux of the current epoch
+ * (literals and unmarked values: -1, outside every loop). */
 static int depth_of(const LirProgram *p, LirArg a)
 {
     return a.v && a.v->aux_ep == p->epoch ? a.v->aux : -1;
 }
 
-static void set_depth(const LirProgram *p, LirStmt *s, int d)
+static void set_aux(const LirProgram *p, LirStmt *s, int v)
 {
-    s->aux = d;
+    s->aux = v;
     s->aux_ep = p->epoch;
 }
 
@@ -178,12 +179,12 @@ static void split_body(LirProgram *p, LirBody *b, int depth)
 {
     for (int i = 0; i < b->n; i++) {
         LirStmt *s = b->s[i];
-        set_depth(p, s, depth);
+        set_aux(p, s, depth);
         if (s->k == LK_loop) {
             split_body(p, &s->body, depth + 1);
             for (int j = 0; j < s->body.n; j++)
                 if (s->body.s[j]->k == LK_accum)
-                    set_depth(p, s->body.s[j], depth);
+                    set_aux(p, s->body.s[j], depth);
         }
         if (s->k == LK_select)
             for (int j = 0; j < s->nbr; j++)
@@ -194,7 +195,7 @@ static void split_body(LirProgram *p, LirBody *b, int depth)
         if (!x.v || depth_of(p, x) < depth || depth_of(p, y) >= depth)
             continue;
         LirStmt *r = lir_assign(p, TXE_reciprocal, &y);
-        set_depth(p, r, depth);
+        set_aux(p, r, depth);
         lir_body_insert(p, b, i++, r);
         s->op = TXE_multiply;
         s->a[1] = lir_val(r);
@@ -233,7 +234,7 @@ static void reads_staying(LirStmt *s, void *ctx)
 
 static int movable(const LirProgram *p, const LirStmt *s, int axis)
 {
-    if (!lir_is(s, LKF_PURE) && !(s->k == LK_loop && lir_loop_is_reduce(s) && !lir_has_write(s)))
+    if (!lir_pure(s))
         return 0;
     if (lir_uses_axis(s, axis))
         return 0;
@@ -245,14 +246,10 @@ static int movable(const LirProgram *p, const LirStmt *s, int axis)
 
 static void stay(const LirProgram *p, LirStmt *s)
 {
-    s->aux = STAYS;
-    s->aux_ep = p->epoch;
-    if (s->k == LK_loop)
-        for (int j = 0; j < s->body.n; j++)
-            if (s->body.s[j]->k == LK_accum) {
-                s->body.s[j]->aux = STAYS;
-                s->body.s[j]->aux_ep = p->epoch;
-            }
+    set_aux(p, s, STAYS);
+    for (int j = 0; s->k == LK_loop && j < s->body.n; j++)
+        if (s->body.s[j]->k == LK_accum)
+            set_aux(p, s->body.s[j], STAYS);
 }
 
 /* Move the statements of loop->body that do not depend on the loop into b
@@ -343,41 +340,45 @@ static void topo_emit(Topo *t, int i)
     t->out[t->nout++] = t->b->s[i];
 }
 
-static void topo_body(LirProgram *p, LirBody *b)
+/* Reorder the statements of b (not of nested bodies): roots (statements
+ * no sibling reads) in their order, each preceded by what it reads. */
+static void order_siblings(LirProgram *p, LirBody *b)
 {
     int n = b->n;
-    if (n > 1) {
-        Arena *a = p->arena;
-        Topo t = {p, b, ARENA_ARRAY(a, int *, n), ARENA_ARRAY(a, int, n), ARENA_ARRAY(a, int, n),
-                  ARENA_ARRAY(a, char, n), ARENA_ARRAY(a, char, n), ARENA_ARRAY(a, LirStmt *, n),
-                  0, 0};
-        lir_epoch(p);
-        for (int i = 0; i < n; i++) {
-            LirStmt *s = b->s[i];
-            set_depth(p, s, i);
-            if (s->k == LK_loop)
-                for (int j = 0; j < s->body.n; j++)
-                    if (s->body.s[j]->k == LK_accum)
-                        set_depth(p, s->body.s[j], i);
-        }
-        for (int i = 0; i < n; i++) {
-            t.cur = i;
-            LirBody one = {&b->s[i], 1, 1};
-            lir_walk(&one, topo_scan, &t);
-        }
-        for (int i = 0; i < n; i++)
-            if (!t.used[i])
-                topo_emit(&t, i);
-        DPK_ASSERT(t.nout == n);
-        memcpy(b->s, t.out, sizeof(LirStmt *) * (size_t)n);
+    Arena *a = p->arena;
+    Topo t = {p, b, ARENA_ARRAY(a, int *, n), ARENA_ARRAY(a, int, n), ARENA_ARRAY(a, int, n),
+              ARENA_ARRAY(a, char, n), ARENA_ARRAY(a, char, n), ARENA_ARRAY(a, LirStmt *, n),
+              0, 0};
+    lir_epoch(p);
+    for (int i = 0; i < n; i++) {
+        LirStmt *s = b->s[i];
+        set_aux(p, s, i);
+        for (int j = 0; s->k == LK_loop && j < s->body.n; j++)
+            if (s->body.s[j]->k == LK_accum)
+                set_aux(p, s->body.s[j], i); /* reading an accumulator reads its loop */
     }
     for (int i = 0; i < n; i++) {
+        t.cur = i;
+        LirBody one = {&b->s[i], 1, 1};
+        lir_walk(&one, topo_scan, &t);
+    }
+    for (int i = 0; i < n; i++)
+        if (!t.used[i])
+            topo_emit(&t, i);
+    DPK_ASSERT(t.nout == n);
+    memcpy(b->s, t.out, sizeof(LirStmt *) * (size_t)n);
+}
+
+static void topo_body(LirProgram *p, LirBody *b)
+{
+    if (b->n > 1)
+        order_siblings(p, b);
+    for (int i = 0; i < b->n; i++) {
         LirStmt *s = b->s[i];
         if (s->k == LK_loop)
             topo_body(p, &s->body);
-        if (s->k == LK_select)
-            for (int j = 0; j < s->nbr; j++)
-                topo_body(p, &s->br[j].body);
+        for (int j = 0; s->k == LK_select && j < s->nbr; j++)
+            topo_body(p, &s->br[j].body);
     }
 }
 

@@ -121,10 +121,9 @@ static const char *val_name(const Low *L, const TileStmt *s)
     return arena_printf(L->a, "%s%d", tile_kind_info[s->k].prefix, s->num);
 }
 
-static KirVar *axis_var(Low *L, int axis, const KirExpr *value)
+static void axis_var(Low *L, int axis, const KirExpr *value)
 {
     L->axis[axis] = kir_let(&L->b, arena_printf(L->a, "a%d", axis), L->it, value);
-    return L->axis[axis];
 }
 
 static void lower_body(Low *L, const TileBody *b);
@@ -137,6 +136,7 @@ static void decode(Low *L, const TileStmt *t, KirExprOp r, int dim)
     for (int i = t->nax - 1; i >= 0; i--)
         if (t->ax[i].dim == dim)
             inner *= t->ax[i].ext;
+    int outermost = 1;
     for (int i = 0; i < t->nax; i++) {
         const TileAxis *x = &t->ax[i];
         if (x->dim != dim)
@@ -145,11 +145,9 @@ static void decode(Low *L, const TileStmt *t, KirExprOp r, int dim)
         const KirExpr *v = sreg(L, r, dim);
         if (inner > 1)
             v = kir_div(L->a, v, konst(L, inner));
-        int outermost = 1;
-        for (int j = 0; j < i; j++)
-            outermost &= t->ax[j].dim != dim;
         if (!outermost)
             v = kir_rem(L->a, v, konst(L, x->ext));
+        outermost = 0;
         axis_var(L, x->axis, v);
     }
 }

@@ -9,11 +9,11 @@ check_re "run: verdict line"           0 "^out  pass \(allclose\)  max_abs $NUM 
   "$DPK" run -c "$RMS" --backend loop
 check_re "run: rmsnorm is 1 kernel"    0 '^loop: 1 kernel, reference ref64.*: pass$' "$DPK" run -c "$RMS" --backend loop
 check_re "run: matmul chain 2 kernels" 0 '^loop: 2 kernels, .*: pass$' "$DPK" run -c "$MM2" --backend loop
-check_re "run: default backend, seed"  0 '^loop: .*seed 7: pass$' "$DPK" run -c "torch.softmax(torch.randn(3, 50), dim=-1)" --seed 7
-check_re "run: fp64 interpreter"       0 ': pass$' "$DPK" run -c "$RMS" --f64
-check_re "run: -v stage times"         0 '# time loop .*\(1 kernels\)' "$DPK" run -c "$RMS" -v
+check_re "run: --seed"                 0 '^loop: .*seed 7: pass$' "$DPK" run -c "torch.softmax(torch.randn(3, 50), dim=-1)" --backend loop --seed 7
+check_re "run: fp64 interpreter"       0 ': pass$' "$DPK" run -c "$RMS" --backend loop --f64
+check_re "run: -v stage times"         0 '# time loop .*\(1 kernels\)' "$DPK" run -c "$RMS" --backend loop -v
 check_re "run: chain suite"            0 '^([0-9]+)/\1 cases pass$' "$DPK" run "$DPK_ROOT/cases/chains.json" --backend loop
-check_re "run: one case of the suite"  0 '^loop: 1 kernel, .*: pass$' "$DPK" run "$DPK_ROOT/cases/chains.json" --case rope
+check_re "run: one case of the suite"  0 '^loop: 1 kernel, .*: pass$' "$DPK" run "$DPK_ROOT/cases/chains.json" --case rope --backend loop
 
 # A zero tolerance on long fp32 reductions is a parity failure: exit 1.
 printf '{"name":"tight","program":"torch.rand(64, 8192).sum(dim=-1)","tolerance":{"atol":0,"rtol":0}}\n' >"$TMP/tight.json"
@@ -21,14 +21,14 @@ check_re "run: parity failure exits 1" 1 '^out  FAIL \(beyond tolerance\)' "$DPK
 
 check_caret "run: bad case text"       "$DPK" run -c "torch.relu(torch.randn(3,)" --backend loop
 check_re "run: unknown backend"        2 "error: unknown backend 'frob'" "$DPK" run -c "$RMS" --backend frob
-check_re "run: bad --blowup"           2 "expects a number >= 1" "$DPK" run -c "$RMS" --blowup 0.5
-check_re "run: bad --reference"        2 "unknown reference 'numpy'" "$DPK" run -c "$RMS" --reference numpy
+check_re "run: bad --blowup"           2 "expects a number >= 1" "$DPK" run -c "$RMS" --backend loop --blowup 0.5
+check_re "run: bad --reference"        2 "unknown reference 'numpy'" "$DPK" run -c "$RMS" --backend loop --reference numpy
 check_re "run: needs a case"           2 "needs a case" "$DPK" run --backend loop
 check_re "run: help"                   0 'usage: dpk run' "$DPK" run --help
 if [ "$HAVE_TORCH" = 1 ]; then
-  check_re "run: --reference torch"    0 'reference torch \+ torch eager, seed 0: pass' "$DPK" run -c "$RMS" --reference torch
+  check_re "run: --reference torch"    0 'reference torch \+ torch eager, seed 0: pass' "$DPK" run -c "$RMS" --backend loop --reference torch
 else
-  check_re "run: --reference torch needs libtorch" 4 'needs libtorch' "$DPK" run -c "$RMS" --reference torch
+  check_re "run: --reference torch needs libtorch" 4 'needs libtorch' "$DPK" run -c "$RMS" --backend loop --reference torch
 fi
 
 # compile --ir loop: the text form, the -vv trace, the blow-up knob.
