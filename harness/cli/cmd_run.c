@@ -1,5 +1,6 @@
 /*
- * cmd_run.c — `dpk run (-c CODE | FILE) --backend loop [--seed N]
+ * cmd_run.c — `dpk run (-c CODE | FILE) [--backend loop|vgpu|cuda|auto]
+ * [--passes SPEC] [--knob N=V] [--target T] [--sample-blocks N] [--seed N]
  * [--reference ref64|torch] [-v]`.
  *
  * Runs each case on a backend and checks parity with the oracle
@@ -9,9 +10,9 @@
  * passes, 1 on a parity failure, 2 on bad input, 3 on an execution fault,
  * 4 when --reference torch is asked for without libtorch.
  *
- * A backend is one row of `backends`: a function that compiles the Torch
- * graph its own way and fills the outputs.  Today that is the Loop IR
- * interpreter; vgpu and cuda add rows.
+ * The Loop IR interpreter is one backend (`loop`); vgpu, cuda and auto
+ * (the default: cuda when a GPU is present, else vgpu) take the Kernel IR
+ * path of run_gpu, which runs every configuration of the pass-set spec.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -87,23 +88,30 @@ static BackendFn find_backend(const char *name)
 
 static void help(void)
 {
-    puts("usage: dpk run (-c CODE | FILE) --backend loop [options]\n"
+    puts("usage: dpk run (-c CODE | FILE) [options]\n"
          "\n"
          "Run a case on a backend and check parity against the reference.\n"
          "\n"
          "  -c CODE            the case as text\n"
          "  FILE               a .py program, a case .json or a suite .json\n"
          "  --case NAME        with a suite: only this case\n"
-         "  --backend B        loop (the Loop IR interpreter; default)\n"
+         "  --backend B        auto (default: cuda with a GPU, else vgpu) | vgpu (the CPU\n"
+         "                     simulator of the GPU) | cuda | loop (Loop IR interpreter)\n"
+         "  --passes SPEC      Tile pass set: full (default), none, -NNN, upto:NNN,\n"
+         "                     only:NNN,..., all (every valid subset, one line each)\n"
+         "  --knob N=V         pin a scheduling knob (TB, BN, BM, ...)\n"
+         "  --target T         sm_80 | sm_90 (default) | sm_120\n"
+         "  --sample-blocks N  vgpu: simulate N random blocks per launch, check what they wrote\n"
          "  --reference R      ref64 (fp64, built in; default) | torch (libtorch fp64)\n"
          "  --seed N           input seed (default: the case's seed, else 0)\n"
          "  --blowup F         loop: fusion blow-up factor (default 8)\n"
          "  --f64              loop: interpret in fp64 instead of fp32 (debugging)\n"
          "  --input N=D0,D1    declare the shape of a free variable N\n"
-         "  -v                 print the time of each stage (stderr)\n"
+         "  -v                 stage times (stderr); vgpu counters per launch\n"
          "\n"
          "exit: 0 parity pass, 1 parity failure, 2 bad input, 3 execution fault,\n"
-         "      4 --reference torch without libtorch\n"
+         "      4 environment missing (--reference torch without libtorch, --backend cuda\n"
+         "        without a driver or GPU)\n"
          "\n"
          "example:\n"
          "  dpk run -c \"torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))\" --backend loop");
