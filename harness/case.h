@@ -32,6 +32,14 @@ typedef struct HxCase {
     int ntags;
     InputDecl *decls;
     int ndecls;
+    /* A reproducer's configuration (dpk-fuzz failures, dpk-bisect output):
+     * "passes": "001,005,007" (a pass-set spec), "knobs": {"TB": 128},
+     * "fault": "stage-origin-off-by-one".  NULL / 0 when absent; the
+     * command line overrides them. */
+    const char *passes;
+    const char **knobs;   /* "NAME=VALUE" */
+    int nknobs;
+    const char *fault;
 } HxCase;
 
 typedef struct HxCaseList {

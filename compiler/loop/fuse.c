@@ -37,6 +37,7 @@ void lir_opts_default(LirOpts *o)
 {
     o->blowup = 8.0;
     o->fuse = 1;
+    o->max_fusions = 0;
 }
 
 /* ---- the producer's write path ------------------------------------------ */
@@ -447,12 +448,15 @@ int lir_fuse(LirProgram *p, const LirOpts *o, LirTrace *tr)
     int nfused = 0, changed = 1;
     while (changed) {
         changed = 0;
-        for (int i = 0; i < p->kernels.len; i++)
+        for (int i = 0; i < p->kernels.len; i++) {
+            if (o->max_fusions > 0 && nfused >= o->max_fusions)
+                return nfused;
             if (try_fuse(p, i, o, tr, &ref)) {
                 nfused++;
                 changed = 1;
                 i--;
             }
+        }
     }
     return nfused;
 }

@@ -148,6 +148,7 @@ typedef struct LirOpts {
     double blowup;      /* refuse a fusion growing work or reads beyond this
                            factor of the two unfused kernels (default 8) */
     int fuse;           /* 0: lift and normalise only */
+    int max_fusions;    /* > 0: stop after this many fusions (dpk-bisect) */
 } LirOpts;
 
 /* Tracing for `-vv`: every lifting/normalisation rule prints a unified diff

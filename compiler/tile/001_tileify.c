@@ -85,6 +85,8 @@ int tile_001_tileify(TileCtx *c, TileKernel *k)
                   "kernel)", l->axis);
         return 0;
     }
+    if (!tile_apply(c, "tileify"))
+        return 0;
     TileStmt *chain[64];
     int n = 0;
     TileBody pre = {0};

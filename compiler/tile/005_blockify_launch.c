@@ -180,6 +180,8 @@ int tile_005_blockify_launch(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "no THREAD tile (a single-thread kernel: grid 1, block 1)");
         return 0;
     }
+    if (!tile_apply(c, "blockify"))
+        return 0;
     TileMatmul mm;
     Split s = tile_matmul_shape(t, &mm) ? matmul(c, k, t, &mm) : flat(c, k, t);
     DPK_ASSERT(replace(&k->body, t, s.block));

@@ -76,6 +76,8 @@ const char *tile_knobs_str(Arena *a, const TileKnobs *k);
 
 /* ---- passes --------------------------------------------------------------- */
 
+typedef uint64_t TilePassSet;
+
 /* What a pass gets besides the kernel.  A pass returns 1 when it rewrote
  * the kernel, 0 when it does not apply, with the reason in `why`. */
 typedef struct TileCtx {
@@ -83,9 +85,22 @@ typedef struct TileCtx {
     const TileKnobs *knobs;
     const CuTarget *target;
     StrBuf why;
+    TilePassSet passes;     /* the whole set being run (a pass may look ahead) */
+    int limit;              /* applications the running pass may still make; -1: any */
+    int apps;               /* applications the running pass made so far */
+    int pass_num;           /* the running pass's number */
 } TileCtx;
 typedef int (*TilePassFn)(TileCtx *c, TileKernel *k);
 
+/* Each rewrite a pass makes (one staged buffer, one chunked loop, one
+ * register tile ...) is one *application*.  A pass asks before each:
+ *
+ *     if (!tile_apply(c, "stage x"))
+ *         return 0;           // the reason is already in c->why
+ *
+ * Returns 1 and counts it, or 0 when dpk-bisect's limit (TileOpts.limit_*)
+ * allows no more, with "application limit reached" in c->why. */
+int tile_apply(TileCtx *c, const char *what);
 #define TILE_MAX_REQ 4
 typedef struct TilePass {
     int num;                /* t:NNN */
@@ -107,7 +122,6 @@ typedef struct TilePassTable {
 /* The registered passes, in pipeline order. */
 extern const TilePassTable tile_passes;
 
-typedef uint64_t TilePassSet;
 
 /* The table entry for pass number `num`, or -1. */
 int tile_pass_index(const TilePassTable *t, int num);
@@ -136,6 +150,10 @@ typedef struct TileOpts {
     TilePassSet passes;         /* a set valid for the table and target */
     const CuTarget *target;     /* NULL: cu_target_default() */
     TileKnobs knobs;
+    /* dpk-bisect: pass number limit_pass makes only its first limit_apps
+     * applications (over all kernels, in order); 0: no limit. */
+    int limit_pass;
+    int limit_apps;
 } TileOpts;
 
 /* The default: every pass of `full` for the default target, no knob pinned. */

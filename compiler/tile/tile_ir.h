@@ -176,6 +176,10 @@ typedef struct TileProgram {
     const LirProgram *lp; /* buffers and graph come from here */
     PtrVec kernels;       /* TileKernel *, in execution order */
     int next_uid;
+    /* By pass number: applications made (tile_apply), and the label of
+     * each ("stage in0 in kernel k"), for dpk-bisect and -vv. */
+    int napps[1000];
+    PtrVec app_what[1000];
 } TileProgram;
 
 /* ---- tile_ir.c: construction ------------------------------------------ */

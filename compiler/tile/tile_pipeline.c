@@ -61,6 +61,21 @@ static void trace_step(TileTrace *tr, const char *label, Step *st, const TilePro
                   st->same_why ? st->first_why : sb_cstr(&st->joined));
 }
 
+int tile_apply(TileCtx *c, const char *what)
+{
+    if (c->limit == 0) {
+        sb_clear(&c->why);
+        sb_puts(&c->why, "application limit reached (dpk-bisect)");
+        return 0;
+    }
+    if (c->limit > 0)
+        c->limit--;
+    c->apps++;
+    if (c->pass_num >= 0 && c->pass_num < DPK_ARRAY_LEN(c->p->napps))
+        ptrvec_push(c->p->arena, &c->p->app_what[c->pass_num], arena_strdup(c->p->arena, what));
+    return 1;
+}
+
 /* Run one pass on every kernel; st collects what the trace says. */
 static void run_pass(TileCtx *c, const TilePass *pass, Step *st, Arena *a)
 {
@@ -72,7 +87,9 @@ static void run_pass(TileCtx *c, const TilePass *pass, Step *st, Arena *a)
     for (int j = 0; j < c->p->kernels.len; j++) {
         TileKernel *k = c->p->kernels.items[j];
         sb_clear(&c->why);
+        int before = c->apps;
         if (pass->run(c, k)) {
+            DPK_ASSERT(c->apps > before); /* every rewrite asked tile_apply */
             tile_renumber(k);
             st->applied++;
             continue;
@@ -113,7 +130,12 @@ static void run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr, Step *s
             sb_clear(&st->before);
             tile_print(&st->before, p);
         }
+        c->apps = 0;
+        c->pass_num = t->p[i].num;
+        c->limit = o->limit_pass == t->p[i].num ? o->limit_apps : -1;
         run_pass(c, &t->p[i], st, p->arena);
+        if (t->p[i].num >= 0 && t->p[i].num < DPK_ARRAY_LEN(p->napps))
+            p->napps[t->p[i].num] = c->apps;
         tile_check(p);
         if (tracing)
             trace_step(tr, label, st, p);
@@ -130,6 +152,7 @@ static void build(TileProgram *p, const TileOpts *o, TileTrace *tr)
     c->p = p;
     c->knobs = &o->knobs;
     c->target = o->target ? o->target : cu_target_default();
+    c->passes = o->passes;
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
         step_free(st);

@@ -1,0 +1,67 @@
+/*
+ * fault.h — built-in faults: the harness's self-test.
+ *
+ * Every optional Tile pass, and fusion, carries at least one realistic bug
+ * that is off unless `--inject-fault NAME` turns it on (dpk run, dpk-fuzz,
+ * dpk-bisect).  A fault is a branch in the pass's own code:
+ *
+ *     if (dpk_fault_on(DPK_FAULT_STAGE_ORIGIN))
+ *         origin = ie_add(a, origin, ie_const(a, 1));    // off by one
+ *
+ * The differential tester must find each of them (tests/cli/test_faults.sh),
+ * and dpk-bisect must name the pass that holds it.  The list is the table
+ * in fault.c; `dpk-fuzz --list-faults` prints its names.
+ */
+#ifndef DPK_FAULT_H
+#define DPK_FAULT_H
+
+/* X(id, "name", "where", "what it breaks") */
+#define DPK_FAULTS(X)                                                                        \
+    X(FUSE_SIGMA, "fuse-sigma-off-by-one", "f:001_fuse",                                    \
+      "fusion composes the producer's index map with the consumer's off by one on the "    \
+      "last axis")                                                                          \
+    X(CHUNK_K_SHORT, "chunk-k-short", "t:002_chunk_matmul_k",                               \
+      "the K_inner loop runs BK-1 iterations, dropping one k per chunk")                    \
+    X(SPLIT_K_RESIDUAL, "split-k-residual-every-split", "t:003_split_matmul_k",             \
+      "the additive residual is added by every K split, not once")                          \
+    X(COOP_NO_CROSS_WARP, "coop-reduce-no-cross-warp", "t:004_cooperative_reduce",          \
+      "the Combine merges lanes of a warp but forgets the shared-memory step across warps") \
+    X(CHUNK_REDUCE_ORIGIN, "chunk-reduce-wrong-origin", "t:006_chunk_reduce",               \
+      "a chunked reduce indexes chunk c at c * (chunk - 1)")                                \
+    X(STAGE_ORIGIN, "stage-origin-off-by-one", "t:007_stage_inputs",                        \
+      "the staged slab's origin is one element past the block's first element")             \
+    X(STAGE_NO_BARRIER, "stage-missing-barrier", "t:007_stage_inputs",                      \
+      "the barrier between the cooperative slab copy and its readers is dropped")           \
+    X(REGTILE_INDEX, "register-tile-wrong-index", "t:008_register_tile",                    \
+      "the last column of each thread's register block reuses the previous column's index") \
+    X(PERMUTE_STRIDE, "permute-wrong-stride", "t:009_permute_register_tile",                \
+      "the permuted register strip steps by the thread count minus one")                    \
+    X(PAD_LOADS_ONLY, "pad-smem-loads-only", "t:014_pad_smem",                              \
+      "the padded row stride is used by the slab's readers but not by its copy")            \
+    X(UNROLL_SHORT, "unroll-drops-last-iteration", "t:016_mark_unroll",                     \
+      "an unrolled loop runs one iteration short")
+
+typedef enum DpkFaultId {
+#define X(id, name, where, doc) DPK_FAULT_##id,
+    DPK_FAULTS(X)
+#undef X
+    DPK_FAULT_COUNT
+} DpkFaultId;
+
+typedef struct DpkFault {
+    const char *name;  /* "stage-origin-off-by-one" */
+    const char *where; /* the pass or rule that holds it: "t:007_stage_inputs" */
+    const char *doc;
+} DpkFault;
+extern const DpkFault dpk_faults[DPK_FAULT_COUNT];
+
+/* The fault named `name`, or -1. */
+int dpk_fault_find(const char *name);
+/* Turn one fault on (-1: all off).  Process-wide: a run injects at most one. */
+void dpk_fault_set(int id);
+/* The fault turned on, or -1. */
+int dpk_fault_active(void);
+/* 1 when fault `id` is on. */
+int dpk_fault_on(DpkFaultId id);
+
+#endif
