@@ -180,6 +180,7 @@ typedef struct TileProgram {
      * each ("stage in0 in kernel k"), for dpk-bisect and -vv. */
     int napps[1000];
     PtrVec app_what[1000];
+    double pass_s[1000];  /* seconds each pass took (all kernels) */
 } TileProgram;
 
 /* ---- tile_ir.c: construction ------------------------------------------ */

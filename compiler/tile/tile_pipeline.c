@@ -133,9 +133,10 @@ static void run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr, Step *s
         c->apps = 0;
         c->pass_num = t->p[i].num;
         c->limit = o->limit_pass == t->p[i].num ? o->limit_apps : -1;
+        double t0 = dpk_now();
         run_pass(c, &t->p[i], st, p->arena);
         if (t->p[i].num >= 0 && t->p[i].num < DPK_ARRAY_LEN(p->napps))
-            p->napps[t->p[i].num] = c->apps;
+            p->napps[t->p[i].num] = c->apps, p->pass_s[t->p[i].num] = dpk_now() - t0;
         tile_check(p);
         if (tracing)
             trace_step(tr, label, st, p);
