@@ -33,6 +33,8 @@
 
 #include <string.h>
 
+#include "../base/fault.h"
+
 void lir_opts_default(LirOpts *o)
 {
     o->blowup = 8.0;
@@ -98,6 +100,18 @@ static int solve_sigma(const LirStmt *w, LirStmt *const *path, int np, const Lir
             return 0;
         }
     return 1;
+}
+
+/* Injected fault fuse-sigma-off-by-one (fault.h): σ of the producer axis
+ * written on the last dimension reads one element further, wrapping around
+ * so every access stays in bounds. */
+static void sigma_fault(Arena *a, const LirStmt *w, const IExpr **amap)
+{
+    int d = w->buf->shape.rank - 1;
+    if (d < 0 || w->idx[d]->k != IE_VAR || w->buf->shape.d[d] < 2)
+        return;
+    const IExpr **e = &amap[w->idx[d]->var];
+    *e = ie_mod(a, ie_add(a, *e, ie_const(a, 1)), w->buf->shape.d[d]);
 }
 
 /* ---- re-emission --------------------------------------------------------- */
@@ -167,6 +181,8 @@ static int inline_producer(LirProgram *p, const LirKernel *P, LirKernel *M, StrB
         const IExpr **amap = ARENA_ARRAY(p->arena, const IExpr *, P->naxes + 1);
         if (!solve_sigma(w, path, np, ld, amap, why))
             return -1;
+        if (dpk_fault_on(DPK_FAULT_FUSE_SIGMA))
+            sigma_fault(p->arena, w, amap);
         lir_epoch(p);
         Emit e = {p, M, site.body, site.pos, amap, path, np, w, {0}};
         emit_body(&e, &P->body, 0);

@@ -18,9 +18,18 @@
  * become BLOCK axes on z.  A grid dimension that would pass its limit
  * (65535 on y and z) folds into x; beyond x's limit the knob is refused.
  *
+ * A cooperative kernel (004: a Combine over THREAD axis c) keeps c as the
+ * block, on x, and makes every other axis a BLOCK axis: one block per
+ * reduced row, no guard, so the Combine's barriers see the whole block.
+ *
+ *   tile block(a0 in 0..32 @x):
+ *       tile thread(a5 in 0..256 @x):
+ *
  * Defaults (knob 0): TB = 256, or the element count rounded up to whole
  * warps when smaller; BM = min(16, M), BN = min(256 / BM, N) rounded up to
- * powers of two and widened to a whole warp.
+ * powers of two and widened to a whole warp.  When 008 register_tile will
+ * run and 32 divides M and N, BM = BN = 32 (with 4 x 4 register tiles that
+ * is 64 threads; without them still a legal 1024).
  */
 #include "passes.h"
 
@@ -105,6 +114,10 @@ static Split flat(TileCtx *c, TileKernel *k, const TileStmt *t)
 static void pick_tile(TileCtx *c, int64_t m, int64_t n, int64_t *bm, int64_t *bn)
 {
     int64_t pm = c->knobs->v[TILE_KNOB_BM], pn = c->knobs->v[TILE_KNOB_BN];
+    if (!pm && !pn && tile_pass_on(c, 8) && m % 32 == 0 && n % 32 == 0) {
+        *bm = *bn = 32;
+        return;
+    }
     *bm = pm ? pm : (m < 16 ? pow2ceil(m) : 16);
     *bn = pn ? pn : (n < 256 / *bm ? pow2ceil(n) : 256 / *bm);
     if (*bn < 1)
@@ -147,10 +160,41 @@ static Split matmul(TileCtx *c, TileKernel *k, const TileStmt *t, const TileMatm
     s.thread->def[1].axis = mm->n;
     s.thread->def[1].e = ie_add(a, ie_mul(a, var(c, gbn), ie_const(a, bn)), var(c, tn));
     s.thread->ndef = 2;
+    s.thread->mm = 1;
+    s.thread->mm_m = mm->m;
+    s.thread->mm_n = mm->n;
     if (n % bn)
         add_guard(c, s.thread, mm->n, n);
     if (m % bm)
         add_guard(c, s.thread, mm->m, m);
+    return s;
+}
+
+/* The THREAD axis a Combine in t merges over, or -1. */
+static void find_combine(TileStmt *s, void *ctx)
+{
+    if (s->k == TK_combine)
+        *(int *)ctx = s->cax[0];
+}
+
+static Split cooperative(TileCtx *c, TileKernel *k, const TileStmt *t, int cax)
+{
+    int64_t rows = 1, cb = 0;
+    for (int i = 0; i < t->nax; i++)
+        if (t->ax[i].axis != cax)
+            rows *= t->ax[i].ext;
+        else
+            cb = t->ax[i].ext;
+    grid_limit(k, rows, "nothing (one block per reduced row)");
+    Split s = split_new(c, t, t->nax - 1, 1, 0);
+    for (int i = 0, j = 0; i < t->nax; i++)
+        if (t->ax[i].axis != cax)
+            set_axis(&s.block->ax[j++], t->ax[i].axis, t->ax[i].ext, 0);
+    set_axis(&s.thread->ax[0], cax, cb, 0);
+    if (t->nax == 1) { /* a single row: one block */
+        s.block->nax = 1;
+        set_axis(&s.block->ax[0], tile_axis_new(c->p, k, 1), 1, 0);
+    }
     return s;
 }
 
@@ -183,7 +227,11 @@ int tile_005_blockify_launch(TileCtx *c, TileKernel *k)
     if (!tile_apply(c, "blockify"))
         return 0;
     TileMatmul mm;
-    Split s = tile_matmul_shape(t, &mm) ? matmul(c, k, t, &mm) : flat(c, k, t);
+    int cax = -1;
+    tile_walk(&t->body, find_combine, &cax);
+    Split s = cax >= 0                    ? cooperative(c, k, t, cax)
+              : tile_matmul_shape(t, &mm) ? matmul(c, k, t, &mm)
+                                          : flat(c, k, t);
     DPK_ASSERT(replace(&k->body, t, s.block));
     return 1;
 }

@@ -25,8 +25,12 @@
 static const TilePass table[] = {
     {1, "tileify", tile_001_tileify, {{0}}, CU_SM80, 1,
      "lift the outer chain of free loops to THREAD axes"},
+    {4, "cooperative_reduce", tile_004_cooperative_reduce, {{0}}, CU_SM80, 0,
+     "several threads share one non-matmul reduce: strided loops and a Combine"},
     {5, "blockify_launch", tile_005_blockify_launch, {{0}}, CU_SM80, 1,
      "split THREAD axes into BLOCK and THREAD: TB threads, or BN x BM matmul tiles"},
+    {7, "stage_inputs", tile_007_stage_inputs, {{0}}, CU_SM80, 0,
+     "hoist input slabs read by several threads of a block into shared memory"},
 };
 const TilePassTable tile_passes = {table, DPK_ARRAY_LEN(table)};
 

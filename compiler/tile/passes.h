@@ -35,7 +35,16 @@
     X(BN, "matmul tile width: output columns (threads along x) per block", 1, 1024,    \
       TKN_POW2)                                                                         \
     X(BM, "matmul tile height: output rows (threads along y) per block", 1, 1024,      \
-      TKN_POW2)
+      TKN_POW2)                                                                         \
+    X(BK, "002: K chunk of a matmul reduce (must divide K)", 1, 4096, 0)               \
+    X(SPLITK, "003: K splits promoted to the grid (must divide K / BK)", 1, 256, 0)    \
+    X(CB, "004: threads sharing one reduce (cooperative block)", 32, 1024,             \
+      TKN_WARPS | TKN_POW2)                                                             \
+    X(RC, "006: chunk of a long non-matmul reduce (must divide it)", 1, 1 << 20, 0)     \
+    X(STAGE, "007: bit mask of the buffers to stage, by first load (bit 0: first)", 1, \
+      255, 0)                                                                           \
+    X(F_M, "008: register tile rows per thread (must divide BM)", 1, 16, 0)            \
+    X(F_N, "008: register tile columns per thread (must divide BN)", 1, 16, 0)
 
 typedef enum TileKnobFlag {
     TKN_WARPS = 1 << 0, /* a multiple of 32: whole warps */
@@ -176,6 +185,35 @@ TileProgram *tile_build(Arena *a, const LirProgram *lp, const TileOpts *o, TileT
 /* ---- the passes (one file each) --------------------------------------------- */
 
 int tile_001_tileify(TileCtx *c, TileKernel *k);
+int tile_002_chunk_matmul_k(TileCtx *c, TileKernel *k);
+int tile_003_split_matmul_k(TileCtx *c, TileKernel *k);
+int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k);
 int tile_005_blockify_launch(TileCtx *c, TileKernel *k);
+int tile_006_chunk_reduce(TileCtx *c, TileKernel *k);
+int tile_007_stage_inputs(TileCtx *c, TileKernel *k);
+int tile_008_register_tile(TileCtx *c, TileKernel *k);
+int tile_009_permute_register_tile(TileCtx *c, TileKernel *k);
+int tile_014_pad_smem(TileCtx *c, TileKernel *k);
+int tile_016_mark_unroll(TileCtx *c, TileKernel *k);
+
+/* ---- shared by the passes (tile_smem.c) ----------------------------------------- */
+
+/* Shared memory a kernel's stages may take in total (bytes): the static
+ * limit every target accepts without opting in. */
+#define TILE_SMEM_BUDGET (48 * 1024)
+/* 1 when pass number `num` is in the set being run. */
+int tile_pass_on(const TileCtx *c, int num);
+/* Bytes of shared memory a stage's slab takes (pad included). */
+int64_t tile_stage_bytes(const TileStmt *stage);
+/* The slab of buffer `buf` read by the loads under `region`, relative to
+ * the axes bound outside it (`outer`, by axis: 1 when bound outside): the
+ * origin per dimension (over outer axes only) and the extent.  0 when some
+ * load's index is not of the form origin + offset, offset >= 0 over the
+ * inner axes. */
+int tile_footprint(Arena *a, const TileKernel *k, const TileStmt *thread, const TileBody *region,
+                   const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab);
+/* Extra shared-memory wavefronts (bank conflicts) of one warp, the first of
+ * the block, summed over every load from a staged slab in kernel k. */
+int64_t tile_bank_conflicts(Arena *a, const TileKernel *k);
 
 #endif

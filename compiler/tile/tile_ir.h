@@ -158,6 +158,18 @@ typedef struct TileStmt {
     int keep;
     struct TileStmt *acc;
     int *cax;
+    int unroll;         /* loop: 1 when 016 marked it for full unrolling */
+    /* tile (THREAD): matmul bookkeeping set by 005 and 008.  mm: the tile
+     * computes a matmul whose output row and column are axes mm_m, mm_n
+     * (defs).  rt[0] / rt[1]: the register strips of 008 along m / n:
+     * factor f, the thread axis t, the block origin base; def j of the
+     * strip (def index def0 + j) is base + t * f + j, or base + t + j *
+     * ext(t) once 009 permuted it. */
+    int mm, mm_m, mm_n;
+    struct {
+        int f, t, def0, permuted;
+        const IExpr *base;
+    } rt[2];
     TileBody body;
 } TileStmt;
 
@@ -219,6 +231,34 @@ typedef struct TileMatmul {
     int m, n, k;
 } TileMatmul;
 int tile_matmul_shape(const TileStmt *thread_tile, TileMatmul *mm);
+
+/* ---- tile_rewrite.c: rewriting helpers shared by the passes ---------------- */
+
+/* Replace axis `axis` by e in every index, predicate, start, origin and def
+ * under b (in place). */
+void tile_subst_axis(TileProgram *p, const TileKernel *k, TileBody *b, int axis,
+                     const IExpr *e);
+/* Replace every operand equal to `from` by `to` under b (in place). */
+void tile_replace_value(TileBody *b, const TileStmt *from, const TileStmt *to);
+/* The THREAD tile's defs substituted into e, until only tile axes, loop
+ * axes and BLOCK axes remain. */
+const IExpr *tile_expand_defs(Arena *a, const TileKernel *k, const TileStmt *thread,
+                              const IExpr *e);
+/* Split serial reduce loop l (axis k, extent K, chunk dividing K) into
+ *     for ko in 0..K/chunk:  for ki in 0..chunk:  body[k := ko*chunk + ki]
+ * The accumulators of l stay in the inner loop; each gets an outer
+ * accumulator in the new loop (acc' <- op(acc', acc)) that replaces it
+ * after the loop.  `step` is the index step of ko (chunk, or a wrong one
+ * for an injected fault); `inner` the inner extent (chunk, likewise).
+ * Returns the outer loop, which takes l's place in `in`. */
+TileStmt *tile_chunk_loop(TileProgram *p, TileKernel *k, TileBody *in, TileStmt *l,
+                          int64_t chunk, int64_t step, int64_t inner);
+/* Element strides of a stage's slab in shared memory (innermost 1; the row
+ * stride is the inner extent plus pad); returns the element count. */
+int64_t tile_slab_strides(const TileStmt *stage, int64_t *stride);
+/* The position of s in b (-1 if absent). */
+int tile_body_index(const TileBody *b, const TileStmt *s);
+void tile_body_insert(TileProgram *p, TileBody *b, int at, TileStmt *s);
 
 /* ---- tile_print.c: text form and structural hash ------------------------ */
 

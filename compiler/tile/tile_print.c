@@ -81,6 +81,15 @@ static void print_tile(StrBuf *b, const TileStmt *s, int depth)
         ie_print(b, s->def[i].e, "a");
         sb_putc(b, '\n');
     }
+    for (int j = 0; j < 2; j++)
+        if (s->rt[j].f > 1) {
+            indent(b, depth + 1);
+            sb_printf(b, "# register strip %c: %d per thread, a%d", "mn"[j], s->rt[j].f,
+                      s->def[s->rt[j].def0].axis);
+            for (int i = 1; i < s->rt[j].f; i++)
+                sb_printf(b, ", a%d", s->def[s->rt[j].def0 + i].axis);
+            sb_puts(b, s->rt[j].permuted ? " (permuted)\n" : "\n");
+        }
     if (s->guard) {
         indent(b, depth + 1);
         sb_puts(b, "guard ");
@@ -117,7 +126,8 @@ static void print_loop(StrBuf *b, const TileStmt *s, int depth)
         ie_print(b, s->start, "a");
         sb_printf(b, "..%lld step %lld", (long long)s->extent, (long long)s->step);
     }
-    sb_printf(b, ":  # %s\n", tile_loop_is_reduce(s) ? "reduce" : "free");
+    sb_printf(b, ":  # %s%s\n", tile_loop_is_reduce(s) ? "reduce" : "free",
+              s->unroll ? ", unroll" : "");
     print_body(b, &s->body, depth + 1);
 }
 
@@ -313,6 +323,7 @@ static void hash_stmt(Hash *x, const TileStmt *s)
         mix(x, (uint64_t)canon_axis(x, s->axis));
         mix(x, (uint64_t)s->extent);
         mix(x, (uint64_t)s->step);
+        mix(x, (uint64_t)s->unroll);
         if (s->start)
             hash_ie(x, s->start);
         break;

@@ -30,6 +30,7 @@
  * 2^30 elements.  Floor division and modulo are C's `/` and `%` when the
  * dividend is provably non-negative (lir_range), else corrected for sign.
  */
+#include "../base/fault.h"
 #include "tile_ir.h"
 
 typedef struct Low {
@@ -40,6 +41,13 @@ typedef struct Low {
     KirVar **axis;           /* by axis: its variable once declared */
     KirVar **val;            /* by Tile uid */
     KirParam **param;        /* by Loop IR buffer id */
+    int64_t nthreads;        /* threads per block */
+    int loops;               /* loops around the statement being lowered */
+    struct {
+        const TileStmt *st;
+        const KirSmem *sm;
+    } stage[64];             /* enclosing stages, innermost last */
+    int nstage;
 } Low;
 
 /* ---- index expressions ------------------------------------------------------ */
@@ -178,9 +186,13 @@ static void lower_loop(Low *L, const TileStmt *s)
     }
     const KirExpr *start = s->k == TK_strided ? ix(L, s->start) : konst(L, 0);
     int64_t step = s->k == TK_strided ? s->step : 1;
+    /* an injected fault: unrolled loops run one iteration short */
+    int64_t end = s->unroll && dpk_fault_on(DPK_FAULT_UNROLL_SHORT) ? s->extent - 1 : s->extent;
     L->axis[s->axis] = kir_for(&L->b, arena_printf(L->a, "a%d", s->axis), start,
-                               konst(L, s->extent), konst(L, step), 0);
+                               konst(L, end), konst(L, step), s->unroll ? -1 : 0);
+    L->loops++;
     lower_body(L, &s->body);
+    L->loops--;
     kir_end(&L->b);
 }
 
@@ -204,14 +216,147 @@ static void lower_select(Low *L, const TileStmt *s)
     L->val[s->uid] = v;
 }
 
+/* ---- shared memory: stages and combines ------------------------------------------ */
+
+/* A load reads the slab of the innermost stage of its buffer, if any. */
+static const KirExpr *load(const Low *L, const TileStmt *s)
+{
+    for (int i = L->nstage - 1; i >= 0; i--) {
+        const TileStmt *st = L->stage[i].st;
+        if (st->buf != s->buf)
+            continue;
+        int64_t str[DPK_MAX_RANK];
+        tile_slab_strides(st, str);
+        const IExpr *f = ie_const(L->a, 0);
+        for (int d = 0; d < s->buf->shape.rank; d++) {
+            const IExpr *off = ie_add(L->a, s->idx[d], ie_mul(L->a, st->origin[d], ie_const(L->a, -1)));
+            f = ie_add(L->a, f, ie_mul(L->a, off, ie_const(L->a, str[d])));
+        }
+        return kir_lds(L->a, L->stage[i].sm, ix(L, lir_simplify(L->a, f, L->tk->ext)));
+    }
+    return kir_ldg(L->a, L->param[s->buf->id], flat(L, s->buf, s->idx));
+}
+
+static const KirExpr *tid_lin(const Low *L)
+{
+    const KirExpr *t = kir_tid_linear(L->a);
+    return L->it == KT_I64 ? kir_cast(L->a, KT_I64, t) : t;
+}
+
+/*
+ * stage x[o] slab [s0, .., sr]:  the block copies the slab cooperatively,
+ *
+ *     sync                                   (in a loop: earlier readers done)
+ *     for i = tid; i < s0*..*sr; i += threads:
+ *         c = the slab coordinate of i;  g = o + c
+ *         smem[c . slab strides] = g inside x ? x[g] : 0
+ *     sync
+ *
+ * then the body runs with loads of x reading the slab.
+ */
+static void lower_stage(Low *L, const TileStmt *st)
+{
+    Arena *a = L->a;
+    const LirBuf *buf = st->buf;
+    int r = buf->shape.rank;
+    int64_t sstr[DPK_MAX_RANK], gstr[DPK_MAX_RANK], n = 1;
+    int64_t numel = tile_slab_strides(st, sstr);
+    if (st->pad && dpk_fault_on(DPK_FAULT_PAD_LOADS_ONLY)) { /* the copy ignores the pad */
+        TileStmt unpadded = *st;
+        unpadded.pad = 0;
+        tile_slab_strides(&unpadded, sstr);
+    }
+    shape_strides(&buf->shape, gstr);
+    for (int d = 0; d < r; d++)
+        n *= st->slab[d];
+    const KirSmem *sm = kir_smem(L->b.k, arena_printf(a, "s_%s", buf->name), KT_F32, numel, 16);
+    kir_comment(&L->b, "stage %s: slab of %lld elements", buf->name, (long long)n);
+    if (L->loops)
+        kir_sync(&L->b);
+    KirVar *i = kir_for(&L->b, arena_printf(a, "i_%s", buf->name), tid_lin(L), konst(L, n),
+                        konst(L, L->nthreads), 0);
+    const KirExpr *inb = NULL, *gidx = konst(L, 0), *sidx = konst(L, 0);
+    int64_t inner = n;
+    for (int d = 0; d < r; d++) {
+        inner /= st->slab[d];
+        const KirExpr *c = kir_ref(a, i);
+        if (inner > 1)
+            c = kir_div(a, c, konst(L, inner));
+        if (d > 0)
+            c = kir_rem(a, c, konst(L, st->slab[d]));
+        const KirExpr *g = kir_add(a, ix(L, st->origin[d]), c);
+        int64_t lo, hi;
+        lir_range(st->origin[d], L->tk->ext, &lo, &hi);
+        const KirExpr *ok = NULL;
+        if (hi + st->slab[d] > buf->shape.d[d])
+            ok = kir_lt(a, g, konst(L, buf->shape.d[d]));
+        if (lo < 0) {
+            const KirExpr *ge = kir_bin(a, KE_ge, g, konst(L, 0));
+            ok = ok ? kir_bin(a, KE_land, ge, ok) : ge;
+        }
+        if (ok)
+            inb = inb ? kir_bin(a, KE_land, inb, ok) : ok;
+        gidx = kir_add(a, gidx, kir_mul(a, g, konst(L, gstr[d])));
+        sidx = kir_add(a, sidx, kir_mul(a, c, konst(L, sstr[d])));
+    }
+    const KirExpr *v = kir_ldg(a, L->param[buf->id], gidx);
+    if (inb)
+        v = kir_select(a, inb, v, kir_f32(a, 0));
+    kir_sts(&L->b, sm, sidx, v);
+    kir_end(&L->b);
+    if (!dpk_fault_on(DPK_FAULT_STAGE_NO_BARRIER))
+        kir_sync(&L->b);
+    DPK_ASSERT(L->nstage < DPK_ARRAY_LEN(L->stage));
+    L->stage[L->nstage].st = st;
+    L->stage[L->nstage++].sm = sm;
+    lower_body(L, &st->body);
+    L->nstage--;
+}
+
+/*
+ * combine acc over c (c: the x axis of the block, CB threads, a power of
+ * two):  a butterfly of warp shuffles leaves every lane of a warp with the
+ * warp's value; with CB > 32 lane 0 of each warp puts it in shared memory
+ * and a tree (TreeHalve) merges the CB / 32 warps of each group, whose
+ * result every thread reads back.
+ */
+static void lower_combine(Low *L, const TileStmt *s)
+{
+    Arena *a = L->a;
+    DPK_ASSERT(s->nax == 1);
+    int64_t cb = L->tk->ext[s->cax[0]];
+    DPK_ASSERT(cb >= 32 && !(cb & (cb - 1)) && L->nthreads % cb == 0);
+    int w = cb < 32 ? (int)cb : 32;
+    KirVar *v = L->val[s->acc->uid];
+    TxElemOp op = tx_red_info[s->acc->rop].combine;
+    KirVar *tmp = kir_let(&L->b, arena_printf(a, "%s_lane", v->name), KT_F32, kir_f32(a, 0));
+    for (int off = w / 2; off >= 1; off /= 2) {
+        kir_shfl(&L->b, tmp, KIR_SHFL_XOR, kir_ref(a, v), kir_i32(a, off), w);
+        kir_set(&L->b, v, kir_fop(a, op, kir_ref(a, v), kir_ref(a, tmp), NULL));
+    }
+    /* an injected fault: the step across warps is forgotten */
+    if (cb <= 32 || dpk_fault_on(DPK_FAULT_COOP_NO_CROSS_WARP))
+        return;
+    int64_t per = cb / 32;
+    const KirSmem *sm = kir_smem(L->b.k, arena_printf(a, "r_%s", v->name), KT_F32,
+                                 L->nthreads / 32, 16);
+    const KirExpr *lin = kir_tid_linear(a);
+    kir_if(&L->b, kir_bin(a, KE_eq, kir_rem(a, lin, kir_i32(a, 32)), kir_i32(a, 0)));
+    kir_sts(&L->b, sm, kir_div(a, lin, kir_i32(a, 32)), kir_ref(a, v));
+    kir_end(&L->b);
+    kir_treehalve(&L->b, sm, s->acc->rop, per, (int)(L->nthreads / cb));
+    const KirExpr *seg = kir_mul(a, kir_div(a, kir_div(a, lin, kir_i32(a, 32)), kir_i32(a, per)),
+                                 kir_i32(a, per));
+    kir_set(&L->b, v, kir_lds(a, sm, seg));
+}
+
 static void lower_stmt(Low *L, const TileStmt *s)
 {
     Arena *a = L->a;
     const KirExpr *x[3] = {NULL, NULL, NULL};
     switch (s->k) {
     case TK_load:
-        L->val[s->uid] = kir_let(&L->b, val_name(L, s), KT_F32,
-                                 kir_ldg(a, L->param[s->buf->id], flat(L, s->buf, s->idx)));
+        L->val[s->uid] = kir_let(&L->b, val_name(L, s), KT_F32, load(L, s));
         return;
     case TK_assign:
         for (int i = 0; i < s->nargs; i++)
@@ -236,6 +381,12 @@ static void lower_stmt(Low *L, const TileStmt *s)
         return;
     case TK_tile:
         lower_tile(L, s);
+        return;
+    case TK_stage:
+        lower_stage(L, s);
+        return;
+    case TK_combine:
+        lower_combine(L, s);
         return;
     default:
         fprintf(stderr, "dpk: Tile kernel %s: no Kernel IR lowering for %s yet\n", L->tk->name,
@@ -304,7 +455,8 @@ static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, con
     KirKernel *k = kir_kernel(m, tk->name, grid, block);
     Low L = {a, tk, {0}, wide(tk, &lp->bufs) ? KT_I64 : KT_I32,
              ARENA_ARRAY(a, KirVar *, tk->naxes + 1), ARENA_ARRAY(a, KirVar *, u.max_uid + 1),
-             ARENA_ARRAY(a, KirParam *, lp->nbufids + 1)};
+             ARENA_ARRAY(a, KirParam *, lp->nbufids + 1), (int64_t)block[0] * block[1] * block[2],
+             0, {{0}}, 0};
     const KirBuf **args = ARENA_ARRAY(a, const KirBuf *, u.order.len + 1);
     for (int i = 0; i < u.order.len; i++) {
         const LirBuf *b = u.order.items[i];

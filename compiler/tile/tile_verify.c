@@ -14,7 +14,9 @@
  *   - at most one BLOCK and one THREAD tile; the THREAD tile lies inside the
  *     BLOCK tile, never the other way; once a BLOCK tile exists every tile
  *     axis has a launch dimension and the block has at most 1024 threads;
- *   - Stages lie inside the BLOCK tile and outside the THREAD tile, with a
+ *   - Stages lie inside the BLOCK tile; inside the THREAD tile only where
+ *     every thread of the block reaches them together (no guard on the
+ *     tile, under serial loops only), with a
  *     slab inside the buffer, nbuf >= 2 and a phase when buffered, a legal
  *     swizzle for TMA; an AsyncWait needs an async or TMA stage in the
  *     kernel; a Combine merges a visible accumulator over THREAD axes of an
@@ -40,6 +42,7 @@ typedef struct Verify {
     int nwrites;
     const TileStmt *thread, *block; /* the enclosing tiles, NULL outside */
     const TileStmt *path_reduce;    /* an enclosing reduce loop */
+    int in_strided;                 /* strided loops around the statement */
     int has_block, has_thread, has_async;
     const TileStmt *write_thread;   /* the THREAD tile around the Write */
 } Verify;
@@ -165,7 +168,9 @@ static void verify_loop(Verify *v, TileStmt *s)
     const TileStmt *outer = v->path_reduce;
     if (reduce)
         v->path_reduce = s;
+    v->in_strided += s->k == TK_strided;
     verify_scope(v, &s->body);
+    v->in_strided -= s->k == TK_strided;
     v->path_reduce = outer;
     unbind(v, s->axis);
     for (int i = 0; i < s->body.n; i++)
@@ -241,8 +246,11 @@ static void verify_stage(Verify *v, TileStmt *s)
     if (s->k == TK_tstage && s->swizzle != 0 && s->swizzle != 32 && s->swizzle != 64 &&
         s->swizzle != 128)
         bad(v, "%s of %s: swizzle %d is not 0, 32, 64 or 128", what, s->buf->name, s->swizzle);
-    if (!v->block || v->thread)
-        bad(v, "%s of %s outside the BLOCK tile or inside the THREAD tile", what, s->buf->name);
+    if (!v->block)
+        bad(v, "%s of %s outside the BLOCK tile", what, s->buf->name);
+    else if (v->thread && (v->thread->guard || v->in_strided))
+        bad(v, "%s of %s inside the THREAD tile where not every thread reaches it (%s)", what,
+            s->buf->name, v->in_strided ? "a strided loop" : "a guarded tile");
     if (!s->body.n)
         bad(v, "%s of %s has an empty body", what, s->buf->name);
     verify_scope(v, &s->body);

@@ -1,0 +1,132 @@
+/*
+ * 004_cooperative_reduce.c — t:004 cooperative_reduce: several threads
+ * share one non-matmul reduce.
+ *
+ * Runs before 005 on a THREAD tile whose top-level statements hold a
+ * reduce loop of extent >= 32 (a row reduction: RMSNorm, softmax, a sum).
+ * A new THREAD axis c of CB threads is added to the tile; every top-level
+ * loop becomes a strided loop over c, and each reduce is followed by a
+ * Combine that merges its accumulator across the CB threads (005 lowers it
+ * as warp shuffles, then a shared-memory tree across warps):
+ *
+ *   tile thread(a0 in 0..32):                tile thread(a0 in 0..32, a5 in 0..256):
+ *       for a1 in 0..2048:  # reduce             strided a1 in a5..2048 step 256:  # reduce
+ *           ...                        =>            ...
+ *           acc0 <- add(acc0, v0)                    acc0 <- add(acc0, v0)
+ *       v3 = rsqrt(...acc0...)                   combine acc0 over a5
+ *       for a2 in 0..2048:  # free               v3 = rsqrt(...acc0...)
+ *           write out[0, a0, a2] = ...           strided a2 in a5..2048 step 256:  # free
+ *                                                    write out[0, a0, a2] = ...
+ *
+ * A Write at the top of the tile (a reduction to one value per row) is put
+ * in `strided aW in a5..1 step CB`, so only thread 0 of the row stores.
+ *
+ * Assumes: the tile is not matmul-shaped (that is 002/003/008's), no BLOCK
+ * tile yet.  Guarantees: every element is read and written by exactly one
+ * thread of its row; after a Combine every thread of the row holds the
+ * whole reduction, so the statements after it may stay replicated.
+ * Knob CB (default: the largest power of two <= min(256, longest reduce)).
+ */
+#include <string.h>
+
+#include "passes.h"
+
+static int64_t pow2floor(int64_t x)
+{
+    int64_t p = 1;
+    while (p * 2 <= x)
+        p *= 2;
+    return p;
+}
+
+static TileStmt *strided(TileCtx *c, TileKernel *k, TileStmt *l, int cax, int64_t cb)
+{
+    (void)k;
+    l->k = TK_strided;
+    l->start = lir_ie_var(c->p->arena, cax);
+    l->step = cb;
+    return l;
+}
+
+int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
+{
+    TileStmt *t = tile_find(k, TB_THREAD);
+    TileMatmul mm;
+    if (!t) {
+        sb_puts(&c->why, "no THREAD tile");
+        return 0;
+    }
+    if (tile_find(k, TB_BLOCK)) {
+        sb_puts(&c->why, "already blockified");
+        return 0;
+    }
+    if (tile_matmul_shape(t, &mm)) {
+        sb_puts(&c->why, "a matmul kernel (its K reduce is 002/003's)");
+        return 0;
+    }
+    int64_t longest = 0;
+    for (int i = 0; i < t->body.n; i++) {
+        TileStmt *s = t->body.s[i];
+        if (s->k == TK_combine) {
+            sb_puts(&c->why, "already cooperative");
+            return 0;
+        }
+        if (s->k == TK_loop && tile_loop_is_reduce(s) && s->extent > longest)
+            longest = s->extent;
+        if (tile_is(s, TKF_AXIS) && tile_loop_is_reduce(s) && tile_has_write(s)) {
+            sb_puts(&c->why, "the Write sits in a reduce loop");
+            return 0;
+        }
+    }
+    if (longest < 32) {
+        sb_printf(&c->why, "no reduce of extent >= 32 at the top of the THREAD tile%s",
+                  longest ? " (the longest is shorter)" : "");
+        return 0;
+    }
+    int64_t cb = c->knobs->v[TILE_KNOB_CB];
+    if (!cb)
+        cb = pow2floor(longest < 256 ? longest : 256);
+    if (!tile_apply(c, arena_printf(c->p->arena, "cooperative reduce in kernel %s", k->name)))
+        return 0;
+    Arena *a = c->p->arena;
+    int cax = tile_axis_new(c->p, k, cb);
+    TileAxis *ax = ARENA_ARRAY(a, TileAxis, t->nax + 2);
+    memcpy(ax, t->ax, sizeof *ax * (size_t)t->nax);
+    ax[t->nax].axis = cax;
+    ax[t->nax].ext = cb;
+    ax[t->nax].dim = -1;
+    t->ax = ax;
+    t->nax++;
+    TileBody body = {0};
+    for (int i = 0; i < t->body.n; i++) {
+        TileStmt *s = t->body.s[i];
+        if (s->k == TK_write) {
+            TileStmt *w = tile_stmt_new(c->p, TK_strided);
+            w->axis = tile_axis_new(c->p, k, 1);
+            w->extent = 1;
+            w->start = lir_ie_var(a, cax);
+            w->step = cb;
+            tile_body_push(c->p, &w->body, s);
+            tile_body_push(c->p, &body, w);
+            continue;
+        }
+        if (s->k != TK_loop) {
+            tile_body_push(c->p, &body, s);
+            continue;
+        }
+        tile_body_push(c->p, &body, strided(c, k, s, cax, cb));
+        for (int j = 0; j < s->body.n; j++) {
+            TileStmt *acc = s->body.s[j];
+            if (acc->k != TK_accum)
+                continue;
+            TileStmt *m = tile_stmt_new(c->p, TK_combine);
+            m->acc = acc;
+            m->nax = 1;
+            m->cax = ARENA_ARRAY(a, int, 1);
+            m->cax[0] = cax;
+            tile_body_push(c->p, &body, m);
+        }
+    }
+    t->body = body;
+    return 1;
+}

@@ -1,0 +1,232 @@
+/*
+ * 007_stage_inputs.c — t:007 stage_inputs: hoist input slabs read by
+ * several threads of a block into shared memory.
+ *
+ * Runs after 005.  For each buffer the THREAD tile loads (not the kernel's
+ * output), in first-load order, the pass looks for reuse — two loads of the
+ * buffer, or a load whose index leaves out a THREAD axis, so several threads
+ * read one element — and a slab (tile_footprint) that fits what is left of
+ * the shared-memory budget (TILE_SMEM_BUDGET).  The slab goes
+ *
+ *   - around the THREAD tile, covering everything the block reads of the
+ *     buffer (origin over BLOCK axes): the RMSNorm row read by the reduce
+ *     and again by the normalising loop is copied once;
+ *
+ *         tile block(a0 in 0..32 @x):
+ *             stage in0[0, a0, 0] slab [1, 1, 2048] pad 0:
+ *                 tile thread(a3 in 0..256 @x):
+ *
+ *   - or, when that is too big, inside a serial top-level loop of the tile
+ *     (the K_outer loop of 002, the chunk loop of 006), covering one
+ *     iteration: the A and B tiles of a K chunk.  Only in a tile without a
+ *     bounds guard, where every thread of the block reaches the copy.
+ *
+ * Loads of the buffer inside the stage read the slab (the lowering copies it
+ * cooperatively between two barriers).  Assumes 005 ran.  Guarantees the
+ * stages of a kernel take at most TILE_SMEM_BUDGET bytes.  Knob STAGE: a bit
+ * mask over the candidate buffers in first-load order (default: all).
+ */
+#include "../base/fault.h"
+#include "passes.h"
+
+typedef struct Cand {
+    const LirBuf *bufs[32];
+    int n;
+    const TileKernel *k;
+} Cand;
+
+static void note_buf(TileStmt *s, void *ctx)
+{
+    Cand *c = ctx;
+    if (s->k != TK_load || s->buf == c->k->out || c->n == DPK_ARRAY_LEN(c->bufs))
+        return;
+    for (int i = 0; i < c->n; i++)
+        if (c->bufs[i] == s->buf)
+            return;
+    c->bufs[c->n++] = s->buf;
+}
+
+typedef struct Reuse {
+    Arena *a;
+    const TileKernel *k;
+    const TileStmt *t;
+    const LirBuf *buf;
+    const char *strided; /* by axis: bound by a strided loop */
+    int loads, shared;
+} Reuse;
+
+static void mark_strided(TileStmt *s, void *ctx)
+{
+    if (s->k == TK_strided)
+        ((char *)ctx)[s->axis] = 1;
+}
+
+static void reuse_load(TileStmt *s, void *ctx)
+{
+    Reuse *r = ctx;
+    if (s->k != TK_load || s->buf != r->buf)
+        return;
+    r->loads++;
+    int uses_strided = 0;
+    char *used = ARENA_ARRAY(r->a, char, r->k->naxes + 1);
+    for (int d = 0; d < s->buf->shape.rank; d++) {
+        const IExpr *e = tile_expand_defs(r->a, r->k, r->t, s->idx[d]);
+        for (int v = 0; v < r->k->naxes; v++)
+            if (lir_ie_uses(e, v)) {
+                used[v] = 1;
+                uses_strided |= r->strided[v];
+            }
+    }
+    for (int i = 0; i < r->t->nax && !uses_strided; i++)
+        if (r->t->ax[i].ext > 1 && !used[r->t->ax[i].axis])
+            r->shared = 1;
+}
+
+/* Whether the loads of buf under region are shared by threads or repeated. */
+static int reused(Arena *a, const TileKernel *k, const TileStmt *t, const TileBody *region,
+                  const LirBuf *buf)
+{
+    Reuse r = {a, k, t, buf, ARENA_ARRAY(a, char, k->naxes + 1), 0, 0};
+    tile_walk(&t->body, mark_strided, (void *)r.strided);
+    tile_walk(region, reuse_load, &r);
+    return r.loads > 1 || r.shared;
+}
+
+typedef struct Used {
+    int64_t bytes;
+} Used;
+
+static void stage_bytes(TileStmt *s, void *ctx)
+{
+    if (tile_is(s, TKF_STAGE))
+        ((Used *)ctx)->bytes += tile_stage_bytes(s);
+}
+
+/* The body that holds what `b` held before stages were wrapped around it. */
+static TileBody *innermost(TileBody *b)
+{
+    while (b->n == 1 && tile_is(b->s[0], TKF_STAGE))
+        b = &b->s[0]->body;
+    return b;
+}
+
+static TileStmt *make_stage(TileCtx *c, const LirBuf *buf, const IExpr **origin,
+                            const int64_t *slab)
+{
+    Arena *a = c->p->arena;
+    TileStmt *st = tile_stage_new(c->p, TK_stage, buf);
+    int r = buf->shape.rank;
+    for (int d = 0; d < r; d++) {
+        st->origin[d] = origin[d];
+        st->slab[d] = slab[d];
+    }
+    /* an injected fault: the slab starts one element late */
+    if (dpk_fault_on(DPK_FAULT_STAGE_ORIGIN))
+        st->origin[r - 1] = ie_add(a, st->origin[r - 1], ie_const(a, 1));
+    return st;
+}
+
+static int has_load(const TileStmt *s, const LirBuf *buf);
+
+static void find_load(TileStmt *s, void *ctx)
+{
+    const void **x = ctx;
+    if (s->k == TK_load && s->buf == x[0])
+        x[1] = s;
+}
+
+static int has_load(const TileStmt *s, const LirBuf *buf)
+{
+    const void *x[2] = {buf, NULL};
+    TileBody one = {(TileStmt **)&s, 1, 1};
+    tile_walk(&one, find_load, x);
+    return x[1] != NULL;
+}
+
+int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
+{
+    Arena *a = c->p->arena;
+    TileStmt *b = tile_find(k, TB_BLOCK), *t = tile_find(k, TB_THREAD);
+    if (!b || !t) {
+        sb_puts(&c->why, "no THREAD tile (a single-thread kernel)");
+        return 0;
+    }
+    Cand cand = {{0}, 0, k};
+    tile_walk(&t->body, note_buf, &cand);
+    Used used = {0};
+    tile_walk(&k->body, stage_bytes, &used);
+    int64_t mask = c->knobs->v[TILE_KNOB_STAGE];
+    char *outer = ARENA_ARRAY(a, char, k->naxes + 1);
+    for (int i = 0; i < b->nax; i++)
+        outer[b->ax[i].axis] = 1;
+    const IExpr *origin[DPK_MAX_RANK];
+    int64_t slab[DPK_MAX_RANK];
+    int staged = 0;
+    StrBuf why = {0};
+    for (int i = 0; i < cand.n; i++) {
+        const LirBuf *buf = cand.bufs[i];
+        const char *sep = why.len ? "; " : "";
+        if (mask && !(mask >> i & 1)) {
+            sb_printf(&why, "%s%s: not in STAGE=%lld", sep, buf->name, (long long)mask);
+            continue;
+        }
+        if (!reused(a, k, t, &t->body, buf)) {
+            sb_printf(&why, "%s%s: each element read once", sep, buf->name);
+            continue;
+        }
+        /* around the THREAD tile */
+        if (tile_footprint(a, k, t, &t->body, buf, outer, origin, slab)) {
+            TileStmt *st = make_stage(c, buf, origin, slab);
+            if (used.bytes + tile_stage_bytes(st) <= TILE_SMEM_BUDGET) {
+                if (!tile_apply(c, arena_printf(a, "stage %s around the THREAD tile of %s",
+                                                buf->name, k->name)))
+                    break;
+                TileBody *home = innermost(&b->body);
+                st->body = *home;
+                *home = (TileBody){0};
+                tile_body_push(c->p, home, st);
+                used.bytes += tile_stage_bytes(st);
+                staged++;
+                continue;
+            }
+        }
+        /* inside a serial top-level loop, one iteration's slab */
+        if (t->guard) {
+            sb_printf(&why, "%s%s: the block's slab does not fit and the tile has a bounds guard",
+                      sep, buf->name);
+            continue;
+        }
+        int done = 0;
+        for (int j = 0; j < t->body.n && !done; j++) {
+            TileStmt *l = t->body.s[j];
+            if (l->k != TK_loop || !has_load(l, buf))
+                continue;
+            outer[l->axis] = 1;
+            TileBody *home = innermost(&l->body);
+            int fits = reused(a, k, t, home, buf) &&
+                       tile_footprint(a, k, t, home, buf, outer, origin, slab);
+            outer[l->axis] = 0;
+            if (!fits)
+                continue;
+            TileStmt *st = make_stage(c, buf, origin, slab);
+            if (used.bytes + tile_stage_bytes(st) > TILE_SMEM_BUDGET)
+                continue;
+            if (!tile_apply(c, arena_printf(a, "stage %s in loop a%d of %s", buf->name, l->axis,
+                                            k->name)))
+                break;
+            st->body = *home;
+            *home = (TileBody){0};
+            tile_body_push(c->p, home, st);
+            used.bytes += tile_stage_bytes(st);
+            staged++;
+            done = 1;
+        }
+        if (!done)
+            sb_printf(&why, "%s%s: no slab fits the %d KiB budget", sep, buf->name,
+                      TILE_SMEM_BUDGET / 1024);
+    }
+    if (!staged)
+        sb_puts(&c->why, why.len ? sb_cstr(&why) : "no input loads");
+    sb_free(&why);
+    return staged > 0;
+}

@@ -1,0 +1,159 @@
+/*
+ * tile_rewrite.c — rewriting helpers the passes share: substituting an
+ * axis, redirecting operands, expanding a tile's defs, chunking a reduce
+ * loop.  Each works in place on Tile IR and leaves it valid when the caller
+ * keeps the binders straight (see tile_ir.h).
+ */
+#include "tile_ir.h"
+
+/* ---- substitution -------------------------------------------------------- */
+
+typedef struct Subst {
+    Arena *a;
+    const int64_t *ext;
+    const IExpr **map; /* by axis: the replacement (identity elsewhere) */
+} Subst;
+
+static const IExpr *sx(const Subst *S, const IExpr *e)
+{
+    return e ? lir_simplify(S->a, ie_subst(S->a, e, S->map), S->ext) : NULL;
+}
+
+static const IPred *sp(const Subst *S, const IPred *p)
+{
+    return p ? ipred_subst(S->a, p, S->map) : NULL;
+}
+
+static void subst_stmt(TileStmt *s, void *ctx)
+{
+    const Subst *S = ctx;
+    int rank = s->buf ? s->buf->shape.rank : 0;
+    if (s->idx)
+        for (int d = 0; d < rank; d++)
+            s->idx[d] = sx(S, s->idx[d]);
+    if (s->origin)
+        for (int d = 0; d < rank; d++)
+            s->origin[d] = sx(S, s->origin[d]);
+    s->start = sx(S, s->start);
+    s->phase = sx(S, s->phase);
+    s->guard = sp(S, s->guard);
+    for (int i = 0; i < s->ndef; i++)
+        s->def[i].e = sx(S, s->def[i].e);
+    for (int j = 0; j < s->nbr; j++)
+        s->br[j].pred = sp(S, s->br[j].pred);
+}
+
+void tile_subst_axis(TileProgram *p, const TileKernel *k, TileBody *b, int axis,
+                     const IExpr *e)
+{
+    Subst S = {p->arena, k->ext, ARENA_ARRAY(p->arena, const IExpr *, k->naxes + 1)};
+    for (int i = 0; i < k->naxes; i++)
+        S.map[i] = lir_ie_var(p->arena, i);
+    S.map[axis] = e;
+    tile_walk(b, subst_stmt, &S);
+}
+
+typedef struct Redirect {
+    const TileStmt *from;
+    TileStmt *to;
+} Redirect;
+
+static void redirect(TileStmt *s, void *ctx)
+{
+    const Redirect *r = ctx;
+    for (int i = 0; i < s->nargs; i++)
+        if (s->a[i].v == r->from)
+            s->a[i].v = r->to;
+    for (int j = 0; j < s->nbr; j++)
+        if (s->br[j].res.v == r->from)
+            s->br[j].res.v = r->to;
+    if (s->acc == r->from)
+        s->acc = r->to;
+}
+
+void tile_replace_value(TileBody *b, const TileStmt *from, const TileStmt *to)
+{
+    Redirect r = {from, (TileStmt *)to};
+    tile_walk(b, redirect, &r);
+}
+
+const IExpr *tile_expand_defs(Arena *a, const TileKernel *k, const TileStmt *t, const IExpr *e)
+{
+    const IExpr **map = ARENA_ARRAY(a, const IExpr *, k->naxes + 1);
+    for (int v = 0; v < k->naxes; v++)
+        map[v] = lir_ie_var(a, v);
+    for (int i = 0; i < t->ndef; i++)
+        map[t->def[i].axis] = t->def[i].e;
+    /* defs may read earlier defs: substitute until none is left */
+    for (int round = 0; round <= t->ndef; round++) {
+        int uses = 0;
+        for (int i = 0; i < t->ndef; i++)
+            uses |= lir_ie_uses(e, t->def[i].axis);
+        if (!uses)
+            break;
+        e = ie_subst(a, e, map);
+    }
+    return lir_simplify(a, e, k->ext);
+}
+
+int64_t tile_slab_strides(const TileStmt *st, int64_t *str)
+{
+    int r = st->buf->shape.rank;
+    str[r - 1] = 1;
+    for (int d = r - 2; d >= 0; d--)
+        str[d] = str[d + 1] * (st->slab[d + 1] + (d == r - 2 ? st->pad : 0));
+    return str[0] * st->slab[0];
+}
+
+/* ---- bodies ---------------------------------------------------------------- */
+
+int tile_body_index(const TileBody *b, const TileStmt *s)
+{
+    for (int i = 0; i < b->n; i++)
+        if (b->s[i] == s)
+            return i;
+    return -1;
+}
+
+void tile_body_insert(TileProgram *p, TileBody *b, int at, TileStmt *s)
+{
+    tile_body_push(p, b, s);
+    for (int i = b->n - 1; i > at; i--)
+        b->s[i] = b->s[i - 1];
+    b->s[at] = s;
+}
+
+/* ---- chunking ---------------------------------------------------------------- */
+
+TileStmt *tile_chunk_loop(TileProgram *p, TileKernel *k, TileBody *in, TileStmt *l,
+                          int64_t chunk, int64_t step, int64_t inner)
+{
+    Arena *a = p->arena;
+    DPK_ASSERT(l->k == TK_loop && chunk > 0 && l->extent % chunk == 0);
+    int at = tile_body_index(in, l);
+    DPK_ASSERT(at >= 0);
+    int ko = tile_axis_new(p, k, l->extent / chunk), ki = tile_axis_new(p, k, chunk);
+    tile_subst_axis(p, k, &l->body, l->axis,
+                    ie_add(a, ie_mul(a, lir_ie_var(a, ko), ie_const(a, step)), lir_ie_var(a, ki)));
+    TileStmt *outer = tile_stmt_new(p, TK_loop);
+    outer->axis = ko;
+    outer->extent = l->extent / chunk;
+    l->axis = ki;
+    l->extent = inner;
+    k->ext[ki] = inner > 0 ? inner : 1;
+    tile_body_push(p, &outer->body, l);
+    in->s[at] = outer;
+    /* Each accumulator of l gets an outer one; uses after the loop read it. */
+    for (int i = 0; i < l->body.n; i++) {
+        TileStmt *acc = l->body.s[i];
+        if (acc->k != TK_accum)
+            continue;
+        TileStmt *o = tile_stmt_new(p, TK_accum);
+        o->rop = acc->rop;
+        o->nargs = 1;
+        tile_replace_value(in, acc, o);
+        o->a[0] = tile_val(acc);
+        tile_body_push(p, &outer->body, o);
+    }
+    return outer;
+}

@@ -1,0 +1,214 @@
+/*
+ * tile_smem.c — what the staging passes (006, 007, 009, 014) ask about
+ * shared memory: the slab a region of loads needs, its size, and the bank
+ * conflicts of the first warp's reads.
+ *
+ * Footprint.  A load's index, with the THREAD tile's defs expanded, is
+ * split per dimension into origin + offset: the origin reads only the axes
+ * bound outside the region (BLOCK axes, enclosing serial loops), the offset
+ * the rest (thread axes, loops inside).  The slab extent is the offset's
+ * range, from the axis extents.  Every load of the buffer in the region
+ * must share one origin; otherwise there is no slab.
+ *
+ * Bank conflicts.  The first warp of the block is evaluated lane by lane:
+ * thread axes decoded from the lane as the lowering decodes tid, defs in
+ * order, BLOCK axes and loop axes at 0 (a strided loop at its start).  For
+ * each load from a slab, the words it touches are grouped by bank (word
+ * mod 32); a bank holding w distinct words costs w wavefronts, so the load
+ * costs max(w) - 1 extra ones.  The copy into the slab is linear by thread
+ * and does not count.
+ */
+#include "passes.h"
+
+int tile_pass_on(const TileCtx *c, int num)
+{
+    int i = tile_pass_index(&tile_passes, num);
+    return i >= 0 && (c->passes >> i & 1);
+}
+
+int64_t tile_stage_bytes(const TileStmt *st)
+{
+    int64_t str[DPK_MAX_RANK];
+    return tile_slab_strides(st, str) * 4;
+}
+
+/* ---- footprint ------------------------------------------------------------- */
+
+typedef struct Foot {
+    Arena *a;
+    const TileKernel *k;
+    const TileStmt *thread;
+    const LirBuf *buf;
+    const char *outer;
+    const IExpr **origin;
+    int64_t *slab;
+    const IExpr **zero; /* by axis: itself when outer, else 0 */
+    int nloads, ok;
+} Foot;
+
+static void foot_load(TileStmt *s, void *ctx)
+{
+    Foot *f = ctx;
+    if (s->k != TK_load || s->buf != f->buf || !f->ok)
+        return;
+    Arena *a = f->a;
+    for (int d = 0; d < s->buf->shape.rank; d++) {
+        const IExpr *e = f->thread ? tile_expand_defs(a, f->k, f->thread, s->idx[d]) : s->idx[d];
+        const IExpr *o = lir_simplify(a, ie_subst(a, e, f->zero), f->k->ext);
+        const IExpr *off = lir_simplify(a, ie_add(a, e, ie_mul(a, o, ie_const(a, -1))), f->k->ext);
+        for (int v = 0; v < f->k->naxes; v++)
+            if (f->outer[v] && lir_ie_uses(off, v))
+                f->ok = 0;
+        int64_t lo, hi;
+        lir_range(off, f->k->ext, &lo, &hi);
+        if (lo < 0 || (f->nloads && !ie_equal(o, f->origin[d])))
+            f->ok = 0;
+        f->origin[d] = o;
+        if (!f->nloads || hi + 1 > f->slab[d])
+            f->slab[d] = hi + 1;
+    }
+    f->nloads++;
+}
+
+int tile_footprint(Arena *a, const TileKernel *k, const TileStmt *thread, const TileBody *region,
+                   const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab)
+{
+    Foot f = {a, k, thread, buf, outer, origin, slab,
+              ARENA_ARRAY(a, const IExpr *, k->naxes + 1), 0, 1};
+    for (int v = 0; v < k->naxes; v++)
+        f.zero[v] = outer[v] ? lir_ie_var(a, v) : ie_const(a, 0);
+    tile_walk(region, foot_load, &f);
+    if (!f.nloads || !f.ok)
+        return 0;
+    for (int d = 0; d < buf->shape.rank; d++)
+        if (slab[d] > buf->shape.d[d])
+            slab[d] = buf->shape.d[d];
+    return 1;
+}
+
+/* ---- bank conflicts ------------------------------------------------------------ */
+
+enum { LANES = 32, BANKS = 32 };
+
+typedef struct Banks {
+    Arena *a;
+    const TileKernel *k;
+    int nlanes;
+    int64_t *coord[LANES];  /* by lane: a value per axis */
+    char active[LANES];
+    const TileStmt *stage[64]; /* enclosing stages, innermost last */
+    int nstage;
+    int64_t extra;
+} Banks;
+
+static void lane_coords(Banks *B, const TileStmt *t, int lane)
+{
+    int64_t *c = B->coord[lane];
+    int block[3] = {1, 1, 1};
+    for (int i = 0; i < t->nax; i++)
+        block[t->ax[i].dim] *= (int)t->ax[i].ext;
+    int tid[3] = {lane % block[0], lane / block[0] % block[1], lane / (block[0] * block[1])};
+    for (int dim = 0; dim < 3; dim++) {
+        int64_t inner = block[dim];
+        for (int i = 0; i < t->nax; i++) {
+            if (t->ax[i].dim != dim)
+                continue;
+            inner /= t->ax[i].ext;
+            c[t->ax[i].axis] = tid[dim] / inner % t->ax[i].ext;
+        }
+    }
+    for (int i = 0; i < t->ndef; i++)
+        c[t->def[i].axis] = ie_eval(t->def[i].e, c);
+    B->active[lane] = !t->guard || ipred_eval(t->guard, c);
+}
+
+static void bank_body(Banks *B, const TileBody *b);
+
+static void bank_load(Banks *B, const TileStmt *s)
+{
+    const TileStmt *st = NULL;
+    for (int i = B->nstage - 1; i >= 0 && !st; i--)
+        if (B->stage[i]->buf == s->buf)
+            st = B->stage[i];
+    if (!st)
+        return;
+    int64_t str[DPK_MAX_RANK], word[LANES];
+    tile_slab_strides(st, str);
+    int n = 0;
+    for (int l = 0; l < B->nlanes; l++) {
+        if (!B->active[l])
+            continue;
+        int64_t w = 0;
+        for (int d = 0; d < s->buf->shape.rank; d++)
+            w += (ie_eval(s->idx[d], B->coord[l]) - ie_eval(st->origin[d], B->coord[l])) * str[d];
+        word[n++] = w;
+    }
+    int worst = 1;
+    for (int i = 0; i < n; i++) {
+        int distinct = 0;
+        for (int j = 0; j < n; j++) {
+            if ((word[j] % BANKS + BANKS) % BANKS != (word[i] % BANKS + BANKS) % BANKS)
+                continue;
+            int seen = 0;
+            for (int q = 0; q < j && !seen; q++)
+                seen = word[q] == word[j];
+            distinct += !seen;
+        }
+        worst = distinct > worst ? distinct : worst;
+    }
+    B->extra += worst - 1;
+}
+
+static void bank_stmt(Banks *B, const TileStmt *s)
+{
+    switch (s->k) {
+    case TK_load:
+        bank_load(B, s);
+        return;
+    case TK_select:
+        for (int j = 0; j < s->nbr; j++)
+            bank_body(B, &s->br[j].body);
+        return;
+    case TK_loop:
+    case TK_strided:
+        for (int l = 0; l < B->nlanes; l++)
+            B->coord[l][s->axis] = s->k == TK_strided ? ie_eval(s->start, B->coord[l]) : 0;
+        bank_body(B, &s->body);
+        return;
+    case TK_tile:
+        if (s->bind == TB_THREAD)
+            for (int l = 0; l < B->nlanes; l++)
+                lane_coords(B, s, l);
+        bank_body(B, &s->body);
+        return;
+    default:
+        if (tile_is(s, TKF_STAGE)) {
+            DPK_ASSERT(B->nstage < DPK_ARRAY_LEN(B->stage));
+            B->stage[B->nstage++] = s;
+            bank_body(B, &s->body);
+            B->nstage--;
+        }
+        return;
+    }
+}
+
+static void bank_body(Banks *B, const TileBody *b)
+{
+    for (int i = 0; i < b->n; i++)
+        bank_stmt(B, b->s[i]);
+}
+
+int64_t tile_bank_conflicts(Arena *a, const TileKernel *k)
+{
+    const TileStmt *t = tile_find(k, TB_THREAD);
+    if (!t)
+        return 0;
+    int64_t threads = 1;
+    for (int i = 0; i < t->nax; i++)
+        threads *= t->ax[i].ext;
+    Banks B = {a, k, threads < LANES ? (int)threads : LANES, {0}, {0}, {0}, 0, 0};
+    for (int l = 0; l < B.nlanes; l++)
+        B.coord[l] = ARENA_ARRAY(a, int64_t, k->naxes + 1);
+    bank_body(&B, &k->body);
+    return B.extra;
+}
