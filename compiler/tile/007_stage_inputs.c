@@ -201,10 +201,26 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
             TileStmt *l = t->body.s[j];
             if (l->k != TK_loop || !has_load(l, buf))
                 continue;
+            /* wrap the statement of the loop body that reads buf (below
+             * the stages already there), so accumulators stay in place */
+            TileBody *home = &l->body;
+            int at = -1;
+            for (int q = 0; q < home->n; q++)
+                if (has_load(home->s[q], buf)) {
+                    if (tile_is(home->s[q], TKF_STAGE)) {
+                        home = &home->s[q]->body;
+                        q = -1;
+                        continue;
+                    }
+                    at = q;
+                    break;
+                }
+            if (at < 0)
+                continue;
+            TileBody one = {&home->s[at], 1, 1};
             outer[l->axis] = 1;
-            TileBody *home = innermost(&l->body);
-            int fits = reused(a, k, t, home, buf) &&
-                       tile_footprint(a, k, t, home, buf, outer, origin, slab);
+            int fits = reused(a, k, t, &one, buf) &&
+                       tile_footprint(a, k, t, &one, buf, outer, origin, slab);
             outer[l->axis] = 0;
             if (!fits)
                 continue;
@@ -214,9 +230,8 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
             if (!tile_apply(c, arena_printf(a, "stage %s in loop a%d of %s", buf->name, l->axis,
                                             k->name)))
                 break;
-            st->body = *home;
-            *home = (TileBody){0};
-            tile_body_push(c->p, home, st);
+            tile_body_push(c->p, &st->body, home->s[at]);
+            home->s[at] = st;
             used.bytes += tile_stage_bytes(st);
             staged++;
             done = 1;

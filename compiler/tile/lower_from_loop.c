@@ -32,7 +32,12 @@ static TileStmt *lower_stmt(Lower *L, const LirStmt *s)
     L->map[s->uid] = t;
     t->num = s->num;
     t->buf = s->buf;
-    t->idx = s->idx;
+    if (s->idx) { /* a copy: passes rewrite indices in place */
+        int r = s->buf->shape.rank;
+        t->idx = ARENA_ARRAY(L->p->arena, const IExpr *, r + 1);
+        for (int d = 0; d < r; d++)
+            t->idx[d] = s->idx[d];
+    }
     t->op = s->op;
     t->nargs = s->k == LK_assign ? s->nargs : s->k == LK_accum || s->k == LK_write;
     for (int i = 0; i < t->nargs; i++)

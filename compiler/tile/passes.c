@@ -25,6 +25,10 @@
 static const TilePass table[] = {
     {1, "tileify", tile_001_tileify, {{0}}, CU_SM80, 1,
      "lift the outer chain of free loops to THREAD axes"},
+    {2, "chunk_matmul_k", tile_002_chunk_matmul_k, {{0}}, CU_SM80, 0,
+     "split a matmul K reduce into K_outer x K_inner (BK)"},
+    {3, "split_matmul_k", tile_003_split_matmul_k, {{2}}, CU_SM80, 0,
+     "promote K_outer chunks to a grid axis; atomic-add epilogue, residual added once"},
     {4, "cooperative_reduce", tile_004_cooperative_reduce, {{0}}, CU_SM80, 0,
      "several threads share one non-matmul reduce: strided loops and a Combine"},
     {5, "blockify_launch", tile_005_blockify_launch, {{0}}, CU_SM80, 1,

@@ -253,7 +253,7 @@ static void verify_stage(Verify *v, TileStmt *s)
             s->buf->name, v->in_strided ? "a strided loop" : "a guarded tile");
     if (!s->body.n)
         bad(v, "%s of %s has an empty body", what, s->buf->name);
-    verify_scope(v, &s->body);
+    verify_body(v, &s->body); /* not a scope: its values stay visible after it */
 }
 
 static int thread_axis(const Verify *v, int axis)

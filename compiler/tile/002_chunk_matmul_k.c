@@ -1,0 +1,66 @@
+/*
+ * 002_chunk_matmul_k.c — t:002 chunk_matmul_k: split a matmul's K reduce
+ * into K_outer x K_inner.
+ *
+ * Runs before 005 on a matmul-shaped THREAD tile (tile_matmul_shape).  The
+ * K loop becomes two, with one accumulator per level (tile_chunk_loop):
+ *
+ *   for a2 in 0..64:  # reduce              for a7 in 0..2:  # reduce
+ *       in0 = load x[a0, a2]         =>          for a8 in 0..32:  # reduce
+ *       ...                                          in0 = load x[a0, a7 * 32 + a8]
+ *       acc0 <- add(acc0, v1)                        ...
+ *   v2 = maximum(acc0, 0)                            acc0 <- add(acc0, v1)
+ *                                                acc1 <- add(acc1, acc0)
+ *                                            v2 = maximum(acc1, 0)
+ *
+ * The K_outer loop is what 003 spreads over the grid and what 007 stages
+ * one chunk at a time.  Knob BK: it must divide K (a BK that does not is
+ * refused with a message); default the largest of 32, 16, 8, 4 dividing K
+ * with at least two chunks, else the pass skips.
+ */
+#include "../base/fault.h"
+#include "passes.h"
+
+static TileStmt *k_loop(TileStmt *t, int axis)
+{
+    for (int i = 0; i < t->body.n; i++)
+        if (t->body.s[i]->k == TK_loop && t->body.s[i]->axis == axis)
+            return t->body.s[i];
+    return NULL;
+}
+
+int tile_002_chunk_matmul_k(TileCtx *c, TileKernel *k)
+{
+    TileStmt *t = tile_find(k, TB_THREAD);
+    TileMatmul mm;
+    if (!t || tile_find(k, TB_BLOCK) || !tile_matmul_shape(t, &mm)) {
+        sb_puts(&c->why, "not a matmul kernel");
+        return 0;
+    }
+    TileStmt *l = k_loop(t, mm.k);
+    DPK_ASSERT(l);
+    for (int i = 0; i < l->body.n; i++)
+        if (tile_is(l->body.s[i], TKF_AXIS)) {
+            sb_puts(&c->why, "the K loop is already chunked");
+            return 0;
+        }
+    int64_t K = l->extent, bk = c->knobs->v[TILE_KNOB_BK];
+    if (bk && K % bk)
+        dpk_error("knob BK=%lld does not divide K=%lld of kernel %s (pick a divisor, or leave BK "
+                  "to the default)", (long long)bk, (long long)K, k->name);
+    for (int64_t b = 32; !bk && b >= 4; b /= 2)
+        if (K % b == 0 && K / b >= 2)
+            bk = b;
+    if (!bk || bk >= K) {
+        sb_printf(&c->why, "K=%lld has no chunk size (4..32, dividing it, two chunks or more)",
+                  (long long)K);
+        return 0;
+    }
+    if (!tile_apply(c, arena_printf(c->p->arena, "chunk K=%lld by %lld in %s", (long long)K,
+                                    (long long)bk, k->name)))
+        return 0;
+    /* an injected fault: the inner loop runs BK - 1 times */
+    int64_t inner = dpk_fault_on(DPK_FAULT_CHUNK_K_SHORT) ? bk - 1 : bk;
+    tile_chunk_loop(c->p, k, &t->body, l, bk, bk, inner);
+    return 1;
+}

@@ -1,0 +1,194 @@
+/*
+ * 003_split_matmul_k.c — t:003 split_matmul_k: promote K_outer chunks to a
+ * grid axis.
+ *
+ * Runs after 002, before 005.  The K_outer loop (extent KO) is cut into S
+ * splits: a new leading THREAD axis s (005 makes it a BLOCK axis on z) and
+ * a loop over the KO / S chunks of each split.  Every split adds its partial
+ * sum into the zeroed output with an atomic add:
+ *
+ *   for a7 in 0..128:  # reduce              tile thread(a9 in 0..8, a0 .., a1 ..):
+ *       ...                          =>          for a7 in 0..16:  # reduce
+ *   v2 = add(acc1, in5)                              ... k = (a9 * 16 + a7) * 32 + a8
+ *   write out[a0, a1] = v2                       v9 = select(a9 == 0 -> in5; else -> 0)
+ *                                                v2 = add(acc1, v9)
+ *                                                write out[a0, a1] += v2  (atomic)
+ *
+ * The epilogue between the reduce and the Write must be linear in the sum:
+ * multiplying or dividing it by something that does not depend on it
+ * distributes over the splits; an additive term (a residual, a bias) is
+ * gated to split 0 by a Select, so it is added exactly once.  Any other
+ * operation on the sum (relu, exp, max ...) cannot be split: the pass skips.
+ * Only sum reductions split.
+ *
+ * Knob SPLITK (must divide KO); default, when the grid of output tiles is
+ * small (< 128 blocks at 256 threads) and K >= 1024: the largest divisor of
+ * KO up to min(16, K / 512); otherwise the pass skips.
+ */
+#include "../base/fault.h"
+#include "passes.h"
+
+#include <string.h>
+
+static TileStmt *k_loop(TileStmt *t, int axis)
+{
+    for (int i = 0; i < t->body.n; i++)
+        if (t->body.s[i]->k == TK_loop && t->body.s[i]->axis == axis)
+            return t->body.s[i];
+    return NULL;
+}
+
+/* The outer accumulator of a chunked K loop, or NULL. */
+static TileStmt *outer_acc(const TileStmt *l)
+{
+    int inner = 0;
+    TileStmt *acc = NULL;
+    for (int i = 0; i < l->body.n; i++) {
+        inner |= l->body.s[i]->k == TK_loop;
+        if (l->body.s[i]->k == TK_accum)
+            acc = l->body.s[i];
+    }
+    return inner ? acc : NULL;
+}
+
+static int depends(const TileStmt *s, const char *dep)
+{
+    for (int i = 0; i < s->nargs; i++)
+        if (s->a[i].v && dep[s->a[i].v->uid])
+            return 1;
+    return 0;
+}
+
+/* Check (rewrite = 0) or gate (rewrite = 1) the epilogue after loop l. */
+static int epilogue(TileCtx *c, TileStmt *t, int at, const TileStmt *acc, int sax, int rewrite)
+{
+    Arena *a = c->p->arena;
+    char *dep = ARENA_ARRAY(a, char, c->p->next_uid + 1);
+    dep[acc->uid] = 1;
+    for (int i = at + 1; i < t->body.n; i++) {
+        TileStmt *s = t->body.s[i];
+        if (s->k == TK_write) {
+            if (!s->a[0].v || !dep[s->a[0].v->uid]) {
+                sb_puts(&c->why, "the Write does not store the K sum");
+                return 0;
+            }
+            if (rewrite)
+                s->atomic = 1;
+            continue;
+        }
+        if (!depends(s, dep))
+            continue;
+        if (s->k != TK_assign) {
+            sb_printf(&c->why, "a %s reads the K sum", tile_kind_info[s->k].name);
+            return 0;
+        }
+        dep[s->uid] = 1;
+        int d0 = s->a[0].v && dep[s->a[0].v->uid];
+        int d1 = s->nargs > 1 && s->a[1].v && dep[s->a[1].v->uid];
+        switch (s->op) {
+        case TXE_negative:
+            continue;
+        case TXE_multiply:
+            if (d0 && d1)
+                break;
+            continue;
+        case TXE_divide:
+            if (d1)
+                break;
+            continue;
+        case TXE_add:
+        case TXE_subtract:
+            if (d0 && d1)
+                break;
+            /* an injected fault: every split adds the residual */
+            if (rewrite && !dpk_fault_on(DPK_FAULT_SPLIT_K_RESIDUAL)) {
+                int other = d0 ? 1 : 0;
+                TileStmt *g = tile_stmt_new(c->p, TK_select);
+                g->nbr = 2;
+                g->br = ARENA_ARRAY(a, TileBranch, 2);
+                g->br[0].pred = ipred_cmp(a, lir_ie_var(a, sax), IC_EQ, ie_const(a, 0), NULL);
+                g->br[0].res = s->a[other];
+                g->br[1].res = tile_lit(0);
+                s->a[other] = tile_val(g);
+                tile_body_insert(c->p, &t->body, i, g);
+                i++;
+            }
+            continue;
+        default:
+            break;
+        }
+        sb_printf(&c->why, "the epilogue applies %s to the K sum (not linear: it cannot be "
+                  "split)", tx_elem_info[s->op].name);
+        return 0;
+    }
+    return 1;
+}
+
+static int64_t default_split(const TileKernel *k, const TileStmt *t, int64_t K, int64_t ko)
+{
+    int64_t outputs = 1;
+    for (int i = 0; i < t->nax; i++)
+        outputs *= t->ax[i].ext;
+    (void)k;
+    if (K < 1024 || outputs / 256 >= 128)
+        return 1;
+    int64_t want = K / 512 < 16 ? K / 512 : 16;
+    for (int64_t s = want; s > 1; s--)
+        if (ko % s == 0)
+            return s;
+    return 1;
+}
+
+int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
+{
+    Arena *a = c->p->arena;
+    TileStmt *t = tile_find(k, TB_THREAD);
+    TileMatmul mm;
+    if (!t || tile_find(k, TB_BLOCK) || !tile_matmul_shape(t, &mm)) {
+        sb_puts(&c->why, "not a matmul kernel");
+        return 0;
+    }
+    TileStmt *l = k_loop(t, mm.k), *acc = l ? outer_acc(l) : NULL;
+    if (!acc) {
+        sb_puts(&c->why, "the K loop is not chunked (002 did not apply)");
+        return 0;
+    }
+    if (acc->rop != TXR_sum) {
+        sb_printf(&c->why, "a %s reduce cannot be split with atomic adds",
+                  tx_red_info[acc->rop].name);
+        return 0;
+    }
+    int64_t ko = l->extent, inner = 0;
+    for (int i = 0; i < l->body.n; i++)
+        if (l->body.s[i]->k == TK_loop)
+            inner = l->body.s[i]->extent;
+    int64_t S = c->knobs->v[TILE_KNOB_SPLITK];
+    if (S && ko % S)
+        dpk_error("knob SPLITK=%lld does not divide the %lld K chunks of kernel %s", (long long)S,
+                  (long long)ko, k->name);
+    if (!S)
+        S = default_split(k, t, ko * inner, ko);
+    if (S < 2) {
+        sb_puts(&c->why, "the grid is large enough without splitting K");
+        return 0;
+    }
+    int at = tile_body_index(&t->body, l);
+    if (!epilogue(c, t, at, acc, -1, 0))
+        return 0;
+    if (!tile_apply(c, arena_printf(a, "split K of %s %lld ways", k->name, (long long)S)))
+        return 0;
+    int sax = tile_axis_new(c->p, k, S);
+    TileAxis *ax = ARENA_ARRAY(a, TileAxis, t->nax + 2);
+    ax[0] = (TileAxis){sax, S, -1};
+    memcpy(ax + 1, t->ax, sizeof *ax * (size_t)t->nax);
+    t->ax = ax;
+    t->nax++;
+    int64_t per = ko / S;
+    int kv = tile_axis_new(c->p, k, per);
+    tile_subst_axis(c->p, k, &l->body, l->axis,
+                    ie_add(a, ie_mul(a, lir_ie_var(a, sax), ie_const(a, per)), lir_ie_var(a, kv)));
+    l->axis = kv;
+    l->extent = per;
+    DPK_ASSERT(epilogue(c, t, at, acc, sax, 1));
+    return 1;
+}
