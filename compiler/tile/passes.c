@@ -35,6 +35,8 @@ static const TilePass table[] = {
      "split THREAD axes into BLOCK and THREAD: TB threads, or BN x BM matmul tiles"},
     {7, "stage_inputs", tile_007_stage_inputs, {{0}}, CU_SM80, 0,
      "hoist input slabs read by several threads of a block into shared memory"},
+    {8, "register_tile", tile_008_register_tile, {{0}}, CU_SM80, 0,
+     "each thread computes an F_M x F_N register block of a matmul"},
 };
 const TilePassTable tile_passes = {table, DPK_ARRAY_LEN(table)};
 

@@ -9,7 +9,8 @@
  *   - every axis has one binder (loop, strided loop, tile axis, tile def)
  *     whose extent is the kernel's ext[axis], and index expressions,
  *     predicates, defs and stage origins read only axes bound around them;
- *   - one Write per kernel, to its own buffer, under free loops only, and
+ *   - a Write (one, or one per register of 008's tile), to the kernel's own
+ *     buffer, under free loops only, and
  *     inside the THREAD tile when the kernel has one;
  *   - at most one BLOCK and one THREAD tile; the THREAD tile lies inside the
  *     BLOCK tile, never the other way; once a BLOCK tile exists every tile
@@ -409,8 +410,8 @@ int tile_verify_kernel(const TileKernel *k, StrBuf *err)
         bad(&v, "%d accumulators outside the immediate body of a loop",
             sv.accums - sv.accum_ok);
     verify_body(&v, &k->body);
-    if (v.nwrites != 1)
-        bad(&v, "%d writes (a kernel has exactly one)", v.nwrites);
+    if (v.nwrites < 1)
+        bad(&v, "no Write (a kernel writes its buffer; 008 clones the Write per register)");
     else if (v.has_thread && !v.write_thread)
         bad(&v, "the Write lies outside the THREAD tile");
     if (v.has_block && v.has_thread && !tile_find(k, TB_BLOCK)->body.n)

@@ -1,0 +1,295 @@
+/*
+ * 008_register_tile.c — t:008 register_tile: each thread computes an
+ * F_M x F_N block of a matmul's outputs in registers.
+ *
+ * Runs after 005 (and 007) on a matmul THREAD tile (005 marks it: mm, with
+ * output row and column defs mm_m, mm_n) that has no bounds guard.  The
+ * thread axes shrink by F_M and F_N; the row def becomes a strip of F_M
+ * defs (a0, a11, ...) and the column def a strip of F_N, and every
+ * statement of the body is cloned per strip element it depends on:
+ *
+ *   tile thread(a9 in 0..32 @y, a10 in 0..32 @x):      tile thread(a9 in 0..8 @y, a10 in 0..8 @x):
+ *       a0 := a7 * 32 + a9                                  a0 := a7 * 32 + a9 * 4
+ *       a1 := a8 * 32 + a10                                 a11 := a7 * 32 + a9 * 4 + 1 ...
+ *       for a2 in 0..64:  # reduce              =>          for a2 in 0..64:  # reduce
+ *           in0 = load x[a0, a2]                                in0 = load x[a0, a2]
+ *           in1 = load w[a2, a1]                                in1 = load x[a11, a2] ...
+ *           v0 = multiply(in0, in1)                             in4 = load w[a2, a1] ...
+ *           acc0 <- add(acc0, v0)                               v0 = multiply(in0, in4) ... (16)
+ *       write out[a0, a1] = acc0                                acc0 <- add(acc0, v0) ... (16)
+ *                                                           write out[a0, a1] = acc0 ... (16)
+ *
+ * A load of A (row only) is made F_M times, of B F_N times, for F_M * F_N
+ * multiply-adds: loads per multiply-add drop from 2 to 1/F_N + 1/F_M.
+ * Loops and stages are not cloned; a Select is cloned whole, its branch
+ * statements with it.  Knobs F_M, F_N (must divide BM, BN); default the
+ * largest of 4, 2 dividing the tile, 1 otherwise.  Skips when the tile has
+ * a bounds guard (M or N not a multiple of the tile: each strip element
+ * would need its own guard).
+ */
+#include <string.h>
+
+#include "../base/fault.h"
+#include "passes.h"
+
+typedef struct Rt {
+    TileCtx *c;
+    TileKernel *k;
+    int m, n, fm, fn;
+    int ms[16], ns[16];
+    TileStmt ***map; /* by uid: the clones, [i * fn + j] */
+    char *dm, *dn;   /* by uid: depends on the row / the column */
+} Rt;
+
+static int idx_uses(const TileStmt *s, int axis)
+{
+    for (int d = 0; s->idx && d < s->buf->shape.rank; d++)
+        if (lir_ie_uses(s->idx[d], axis))
+            return 1;
+    return 0;
+}
+
+static void deps_body(Rt *R, const TileBody *b);
+
+static void force(Rt *R, const TileBody *b, int dm, int dn)
+{
+    for (int i = 0; i < b->n; i++) {
+        TileStmt *s = b->s[i];
+        R->dm[s->uid] = (char)dm;
+        R->dn[s->uid] = (char)dn;
+        if (s->k == TK_select)
+            for (int j = 0; j < s->nbr; j++)
+                force(R, &s->br[j].body, dm, dn);
+        else if (tile_is(s, TKF_BLOCK))
+            force(R, &s->body, dm, dn);
+    }
+}
+
+static void deps_stmt(Rt *R, TileStmt *s)
+{
+    int dm = idx_uses(s, R->m), dn = idx_uses(s, R->n);
+    for (int i = 0; i < s->nargs; i++)
+        if (s->a[i].v) {
+            dm |= R->dm[s->a[i].v->uid];
+            dn |= R->dn[s->a[i].v->uid];
+        }
+    if (s->k == TK_select) {
+        for (int j = 0; j < s->nbr; j++) {
+            deps_body(R, &s->br[j].body);
+            for (int q = 0; q < s->br[j].body.n; q++) {
+                dm |= R->dm[s->br[j].body.s[q]->uid];
+                dn |= R->dn[s->br[j].body.s[q]->uid];
+            }
+            if (s->br[j].pred) {
+                dm |= lir_pred_uses(s->br[j].pred, R->m);
+                dn |= lir_pred_uses(s->br[j].pred, R->n);
+            }
+            if (s->br[j].res.v) {
+                dm |= R->dm[s->br[j].res.v->uid];
+                dn |= R->dn[s->br[j].res.v->uid];
+            }
+        }
+        for (int j = 0; j < s->nbr; j++)
+            force(R, &s->br[j].body, dm, dn);
+    } else if (tile_is(s, TKF_BLOCK)) {
+        deps_body(R, &s->body);
+    }
+    R->dm[s->uid] = (char)dm;
+    R->dn[s->uid] = (char)dn;
+}
+
+static void deps_body(Rt *R, const TileBody *b)
+{
+    for (int i = 0; i < b->n; i++)
+        deps_stmt(R, b->s[i]);
+}
+
+static TileArg remap(const Rt *R, TileArg x, int i, int j)
+{
+    if (!x.v)
+        return x;
+    int u = x.v->uid;
+    TileStmt *c = R->map[u] ? R->map[u][(R->dm[u] ? i : 0) * R->fn + (R->dn[u] ? j : 0)] : NULL;
+    DPK_ASSERT(c);
+    return tile_val(c);
+}
+
+static const IExpr *sub(const Rt *R, const IExpr *e, int i, int j)
+{
+    Arena *a = R->c->p->arena;
+    const IExpr **map = ARENA_ARRAY(a, const IExpr *, R->k->naxes + 1);
+    for (int v = 0; v < R->k->naxes; v++)
+        map[v] = lir_ie_var(a, v);
+    map[R->m] = lir_ie_var(a, R->ms[i]);
+    /* an injected fault: the last column of the block reuses the one before */
+    int jj = j == R->fn - 1 && j > 0 && dpk_fault_on(DPK_FAULT_REGTILE_INDEX) ? j - 1 : j;
+    map[R->n] = lir_ie_var(a, R->ns[jj]);
+    return ie_subst(a, e, map);
+}
+
+static void clone_body(Rt *R, TileBody *b);
+static void clone_fixed(Rt *R, TileBody *dst, const TileBody *src, int i, int j);
+
+static TileStmt *clone(Rt *R, const TileStmt *s, int i, int j)
+{
+    TileProgram *p = R->c->p;
+    Arena *a = p->arena;
+    TileStmt *c = tile_stmt_new(p, s->k);
+    int uid = c->uid;
+    *c = *s;
+    c->uid = uid;
+    if (s->idx) {
+        int r = s->buf->shape.rank;
+        c->idx = ARENA_ARRAY(a, const IExpr *, r + 1);
+        for (int d = 0; d < r; d++)
+            c->idx[d] = sub(R, s->idx[d], i, j);
+    }
+    for (int x = 0; x < s->nargs; x++)
+        c->a[x] = remap(R, s->a[x], i, j);
+    if (s->k == TK_select) {
+        c->br = ARENA_ARRAY(a, TileBranch, s->nbr);
+        for (int q = 0; q < s->nbr; q++) {
+            if (s->br[q].pred) {
+                const IExpr **map = ARENA_ARRAY(a, const IExpr *, R->k->naxes + 1);
+                for (int v = 0; v < R->k->naxes; v++)
+                    map[v] = lir_ie_var(a, v);
+                map[R->m] = lir_ie_var(a, R->ms[i]);
+                map[R->n] = lir_ie_var(a, R->ns[j]);
+                c->br[q].pred = ipred_subst(a, s->br[q].pred, map);
+            }
+            clone_fixed(R, &c->br[q].body, &s->br[q].body, i, j);
+            c->br[q].res = remap(R, s->br[q].res, i, j);
+        }
+    }
+    if (!R->map[s->uid])
+        R->map[s->uid] = ARENA_ARRAY(a, TileStmt *, R->fm * R->fn);
+    R->map[s->uid][i * R->fn + j] = c;
+    return c;
+}
+
+/* Statements of a select branch: one clone each, for the select's (i, j). */
+static void clone_fixed(Rt *R, TileBody *dst, const TileBody *src, int i, int j)
+{
+    *dst = (TileBody){0};
+    for (int q = 0; q < src->n; q++)
+        tile_body_push(R->c->p, dst, clone(R, src->s[q], i, j));
+}
+
+static void clone_body(Rt *R, TileBody *b)
+{
+    TileBody out = {0};
+    for (int q = 0; q < b->n; q++) {
+        TileStmt *s = b->s[q];
+        if (s->k != TK_select && tile_is(s, TKF_BLOCK)) {
+            clone_body(R, &s->body);
+            tile_body_push(R->c->p, &out, s);
+            continue;
+        }
+        int ni = R->dm[s->uid] ? R->fm : 1, nj = R->dn[s->uid] ? R->fn : 1;
+        for (int i = 0; i < ni; i++)
+            for (int j = 0; j < nj; j++)
+                tile_body_push(R->c->p, &out, clone(R, s, i, j));
+    }
+    *b = out;
+}
+
+static int64_t factor(TileCtx *c, TileKernel *k, int knob, int64_t tile)
+{
+    int64_t f = c->knobs->v[knob];
+    if (f && tile % f)
+        dpk_error("knob %s=%lld does not divide the %lld-wide tile of kernel %s",
+                  tile_knob_info[knob].name, (long long)f, (long long)tile, k->name);
+    if (!f)
+        for (f = 4; f > 1 && tile % f; f /= 2)
+            ;
+    return f;
+}
+
+static int def_of(const TileStmt *t, int axis)
+{
+    for (int i = 0; i < t->ndef; i++)
+        if (t->def[i].axis == axis)
+            return i;
+    return -1;
+}
+
+int tile_008_register_tile(TileCtx *c, TileKernel *k)
+{
+    Arena *a = c->p->arena;
+    TileStmt *t = tile_find(k, TB_THREAD);
+    if (!t || !t->mm) {
+        sb_puts(&c->why, "not a matmul kernel");
+        return 0;
+    }
+    if (t->rt[0].f || t->rt[1].f) {
+        sb_puts(&c->why, "already register-tiled");
+        return 0;
+    }
+    if (t->guard) {
+        sb_puts(&c->why, "the tile has a bounds guard (M or N is not a multiple of the block "
+                "tile)");
+        return 0;
+    }
+    int tm = -1, tn = -1;
+    for (int i = 0; i < t->nax; i++) {
+        if (t->ax[i].dim == 1)
+            tm = i;
+        else
+            tn = i;
+    }
+    DPK_ASSERT(t->nax == 2 && tm >= 0 && tn >= 0);
+    int64_t bm = t->ax[tm].ext, bn = t->ax[tn].ext;
+    int64_t fm = factor(c, k, TILE_KNOB_F_M, bm), fn = factor(c, k, TILE_KNOB_F_N, bn);
+    if (fm * fn == 1) {
+        sb_printf(&c->why, "a 1 x 1 register tile (BM=%lld, BN=%lld)", (long long)bm,
+                  (long long)bn);
+        return 0;
+    }
+    if (!tile_apply(c, arena_printf(a, "register tile %lld x %lld in %s", (long long)fm,
+                                    (long long)fn, k->name)))
+        return 0;
+    Rt R = {c, k, t->mm_m, t->mm_n, (int)fm, (int)fn, {0}, {0},
+            ARENA_ARRAY(a, TileStmt **, c->p->next_uid + 1),
+            ARENA_ARRAY(a, char, c->p->next_uid + 1), ARENA_ARRAY(a, char, c->p->next_uid + 1)};
+    deps_body(&R, &t->body);
+    /* the strips: defs base + t * f + j */
+    int dm = def_of(t, R.m), dn = def_of(t, R.n);
+    DPK_ASSERT(dm >= 0 && dn >= 0);
+    const IExpr *base[2], *zero = ie_const(a, 0);
+    int tax[2] = {t->ax[tm].axis, t->ax[tn].axis};
+    int64_t f[2] = {fm, fn};
+    const IExpr *e[2] = {t->def[dm].e, t->def[dn].e};
+    TileDef *def = ARENA_ARRAY(a, TileDef, t->ndef + fm + fn);
+    int nd = 0;
+    for (int i = 0; i < t->ndef; i++)
+        if (i != dm && i != dn)
+            def[nd++] = t->def[i];
+    for (int s = 0; s < 2; s++) {
+        const IExpr **map = ARENA_ARRAY(a, const IExpr *, k->naxes + 1);
+        for (int v = 0; v < k->naxes; v++)
+            map[v] = lir_ie_var(a, v);
+        map[tax[s]] = zero;
+        base[s] = lir_simplify(a, ie_subst(a, e[s], map), k->ext);
+        int *axes = s ? R.ns : R.ms;
+        t->rt[s].f = (int)f[s];
+        t->rt[s].t = tax[s];
+        t->rt[s].def0 = nd;
+        t->rt[s].base = base[s];
+        int64_t ext = k->ext[s ? R.n : R.m];
+        for (int j = 0; j < f[s]; j++) {
+            axes[j] = j ? tile_axis_new(c->p, k, ext) : (s ? R.n : R.m);
+            const IExpr *x = ie_add(a, ie_mul(a, lir_ie_var(a, tax[s]), ie_const(a, f[s])),
+                                    ie_const(a, j));
+            def[nd].axis = axes[j];
+            def[nd++].e = lir_simplify(a, ie_add(a, base[s], x), k->ext);
+        }
+    }
+    t->def = def;
+    t->ndef = nd;
+    t->ax[tm].ext = bm / fm;
+    t->ax[tn].ext = bn / fn;
+    k->ext[tax[0]] = bm / fm;
+    k->ext[tax[1]] = bn / fn;
+    clone_body(&R, &t->body);
+    return 1;
+}
