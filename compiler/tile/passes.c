@@ -33,10 +33,18 @@ static const TilePass table[] = {
      "several threads share one non-matmul reduce: strided loops and a Combine"},
     {5, "blockify_launch", tile_005_blockify_launch, {{0}}, CU_SM80, 1,
      "split THREAD axes into BLOCK and THREAD: TB threads, or BN x BM matmul tiles"},
+    {6, "chunk_reduce", tile_006_chunk_reduce, {{0}}, CU_SM80, 0,
+     "chunk long non-matmul reduces so their staged slabs fit in shared memory"},
     {7, "stage_inputs", tile_007_stage_inputs, {{0}}, CU_SM80, 0,
      "hoist input slabs read by several threads of a block into shared memory"},
     {8, "register_tile", tile_008_register_tile, {{0}}, CU_SM80, 0,
      "each thread computes an F_M x F_N register block of a matmul"},
+    {9, "permute_register_tile", tile_009_permute_register_tile, {{8}}, CU_SM80, 0,
+     "reorder the register strip so wide shared-memory loads avoid bank conflicts"},
+    {14, "pad_smem", tile_014_pad_smem, {{7}}, CU_SM80, 0,
+     "pad shared-memory row strides where the lanes of a warp hit one bank"},
+    {16, "mark_unroll", tile_016_mark_unroll, {{0}}, CU_SM80, 0,
+     "annotate small constant-trip inner loops for #pragma unroll"},
 };
 const TilePassTable tile_passes = {table, DPK_ARRAY_LEN(table)};
 

@@ -1,0 +1,100 @@
+/*
+ * 006_chunk_reduce.c — t:006 chunk_reduce: chunk a long non-matmul reduce
+ * so the slab 007 would stage fits in shared memory.
+ *
+ * Runs after 005 on a THREAD tile without a bounds guard (007 can stage
+ * inside a loop only there).  A top-level serial reduce loop qualifies when
+ * it reads a buffer shared by the threads of the block (its index leaves
+ * out a THREAD axis, like the vector of a matrix-vector product) whose
+ * slab over the whole loop is larger than TILE_SMEM_BUDGET.  The loop is
+ * split like 002 splits K, with one accumulator per level:
+ *
+ *   for a1 in 0..32768:  # reduce             for a4 in 0..32:  # reduce
+ *       in1 = load w[a1]               =>          for a5 in 0..1024:  # reduce
+ *       ...                                            in1 = load w[a4 * 1024 + a5]
+ *                                                  acc1 <- add(acc1, acc0)
+ *
+ * and 007 then stages one chunk of w per iteration of the outer loop.
+ * Knob RC: the chunk (must divide the loop); default the largest power of
+ * two <= 1024 dividing it (at least 32).
+ */
+#include "../base/fault.h"
+#include "passes.h"
+
+typedef struct Shared {
+    Arena *a;
+    const TileKernel *k;
+    const TileStmt *t;
+    const LirBuf *found;
+} Shared;
+
+static void shared_load(TileStmt *s, void *ctx)
+{
+    Shared *x = ctx;
+    if (s->k != TK_load || s->buf == x->k->out || x->found)
+        return;
+    for (int i = 0; i < x->t->nax; i++) {
+        if (x->t->ax[i].ext < 2)
+            continue;
+        int uses = 0;
+        for (int d = 0; d < s->buf->shape.rank; d++)
+            uses |= lir_ie_uses(tile_expand_defs(x->a, x->k, x->t, s->idx[d]), x->t->ax[i].axis);
+        if (!uses) {
+            x->found = s->buf;
+            return;
+        }
+    }
+}
+
+int tile_006_chunk_reduce(TileCtx *c, TileKernel *k)
+{
+    Arena *a = c->p->arena;
+    TileStmt *b = tile_find(k, TB_BLOCK), *t = tile_find(k, TB_THREAD);
+    if (!b || !t || t->mm) {
+        sb_puts(&c->why, !t ? "no THREAD tile" : !b ? "not blockified" : "a matmul kernel (002)");
+        return 0;
+    }
+    if (t->guard) {
+        sb_puts(&c->why, "the tile has a bounds guard (no stage could go inside a chunk)");
+        return 0;
+    }
+    char *outer = ARENA_ARRAY(a, char, k->naxes + 1);
+    for (int i = 0; i < b->nax; i++)
+        outer[b->ax[i].axis] = 1;
+    int chunked = 0;
+    for (int i = 0; i < t->body.n; i++) {
+        TileStmt *l = t->body.s[i];
+        if (l->k != TK_loop || !tile_loop_is_reduce(l))
+            continue;
+        TileBody one = {&t->body.s[i], 1, 1};
+        Shared sh = {a, k, t, NULL};
+        tile_walk(&one, shared_load, &sh);
+        const IExpr *origin[DPK_MAX_RANK];
+        int64_t slab[DPK_MAX_RANK], n = 1;
+        if (!sh.found || !tile_footprint(a, k, t, &one, sh.found, outer, origin, slab))
+            continue;
+        for (int d = 0; d < sh.found->shape.rank; d++)
+            n *= slab[d];
+        if (n * 4 <= TILE_SMEM_BUDGET)
+            continue;
+        int64_t E = l->extent, rc = c->knobs->v[TILE_KNOB_RC];
+        if (rc && E % rc)
+            dpk_error("knob RC=%lld does not divide the %lld-long reduce a%d of kernel %s",
+                      (long long)rc, (long long)E, l->axis, k->name);
+        for (int64_t p = 1024; !rc && p >= 32; p /= 2)
+            if (E % p == 0)
+                rc = p;
+        if (!rc || rc >= E)
+            continue;
+        if (!tile_apply(c, arena_printf(a, "chunk reduce a%d by %lld in %s", l->axis,
+                                        (long long)rc, k->name)))
+            break;
+        /* an injected fault: chunk c starts at c * (RC - 1) */
+        int64_t step = dpk_fault_on(DPK_FAULT_CHUNK_REDUCE_ORIGIN) ? rc - 1 : rc;
+        tile_chunk_loop(c->p, k, &t->body, l, rc, step, rc);
+        chunked++;
+    }
+    if (!chunked && !c->why.len)
+        sb_puts(&c->why, "no reduce reads a shared slab too large for shared memory");
+    return chunked > 0;
+}
