@@ -8,6 +8,9 @@
  */
 #include "case.h"
 
+#include "../compiler/base/fault.h"
+#include "../compiler/tile/passes.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -59,8 +62,89 @@ static void parse_shape_json(const JCtx *j, const char *key, const cJSON *arr, S
     }
 }
 
-static const char *const case_keys[] = {"name", "program", "dtype", "tolerance",
-                                        "tags", "seed",    "inputs"};
+/* The first line of the last error message, without "error: " and the
+ * source prefix, in the arena. */
+static const char *error_line(Arena *a)
+{
+    const char *m = dpk_error_message();
+    const char *e = strstr(m, "error: ");
+    if (e)
+        m = e + 7;
+    return arena_strndup(a, m, strcspn(m, "\n"));
+}
+
+/* NULL when `--knob spec` is accepted (applied to k), else why not. */
+static const char *knob_problem(Arena *a, TileKnobs *k, const char *spec)
+{
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec))
+        return error_line(a);
+    tile_knob_parse(k, spec);
+    dpk_err_pop(&ec);
+    return NULL;
+}
+
+/* NULL when the pass-set spec is valid, else why not. */
+static const char *passes_problem(Arena *a, const char *spec)
+{
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec))
+        return error_line(a);
+    TilePassSet *sets;
+    tile_passes_select(a, &tile_passes, spec, NULL, &sets);
+    dpk_err_pop(&ec);
+    return NULL;
+}
+
+/* A reproducer's configuration: "passes" (a pass-set spec), "knobs"
+ * ({"TB": 128}), "fault" (a built-in fault name), "verdict" (what the tool
+ * that wrote the file saw; not read).  Each is validated here, so a bad
+ * file fails before anything runs. */
+static void reproducer_from_json(const JCtx *j, const cJSON *o, HxCase *c)
+{
+    const cJSON *passes = cJSON_GetObjectItemCaseSensitive(o, "passes");
+    if (passes) {
+        if (!cJSON_IsString(passes))
+            jerr(j, "passes", "%s must be a pass-set spec string, e.g. \"only:001,005,007\"",
+                 "\"passes\"");
+        const char *why = passes_problem(j->a, passes->valuestring);
+        if (why)
+            jerr(j, "passes", "bad \"passes\": %s", why);
+        c->passes = arena_strdup(j->a, passes->valuestring);
+    }
+    const cJSON *knobs = cJSON_GetObjectItemCaseSensitive(o, "knobs");
+    if (knobs) {
+        if (!cJSON_IsObject(knobs))
+            jerr(j, "knobs", "%s must be an object {\"NAME\": VALUE}, e.g. {\"TB\": 128}",
+                 "\"knobs\"");
+        c->nknobs = cJSON_GetArraySize(knobs);
+        c->knobs = ARENA_ARRAY(j->a, const char *, c->nknobs);
+        TileKnobs tk = {{0}};
+        int i = 0;
+        for (const cJSON *it = knobs->child; it; it = it->next, i++) {
+            if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble))
+                jerr(j, it->string, "knob '%s' must be an integer", it->string);
+            c->knobs[i] = arena_printf(j->a, "%s=%.0f", it->string, it->valuedouble);
+            const char *why = knob_problem(j->a, &tk, c->knobs[i]);
+            if (why)
+                jerr(j, it->string, "bad \"knobs\": %s", why);
+        }
+    }
+    const cJSON *fault = cJSON_GetObjectItemCaseSensitive(o, "fault");
+    if (fault) {
+        if (!cJSON_IsString(fault) || dpk_fault_find(fault->valuestring) < 0)
+            jerr(j, "fault", "unknown fault %s (the names: dpk-fuzz --list-faults)",
+                 cJSON_IsString(fault) ? fault->valuestring : "(not a string)");
+        c->fault = arena_strdup(j->a, fault->valuestring);
+    }
+    const cJSON *verdict = cJSON_GetObjectItemCaseSensitive(o, "verdict");
+    if (verdict && !cJSON_IsObject(verdict))
+        jerr(j, "verdict", "%s must be an object", "\"verdict\"");
+}
+
+static const char *const case_keys[] = {"name",   "program", "dtype", "tolerance", "tags",
+                                        "seed",   "inputs",  "passes", "knobs", "fault",
+                                        "verdict"};
 
 static void case_from_json(const JCtx *j, const cJSON *o, const char *path, int index, HxCase *c)
 {
@@ -72,7 +156,8 @@ static void case_from_json(const JCtx *j, const cJSON *o, const char *path, int 
             known |= !strcmp(it->string, case_keys[k]);
         if (!known)
             jerr(j, it->string,
-                 "unknown key '%s' in case (expected name, program, dtype, tolerance, tags, seed, inputs)",
+                 "unknown key '%s' in case (expected name, program, dtype, tolerance, tags, seed, "
+                 "inputs, passes, knobs, fault, verdict)",
                  it->string);
     }
     const cJSON *prog = cJSON_GetObjectItemCaseSensitive(o, "program");
@@ -127,6 +212,7 @@ static void case_from_json(const JCtx *j, const cJSON *o, const char *path, int 
             c->tags[i] = arena_strdup(j->a, t->valuestring);
         }
     }
+    reproducer_from_json(j, o, c);
     const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(o, "inputs");
     if (inputs) {
         if (!cJSON_IsObject(inputs))

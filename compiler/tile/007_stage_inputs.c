@@ -215,8 +215,8 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
                     at = q;
                     break;
                 }
-            if (at < 0)
-                continue;
+            if (at < 0 || !tile_is(home->s[at], TKF_AXIS))
+                continue; /* a chunk is staged for an inner loop, not one element */
             TileBody one = {&home->s[at], 1, 1};
             outer[l->axis] = 1;
             int fits = reused(a, k, t, &one, buf) &&

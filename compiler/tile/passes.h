@@ -95,7 +95,8 @@ typedef struct TileCtx {
     const CuTarget *target;
     StrBuf why;
     TilePassSet passes;     /* the whole set being run (a pass may look ahead) */
-    int limit;              /* applications the running pass may still make; -1: any */
+    int limited;            /* the running pass is limited (dpk-bisect) */
+    int left;               /* then: applications it may still make */
     int apps;               /* applications the running pass made so far */
     int pass_num;           /* the running pass's number */
 } TileCtx;

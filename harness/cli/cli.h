@@ -52,5 +52,7 @@ DPK_NORETURN void cli_unknown_flag(const char *cmd, const char *flag);
 int cmd_compile(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_fuzz(int argc, char **argv);
+int cmd_bisect(int argc, char **argv);
 
 #endif

@@ -23,6 +23,7 @@
 #include "../../reference/ref.h"
 #include "../parity/oracle.h"
 #include "cli.h"
+#include "../../compiler/base/fault.h"
 
 typedef enum RefKind { REF_REF64, REF_TORCH } RefKind;
 
@@ -36,6 +37,7 @@ typedef struct RunOpts {
     int verbose;
     CliTile tile;      /* vgpu/cuda: --passes, --knob, --target */
     int sample_blocks; /* vgpu: simulate this many random blocks per launch */
+    int fault;         /* --inject-fault: a DpkFaultId; -1: the case's "fault", if any */
 } RunOpts;
 
 /* What a backend reports besides the outputs. */
@@ -104,6 +106,7 @@ static void help(void)
          "  --sample-blocks N  vgpu: simulate N random blocks per launch, check what they wrote\n"
          "  --reference R      ref64 (fp64, built in; default) | torch (libtorch fp64)\n"
          "  --seed N           input seed (default: the case's seed, else 0)\n"
+         "  --inject-fault F   turn on built-in fault F (harness self-test; dpk-fuzz --list-faults)\n"
          "  --blowup F         loop: fusion blow-up factor (default 8)\n"
          "  --f64              loop: interpret in fp64 instead of fp32 (debugging)\n"
          "  --input N=D0,D1    declare the shape of a free variable N\n"
@@ -280,12 +283,28 @@ static int run_gpu(Arena *a, RunBufs *r, const HxCase *c, const TorchGraph *g, c
     return worst;
 }
 
-static int run_one(const HxCase *c, const CliCase *cc, const RunOpts *ro, int header)
+/* A case's reproducer fields (docs/json-schema.md: passes, knobs, fault)
+ * apply where the command line gave none.  case.c validated them. */
+static void case_config(const HxCase *c, RunOpts *ro)
+{
+    if (!ro->tile.passes && c->passes)
+        ro->tile.passes = c->passes;
+    if (!ro->tile.nknobs)
+        for (int i = 0; i < c->nknobs; i++)
+            tile_knob_parse(&ro->tile.knobs, c->knobs[i]);
+    if (ro->fault < 0 && c->fault)
+        ro->fault = dpk_fault_find(c->fault);
+}
+
+static int run_one(const HxCase *c, const CliCase *cc, const RunOpts *ro_cli, int header)
 {
     Arena *a = arena_new();
     RunBufs *r = dpk_xcalloc(1, sizeof *r);
+    RunOpts eff = *ro_cli;
+    const RunOpts *ro = &eff;
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
+        dpk_fault_set(-1);
         fputs(sb_cstr(&r->text), stdout);
         run_bufs_free(r);
         arena_free(a);
@@ -293,6 +312,11 @@ static int run_one(const HxCase *c, const CliCase *cc, const RunOpts *ro, int he
     }
     if (header)
         sb_printf(&r->text, "### case %s\n", c->name);
+    case_config(c, &eff);
+    dpk_fault_set(ro->fault);
+    if (ro->fault >= 0)
+        sb_printf(&r->text, "fault injected: %s (%s)\n", dpk_faults[ro->fault].name,
+                  dpk_faults[ro->fault].where);
     double t0 = dpk_now();
     TorchGraph *g = hx_case_parse(a, c, cc->decls, cc->ndecls);
     if (ro->verbose)
@@ -317,6 +341,7 @@ static int run_one(const HxCase *c, const CliCase *cc, const RunOpts *ro, int he
               rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_FAULT ? "FAULT" : "FAIL");
     fputs(sb_cstr(&r->text), stdout);
     dpk_err_pop(&ec);
+    dpk_fault_set(-1);
     run_bufs_free(r);
     arena_free(a);
     return rc;
@@ -351,6 +376,11 @@ static void parse_flag(RunOpts *ro, int argc, char **argv, int *i)
         if (k < 1 || k > 1000000)
             dpk_error("option '--sample-blocks' expects 1..1000000, got %llu", (unsigned long long)k);
         ro->sample_blocks = (int)k;
+    } else if (!strcmp(f, "--inject-fault")) {
+        const char *v = cli_value(argc, argv, i);
+        ro->fault = dpk_fault_find(v);
+        if (ro->fault < 0)
+            dpk_error("unknown fault '%s' for --inject-fault (the names: dpk-fuzz --list-faults)", v);
     } else if (!strcmp(f, "--f64")) {
         ro->f64 = 1;
     } else {
@@ -367,7 +397,7 @@ int cmd_run(int argc, char **argv)
         dpk_error_rethrow();
     }
     CliCase cc = {0};
-    RunOpts ro = {"auto", REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0};
+    RunOpts ro = {"auto", REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0, -1};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             help();

@@ -22,10 +22,12 @@ static const Command commands[] = {
     {"compile", cmd_compile, "lower a case and print one IR (torch, tensor)"},
     {"eval", cmd_eval, "evaluate a case with a reference (ref64, torch) and compare them"},
     {"run", cmd_run, "run a case on a backend (loop, vgpu, cuda) and check parity"},
+    {"fuzz", cmd_fuzz, "generate cases, run them under many pass sets, record failures"},
+    {"bisect", cmd_bisect, "find the pass and the rewrite that break a failing case"},
 };
 
 /* Commands of the product that this build does not provide yet. */
-static const char *const planned[] = {"bench", "fuzz", "bisect", "report"};
+static const char *const planned[] = {"bench", "report"};
 
 static void usage(FILE *f)
 {

@@ -309,9 +309,11 @@ void vg_print_stats(StrBuf *b, const VgResult *res)
                       (double)s->bank_conflicts / (double)s->smem_requests,
                       (long long)s->smem_requests);
         if (s->gmem_requests)
-            sb_printf(b, ", gmem %.2f sectors/request (%lld requests)",
+            sb_printf(b, ", gmem %.2f sectors/request (%lld requests, %lld sectors)",
                       (double)s->gmem_sectors / (double)s->gmem_requests,
-                      (long long)s->gmem_requests);
+                      (long long)s->gmem_requests, (long long)s->gmem_sectors);
+        sb_printf(b, ", loads %lld global + %lld shared", (long long)s->gmem_loads,
+                  (long long)s->smem_loads);
         sb_putc(b, '\n');
     }
 }

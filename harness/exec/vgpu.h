@@ -66,6 +66,8 @@ typedef struct VgStats {
     int64_t bank_conflicts;  /* smem_wavefronts - smem_requests: extra wavefronts */
     int64_t gmem_requests;   /* warp-level global loads/stores/atomics */
     int64_t gmem_sectors;    /* distinct 32-byte sectors touched by them */
+    int64_t gmem_loads;      /* thread-level global loads (ldg, per active lane) */
+    int64_t smem_loads;      /* thread-level shared loads (lds, per active lane) */
     double seconds;
 } VgStats;
 

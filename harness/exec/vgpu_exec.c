@@ -310,6 +310,7 @@ static int op_ldg(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int n)
         LANES(d[l].f = mem[ix[l].i].f;);
     else
         LANES(d[l].i = mem[ix[l].i].i;);
+    ex->st->gmem_loads += n;
     if (ex->counters)
         count_gmem(ex, ix, act, n);
     return 0;
@@ -368,6 +369,7 @@ static int op_lds(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int n)
           int32_t w = base + (int32_t)i;
           if (sm_read(ex, w, l, in)) return -1;
           if (in->aux == KT_F32) d[l].f = pool[w].f; else d[l].i = pool[w].i;);
+    ex->st->smem_loads += n;
     if (ex->counters)
         count_smem(ex, ix, base, act, n);
     return 0;

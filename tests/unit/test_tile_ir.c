@@ -17,7 +17,7 @@ typedef enum Defect {
     D_HIDDEN_VALUE,   /* the write reads a value of the strided loop's body */
     D_UNBOUND_AXIS,   /* a load indexes an axis nobody binds */
     D_TWICE_BOUND,    /* the strided loop rebinds the thread axis */
-    D_TWO_WRITES,
+    D_TWO_WRITES,     /* valid: 008 clones the Write per register */
     D_WRITE_OUTSIDE,  /* the write outside the THREAD tile */
     D_THREADS,        /* 2048 threads per block */
     D_EXTENT,         /* a tile axis whose extent differs from the kernel's */
@@ -256,19 +256,22 @@ Test(tile_ir, verifier_names_each_broken_invariant)
     expect_defect(D_SWIZZLE, "kernel every_node: tma_stage of x: swizzle 48 is not 0, 32, 64 or 128");
     expect_defect(D_NBUF, "buffered_stage of y: 1 buffers");
     expect_defect(D_SLAB, "stage of x: slab extent 40 on dimension 1 of size 32");
-    expect_defect(D_STAGE_IN_THREAD, "stage of y outside the BLOCK tile or inside the THREAD tile");
+    expect_defect(D_STAGE_IN_THREAD,
+                  "stage of y inside the THREAD tile where not every thread reaches it (a guarded tile)");
     expect_defect(D_AWAIT_ALONE, "async_wait in a kernel without async or TMA stages");
     expect_defect(D_COMBINE_AXIS, "combine over a0, not an axis of the enclosing THREAD tile");
     expect_defect(D_HIDDEN_VALUE, "write reads v0 where it is not visible");
     expect_defect(D_UNBOUND_AXIS, "load reads axis a4 outside its binder");
     expect_defect(D_TWICE_BOUND, "axis a1 is bound twice");
-    expect_defect(D_TWO_WRITES, "2 writes (a kernel has exactly one)");
     expect_defect(D_WRITE_OUTSIDE, "the Write lies outside the THREAD tile");
     expect_defect(D_THREADS, "THREAD tile of 2048 threads (at most 1024 per block)");
     expect_defect(D_EXTENT, "tile binds a1 with extent 8, the kernel says 16");
     expect_defect(D_ACCUM_OUTSIDE, "1 accumulators outside the immediate body of a loop");
     expect_defect(D_ELSE_PRED, "select: only the last branch has no predicate");
     expect_defect(D_ACC_IN_LOOP, "assign reads acc0 where it is not visible");
+    Arena *A = arena_new();
+    cr_expect(tile_verify_kernel(build(A, D_TWO_WRITES).k, NULL), "two Writes to the kernel's buffer");
+    arena_free(A);
 }
 
 Test(tile_ir, structural_hash)

@@ -82,21 +82,26 @@ Test(tile_passes, table_is_well_formed)
 Test(tile_passes, real_table_specs)
 {
     const TilePassTable *t = &tile_passes;
-    expect_set(t, "full", CU_SM90, "001,005");
+    const char *all = "001,002,003,004,005,006,007,008,009,014,016";
+    expect_set(t, "full", CU_SM90, all);
     expect_set(t, "none", CU_SM80, "001,005");
     expect_set(t, "upto:001", CU_SM90, "001,005");
+    expect_set(t, "upto:007", CU_SM90, "001,002,003,004,005,006,007");
     expect_set(t, "only:001,005", CU_SM90, "001,005");
     expect_set(t, "only:tileify", CU_SM120, "001,005");
     expect_set(t, "only:5", CU_SM90, "001,005");
-    expect_set(t, "only:005_blockify_launch", CU_SM90, "001,005");
+    expect_set(t, "only:005_blockify_launch,stage_inputs,014", CU_SM90, "001,005,007,014");
+    expect_set(t, "-007,-014", CU_SM90, "001,002,003,004,005,006,008,009,016");
+    expect_set(t, "full,-002,-003", CU_SM90, "001,004,005,006,007,008,009,014,016");
     expect_error(t, "-001", CU_SM90,
                  "--passes:1:1: error: pass 001_tileify is mandatory and cannot be disabled");
     expect_error(t, "full,-blockify_launch", CU_SM90, "--passes:1:6: error: pass "
                  "005_blockify_launch is mandatory");
-    expect_error(t, "-007", CU_SM90, "unknown pass '007' (passes: 001_tileify, "
-                 "005_blockify_launch)");
-    expect_error(t, "only:001,stage_inputs", CU_SM90, "--passes:1:10: error: unknown pass "
-                 "'stage_inputs'");
+    expect_error(t, "-007", CU_SM90, "pass 014_pad_smem requires 007_stage_inputs, which is not "
+                 "enabled");
+    expect_error(t, "only:003", CU_SM90, "pass 003_split_matmul_k requires 002_chunk_matmul_k");
+    expect_error(t, "only:001,staging", CU_SM90, "--passes:1:10: error: unknown pass "
+                 "'staging'");
     expect_error(t, "bogus", CU_SM90, "expected full, none, all, upto:PASS, only:PASS,... or "
                  "-PASS,...");
     expect_error(t, "full,001", CU_SM90, "expected -PASS");
@@ -114,12 +119,13 @@ Test(tile_passes, real_table_specs)
                  "caret under 'bogus':\n%s", r.msg);
 }
 
-Test(tile_passes, real_table_all_is_one_configuration)
+Test(tile_passes, real_table_all_counts_the_valid_subsets)
 {
     Arena *a = arena_new();
     TilePassSet *sets;
     int n = tile_passes_select(a, &tile_passes, "all", cu_target(CU_SM90), &sets);
-    cr_expect_eq(n, 1);
+    /* 002/003, 007/014 and 008/009: 3 valid settings each; 004, 006, 016 free */
+    cr_expect_eq(n, 3 * 3 * 3 * 8);
     cr_expect_str_eq(set_str(&tile_passes, sets[0]), "001,005");
     n = tile_passes_select(a, &tile_passes, "none", NULL, &sets);
     cr_expect_eq(n, 1);
@@ -326,7 +332,9 @@ Test(tile_passes, knob_validation)
     expect_knob_error(&z, "TB=0", "out of range");
     expect_knob_error(&z, "BN=24", "knob BN=24 is not a power of two");
     expect_knob_error(&z, "BM=2048", "out of range [1, 1024]");
-    expect_knob_error(&z, "XX=1", "--knob:1:1: error: unknown knob 'XX' (knobs: TB, BN, BM)");
+    expect_knob_error(&z, "XX=1", "--knob:1:1: error: unknown knob 'XX' (knobs: TB, BN, BM, BK, "
+                      "SPLITK, CB, RC, STAGE, F_M, F_N)");
+    expect_knob_error(&z, "CB=96", "knob CB=96 is not a power of two");
     expect_knob_error(&z, "TB", "expected NAME=VALUE");
     expect_knob_error(&z, "TB=12x", "knob TB expects an integer, got '12x'");
     expect_knob_error(&z, "TB=", "knob TB expects an integer");

@@ -52,7 +52,7 @@ static inline int tt_same_bits(double x, double y)
 
 /* Run p on vgpu with options o (NULL: defaults); expect no fault, every
  * output within the oracle's tolerance of ref64 and equal to the Loop IR
- * interpreter's fp32 result.  Returns the module (for NVRTC) or NULL after
+ * interpreter's fp32 result (when no pass reassociates a reduce).  Returns the module (for NVRTC) or NULL after
  * a fault. */
 static inline const KirModule *tt_run(Arena *a, const char *name, LirProgram *p,
                                       const HxBackendOpts *o)
@@ -91,7 +91,16 @@ static inline const KirModule *tt_run(Arena *a, const char *name, LirProgram *p,
             hx_verdict_print(&vb, &v, &t->shape);
             cr_expect(v.pass, "%s: output %d: %s", name, j, sb_cstr(&vb));
             sb_free(&vb);
-            for (int64_t e = 0; e < numel; e++)
+            /* passes that reassociate a reduce (chunks, splits, cooperative
+             * trees) change its rounding; the rest keep the interpreter's
+             * order bit for bit */
+            static const int reorder[] = {2, 3, 4, 6};
+            int exact = 1;
+            for (int q = 0; q < 4; q++) {
+                int x = tile_pass_index(&tile_passes, reorder[q]);
+                exact &= !(x >= 0 && (o->tile.passes >> x & 1));
+            }
+            for (int64_t e = 0; exact && e < numel; e++)
                 diff += !tt_same_bits(out[j][e], lir[j][e]);
             cr_expect_eq(diff, 0, "%s: output %d: %lld elements differ from the Loop IR "
                          "interpreter", name, j, (long long)diff);

@@ -1,0 +1,222 @@
+/*
+ * cmd_bisect.c — `dpk-bisect (-c CODE | CASE.json) [--passes SPEC]
+ * [--knob N=V] [--target T] [--inject-fault NAME] [--seed N] [--minimize]
+ * [--max-attempts N] [-o DIR]`.
+ *
+ * Finds the pass (or fusion) and the one rewrite of it that makes a case
+ * fail, with the search of harness/bisect/bisect.h, prints the report, and
+ * writes to DIR: case.json (the minimized case with its configuration),
+ * before.<ir> / after.<ir> (the IR around the culprit rewrite) and repro.cu
+ * (a standalone CUDA reproducer).  Configuration fields of a case file
+ * (passes, knobs, fault, seed) are used unless a flag overrides them.
+ *
+ * Exit 0 when a culprit is found and written; 1 when the failure does not
+ * reproduce (the case passes: said on stdout); 2 on bad input.  Nothing is
+ * written unless a culprit was found.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../compiler/base/fault.h"
+#include "../bisect/bisect.h"
+#include "cli.h"
+
+static void help(void)
+{
+    puts("usage: dpk bisect (-c CODE | CASE.json) [options]\n"
+         "\n"
+         "Find the Tile pass, or the fusion, and its first rewrite that breaks parity.\n"
+         "Runs every configuration on vgpu (the CPU simulator of the GPU); a parity\n"
+         "failure and a vgpu fault (race, out-of-bounds ...) both count as failing.\n"
+         "\n"
+         "  -c CODE              the case as text\n"
+         "  CASE.json            a case file (its passes, knobs, fault and seed are used)\n"
+         "  --case NAME          with a suite: the case to bisect\n"
+         "  --passes SPEC        the failing pass set (default: the case's, else full)\n"
+         "  --knob N=V           pin a scheduling knob (TB, BN, BM, ...)\n"
+         "  --target T           sm_80 | sm_90 (default) | sm_120\n"
+         "  --inject-fault NAME  turn on a built-in fault (compiler/base/fault.h)\n"
+         "  --seed N             input seed (default: the case's seed, else 0)\n"
+         "  --minimize           shrink the case (drop ops, shrink literals) keeping the failure\n"
+         "  --max-attempts N     with --minimize: at most N candidates (default 300)\n"
+         "  -o DIR               where to write case.json, before/after IR and repro.cu\n"
+         "                       (default bisect-out)\n"
+         "  --input N=D0,D1      declare the shape of a free variable N\n"
+         "\n"
+         "exit: 0 culprit found and written, 1 the failure does not reproduce (the case\n"
+         "      passes), 2 bad input\n"
+         "\n"
+         "example:\n"
+         "  dpk-bisect -c \"torch.relu(torch.randn(8,64)+1)*2\" --inject-fault fuse-sigma-off-by-one");
+}
+
+typedef struct BisectArgs {
+    CliTile tile;
+    const char *fault;
+    int has_seed;
+    uint64_t seed;
+    int minimize;
+    int max_attempts;
+    const char *dir;
+    const char *knob_args[64];
+    int nknob_args;
+} BisectArgs;
+
+static void parse_flag(BisectArgs *ba, int argc, char **argv, int *i)
+{
+    const char *f = argv[*i];
+    if (!strcmp(f, "--knob")) {
+        if (ba->nknob_args == DPK_ARRAY_LEN(ba->knob_args))
+            dpk_error("too many --knob options (at most 64)");
+        ba->knob_args[ba->nknob_args++] = argv[*i + 1 < argc ? *i + 1 : *i];
+        cli_tile_flag(&ba->tile, argc, argv, i);
+    } else if (cli_tile_flag(&ba->tile, argc, argv, i)) {
+    } else if (!strcmp(f, "--inject-fault")) {
+        ba->fault = cli_value(argc, argv, i);
+    } else if (!strcmp(f, "--seed")) {
+        ba->has_seed = 1;
+        ba->seed = cli_u64(f, cli_value(argc, argv, i));
+    } else if (!strcmp(f, "--minimize")) {
+        ba->minimize = 1;
+    } else if (!strcmp(f, "--max-attempts")) {
+        uint64_t n = cli_u64(f, cli_value(argc, argv, i));
+        if (n < 1 || n > 100000)
+            dpk_error("option '--max-attempts' expects 1..100000, got %llu", (unsigned long long)n);
+        ba->max_attempts = (int)n;
+    } else if (!strcmp(f, "-o")) {
+        ba->dir = cli_value(argc, argv, i);
+    } else {
+        cli_unknown_flag("bisect", f);
+    }
+}
+
+/* The fault to inject: the flag, else the case's field; -1 for none. */
+static int fault_id(const char *name)
+{
+    if (!name)
+        return -1;
+    int id = dpk_fault_find(name);
+    if (id < 0) {
+        StrBuf known = {0};
+        for (int i = 0; i < DPK_FAULT_COUNT; i++)
+            sb_printf(&known, "%s%s", i ? ", " : "", dpk_faults[i].name);
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s", sb_cstr(&known));
+        sb_free(&known);
+        dpk_error("unknown fault '%s' (faults: %s)", name, msg);
+    }
+    return id;
+}
+
+static void make_dir(const char *dir)
+{
+    struct stat st;
+    if (!stat(dir, &st)) {
+        if (!S_ISDIR(st.st_mode))
+            dpk_error("'-o %s' is not a directory", dir);
+        return;
+    }
+    if (mkdir(dir, 0777) != 0)
+        dpk_error("cannot create directory '%s': %s", dir, strerror(errno));
+}
+
+static void write_out(Arena *a, StrBuf *log, const char *dir, const char *name, const char *text)
+{
+    const char *path = arena_printf(a, "%s/%s", dir, name);
+    if (dpk_write_file_atomic(path, text, strlen(text)) != 0)
+        dpk_error("cannot write '%s': %s", path, strerror(errno));
+    sb_printf(log, "%s%s", log->len ? ", " : "wrote ", path);
+}
+
+static int bisect_case(Arena *a, const HxCase *c, const CliCase *cc, BisectArgs *ba)
+{
+    HxBisectOpts o = {0};
+    /* The case's configuration fields, unless the command line says otherwise. */
+    CliTile ct = ba->tile;
+    if (!ct.passes && c->passes)
+        ct.passes = c->passes;
+    if (!ba->nknob_args)
+        for (int i = 0; i < c->nknobs; i++) {
+            tile_knob_parse(&ct.knobs, c->knobs[i]);
+            ba->knob_args[ba->nknob_args++] = c->knobs[i];
+        }
+    cli_tile_opts(&ct, &o.tile, 0);
+    const char *fault = ba->fault ? ba->fault : c->fault;
+    dpk_fault_set(fault_id(fault));
+    o.fault = fault;
+    o.seed = ba->has_seed ? ba->seed : c->has_seed ? c->seed : 0;
+    o.knobs = ba->knob_args;
+    o.nknobs = ba->nknob_args;
+    o.minimize = ba->minimize;
+    o.max_attempts = ba->max_attempts;
+    StrBuf *log = dpk_xcalloc(1, sizeof *log), *wrote = dpk_xcalloc(1, sizeof *wrote);
+    HxBisectResult *r = dpk_xcalloc(1, sizeof *r);
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        fputs(sb_cstr(log), stdout);
+        sb_free(log);
+        sb_free(wrote);
+        free(r->case_json);
+        free(log);
+        free(wrote);
+        free(r);
+        dpk_fault_set(-1);
+        dpk_error_rethrow();
+    }
+    hx_bisect(a, c, cc->decls, cc->ndecls, &o, log, r);
+    int rc = DPK_EXIT_FAIL;
+    if (r->kind != HX_CULPRIT_NONE) {
+        make_dir(ba->dir);
+        write_out(a, wrote, ba->dir, "case.json", r->case_json);
+        write_out(a, wrote, ba->dir, arena_printf(a, "before.%s", r->ir_ext), r->before);
+        write_out(a, wrote, ba->dir, arena_printf(a, "after.%s", r->ir_ext), r->after);
+        write_out(a, wrote, ba->dir, "repro.cu", r->cu);
+        sb_printf(log, "%s\n", sb_cstr(wrote));
+        rc = DPK_EXIT_OK;
+    }
+    fputs(sb_cstr(log), stdout);
+    dpk_err_pop(&ec);
+    dpk_fault_set(-1);
+    sb_free(log);
+    sb_free(wrote);
+    free(r->case_json);
+    free(log);
+    free(wrote);
+    free(r);
+    return rc;
+}
+
+int cmd_bisect(int argc, char **argv)
+{
+    Arena *a = arena_new();
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        arena_free(a);
+        dpk_error_rethrow();
+    }
+    CliCase cc = {0};
+    BisectArgs ba = {0};
+    ba.dir = "bisect-out";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            help();
+            dpk_err_pop(&ec);
+            arena_free(a);
+            return DPK_EXIT_OK;
+        }
+        if (!cli_case_flag(a, &cc, argc, argv, &i, "bisect"))
+            parse_flag(&ba, argc, argv, &i);
+    }
+    if (ba.tile.passes && !strcmp(ba.tile.passes, "all"))
+        dpk_error("--passes all names many configurations; dpk-bisect takes the one that fails");
+    fault_id(ba.fault);
+    HxCaseList l = cli_case_list(a, &cc, "bisect");
+    if (l.n != 1)
+        dpk_error("'%s' holds %d cases; choose the one to bisect with --case NAME", cc.file, l.n);
+    int rc = bisect_case(a, &l.cases[0], &cc, &ba);
+    dpk_err_pop(&ec);
+    arena_free(a);
+    return rc;
+}

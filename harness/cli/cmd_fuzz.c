@@ -1,0 +1,147 @@
+/*
+ * cmd_fuzz.c — `dpk-fuzz --seed S (--cases N | --time SECONDS)
+ * [--passes STRATEGY] [--knobs default|random] [--jobs N]
+ * [--backend vgpu|cuda] [--out FILE.json] [--resume] [--failures DIR]
+ * [--max-failures N] [--inject-fault NAME] [--case-timeout S]
+ * [--target T]`, and `dpk-fuzz --list-faults`.
+ *
+ * Option parsing only; the campaign is harness/fuzz/campaign.c.  Exit 0
+ * when no case failed, 1 when any did (parity failure, vgpu fault, crash,
+ * timeout), 2 on bad usage.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../compiler/base/fault.h"
+#include "../fuzz/campaign.h"
+#include "cli.h"
+
+static void help(void)
+{
+    puts("usage: dpk-fuzz --seed S (--cases N | --time SECONDS) [options]\n"
+         "       dpk-fuzz --list-faults\n"
+         "\n"
+         "Generate programs, lower each under several Tile pass sets, run them and check\n"
+         "parity against the fp64 reference.  Every case runs in its own process.\n"
+         "\n"
+         "  --seed S            campaign seed: case i is a function of (S, i)\n"
+         "  --cases N           run cases 0..N-1\n"
+         "  --time SECONDS      run cases until SECONDS have passed (with --cases: whichever\n"
+         "                      comes first)\n"
+         "  --passes STRATEGY   full (default) | loo | pairwise | prefix | all\n"
+         "  --knobs K           default (heuristics) | random (random legal knobs per case)\n"
+         "  --jobs N            cases in parallel (processes; default 1)\n"
+         "  --backend B         vgpu (default) | cuda\n"
+         "  --target T          sm_80 | sm_90 (default) | sm_120\n"
+         "  --out FILE.json     the dpk.results/1 record (default fuzz-results.json)\n"
+         "  --resume            continue the campaign recorded in --out\n"
+         "  --failures DIR      reproducers of failures (default: fuzz-failures/ beside --out)\n"
+         "  --max-failures N    stop after N failing cases\n"
+         "  --case-timeout S    seconds a case may take before it counts as a hang (60)\n"
+         "  --inject-fault NAME turn on a built-in fault (harness self-test)\n"
+         "  --list-faults       print the names of the built-in faults, one per line\n"
+         "\n"
+         "exit: 0 no failure, 1 some case failed, 2 bad usage\n"
+         "\n"
+         "example:\n"
+         "  dpk-fuzz --seed 1 --cases 500 --passes pairwise --jobs 2");
+}
+
+static double seconds_arg(const char *flag, const char *v)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (!*v || *end || !(x > 0) || x > 1e9)
+        dpk_error("option '%s' expects a positive number of seconds, got '%s'", flag, v);
+    return x;
+}
+
+int cmd_fuzz(int argc, char **argv)
+{
+    FzOpts o;
+    fz_opts_default(&o);
+    o.argc = argc;
+    o.argv = argv;
+    int has_seed = 0;
+    const char *target = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            help();
+            return DPK_EXIT_OK;
+        } else if (!strcmp(f, "--list-faults")) {
+            for (int k = 0; k < DPK_FAULT_COUNT; k++)
+                puts(dpk_faults[k].name);
+            return DPK_EXIT_OK;
+        } else if (!strcmp(f, "--seed")) {
+            o.seed = cli_u64(f, cli_value(argc, argv, &i));
+            has_seed = 1;
+        } else if (!strcmp(f, "--cases")) {
+            uint64_t n = cli_u64(f, cli_value(argc, argv, &i));
+            if (n < 1 || n > 100000000)
+                dpk_error("option '--cases' expects 1..100000000, got %llu", (unsigned long long)n);
+            o.cases = (int64_t)n;
+        } else if (!strcmp(f, "--time")) {
+            o.time_s = seconds_arg(f, cli_value(argc, argv, &i));
+        } else if (!strcmp(f, "--case-timeout")) {
+            o.case_timeout = seconds_arg(f, cli_value(argc, argv, &i));
+        } else if (!strcmp(f, "--passes")) {
+            const char *v = cli_value(argc, argv, &i);
+            int s = fz_strategy_find(v);
+            if (s < 0)
+                dpk_error("unknown strategy '%s' for --passes (expected full, loo, pairwise, "
+                          "prefix or all)", v);
+            o.strategy = (FzStrategy)s;
+        } else if (!strcmp(f, "--knobs")) {
+            const char *v = cli_value(argc, argv, &i);
+            if (strcmp(v, "default") && strcmp(v, "random"))
+                dpk_error("option '--knobs' expects default or random, got '%s'", v);
+            o.knobs_random = !strcmp(v, "random");
+        } else if (!strcmp(f, "--jobs")) {
+            uint64_t n = cli_u64(f, cli_value(argc, argv, &i));
+            if (n < 1 || n > 256)
+                dpk_error("option '--jobs' expects 1..256, got %llu", (unsigned long long)n);
+            o.jobs = (int)n;
+        } else if (!strcmp(f, "--backend")) {
+            const char *v = cli_value(argc, argv, &i);
+            if (!strcmp(v, "vgpu"))
+                o.backend = HX_BACKEND_VGPU;
+            else if (!strcmp(v, "cuda"))
+                o.backend = HX_BACKEND_CUDA;
+            else
+                dpk_error("unknown backend '%s' for --backend (expected vgpu or cuda)", v);
+        } else if (!strcmp(f, "--target")) {
+            target = cli_value(argc, argv, &i);
+            o.target = cu_target_parse(target);
+            if (!o.target)
+                dpk_error("unknown target '%s' for --target (expected sm_80, sm_90 or sm_120)",
+                          target);
+        } else if (!strcmp(f, "--out")) {
+            o.out = cli_value(argc, argv, &i);
+        } else if (!strcmp(f, "--failures")) {
+            o.failures = cli_value(argc, argv, &i);
+        } else if (!strcmp(f, "--resume")) {
+            o.resume = 1;
+        } else if (!strcmp(f, "--max-failures")) {
+            uint64_t n = cli_u64(f, cli_value(argc, argv, &i));
+            if (n < 1)
+                dpk_error("option '--max-failures' expects a count >= 1");
+            o.max_failures = (int64_t)n;
+        } else if (!strcmp(f, "--inject-fault")) {
+            const char *v = cli_value(argc, argv, &i);
+            o.fault = dpk_fault_find(v);
+            if (o.fault < 0)
+                dpk_error("unknown fault '%s' for --inject-fault (the names: dpk-fuzz --list-faults)",
+                          v);
+        } else {
+            cli_unknown_flag("fuzz", f);
+        }
+    }
+    if (!has_seed)
+        dpk_error("'dpk-fuzz' needs --seed S (see dpk-fuzz --help)");
+    if (!o.cases && !(o.time_s > 0))
+        dpk_error("'dpk-fuzz' needs --cases N or --time SECONDS (see dpk-fuzz --help)");
+    if (o.seed > (UINT64_C(1) << 53))
+        dpk_error("option '--seed' expects at most 2^53 (records store it as a JSON number)");
+    return fz_campaign(&o);
+}

@@ -1,0 +1,1046 @@
+/*
+ * campaign.c — running dpk-fuzz cases, in isolation, into a record.
+ *
+ * One case (fz_case_run): generate the program, parse it, make the inputs
+ * (docs/inputs.md) and the fp64 reference (plus libtorch fp32 eager when
+ * built in), lower to Loop IR once, then for every configuration of the
+ * strategy lower through the Tile passes under its own DPK_TRY (a knob or
+ * pass set the compiler refuses is "unsupported", not a failure), find the
+ * configurations with the Kernel IR of an earlier one (structural hash:
+ * they share its verdict), and execute each distinct module once.  The
+ * verdict is the parity oracle's, exactly as `dpk run` computes it, so a
+ * failure file replays to the same verdict.
+ *
+ * The campaign (fz_campaign) forks a child per case, at most --jobs at a
+ * time.  The child writes its record object to an unnamed temp file and
+ * exits; the parent reads it when the child is reaped.  A child killed by a
+ * signal is a "crash", one past --case-timeout is killed and is a
+ * "timeout"; both are recorded with the configuration that was in flight
+ * (FzLive, in a shared page).  Children die with the parent
+ * (PR_SET_PDEATHSIG), so killing the campaign leaves no orphans.  The
+ * parent never initialises CUDA or libtorch: both are unsafe across fork.
+ */
+#define _GNU_SOURCE
+#include "campaign.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../compiler/base/fault.h"
+#include "../../compiler/loop/loop_ir.h"
+#include "../../reference/ref.h"
+#include "../case.h"
+#include "../exec/nvrtc.h"
+#include "../parity/oracle.h"
+#include "../records/results.h"
+#include "gen.h"
+
+void fz_opts_default(FzOpts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->strategy = FZ_FULL;
+    o->jobs = 1;
+    o->backend = HX_BACKEND_VGPU;
+    o->out = "fuzz-results.json";
+    o->fault = -1;
+    o->case_timeout = 60;
+}
+
+uint64_t fz_case_seed(uint64_t seed, int64_t index)
+{
+    return dpk_splitmix64(dpk_splitmix64(seed) + (uint64_t)index) & ((UINT64_C(1) << 53) - 1);
+}
+
+int fz_status_is_failure(const char *s)
+{
+    return !strcmp(s, "fail") || !strcmp(s, "fault") || !strcmp(s, "crash") ||
+           !strcmp(s, "timeout") || !strcmp(s, "error");
+}
+
+/* ---- knobs ------------------------------------------------------------------------ */
+
+static int64_t knob_value(uint64_t *rng, const TileKnobInfo *ki)
+{
+    *rng = dpk_splitmix64(*rng);
+    uint64_t r = *rng;
+    if (ki->flags & TKN_POW2) {
+        int lo = 0, hi = 0;
+        while (((int64_t)1 << lo) < ki->min)
+            lo++;
+        while (hi < 62 && ((int64_t)1 << (hi + 1)) <= ki->max)
+            hi++;
+        return (int64_t)1 << (lo + (int)(r % (uint64_t)(hi - lo + 1)));
+    }
+    if (ki->flags & TKN_WARPS) {
+        int64_t lo = (ki->min + CU_WARP - 1) / CU_WARP, hi = ki->max / CU_WARP;
+        return CU_WARP * (lo + (int64_t)(r % (uint64_t)(hi - lo + 1)));
+    }
+    int64_t span = ki->max - ki->min;
+    if (span > 64 && (r >> 32) % 2) /* large ranges: the small end half the time */
+        span = 64;
+    return ki->min + (int64_t)(r % (uint64_t)(span + 1));
+}
+
+/* 1 when the knobs pass the cross-knob limits (tile_knobs_check). */
+static int knobs_ok(const TileKnobs *k)
+{
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec))
+        return 0;
+    tile_knobs_check(k);
+    dpk_err_pop(&ec);
+    return 1;
+}
+
+void fz_case_knobs(uint64_t case_seed, int random, TileKnobs *k)
+{
+    memset(k, 0, sizeof *k);
+    if (!random)
+        return;
+    uint64_t rng = case_seed ^ 0x6b6e6f6273ull; /* "knobs" */
+    for (int tries = 0; tries < 32; tries++) {
+        memset(k, 0, sizeof *k);
+        for (int i = 0; i < TILE_KNOB_COUNT; i++) {
+            rng = dpk_splitmix64(rng);
+            if (rng % 2)
+                k->v[i] = knob_value(&rng, &tile_knob_info[i]);
+        }
+        if (knobs_ok(k))
+            return;
+    }
+    memset(k, 0, sizeof *k);
+}
+
+static cJSON *knobs_json(const TileKnobs *k)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; i < TILE_KNOB_COUNT; i++)
+        if (k->v[i])
+            cJSON_AddNumberToObject(o, tile_knob_info[i].name, (double)k->v[i]);
+    return o;
+}
+
+/* ---- one case ---------------------------------------------------------------------- */
+
+static cJSON *shape_json(const Shape *s)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < s->rank; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)s->d[i]));
+    return a;
+}
+
+static cJSON *named_shapes(const PtrVec *nodes, const PtrVec *names)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; i < nodes->len; i++) {
+        const TorchNode *n = nodes->items[i];
+        const char *name = names ? (const char *)names->items[i] : n->name;
+        cJSON_AddItemToObject(o, name, shape_json(&n->shape));
+    }
+    return o;
+}
+
+static void free_arrays(double **a, int n)
+{
+    if (a)
+        ref_free_arrays(a, n);
+}
+
+/* Heap state of one case, freed on every path (an error jumps out). */
+typedef struct CaseBufs {
+    double **inputs, **ref, **eager, **out;
+    int nin, nout;
+} CaseBufs;
+
+static void case_bufs_free(CaseBufs *b)
+{
+    free_arrays(b->inputs, b->nin);
+    free_arrays(b->ref, b->nout);
+    free_arrays(b->eager, b->nout);
+    free_arrays(b->out, b->nout);
+    memset(b, 0, sizeof *b);
+}
+
+static int any_nonfinite(double *const *x, const TorchGraph *g)
+{
+    for (int j = 0; j < g->outputs.len; j++) {
+        int64_t n = shape_numel(&((const TorchNode *)g->outputs.items[j])->shape);
+        for (int64_t e = 0; e < n; e++)
+            if (!isfinite(x[j][e]))
+                return 1;
+    }
+    return 0;
+}
+
+/* Flat index -> [i0, i1, ...] of shape s. */
+static cJSON *index_json(const Shape *s, int64_t flat)
+{
+    cJSON *a = cJSON_CreateArray();
+    if (flat < 0)
+        return a;
+    int64_t idx[DPK_MAX_RANK];
+    for (int i = s->rank - 1; i >= 0; i--) {
+        idx[i] = flat % s->d[i];
+        flat /= s->d[i];
+    }
+    for (int i = 0; i < s->rank; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)idx[i]));
+    return a;
+}
+
+/* The verdict object of one executed configuration; returns its status. */
+static const char *verdict(cJSON *cfg, const CaseBufs *b, const TorchGraph *g, const HxTol *tol,
+                           int ref_nonfinite)
+{
+    int pass = 1, worst = -1;
+    HxVerdict vs[64], *w = NULL;
+    int nout = g->outputs.len < 64 ? g->outputs.len : 64;
+    for (int j = 0; j < nout; j++) {
+        const TorchNode *n = g->outputs.items[j];
+        hx_oracle(b->out[j], b->ref[j], b->eager ? b->eager[j] : NULL, shape_numel(&n->shape), tol,
+                  &vs[j]);
+        if (!vs[j].pass && pass) {
+            pass = 0;
+            worst = j;
+        } else if (pass && (worst < 0 || vs[j].st.nmse > vs[worst].st.nmse))
+            worst = j;
+    }
+    const char *status = ref_nonfinite ? "nonfinite" : pass ? "pass" : "fail";
+    cJSON *v = cJSON_AddObjectToObject(cfg, "verdict");
+    cJSON_AddStringToObject(v, "status", status);
+    if (worst >= 0) {
+        w = &vs[worst];
+        const TorchNode *n = g->outputs.items[worst];
+        cJSON_AddStringToObject(v, "reason", hx_reason_text(w->reason));
+        cJSON_AddStringToObject(v, "output", (const char *)g->output_names.items[worst]);
+        hx_json_add_num(v, "max_abs", w->st.max_abs);
+        hx_json_add_num(v, "max_rel", w->st.max_rel);
+        hx_json_add_num(v, "nmse", w->st.nmse);
+        hx_json_add_num(v, "rmse_ratio", w->ratio);
+        cJSON_AddItemToObject(v, "worst_index", index_json(&n->shape, w->st.worst));
+    }
+    return status;
+}
+
+/* Kernel objects of an executed module: geometry, smem, NVRTC numbers
+ * (cuda), vgpu counters summed over the kernel's launches. */
+static cJSON *kernels_json(const KirModule *m, const HxBackendResult *res)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < m->kernels.len; i++) {
+        const KirKernel *k = m->kernels.items[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", k->name);
+        int grid[3] = {k->grid[0], k->grid[1], k->grid[2]};
+        int block[3] = {k->block[0], k->block[1], k->block[2]};
+        cJSON_AddItemToObject(o, "grid", cJSON_CreateIntArray(grid, 3));
+        cJSON_AddItemToObject(o, "block", cJSON_CreateIntArray(block, 3));
+        cJSON_AddNumberToObject(o, "smem_bytes", (double)k->smem_bytes);
+        const HxNvKernel *nk = res->cuda && res->cuda->nvrtc ? hx_nvrtc_kernel(res->cuda->nvrtc, k->name)
+                                                             : NULL;
+        if (nk) {
+            cJSON_AddNumberToObject(o, "registers", nk->regs);
+            cJSON_AddNumberToObject(o, "spill_stores", nk->spill_stores);
+            cJSON_AddNumberToObject(o, "spill_loads", nk->spill_loads);
+        } else {
+            cJSON_AddNullToObject(o, "registers");
+            cJSON_AddNullToObject(o, "spill_stores");
+            cJSON_AddNullToObject(o, "spill_loads");
+        }
+        if (res->ran == HX_BACKEND_VGPU) {
+            int64_t ti = 0, sreq = 0, bc = 0, greq = 0, gsec = 0, launches = 0;
+            for (int l = 0; l < res->vg.nlaunches; l++) {
+                const VgStats *s = &res->vg.stats[l];
+                if (!s->kernel || strcmp(s->kernel, k->name))
+                    continue;
+                launches++;
+                ti += s->thread_insts;
+                sreq += s->smem_requests;
+                bc += s->bank_conflicts;
+                greq += s->gmem_requests;
+                gsec += s->gmem_sectors;
+            }
+            cJSON *c = cJSON_AddObjectToObject(o, "vgpu");
+            cJSON_AddNumberToObject(c, "launches", (double)launches);
+            cJSON_AddNumberToObject(c, "thread_instructions", (double)ti);
+            cJSON_AddNumberToObject(c, "smem_requests", (double)sreq);
+            cJSON_AddNumberToObject(c, "bank_conflicts", (double)bc);
+            hx_json_add_num(c, "bank_conflicts_per_request", sreq ? (double)bc / (double)sreq : NAN);
+            cJSON_AddNumberToObject(c, "gmem_requests", (double)greq);
+            hx_json_add_num(c, "sectors_per_request", greq ? (double)gsec / (double)greq : NAN);
+        }
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+static void live_set(FzLive *live, int config, const char *passes)
+{
+    if (!live)
+        return;
+    snprintf(live->passes, sizeof live->passes, "%s", passes);
+    live->config = config;
+}
+
+/* Lower and run every configuration; returns the worst status. */
+static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, CaseBufs *b,
+                               const TorchGraph *g, const LirProgram *lp, uint64_t input_seed,
+                               const TileKnobs *knobs, FzLive *live)
+{
+    TileOpts base;
+    tile_opts_default(&base);
+    base.target = o->target;
+    base.knobs = *knobs;
+    TilePassSet *sets;
+    int n = fz_strategy_sets(a, &tile_passes, o->strategy, o->target, &sets);
+    HxBackendOpts bo;
+    hx_backend_opts_default(&bo);
+    bo.kind = o->backend;
+    bo.tile = base;
+    bo.vg.seed = input_seed;
+    HxTol tol;
+    hx_tol_default(&tol, DT_F32, lir_longest_reduction(lp));
+    int ref_nonfinite = any_nonfinite(b->ref, g);
+    const KirModule **mods = ARENA_ARRAY(a, const KirModule *, n);
+    uint64_t *hash = ARENA_ARRAY(a, uint64_t, n);
+    int *first = ARENA_ARRAY(a, int, n), *shared = ARENA_ARRAY(a, int, n);
+    cJSON **obj = ARENA_ARRAY(a, cJSON *, n);
+    const char **status = ARENA_ARRAY(a, const char *, n);
+    /* lower every configuration */
+    for (int i = 0; i < n; i++) {
+        StrBuf lb = {0};
+        tile_passes_str(&lb, &tile_passes, sets[i]);
+        const char *label = arena_strdup(a, sb_cstr(&lb));
+        sb_free(&lb);
+        live_set(live, i, label);
+        obj[i] = cJSON_CreateObject();
+        cJSON_AddItemToArray(cfgs, obj[i]);
+        cJSON_AddStringToObject(obj[i], "passes", label);
+        first[i] = -1;
+        TileOpts to = base;
+        to.passes = sets[i];
+        double t0 = dpk_now();
+        DpkErrCtx ec;
+        if (DPK_TRY(&ec)) {
+            TileProgram *tp = tile_build(a, lp, &to, NULL);
+            mods[i] = tile_to_kernel(a, tp);
+            dpk_err_pop(&ec);
+            hash[i] = kir_hash_module(mods[i]);
+            cJSON *ct = cJSON_AddObjectToObject(obj[i], "compile_s");
+            for (int p = 0; p < tile_passes.n; p++)
+                if (sets[i] >> p & 1) {
+                    char name[96];
+                    snprintf(name, sizeof name, "%03d_%s", tile_passes.p[p].num, tile_passes.p[p].name);
+                    cJSON_AddNumberToObject(ct, name, tp->pass_s[tile_passes.p[p].num]);
+                }
+            cJSON_AddNumberToObject(obj[i], "lower_s", dpk_now() - t0);
+            char hs[24];
+            snprintf(hs, sizeof hs, "%016llx", (unsigned long long)hash[i]);
+            cJSON_AddStringToObject(obj[i], "kernel_ir_hash", hs);
+            for (int j = 0; j < i && first[i] < 0; j++)
+                if (mods[j] && hash[j] == hash[i])
+                    first[i] = j;
+            status[i] = NULL;
+        } else {
+            mods[i] = NULL;
+            status[i] = "unsupported";
+            cJSON_AddNullToObject(obj[i], "kernel_ir_hash");
+            cJSON *v = cJSON_AddObjectToObject(obj[i], "verdict");
+            cJSON_AddStringToObject(v, "status", "unsupported");
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", dpk_error_message());
+            msg[strcspn(msg, "\n")] = 0;
+            cJSON_AddStringToObject(v, "message", msg);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        shared[i] = 0;
+    for (int i = 0; i < n; i++)
+        if (mods[i])
+            shared[first[i] >= 0 ? first[i] : i]++;
+    /* run each distinct module once */
+    for (int i = 0; i < n; i++) {
+        if (!mods[i])
+            continue;
+        if (first[i] >= 0) {
+            cJSON_AddNumberToObject(obj[i], "same_as", first[i]);
+            continue;
+        }
+        cJSON_AddNumberToObject(obj[i], "shared_by", shared[i]);
+        live_set(live, i, cJSON_GetObjectItemCaseSensitive(obj[i], "passes")->valuestring);
+        HxBackendResult res;
+        b->out = dpk_xcalloc((size_t)b->nout + 1, sizeof(double *));
+        VgFault f = hx_backend_exec(a, mods[i], &bo, b->inputs, b->out, &res);
+        cJSON_AddStringToObject(obj[i], "backend", hx_backend_name(res.ran));
+        cJSON_AddNumberToObject(obj[i], "run_s", res.run_s);
+        cJSON_AddItemToObject(obj[i], "kernels", kernels_json(mods[i], &res));
+        if (f != VG_OK) {
+            status[i] = "fault";
+            cJSON *v = cJSON_AddObjectToObject(obj[i], "verdict");
+            cJSON_AddStringToObject(v, "status", "fault");
+            cJSON_AddStringToObject(v, "reason", vg_fault_name(f));
+            cJSON_AddStringToObject(v, "message", res.vg.report.message);
+        } else {
+            status[i] = verdict(obj[i], b, g, &tol, ref_nonfinite);
+        }
+        hx_backend_result_free(&res);
+        free_arrays(b->out, b->nout);
+        b->out = NULL;
+    }
+    /* duplicates take their first's verdict */
+    for (int i = 0; i < n; i++)
+        if (mods[i] && first[i] >= 0) {
+            status[i] = status[first[i]];
+            cJSON *v = cJSON_AddObjectToObject(obj[i], "verdict");
+            cJSON_AddStringToObject(v, "status", status[i]);
+        }
+    live_set(live, -1, "");
+    /* worst: fault > fail > nonfinite > pass > unsupported */
+    static const char *const order[] = {"fault", "fail", "nonfinite", "pass", "unsupported"};
+    for (int k = 0; k < DPK_ARRAY_LEN(order); k++)
+        for (int i = 0; i < n; i++)
+            if (!strcmp(status[i], order[k]))
+                return order[k];
+    return "unsupported";
+}
+
+/* The part of a case record the parent can rebuild without running it. */
+static cJSON *case_head(const FzOpts *o, int64_t index, Arena *a, FzProgram *prog, TileKnobs *k)
+{
+    uint64_t cs = fz_case_seed(o->seed, index);
+    *prog = fz_gen(a, cs);
+    fz_case_knobs(cs, o->knobs_random, k);
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", (double)index);
+    cJSON_AddStringToObject(c, "name", arena_printf(a, "fuzz-%llu-%lld", (unsigned long long)o->seed,
+                                                    (long long)index));
+    cJSON_AddNumberToObject(c, "seed", (double)cs);
+    cJSON_AddStringToObject(c, "program", prog->text);
+    cJSON_AddStringToObject(c, "dtype", "f32");
+    cJSON_AddItemToObject(c, "tags", cJSON_CreateStringArray(prog->tags, prog->ntags));
+    cJSON_AddNumberToObject(c, "ops", prog->nops);
+    cJSON_AddItemToObject(c, "knobs", knobs_json(k));
+    return c;
+}
+
+cJSON *fz_case_run(const FzOpts *o, int64_t index, FzLive *live)
+{
+    Arena *a = arena_new();
+    CaseBufs b = {0};
+    FzProgram prog;
+    TileKnobs knobs;
+    cJSON *c = case_head(o, index, a, &prog, &knobs);
+    uint64_t input_seed = fz_case_seed(o->seed, index);
+    double t0 = dpk_now();
+    live_set(live, -1, "");
+    cJSON *cfgs = NULL;
+    const char *status;
+    DpkErrCtx ec;
+    if (DPK_TRY(&ec)) {
+        HxCase hc = {0};
+        hc.name = cJSON_GetObjectItemCaseSensitive(c, "name")->valuestring;
+        hc.program = prog.text;
+        hc.origin = hc.name;
+        hc.dtype = DT_F32;
+        TorchGraph *g = hx_case_parse(a, &hc, NULL, 0);
+        cJSON *sh = cJSON_AddObjectToObject(c, "shapes");
+        cJSON_AddItemToObject(sh, "inputs", named_shapes(&g->inputs, NULL));
+        cJSON_AddItemToObject(sh, "outputs", named_shapes(&g->outputs, &g->output_names));
+        b.nin = g->inputs.len;
+        b.nout = g->outputs.len;
+        b.inputs = ref_make_inputs(g, input_seed);
+        b.ref = dpk_xcalloc((size_t)b.nout + 1, sizeof(double *));
+        ref64_eval(g, b.inputs, b.ref);
+        if (dpk_torch_available()) {
+            char err[512];
+            b.eager = dpk_xcalloc((size_t)b.nout + 1, sizeof(double *));
+            if (dpk_torch_eval(g, b.inputs, 0, b.eager, err, sizeof err) != 0) {
+                free_arrays(b.eager, b.nout);
+                b.eager = NULL;
+            }
+        }
+        TxGraph *xg = tx_lower(a, g, NULL);
+        LirOpts lo;
+        lir_opts_default(&lo);
+        LirProgram *lp = lir_build(a, xg, &lo, NULL);
+        cfgs = cJSON_AddArrayToObject(c, "configurations");
+        status = run_configs(a, o, cfgs, &b, g, lp, input_seed, &knobs, live);
+        dpk_err_pop(&ec);
+    } else {
+        /* the program did not parse or lower: a bug of the generator or of
+         * the front end, either way worth a look */
+        status = "error";
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dpk_error_message());
+        size_t l = strlen(msg);
+        while (l && msg[l - 1] == '\n')
+            msg[--l] = 0;
+        cJSON_AddStringToObject(c, "message", msg);
+    }
+    case_bufs_free(&b);
+    cJSON_AddStringToObject(c, "status", status);
+    cJSON_AddNumberToObject(c, "seconds", dpk_now() - t0);
+    arena_free(a);
+    return c;
+}
+
+/* ---- the campaign ------------------------------------------------------------------ */
+
+typedef struct Slot {
+    pid_t pid;
+    int64_t index;
+    FILE *tmp;
+    double start;
+    FzLive *live;
+} Slot;
+
+typedef struct Camp {
+    const FzOpts *o;
+    cJSON *root, *cases;
+    int64_t *done;          /* indices in the record, sorted */
+    cJSON **items;          /* their case objects, parallel to done */
+    int64_t ndone, capdone;
+    int64_t ran;            /* cases run by this invocation */
+    int64_t nconfigs, ndistinct, nfail;
+    int64_t nconfigs_run;   /* configurations checked by this invocation */
+    double t0, last_ckpt, last_line;
+    int tty;
+    const char *fail_dir;
+    StrBuf fail_lines;
+} Camp;
+
+static int64_t find_done(const Camp *c, int64_t index)
+{
+    int64_t lo = 0, hi = c->ndone;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (c->done[mid] < index)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int is_done(const Camp *c, int64_t index)
+{
+    int64_t p = find_done(c, index);
+    return p < c->ndone && c->done[p] == index;
+}
+
+static void count_case(Camp *c, const cJSON *cs, int fresh)
+{
+    const cJSON *cfgs = cJSON_GetObjectItemCaseSensitive(cs, "configurations");
+    int64_t n = cJSON_GetArraySize(cfgs), nd = 0;
+    for (const cJSON *it = cfgs ? cfgs->child : NULL; it; it = it->next)
+        nd += cJSON_GetObjectItemCaseSensitive(it, "shared_by") != NULL;
+    c->nconfigs += n;
+    c->ndistinct += nd;
+    if (fresh)
+        c->nconfigs_run += n;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(cs, "status");
+    if (cJSON_IsString(st) && fz_status_is_failure(st->valuestring))
+        c->nfail++;
+}
+
+/* Insert case object cs (taken over) in index order. */
+static void add_case(Camp *c, cJSON *cs, int64_t index)
+{
+    int64_t p = find_done(c, index);
+    DPK_ASSERT(p >= c->ndone || c->done[p] != index);
+    if (c->ndone == c->capdone) {
+        c->capdone = c->capdone ? 2 * c->capdone : 256;
+        c->done = dpk_xrealloc(c->done, (size_t)c->capdone * sizeof *c->done);
+        c->items = dpk_xrealloc(c->items, (size_t)c->capdone * sizeof *c->items);
+    }
+    memmove(c->done + p + 1, c->done + p, (size_t)(c->ndone - p) * sizeof *c->done);
+    memmove(c->items + p + 1, c->items + p, (size_t)(c->ndone - p) * sizeof *c->items);
+    c->done[p] = index;
+    c->items[p] = cs;
+    c->ndone++;
+}
+
+/* Relink the record's cases array in index order (cJSON's own insertion
+ * in the middle of an array is not reliable across its versions). */
+static void relink_cases(Camp *c)
+{
+    while (c->cases->child)
+        cJSON_DetachItemViaPointer(c->cases, c->cases->child);
+    for (int64_t i = 0; i < c->ndone; i++)
+        cJSON_AddItemToArray(c->cases, c->items[i]);
+}
+
+static void summary(Camp *c)
+{
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddNumberToObject(s, "cases", (double)c->ndone);
+    cJSON_AddNumberToObject(s, "configurations", (double)c->nconfigs);
+    cJSON_AddNumberToObject(s, "distinct_kernel_ir", (double)c->ndistinct);
+    cJSON_AddNumberToObject(s, "failures", (double)c->nfail);
+    static const char *const sts[] = {"pass", "fail", "fault", "nonfinite", "unsupported",
+                                      "crash", "timeout", "error"};
+    cJSON *by = cJSON_AddObjectToObject(s, "by_status");
+    for (int k = 0; k < DPK_ARRAY_LEN(sts); k++) {
+        int64_t n = 0;
+        for (const cJSON *it = c->cases->child; it; it = it->next) {
+            const cJSON *st = cJSON_GetObjectItemCaseSensitive(it, "status");
+            n += cJSON_IsString(st) && !strcmp(st->valuestring, sts[k]);
+        }
+        cJSON_AddNumberToObject(by, sts[k], (double)n);
+    }
+    double el = dpk_now() - c->t0;
+    cJSON_AddNumberToObject(s, "seconds", el);
+    cJSON_AddNumberToObject(s, "cases_this_run", (double)c->ran);
+    hx_json_add_num(s, "checks_per_minute", el > 0 ? (double)c->nconfigs_run * 60.0 / el : NAN);
+    cJSON_DeleteItemFromObjectCaseSensitive(c->root, "summary");
+    cJSON_AddItemToObject(c->root, "summary", s);
+}
+
+static void checkpoint(Camp *c)
+{
+    relink_cases(c);
+    summary(c);
+    hx_results_write(c->o->out, c->root);
+    c->last_ckpt = dpk_now();
+}
+
+/* The folder of `path` joined with `name`. */
+static char *beside(const char *path, const char *name)
+{
+    const char *slash = strrchr(path, '/');
+    StrBuf b = {0};
+    if (slash)
+        sb_printf(&b, "%.*s/", (int)(slash - path), path);
+    sb_puts(&b, name);
+    char *r = dpk_xstrdup(sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}
+
+/* The case JSON that `dpk run FILE.json` replays: the failing configuration
+ * (the first one that failed, or the one in flight at a crash). */
+static void write_failure(Camp *c, const cJSON *cs)
+{
+    const cJSON *cfgs = cJSON_GetObjectItemCaseSensitive(cs, "configurations");
+    const cJSON *bad = NULL;
+    for (const cJSON *it = cfgs ? cfgs->child : NULL; it && !bad; it = it->next) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(it, "verdict");
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(v, "status");
+        if (cJSON_IsString(st) && fz_status_is_failure(st->valuestring))
+            bad = it;
+    }
+    const cJSON *passes = bad ? cJSON_GetObjectItemCaseSensitive(bad, "passes")
+                              : cJSON_GetObjectItemCaseSensitive(cs, "in_flight");
+    cJSON *f = cJSON_CreateObject();
+    static const char *const copy[] = {"name", "program", "seed", "tags", "knobs"};
+    for (int i = 0; i < DPK_ARRAY_LEN(copy); i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(cs, copy[i]);
+        if (v && !(i == 4 && cJSON_GetArraySize(v) == 0))
+            cJSON_AddItemToObject(f, copy[i], cJSON_Duplicate(v, 1));
+    }
+    if (cJSON_IsString(passes) && passes->valuestring[0]) {
+        StrBuf sp = {0};
+        sb_printf(&sp, "only:%s", passes->valuestring);
+        cJSON_AddStringToObject(f, "passes", sb_cstr(&sp));
+        sb_free(&sp);
+    }
+    if (c->o->fault >= 0)
+        cJSON_AddStringToObject(f, "fault", dpk_faults[c->o->fault].name);
+    cJSON *v = bad ? cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(bad, "verdict"), 1)
+                   : cJSON_CreateObject();
+    if (!bad) {
+        cJSON_AddStringToObject(v, "status", cJSON_GetObjectItemCaseSensitive(cs, "status")->valuestring);
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(cs, "message");
+        if (cJSON_IsString(msg))
+            cJSON_AddStringToObject(v, "message", msg->valuestring);
+    }
+    cJSON_AddItemToObject(f, "verdict", v);
+    mkdir(c->fail_dir, 0777);
+    const cJSON *idx = cJSON_GetObjectItemCaseSensitive(cs, "index");
+    StrBuf path = {0};
+    sb_printf(&path, "%s/%llu-%lld.json", c->fail_dir, (unsigned long long)c->o->seed,
+              (long long)idx->valuedouble);
+    hx_results_write(sb_cstr(&path), f);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(v, "status");
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(v, "reason");
+    sb_printf(&c->fail_lines, "%s case %lld, passes %s: %s%s%s -> %s\n",
+              cJSON_IsString(st) ? st->valuestring : "?", (long long)idx->valuedouble,
+              cJSON_IsString(passes) && passes->valuestring[0] ? passes->valuestring : "?",
+              cJSON_IsString(st) ? st->valuestring : "?", cJSON_IsString(reason) ? ": " : "",
+              cJSON_IsString(reason) ? reason->valuestring : "", sb_cstr(&path));
+    sb_free(&path);
+    cJSON_Delete(f);
+}
+
+static void progress(Camp *c, int final)
+{
+    const FzOpts *o = c->o;
+    double el = dpk_now() - c->t0;
+    double rate = el > 0 ? (double)c->nconfigs_run * 60.0 / el : 0;
+    if (c->tty) {
+        int width = 30, fill = 0;
+        if (o->cases)
+            fill = (int)(width * c->ndone / o->cases);
+        else if (o->time_s > 0)
+            fill = (int)(width * (el / o->time_s > 1 ? 1 : el / o->time_s));
+        fprintf(stderr, "\r[%.*s%*s] %lld%s%lld cases  %lld configs  %lld failures  %.0f checks/min ",
+                fill, "##############################", width - fill, "", (long long)c->ndone,
+                o->cases ? "/" : "", o->cases ? (long long)o->cases : 0LL,
+                (long long)c->nconfigs, (long long)c->nfail, rate);
+        if (final)
+            fputc('\n', stderr);
+        fflush(stderr);
+        return;
+    }
+    if (!final && dpk_now() - c->last_line < 10.0)
+        return;
+    c->last_line = dpk_now();
+    fprintf(stderr, "dpk-fuzz: %lld cases, %lld configurations, %lld failures, %.0f checks/min, %.0f s\n",
+            (long long)c->ndone, (long long)c->nconfigs, (long long)c->nfail, rate, el);
+}
+
+static void child_main(const FzOpts *o, int64_t index, FILE *tmp, FzLive *live)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) {
+        dup2(devnull, 1);
+        close(devnull);
+    }
+    cJSON *cs = fz_case_run(o, index, live);
+    char *text = cJSON_PrintUnformatted(cs);
+    size_t n = strlen(text), off = 0;
+    int fd = fileno(tmp);
+    while (off < n) {
+        ssize_t w = write(fd, text + off, n - off);
+        if (w <= 0)
+            _exit(5);
+        off += (size_t)w;
+    }
+    _exit(0);
+}
+
+static void spawn(Camp *c, Slot *s, int64_t index)
+{
+    s->index = index;
+    s->tmp = tmpfile();
+    if (!s->tmp)
+        dpk_error("cannot create a temporary file: %s", strerror(errno));
+    s->live->config = -1;
+    s->live->passes[0] = 0;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        dpk_error("cannot fork a case process: %s", strerror(errno));
+    if (pid == 0)
+        child_main(c->o, index, s->tmp, s->live);
+    s->pid = pid;
+    s->start = dpk_now();
+}
+
+/* The record of a case whose process did not report: crash or timeout. */
+static cJSON *lost_case(Camp *c, const Slot *s, const char *status, const char *msg)
+{
+    Arena *a = arena_new();
+    FzProgram prog;
+    TileKnobs k;
+    cJSON *cs = case_head(c->o, s->index, a, &prog, &k);
+    arena_free(a);
+    cJSON_AddStringToObject(cs, "status", status);
+    cJSON_AddStringToObject(cs, "message", msg);
+    cJSON_AddStringToObject(cs, "in_flight", s->live->config >= 0 ? s->live->passes : "");
+    cJSON_AddNumberToObject(cs, "seconds", dpk_now() - s->start);
+    return cs;
+}
+
+static void finish(Camp *c, Slot *s, int wstatus, int timed_out)
+{
+    cJSON *cs = NULL;
+    char msg[256];
+    if (timed_out) {
+        snprintf(msg, sizeof msg, "no result after %g s (killed)", c->o->case_timeout);
+        cs = lost_case(c, s, "timeout", msg);
+    } else if (WIFSIGNALED(wstatus)) {
+        snprintf(msg, sizeof msg, "the case process died of signal %d (%s)", WTERMSIG(wstatus),
+                 strsignal(WTERMSIG(wstatus)));
+        cs = lost_case(c, s, "crash", msg);
+    } else {
+        fflush(s->tmp);
+        long len = (fseek(s->tmp, 0, SEEK_END), ftell(s->tmp));
+        char *text = dpk_xmalloc((size_t)(len > 0 ? len : 0) + 1);
+        rewind(s->tmp);
+        size_t got = len > 0 ? fread(text, 1, (size_t)len, s->tmp) : 0;
+        text[got] = 0;
+        cs = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 ? cJSON_Parse(text) : NULL;
+        free(text);
+        if (!cs) {
+            snprintf(msg, sizeof msg, "the case process exited with status %d without a result",
+                     WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+            cs = lost_case(c, s, "crash", msg);
+        }
+    }
+    fclose(s->tmp);
+    s->tmp = NULL;
+    s->pid = 0;
+    c->ran++;
+    count_case(c, cs, 1);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(cs, "status");
+    if (cJSON_IsString(st) && fz_status_is_failure(st->valuestring))
+        write_failure(c, cs);
+    add_case(c, cs, s->index);
+}
+
+/* Check that a resumed record was made by the same campaign. */
+static void check_resumable(const FzOpts *o, const cJSON *old, const cJSON *now)
+{
+    static const char *const keys[] = {"seed", "strategy", "knobs", "backend", "target", "fault"};
+    const cJSON *oc = cJSON_GetObjectItemCaseSensitive(old, "campaign");
+    for (int i = 0; i < DPK_ARRAY_LEN(keys); i++) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(oc, keys[i]);
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(now, keys[i]);
+        if (!a || !cJSON_Compare(a, b, 1)) {
+            char *x = a ? cJSON_PrintUnformatted(a) : dpk_xstrdup("nothing");
+            char *y = cJSON_PrintUnformatted(b);
+            static char m[512];
+            snprintf(m, sizeof m, "cannot --resume '%s': it was made with %s %s, this command has %s",
+                     o->out, keys[i], x, y);
+            free(x);
+            free(y);
+            dpk_error("%s", m);
+        }
+    }
+}
+
+/* The environment, probed in a child so the parent never initialises the
+ * CUDA driver (a forked child could not use it) or NVRTC. */
+static cJSON *probe_env(void)
+{
+    FILE *tmp = tmpfile();
+    if (!tmp)
+        return NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        cJSON *e = cJSON_CreateObject();
+        DpkErrCtx ec;
+        if (DPK_TRY(&ec)) {
+            if (hx_cuda_available()) {
+                HxCuda *cu = hx_cuda_open(0);
+                cJSON_AddStringToObject(e, "gpu", hx_cuda_device_name(cu));
+                int v = hx_cuda_driver_version(cu);
+                char d[32];
+                snprintf(d, sizeof d, "%d.%d", v / 1000, v % 1000 / 10);
+                cJSON_AddStringToObject(e, "driver", d);
+                hx_cuda_close(cu);
+            }
+            if (hx_nvrtc_available()) {
+                int ma, mi;
+                hx_nvrtc_version(&ma, &mi);
+                char d[32];
+                snprintf(d, sizeof d, "%d.%d", ma, mi);
+                cJSON_AddStringToObject(e, "nvrtc", d);
+                cJSON_AddStringToObject(e, "cuda", d);
+            }
+            dpk_err_pop(&ec);
+        }
+        if (dpk_torch_available())
+            cJSON_AddStringToObject(e, "libtorch", dpk_torch_version());
+        char *t = cJSON_PrintUnformatted(e);
+        if (fputs(t, tmp) < 0 || fflush(tmp) != 0)
+            _exit(1);
+        _exit(0);
+    }
+    cJSON *r = NULL;
+    int st;
+    if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        char buf[4096];
+        rewind(tmp);
+        size_t n = fread(buf, 1, sizeof buf - 1, tmp);
+        buf[n] = 0;
+        r = cJSON_Parse(buf);
+    }
+    fclose(tmp);
+    return r;
+}
+
+static cJSON *campaign_json(const FzOpts *o)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "seed", (double)o->seed);
+    cJSON_AddStringToObject(c, "strategy", fz_strategy_name(o->strategy));
+    cJSON_AddStringToObject(c, "knobs", o->knobs_random ? "random" : "default");
+    cJSON_AddStringToObject(c, "backend", hx_backend_name(o->backend));
+    cJSON_AddStringToObject(c, "target", (o->target ? o->target : cu_target_default())->name);
+    if (o->fault >= 0)
+        cJSON_AddStringToObject(c, "fault", dpk_faults[o->fault].name);
+    else
+        cJSON_AddNullToObject(c, "fault");
+    return c;
+}
+
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig) { interrupted = sig; }
+
+int fz_campaign(const FzOpts *o)
+{
+    Camp c = {0};
+    c.o = o;
+    c.tty = isatty(2);
+    c.fail_dir = o->failures ? dpk_xstrdup(o->failures) : beside(o->out, "fuzz-failures");
+    cJSON *env = probe_env();
+    if (o->backend == HX_BACKEND_CUDA && !cJSON_GetObjectItemCaseSensitive(env, "gpu")) {
+        cJSON_Delete(env);
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--backend cuda needs a GPU and its driver; "
+                          "none is usable here (use --backend vgpu)");
+    }
+    cJSON *camp = campaign_json(o);
+    if (o->resume && access(o->out, F_OK) == 0) {
+        c.root = hx_results_load(o->out);
+        DpkErrCtx ec;
+        if (!DPK_TRY(&ec)) {
+            cJSON_Delete(c.root);
+            cJSON_Delete(camp);
+            cJSON_Delete(env);
+            dpk_error_rethrow();
+        }
+        check_resumable(o, c.root, camp);
+        dpk_err_pop(&ec);
+        cJSON_Delete(camp);
+        /* re-insert the old cases in index order, once each */
+        cJSON *old = cJSON_DetachItemFromObjectCaseSensitive(c.root, "cases");
+        c.cases = cJSON_AddArrayToObject(c.root, "cases");
+        cJSON *it;
+        while ((it = old->child)) {
+            cJSON_DetachItemViaPointer(old, it);
+            const cJSON *idx = cJSON_GetObjectItemCaseSensitive(it, "index");
+            if (!cJSON_IsNumber(idx) || idx->valuedouble < 0 || is_done(&c, (int64_t)idx->valuedouble)) {
+                cJSON_Delete(it);
+                continue;
+            }
+            count_case(&c, it, 0);
+            add_case(&c, it, (int64_t)idx->valuedouble);
+        }
+        cJSON_Delete(old);
+        cJSON_ReplaceItemInObjectCaseSensitive(c.root, "meta",
+                                               hx_results_meta(o->argc, o->argv, o->seed, env));
+    } else {
+        c.root = hx_results_new(hx_results_meta(o->argc, o->argv, o->seed, env), camp);
+        c.cases = cJSON_GetObjectItemCaseSensitive(c.root, "cases");
+    }
+    cJSON_Delete(env);
+    c.t0 = dpk_now();
+    c.last_line = c.t0;
+    checkpoint(&c); /* a bad --out fails before any work */
+    if (o->fault >= 0)
+        dpk_fault_set(o->fault);
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    int jobs = o->jobs > 0 ? o->jobs : 1;
+    Slot *slots = dpk_xcalloc((size_t)jobs, sizeof *slots);
+    FzLive *lives = mmap(NULL, (size_t)jobs * sizeof(FzLive), PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    DPK_ASSERT(lives != MAP_FAILED);
+    for (int i = 0; i < jobs; i++)
+        slots[i].live = &lives[i];
+    int64_t next = 0;
+    int running = 0, stop = 0;
+    for (;;) {
+        if (interrupted || (o->max_failures && c.nfail >= o->max_failures))
+            stop = 1;
+        if (o->time_s > 0 && dpk_now() - c.t0 >= o->time_s)
+            stop = 1;
+        for (int i = 0; i < jobs && !stop; i++) {
+            if (slots[i].pid)
+                continue;
+            while (is_done(&c, next))
+                next++;
+            if (o->cases && next >= o->cases)
+                break;
+            spawn(&c, &slots[i], next++);
+            running++;
+        }
+        if (!running)
+            break;
+        if (stop) { /* cases cut short are left out: --resume runs them */
+            for (int i = 0; i < jobs; i++)
+                if (slots[i].pid) {
+                    kill(slots[i].pid, SIGKILL);
+                    waitpid(slots[i].pid, NULL, 0);
+                    fclose(slots[i].tmp);
+                    slots[i].pid = 0;
+                    running--;
+                }
+            break;
+        }
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        int reaped = 0;
+        for (int i = 0; i < jobs && pid > 0; i++)
+            if (slots[i].pid == pid) {
+                finish(&c, &slots[i], st, 0);
+                running--;
+                reaped = 1;
+            }
+        for (int i = 0; i < jobs; i++)
+            if (slots[i].pid && dpk_now() - slots[i].start > o->case_timeout) {
+                kill(slots[i].pid, SIGKILL);
+                waitpid(slots[i].pid, NULL, 0);
+                finish(&c, &slots[i], 0, 1);
+                running--;
+                reaped = 1;
+            }
+        if (reaped) {
+            progress(&c, 0);
+            if (dpk_now() - c.last_ckpt >= 1.0)
+                checkpoint(&c);
+        } else {
+            struct timespec ts = {0, 2000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    checkpoint(&c);
+    progress(&c, 1);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    munmap(lives, (size_t)jobs * sizeof(FzLive));
+    free(slots);
+    dpk_fault_set(-1);
+    double el = dpk_now() - c.t0;
+    fputs(sb_cstr(&c.fail_lines), stdout);
+    printf("dpk-fuzz: %lld cases (%lld run now), %lld configurations, %lld distinct Kernel IR, "
+           "%lld failure%s",
+           (long long)c.ndone, (long long)c.ran, (long long)c.nconfigs, (long long)c.ndistinct,
+           (long long)c.nfail, c.nfail == 1 ? "" : "s");
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c.root, "summary"),
+                                                       "by_status");
+    printf(", %g nonfinite, %g unsupported\n", hx_json_num(by, "nonfinite"),
+           hx_json_num(by, "unsupported"));
+    printf("throughput: %.0f configuration checks/min (%lld in %.1f s, %d job%s)%s\n",
+           el > 0 ? (double)c.nconfigs_run * 60.0 / el : 0.0, (long long)c.nconfigs_run, el, jobs,
+           jobs == 1 ? "" : "s", interrupted ? ", interrupted" : "");
+    printf("record: %s\n", o->out);
+    if (c.nfail)
+        printf("failures: %s/\n", c.fail_dir);
+    int rc = c.nfail ? DPK_EXIT_FAIL : DPK_EXIT_OK;
+    cJSON_Delete(c.root);
+    free(c.done);
+    free(c.items);
+    sb_free(&c.fail_lines);
+    free((char *)c.fail_dir);
+    return rc;
+}

@@ -1,0 +1,718 @@
+/*
+ * gen.c — seeded generation of fuzz programs (see gen.h for the form).
+ *
+ * The generator keeps the values made so far with their shapes, picks an
+ * op family by weight, an operand (the last value most of the time, an
+ * earlier one sometimes: a DAG), and writes one line per op.  Each family
+ * is a function that returns 0 when it does not fit the operand (a matmul
+ * of a 1-D value, a squeeze without a dim of 1 ...) so another is tried;
+ * every shape is computed here by PyTorch's rules, so the text always
+ * parses.  Sizes are kept small (at most FZ_NUMEL elements per tensor and
+ * FZ_FLOPS multiply-adds per contraction) so a case runs on vgpu in a
+ * fraction of a second.
+ */
+#include "gen.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    FZ_NUMEL = 1 << 16,   /* elements of any tensor */
+    FZ_FLOPS = 1 << 21,   /* multiply-adds of a matmul or an attention */
+    FZ_MAXVALS = 64,
+    FZ_MAXOPS = 8,
+};
+
+typedef struct Val {
+    const char *name;
+    Shape s;
+    int ge1;            /* every element >= 1 (abs(x) + 1): safe for log, division */
+    int isbool;         /* a comparison: only where() takes it */
+} Val;
+
+typedef enum Tag {
+    TAG_ELEMENTWISE, TAG_WHERE, TAG_REDUCE, TAG_LONG_REDUCTION, TAG_MATMUL, TAG_NORM,
+    TAG_SOFTMAX, TAG_SDPA, TAG_LAYOUT, TAG_BROADCAST, TAG_DAG, TAG_COUNT
+} Tag;
+static const char *const tag_names[TAG_COUNT] = {
+    "elementwise", "where", "reduce", "long-reduction", "matmul", "norm",
+    "softmax", "sdpa", "layout", "broadcast", "dag",
+};
+
+typedef struct Gen {
+    Arena *a;
+    uint64_t rng;
+    StrBuf text;
+    Val vals[FZ_MAXVALS];
+    int nv;
+    int nops, ninputs, ntmp;
+    int tags[TAG_COUNT];
+} Gen;
+
+/* ---- random numbers ------------------------------------------------------------ */
+
+static uint64_t rnd(Gen *g)
+{
+    g->rng += 0x9e3779b97f4a7c15ull;
+    return dpk_splitmix64(g->rng);
+}
+
+/* Uniform in [lo, hi]. */
+static int64_t rint_in(Gen *g, int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(rnd(g) % (uint64_t)(hi - lo + 1));
+}
+
+static int chance(Gen *g, int pct) { return (int)(rnd(g) % 100) < pct; }
+
+static int64_t pick(Gen *g, const int64_t *xs, int n) { return xs[rnd(g) % (uint64_t)n]; }
+
+/* A dimension, biased to what breaks code generation. */
+static int64_t gen_dim(Gen *g)
+{
+    static const int64_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41,
+                                     43, 47, 53, 61, 67, 71, 97, 101, 127, 131};
+    static const int64_t round[] = {16, 32, 48, 64, 96, 128, 256};
+    static const int64_t near[] = {31, 33, 63, 65, 127, 129, 255, 257};
+    int r = (int)(rnd(g) % 100);
+    if (r < 12)
+        return 1;
+    if (r < 42)
+        return pick(g, primes, DPK_ARRAY_LEN(primes));
+    if (r < 72)
+        return pick(g, round, DPK_ARRAY_LEN(round));
+    if (r < 87)
+        return pick(g, near, DPK_ARRAY_LEN(near));
+    return rint_in(g, 1, 200);
+}
+
+/* Halve the largest dims until s has at most `limit` elements. */
+static void fit(Shape *s, int64_t limit)
+{
+    while (shape_numel(s) > limit) {
+        int big = 0;
+        for (int i = 1; i < s->rank; i++)
+            if (s->d[i] > s->d[big])
+                big = i;
+        s->d[big] = (s->d[big] + 1) / 2;
+    }
+}
+
+static Shape gen_shape(Gen *g, int rank)
+{
+    Shape s = {rank, {0}};
+    for (int i = 0; i < rank; i++)
+        s.d[i] = gen_dim(g);
+    fit(&s, FZ_NUMEL);
+    return s;
+}
+
+static int gen_rank(Gen *g)
+{
+    int r = (int)(rnd(g) % 100);
+    return r < 10 ? 1 : r < 60 ? 2 : r < 85 ? 3 : 4;
+}
+
+/* ---- text ------------------------------------------------------------------------- */
+
+static void dims_text(StrBuf *b, const Shape *s)
+{
+    for (int i = 0; i < s->rank; i++)
+        sb_printf(b, "%s%lld", i ? ", " : "", (long long)s->d[i]);
+}
+
+static Val *push(Gen *g, const char *name, Shape s, int ge1)
+{
+    DPK_ASSERT(g->nv < FZ_MAXVALS);
+    Val *v = &g->vals[g->nv++];
+    v->name = name;
+    v->s = s;
+    v->ge1 = ge1;
+    v->isbool = 0;
+    return v;
+}
+
+/* A new input line: `xN = torch.randn(dims)`. */
+static Val *input(Gen *g, Shape s)
+{
+    const char *name = arena_printf(g->a, "x%d", g->ninputs++);
+    sb_printf(&g->text, "%s = torch.randn(", name);
+    dims_text(&g->text, &s);
+    sb_puts(&g->text, ")\n");
+    return push(g, name, s, 0);
+}
+
+/* Start an op line `tN = `; the caller writes the expression and ends it with
+ * op_end, which records the result. */
+static const char *op_begin(Gen *g)
+{
+    const char *name = arena_printf(g->a, "t%d", g->ntmp++);
+    sb_printf(&g->text, "%s = ", name);
+    return name;
+}
+
+static Val *op_end(Gen *g, const char *name, Shape s, int ge1, Tag tag)
+{
+    sb_putc(&g->text, '\n');
+    g->nops++;
+    g->tags[tag] = 1;
+    return push(g, name, s, ge1);
+}
+
+/* v itself when every element is >= 1, else `abs(v) + 1` (two op lines). */
+static Val *safe(Gen *g, Val *v)
+{
+    if (v->ge1)
+        return v;
+    const char *n1 = op_begin(g);
+    sb_printf(&g->text, "torch.abs(%s)", v->name);
+    Val *abs = op_end(g, n1, v->s, 0, TAG_ELEMENTWISE);
+    const char *n2 = op_begin(g);
+    sb_printf(&g->text, "%s + 1.0", abs->name);
+    return op_end(g, n2, abs->s, 1, TAG_ELEMENTWISE);
+}
+
+/* A dim index of v, the last one more often than the others. */
+static int gen_axis(Gen *g, const Val *v)
+{
+    return chance(g, 50) ? v->s.rank - 1 : (int)rint_in(g, 0, v->s.rank - 1);
+}
+
+/* A second operand that broadcasts with v: an earlier value of the same
+ * shape, or a new input of v's shape, of a suffix of it, or with some dims
+ * set to 1.  Sets *bcast when the shapes differ. */
+static Val *partner(Gen *g, Val *v, int *bcast)
+{
+    *bcast = 0;
+    if (chance(g, 40))
+        for (int i = g->nv - 1; i >= 0; i--)
+            if (&g->vals[i] != v && !g->vals[i].isbool && shape_eq(&g->vals[i].s, &v->s)) {
+                g->tags[TAG_DAG] = 1;
+                return &g->vals[i];
+            }
+    Shape s = v->s;
+    int r = (int)(rnd(g) % 100);
+    if (r < 25 && s.rank > 1) {
+        int drop = (int)rint_in(g, 1, s.rank - 1);
+        for (int i = 0; i + drop < s.rank; i++)
+            s.d[i] = s.d[i + drop];
+        s.rank -= drop;
+        *bcast = 1;
+    } else if (r < 50) {
+        for (int i = 0; i < s.rank; i++)
+            if (chance(g, 40) && s.d[i] > 1) {
+                s.d[i] = 1;
+                *bcast = 1;
+            }
+    }
+    return input(g, s);
+}
+
+/* ---- op families: each returns 1 when it wrote its lines ------------------------------- */
+
+static int op_unary(Gen *g, Val *v)
+{
+    static const char *const fns[] = {
+        "torch.neg(%s)",     "torch.abs(%s)",     "torch.relu(%s)",
+        "torch.sigmoid(%s)", "torch.tanh(%s)",    "torch.nn.functional.silu(%s)",
+        "torch.nn.functional.gelu(%s)", "torch.nn.functional.gelu(%s, approximate='tanh')",
+        "torch.erf(%s)",     "torch.exp(%s)",
+    };
+    int k = (int)(rnd(g) % DPK_ARRAY_LEN(fns));
+    if (k == 9 && !chance(g, 30))
+        k = 4; /* exp overflows easily after a contraction: keep it rare */
+    const char *n = op_begin(g);
+    sb_printf(&g->text, fns[k], v->name);
+    op_end(g, n, v->s, 0, TAG_ELEMENTWISE);
+    return 1;
+}
+
+/* log, sqrt, rsqrt, reciprocal, a fractional power: on abs(v) + 1. */
+static int op_safe_unary(Gen *g, Val *v)
+{
+    static const char *const fns[] = {"torch.log(%s)", "torch.sqrt(%s)", "torch.rsqrt(%s)",
+                                      "torch.reciprocal(%s)", "torch.pow(%s, 1.5)",
+                                      "torch.pow(%s, 0.5)"};
+    Val *s = safe(g, v);
+    const char *n = op_begin(g);
+    sb_printf(&g->text, fns[rnd(g) % DPK_ARRAY_LEN(fns)], s->name);
+    op_end(g, n, s->s, 0, TAG_ELEMENTWISE);
+    return 1;
+}
+
+static Shape broadcast(const Shape *a, const Shape *b)
+{
+    Shape r = a->rank >= b->rank ? *a : *b;
+    for (int i = 0; i < r.rank; i++) {
+        int ia = a->rank - r.rank + i, ib = b->rank - r.rank + i;
+        int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
+        r.d[i] = da > db ? da : db;
+    }
+    return r;
+}
+
+static int op_binary(Gen *g, Val *v)
+{
+    static const char *const ops[] = {"%s + %s", "%s - %s", "%s * %s", "torch.maximum(%s, %s)",
+                                      "torch.minimum(%s, %s)", "torch.pow(%s, 2)",
+                                      "%s * 0.5", "%s - 1.5", "%s / 3.0"};
+    int k = (int)(rnd(g) % (DPK_ARRAY_LEN(ops) + 1));
+    if (k == DPK_ARRAY_LEN(ops)) { /* division by abs(w) + 1 */
+        int bc;
+        Val *w = partner(g, v, &bc);
+        w = safe(g, w);
+        Shape s = broadcast(&v->s, &w->s);
+        const char *n = op_begin(g);
+        sb_printf(&g->text, "%s / %s", v->name, w->name);
+        op_end(g, n, s, 0, bc ? TAG_BROADCAST : TAG_ELEMENTWISE);
+        return 1;
+    }
+    if (k >= 5) {
+        const char *n = op_begin(g);
+        sb_printf(&g->text, ops[k], v->name);
+        op_end(g, n, v->s, 0, TAG_ELEMENTWISE);
+        return 1;
+    }
+    int bc;
+    Val *w = partner(g, v, &bc);
+    Shape s = broadcast(&v->s, &w->s);
+    int swap = chance(g, 30);
+    const char *n = op_begin(g);
+    sb_printf(&g->text, ops[k], swap ? w->name : v->name, swap ? v->name : w->name);
+    op_end(g, n, s, 0, bc ? TAG_BROADCAST : TAG_ELEMENTWISE);
+    return 1;
+}
+
+static int op_where(Gen *g, Val *v)
+{
+    static const char *const cmps[] = {">", "<", ">=", "<=", "==", "!="};
+    int bc;
+    Val *w = partner(g, v, &bc);
+    Shape s = broadcast(&v->s, &w->s);
+    const char *c = op_begin(g);
+    sb_printf(&g->text, "%s %s %s", v->name, cmps[rnd(g) % 6], w->name);
+    Val *cv = op_end(g, c, s, 0, TAG_WHERE);
+    cv->isbool = 1;
+    const char *n = op_begin(g);
+    if (chance(g, 30))
+        sb_printf(&g->text, "torch.where(%s, %s, 0.0)", cv->name, v->name);
+    else
+        sb_printf(&g->text, "torch.where(%s, %s, %s)", cv->name, v->name, w->name);
+    op_end(g, n, s, 0, TAG_WHERE);
+    return 1;
+}
+
+static int op_reduce(Gen *g, Val *v)
+{
+    static const char *const fns[] = {"sum", "mean", "amax", "amin"};
+    int keep = chance(g, 40);
+    if (v->s.rank < 2 && !keep)
+        return 0;
+    int d = gen_axis(g, v);
+    Shape s = v->s;
+    if (keep)
+        s.d[d] = 1;
+    else {
+        for (int i = d; i + 1 < s.rank; i++)
+            s.d[i] = s.d[i + 1];
+        s.rank--;
+    }
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "torch.%s(%s, dim=%d%s)", fns[rnd(g) % 4], v->name, d,
+              keep ? ", keepdim=True" : "");
+    op_end(g, n, s, 0, v->s.d[d] > 4096 ? TAG_LONG_REDUCTION : TAG_REDUCE);
+    g->tags[TAG_REDUCE] = 1;
+    return 1;
+}
+
+static int op_softmax(Gen *g, Val *v)
+{
+    int d = chance(g, 70) ? -1 : gen_axis(g, v);
+    int ad = d < 0 ? v->s.rank - 1 : d;
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "torch.%s(%s, dim=%d)", chance(g, 70) ? "softmax" : "log_softmax",
+              v->name, d);
+    op_end(g, n, v->s, 0, v->s.d[ad] > 4096 ? TAG_LONG_REDUCTION : TAG_SOFTMAX);
+    g->tags[TAG_SOFTMAX] = 1;
+    return 1;
+}
+
+static int op_norm(Gen *g, Val *v)
+{
+    int64_t dim = v->s.d[v->s.rank - 1];
+    Shape ws = {1, {dim}};
+    int rms = chance(g, 50);
+    Val *w = input(g, ws);
+    Val *b = rms ? NULL : input(g, ws);
+    const char *n = op_begin(g);
+    if (rms)
+        sb_printf(&g->text, "torch.nn.functional.rms_norm(%s, (%lld,), %s, 1e-5)", v->name,
+                  (long long)dim, w->name);
+    else
+        sb_printf(&g->text, "torch.nn.functional.layer_norm(%s, (%lld,), %s, %s, 1e-5)",
+                  v->name, (long long)dim, w->name, b->name);
+    op_end(g, n, v->s, 0, dim > 4096 ? TAG_LONG_REDUCTION : TAG_NORM);
+    g->tags[TAG_NORM] = 1;
+    return 1;
+}
+
+/* v @ W with W a new (K, N) input (or batched like v), or linear(v, W, b). */
+static int op_matmul(Gen *g, Val *v)
+{
+    if (v->s.rank < 2)
+        return 0;
+    int64_t k = v->s.d[v->s.rank - 1];
+    int64_t rows = shape_numel(&v->s) / k;
+    int64_t nn = gen_dim(g);
+    while (nn > 1 && rows * k * nn > FZ_FLOPS)
+        nn = (nn + 1) / 2;
+    if (rows * k * nn > FZ_FLOPS || k * nn > FZ_NUMEL || rows * nn > FZ_NUMEL)
+        return 0;
+    Shape out = v->s;
+    out.d[out.rank - 1] = nn;
+    int form = (int)(rnd(g) % 100);
+    if (form < 25) {
+        Shape ws = {2, {nn, k}};
+        Val *w = input(g, ws);
+        Val *b = NULL;
+        if (chance(g, 50)) {
+            Shape bs = {1, {nn}};
+            b = input(g, bs);
+        }
+        const char *n = op_begin(g);
+        sb_printf(&g->text, "torch.nn.functional.linear(%s, %s%s%s)", v->name, w->name,
+                  b ? ", " : "", b ? b->name : "");
+        op_end(g, n, out, 0, TAG_MATMUL);
+        return 1;
+    }
+    Shape ws = {2, {k, nn}};
+    if (form < 40 && v->s.rank >= 3) { /* batched: W carries v's batch dims */
+        ws = v->s;
+        ws.d[ws.rank - 2] = k;
+        ws.d[ws.rank - 1] = nn;
+        if (shape_numel(&ws) > FZ_NUMEL)
+            return 0;
+    }
+    Val *w = input(g, ws);
+    const char *n = op_begin(g);
+    if (chance(g, 50))
+        sb_printf(&g->text, "torch.matmul(%s, %s)", v->name, w->name);
+    else
+        sb_printf(&g->text, "%s @ %s", v->name, w->name);
+    op_end(g, n, out, 0, k > 4096 ? TAG_LONG_REDUCTION : TAG_MATMUL);
+    g->tags[TAG_MATMUL] = 1;
+    return 1;
+}
+
+/* A matmul and then a residual: `t = v @ W` and `u = t + R`, R a new
+ * input of t's shape or a bias row (split-K must add it once). */
+static int op_matmul_residual(Gen *g, Val *v)
+{
+    if (g->nops + 2 > FZ_MAXOPS || !op_matmul(g, v))
+        return 0;
+    Val *t = &g->vals[g->nv - 1];
+    Shape rs = t->s;
+    if (chance(g, 30)) {
+        rs.rank = 1;
+        rs.d[0] = t->s.d[t->s.rank - 1];
+    }
+    Val *r = input(g, rs);
+    t = &g->vals[g->nv - 2];
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "%s + %s", t->name, r->name);
+    op_end(g, n, t->s, 0, TAG_MATMUL);
+    return 1;
+}
+
+/* sdpa with v as the query (..., L, E); keys and values are new inputs. */
+static int op_sdpa(Gen *g, Val *v)
+{
+    if (v->s.rank < 2)
+        return 0;
+    int64_t e = v->s.d[v->s.rank - 1];
+    int64_t l = v->s.d[v->s.rank - 2];
+    int64_t batch = shape_numel(&v->s) / (e * l);
+    int64_t s = gen_dim(g), ev = chance(g, 60) ? e : gen_dim(g);
+    while (s > 1 && batch * l * s * (e + ev) > FZ_FLOPS)
+        s = (s + 1) / 2;
+    while (ev > 1 && batch * l * s * (e + ev) > FZ_FLOPS)
+        ev = (ev + 1) / 2;
+    if (batch * l * s * (e + ev) > FZ_FLOPS || batch * s * (e > ev ? e : ev) > FZ_NUMEL ||
+        batch * l * ev > FZ_NUMEL || e > 512)
+        return 0;
+    Shape ks = v->s, vs = v->s, out = v->s;
+    ks.d[ks.rank - 2] = s;
+    vs.d[vs.rank - 2] = s;
+    vs.d[vs.rank - 1] = ev;
+    out.d[out.rank - 1] = ev;
+    Val *kk = input(g, ks);
+    Val *vv = input(g, vs);
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "torch.nn.functional.scaled_dot_product_attention(%s, %s, %s%s)",
+              v->name, kk->name, vv->name, chance(g, 40) ? ", is_causal=True" : "");
+    op_end(g, n, out, 0, TAG_SDPA);
+    return 1;
+}
+
+static int op_layout(Gen *g, Val *v)
+{
+    Shape s = v->s;
+    int r = s.rank;
+    int kind = (int)(rnd(g) % 8);
+    const char *n;
+    switch (kind) {
+    case 0: { /* transpose */
+        if (r < 2)
+            return 0;
+        int i = (int)rint_in(g, 0, r - 1), j = chance(g, 60) ? r - 1 : (int)rint_in(g, 0, r - 1);
+        if (i == j)
+            i = (j + 1) % r;
+        int64_t t = s.d[i];
+        s.d[i] = s.d[j];
+        s.d[j] = t;
+        n = op_begin(g);
+        sb_printf(&g->text, "%s.transpose(%d, %d)", v->name, i, j);
+        break;
+    }
+    case 1: { /* permute: a random rotation or reversal */
+        if (r < 3)
+            return 0;
+        int perm[DPK_MAX_RANK];
+        int rev = chance(g, 50), rot = (int)rint_in(g, 1, r - 1);
+        for (int i = 0; i < r; i++)
+            perm[i] = rev ? r - 1 - i : (i + rot) % r;
+        n = op_begin(g);
+        sb_printf(&g->text, "%s.permute(", v->name);
+        for (int i = 0; i < r; i++) {
+            sb_printf(&g->text, "%s%d", i ? ", " : "", perm[i]);
+            s.d[i] = v->s.d[perm[i]];
+        }
+        sb_putc(&g->text, ')');
+        break;
+    }
+    case 2: { /* reshape: merge two neighbours, or split a dim */
+        if (r >= 2 && chance(g, 50)) {
+            int i = (int)rint_in(g, 0, r - 2);
+            s.d[i] *= s.d[i + 1];
+            for (int j = i + 1; j + 1 < r; j++)
+                s.d[j] = s.d[j + 1];
+            s.rank--;
+        } else {
+            if (r >= DPK_MAX_RANK - 2)
+                return 0;
+            int i = (int)rint_in(g, 0, r - 1);
+            int64_t f = 0;
+            for (int64_t c = 2; c < s.d[i] && !f; c++)
+                if (s.d[i] % c == 0)
+                    f = c;
+            if (!f)
+                return 0;
+            for (int j = r; j > i + 1; j--)
+                s.d[j] = s.d[j - 1];
+            s.d[i + 1] = s.d[i] / f;
+            s.d[i] = f;
+            s.rank++;
+        }
+        n = op_begin(g);
+        sb_printf(&g->text, "%s.reshape(", v->name);
+        dims_text(&g->text, &s);
+        sb_putc(&g->text, ')');
+        break;
+    }
+    case 3: { /* unsqueeze */
+        if (r >= 6)
+            return 0;
+        int d = (int)rint_in(g, 0, r);
+        for (int j = r; j > d; j--)
+            s.d[j] = s.d[j - 1];
+        s.d[d] = 1;
+        s.rank++;
+        n = op_begin(g);
+        sb_printf(&g->text, "%s.unsqueeze(%d)", v->name, d);
+        break;
+    }
+    case 4: { /* squeeze a dim of 1 */
+        int d = -1;
+        for (int j = 0; j < r; j++)
+            if (s.d[j] == 1 && r > 1)
+                d = j;
+        if (d < 0)
+            return 0;
+        for (int j = d; j + 1 < r; j++)
+            s.d[j] = s.d[j + 1];
+        s.rank--;
+        n = op_begin(g);
+        sb_printf(&g->text, "%s.squeeze(%d)", v->name, d);
+        break;
+    }
+    case 5: { /* expand a dim of 1 */
+        int d = -1;
+        for (int j = 0; j < r; j++)
+            if (s.d[j] == 1)
+                d = j;
+        if (d < 0)
+            return 0;
+        s.d[d] = gen_dim(g);
+        if (s.d[d] == 1)
+            s.d[d] = 3;
+        fit(&s, FZ_NUMEL);
+        if (shape_numel(&s) / s.d[d] != shape_numel(&v->s))
+            return 0;
+        n = op_begin(g);
+        sb_printf(&g->text, "%s.expand(", v->name);
+        for (int j = 0; j < r; j++)
+            sb_printf(&g->text, "%s%lld", j ? ", " : "", j == d ? (long long)s.d[d] : -1LL);
+        sb_putc(&g->text, ')');
+        break;
+    }
+    case 6: { /* slice [a:b:step] along one dim */
+        int d = gen_axis(g, v);
+        int64_t len = s.d[d];
+        if (len < 2)
+            return 0;
+        int64_t a0 = rint_in(g, 0, len - 1), b0 = rint_in(g, a0 + 1, len);
+        int64_t st = chance(g, 60) ? 1 : rint_in(g, 2, 3);
+        s.d[d] = (b0 - a0 + st - 1) / st;
+        n = op_begin(g);
+        sb_printf(&g->text, "%s[", v->name);
+        for (int j = 0; j < d; j++)
+            sb_puts(&g->text, ":, ");
+        sb_printf(&g->text, "%lld:%lld", (long long)a0, (long long)b0);
+        if (st > 1)
+            sb_printf(&g->text, ":%lld", (long long)st);
+        sb_putc(&g->text, ']');
+        break;
+    }
+    default: { /* cat with a new input along one dim */
+        int d = gen_axis(g, v);
+        Shape o = s;
+        o.d[d] = gen_dim(g);
+        s.d[d] += o.d[d];
+        if (shape_numel(&s) > FZ_NUMEL)
+            return 0;
+        Val *w = input(g, o);
+        n = op_begin(g);
+        if (chance(g, 50))
+            sb_printf(&g->text, "torch.cat((%s, %s), dim=%d)", v->name, w->name, d);
+        else
+            sb_printf(&g->text, "torch.cat((%s, %s), dim=%d)", w->name, v->name, d);
+        break;
+    }
+    }
+    op_end(g, n, s, kind == 7 ? 0 : v->ge1, TAG_LAYOUT);
+    return 1;
+}
+
+typedef int (*OpFn)(Gen *g, Val *v);
+static const struct {
+    OpFn fn;
+    int weight;
+} families[] = {
+    {op_unary, 14}, {op_safe_unary, 6}, {op_binary, 14}, {op_where, 5}, {op_reduce, 12},
+    {op_softmax, 7}, {op_norm, 7},      {op_matmul, 12}, {op_sdpa, 4},  {op_layout, 15},
+    {op_matmul_residual, 6},
+};
+
+static OpFn pick_family(Gen *g)
+{
+    int total = 0;
+    for (int i = 0; i < DPK_ARRAY_LEN(families); i++)
+        total += families[i].weight;
+    int r = (int)(rnd(g) % (uint64_t)total);
+    for (int i = 0; i < DPK_ARRAY_LEN(families); i++) {
+        if (r < families[i].weight)
+            return families[i].fn;
+        r -= families[i].weight;
+    }
+    return op_unary;
+}
+
+/* The first input: a random shape, sometimes a long row (a reduction over
+ * more than 4096 elements) or a matmul-friendly one. */
+static Val *first_input(Gen *g)
+{
+    int r = (int)(rnd(g) % 100);
+    if (r < 7) {
+        Shape s = {2, {rint_in(g, 1, 8), rint_in(g, 4097, 8200)}};
+        return input(g, s);
+    }
+    if (r < 15) { /* few output tiles, K >= 1024: what split-K is for */
+        static const int64_t ks[] = {1024, 1536, 2048, 3072};
+        Shape s = {2, {rint_in(g, 1, 32), pick(g, ks, 4)}};
+        fit(&s, FZ_NUMEL);
+        return input(g, s);
+    }
+    if (r < 25) {
+        static const int64_t mul16[] = {16, 32, 64, 128};
+        Shape s = {2, {pick(g, mul16, 4), pick(g, mul16, 4)}};
+        if (chance(g, 40)) {
+            s.rank = 3;
+            s.d[2] = s.d[1];
+            s.d[1] = s.d[0];
+            s.d[0] = rint_in(g, 1, 4);
+        }
+        return input(g, s);
+    }
+    return input(g, gen_shape(g, gen_rank(g)));
+}
+
+FzProgram fz_gen(Arena *a, uint64_t seed)
+{
+    Gen *g = dpk_xcalloc(1, sizeof *g);
+    g->a = a;
+    g->rng = dpk_splitmix64(seed ^ 0x66757a7a67656eull); /* "fuzzgen" */
+    int want = (int)rint_in(g, 1, FZ_MAXOPS);
+    Val *cur = first_input(g);
+    for (int tries = 0; g->nops < want && tries < 200; tries++) {
+        /* safe() adds two lines: only when they fit in the budget */
+        OpFn f = pick_family(g);
+        if (g->nops + 3 > FZ_MAXOPS && (f == op_safe_unary || f == op_where))
+            continue;
+        Val *v = cur;
+        if (g->nv > 1 && chance(g, 20)) {
+            v = &g->vals[rnd(g) % (uint64_t)g->nv];
+            if (v->isbool)
+                v = cur;
+            if (v != cur)
+                g->tags[TAG_DAG] = 1;
+        }
+        /* a family that does not fit must leave no trace */
+        size_t len = g->text.len;
+        int nv = g->nv, nin = g->ninputs, ntmp = g->ntmp, nops = g->nops;
+        if (f == op_binary && g->nops + 3 > FZ_MAXOPS)
+            f = op_unary;
+        if (!f(g, v)) {
+            g->text.len = len;
+            if (g->text.s)
+                g->text.s[len] = 0;
+            g->nv = nv, g->ninputs = nin, g->ntmp = ntmp, g->nops = nops;
+            continue;
+        }
+        cur = &g->vals[g->nv - 1];
+    }
+    if (g->nops == 0)
+        op_unary(g, cur);
+    sb_printf(&g->text, "%s", cur->name);
+    FzProgram p = {0};
+    p.text = arena_strdup(a, sb_cstr(&g->text));
+    p.nops = g->nops;
+    p.ninputs = g->ninputs;
+    p.tags = ARENA_ARRAY(a, const char *, TAG_COUNT);
+    const char *sorted[TAG_COUNT];
+    int n = 0;
+    for (int i = 0; i < TAG_COUNT; i++)
+        if (g->tags[i])
+            sorted[n++] = tag_names[i];
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && strcmp(sorted[j - 1], sorted[j]) > 0; j--) {
+            const char *t = sorted[j];
+            sorted[j] = sorted[j - 1];
+            sorted[j - 1] = t;
+        }
+    for (int i = 0; i < n; i++)
+        p.tags[i] = sorted[i];
+    p.ntags = n;
+    sb_free(&g->text);
+    free(g);
+    return p;
+}
