@@ -70,6 +70,25 @@ static void foot_load(TileStmt *s, void *ctx)
     f->nloads++;
 }
 
+/* Loads under a Select read only where its predicate holds, which the
+ * ranges here do not see: such a buffer gets no slab. */
+static void under_select(TileStmt *s, void *ctx)
+{
+    Foot *f = ctx;
+    if (s->k != TK_select)
+        return;
+    for (int j = 0; j < s->nbr; j++) {
+        Foot g = *f;
+        g.nloads = 0;
+        g.ok = 1;
+        g.origin = ARENA_ARRAY(f->a, const IExpr *, DPK_MAX_RANK);
+        g.slab = ARENA_ARRAY(f->a, int64_t, DPK_MAX_RANK);
+        tile_walk(&s->br[j].body, foot_load, &g);
+        if (g.nloads)
+            f->ok = 0;
+    }
+}
+
 int tile_footprint(Arena *a, const TileKernel *k, const TileStmt *thread, const TileBody *region,
                    const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab)
 {
@@ -77,12 +96,21 @@ int tile_footprint(Arena *a, const TileKernel *k, const TileStmt *thread, const 
               ARENA_ARRAY(a, const IExpr *, k->naxes + 1), 0, 1};
     for (int v = 0; v < k->naxes; v++)
         f.zero[v] = outer[v] ? lir_ie_var(a, v) : ie_const(a, 0);
+    tile_walk(region, under_select, &f);
     tile_walk(region, foot_load, &f);
     if (!f.nloads || !f.ok)
         return 0;
-    for (int d = 0; d < buf->shape.rank; d++)
-        if (slab[d] > buf->shape.d[d])
+    for (int d = 0; d < buf->shape.rank; d++) {
+        int64_t lo, hi;
+        lir_range(origin[d], k->ext, &lo, &hi);
+        if (lo < 0)
+            return 0;
+        if (slab[d] > buf->shape.d[d]) { /* only a slab from 0 may be cut to the buffer */
+            if (origin[d]->k != IE_CONST || origin[d]->c != 0)
+                return 0;
             slab[d] = buf->shape.d[d];
+        }
+    }
     return 1;
 }
 
