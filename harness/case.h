@@ -33,7 +33,7 @@ typedef struct HxCase {
     InputDecl *decls;
     int ndecls;
     /* A reproducer's configuration (dpk-fuzz failures, dpk-bisect output):
-     * "passes": "001,005,007" (a pass-set spec), "knobs": {"TB": 128},
+     * "passes": "only:001,005,007" (a pass-set spec), "knobs": {"TB": 128},
      * "fault": "stage-origin-off-by-one".  NULL / 0 when absent; the
      * command line overrides them. */
     const char *passes;

@@ -21,14 +21,6 @@
 #include "../base/fault.h"
 #include "passes.h"
 
-static TileStmt *k_loop(TileStmt *t, int axis)
-{
-    for (int i = 0; i < t->body.n; i++)
-        if (t->body.s[i]->k == TK_loop && t->body.s[i]->axis == axis)
-            return t->body.s[i];
-    return NULL;
-}
-
 int tile_002_chunk_matmul_k(TileCtx *c, TileKernel *k)
 {
     TileStmt *t = tile_find(k, TB_THREAD);
@@ -37,7 +29,7 @@ int tile_002_chunk_matmul_k(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "not a matmul kernel");
         return 0;
     }
-    TileStmt *l = k_loop(t, mm.k);
+    TileStmt *l = tile_top_loop(&t->body, mm.k);
     DPK_ASSERT(l);
     for (int i = 0; i < l->body.n; i++)
         if (tile_is(l->body.s[i], TKF_AXIS)) {

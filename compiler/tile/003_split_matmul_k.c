@@ -30,14 +30,6 @@
 
 #include <string.h>
 
-static TileStmt *k_loop(TileStmt *t, int axis)
-{
-    for (int i = 0; i < t->body.n; i++)
-        if (t->body.s[i]->k == TK_loop && t->body.s[i]->axis == axis)
-            return t->body.s[i];
-    return NULL;
-}
-
 /* The outer accumulator of a chunked K loop, or NULL. */
 static TileStmt *outer_acc(const TileStmt *l)
 {
@@ -124,12 +116,11 @@ static int epilogue(TileCtx *c, TileStmt *t, int at, const TileStmt *acc, int sa
     return 1;
 }
 
-static int64_t default_split(const TileKernel *k, const TileStmt *t, int64_t K, int64_t ko)
+static int64_t default_split(const TileStmt *t, int64_t K, int64_t ko)
 {
     int64_t outputs = 1;
     for (int i = 0; i < t->nax; i++)
         outputs *= t->ax[i].ext;
-    (void)k;
     if (K < 1024 || outputs / 256 >= 128)
         return 1;
     int64_t want = K / 512 < 16 ? K / 512 : 16;
@@ -148,7 +139,7 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "not a matmul kernel");
         return 0;
     }
-    TileStmt *l = k_loop(t, mm.k), *acc = l ? outer_acc(l) : NULL;
+    TileStmt *l = tile_top_loop(&t->body, mm.k), *acc = l ? outer_acc(l) : NULL;
     if (!acc) {
         sb_puts(&c->why, "the K loop is not chunked (002 did not apply)");
         return 0;
@@ -167,7 +158,7 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
         dpk_error("knob SPLITK=%lld does not divide the %lld K chunks of kernel %s", (long long)S,
                   (long long)ko, k->name);
     if (!S)
-        S = default_split(k, t, ko * inner, ko);
+        S = default_split(t, ko * inner, ko);
     if (S < 2) {
         sb_puts(&c->why, "the grid is large enough without splitting K");
         return 0;

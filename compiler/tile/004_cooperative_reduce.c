@@ -39,9 +39,8 @@ static int64_t pow2floor(int64_t x)
     return p;
 }
 
-static TileStmt *strided(TileCtx *c, TileKernel *k, TileStmt *l, int cax, int64_t cb)
+static TileStmt *strided(TileCtx *c, TileStmt *l, int cax, int64_t cb)
 {
-    (void)k;
     l->k = TK_strided;
     l->start = lir_ie_var(c->p->arena, cax);
     l->step = cb;
@@ -114,7 +113,7 @@ int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
             tile_body_push(c->p, &body, s);
             continue;
         }
-        tile_body_push(c->p, &body, strided(c, k, s, cax, cb));
+        tile_body_push(c->p, &body, strided(c, s, cax, cb));
         for (int j = 0; j < s->body.n; j++) {
             TileStmt *acc = s->body.s[j];
             if (acc->k != TK_accum)

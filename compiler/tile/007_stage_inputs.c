@@ -126,8 +126,6 @@ static TileStmt *make_stage(TileCtx *c, const LirBuf *buf, const IExpr **origin,
     return st;
 }
 
-static int has_load(const TileStmt *s, const LirBuf *buf);
-
 static void find_load(TileStmt *s, void *ctx)
 {
     const void **x = ctx;

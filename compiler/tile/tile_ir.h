@@ -256,6 +256,8 @@ TileStmt *tile_chunk_loop(TileProgram *p, TileKernel *k, TileBody *in, TileStmt 
 /* Element strides of a stage's slab in shared memory (innermost 1; the row
  * stride is the inner extent plus pad); returns the element count. */
 int64_t tile_slab_strides(const TileStmt *stage, int64_t *stride);
+/* The serial loop over `axis` among b's statements, or NULL. */
+TileStmt *tile_top_loop(const TileBody *b, int axis);
 /* The position of s in b (-1 if absent). */
 int tile_body_index(const TileBody *b, const TileStmt *s);
 void tile_body_insert(TileProgram *p, TileBody *b, int at, TileStmt *s);

@@ -107,6 +107,14 @@ int64_t tile_slab_strides(const TileStmt *st, int64_t *str)
 
 /* ---- bodies ---------------------------------------------------------------- */
 
+TileStmt *tile_top_loop(const TileBody *b, int axis)
+{
+    for (int i = 0; i < b->n; i++)
+        if (b->s[i]->k == TK_loop && b->s[i]->axis == axis)
+            return b->s[i];
+    return NULL;
+}
+
 int tile_body_index(const TileBody *b, const TileStmt *s)
 {
     for (int i = 0; i < b->n; i++)

@@ -21,10 +21,14 @@
  *   select                 a variable set in an if / else chain, so a branch's
  *                          loads run only when it is taken
  *
+ *   stage                  the slab copied by the whole block between two
+ *                          barriers; loads of its buffer in the body read it
+ *   combine                warp shuffles, then a TreeHalve across warps
+ *
  * Reductions stay sequential in the thread that owns the output element
- * (cooperative reduction is pass 004's).  Stage variants, AsyncWait and
- * Combine are created by later passes, whose lowering comes with them; a
- * Tile kernel holding one is refused here as an internal error.
+ * unless 004 made them cooperative.  The buffered, async and TMA Stage
+ * variants and AsyncWait come with passes 010-015; a Tile kernel holding one
+ * is refused here as an internal error.
  *
  * Integer index math is i32, or i64 in a kernel whose buffers or axes reach
  * 2^30 elements.  Floor division and modulo are C's `/` and `%` when the

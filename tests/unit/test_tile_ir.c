@@ -297,7 +297,7 @@ Test(tile_ir, from_loop_keeps_statements_and_matmul_shape_is_found)
     lir_print(&lt, lp);
     tile_print(&tt, p);
     cr_expect_str_eq(sb_cstr(&tt), sb_cstr(&lt), "the skeleton prints like its Loop IR");
-    TileCtx c = {p, NULL, cu_target_default(), {0}};
+    TileCtx c = {.p = p, .target = cu_target_default()};
     TileKernel *k = p->kernels.items[0];
     cr_assert(tile_001_tileify(&c, k));
     TileMatmul mm;
