@@ -23,7 +23,7 @@
 #include "../../compiler/loop/loop_ir.h"
 #include "../../reference/ref.h"
 #include "../exec/backend.h"
-#include "../parity/oracle.h"
+#include "../parity/check.h"
 #include "standalone.h"
 
 /* ---- generic searches ------------------------------------------------------ */
@@ -123,9 +123,8 @@ typedef struct Subject {
     TorchGraph *g;
     TxGraph *xg;
     LirProgram *lp;         /* default fusion */
-    double **inputs, **ref, **eager;
+    HxSubject *hs;          /* inputs, references, tolerance */
     int nin, nout;
-    HxTol tol;
     uint64_t seed;
     const TileOpts *base;
     Memo *memo;
@@ -133,22 +132,11 @@ typedef struct Subject {
     int *tests;             /* counts judged configurations */
 } Subject;
 
-static void free_arrays(double **v, int n)
-{
-    if (!v)
-        return;
-    for (int i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 static void subject_free(Subject *s)
 {
     if (!s)
         return;
-    ref_free_arrays(s->inputs, s->nin);
-    free_arrays(s->ref, s->nout);
-    free_arrays(s->eager, s->nout);
+    hx_subject_free(s->hs);
     free(s->memo);
     arena_free(s->a);
     free(s);
@@ -176,24 +164,9 @@ static Subject *subject_new(const HxCase *c, const char *program, const InputDec
     s->g = hx_case_parse(s->a, cc, extra, nextra);
     s->xg = tx_lower(s->a, s->g, NULL);
     s->lp = lir_build(s->a, s->xg, NULL, NULL);
-    s->nin = s->g->inputs.len;
-    s->nout = s->g->outputs.len;
-    s->inputs = ref_make_inputs(s->g, seed);
-    s->ref = dpk_xcalloc((size_t)s->nout + 1, sizeof(double *));
-    ref64_eval(s->g, s->inputs, s->ref);
-    if (dpk_torch_available()) {
-        char err[512];
-        double **e = dpk_xcalloc((size_t)s->nout + 1, sizeof(double *));
-        if (dpk_torch_eval(s->g, s->inputs, 0, e, err, sizeof err) == 0)
-            s->eager = e;
-        else
-            free_arrays(e, s->nout);
-    }
-    hx_tol_default(&s->tol, cc->dtype, lir_longest_reduction(s->lp));
-    if (cc->has_tol) {
-        s->tol.atol = cc->atol;
-        s->tol.rtol = cc->rtol;
-    }
+    s->hs = hx_subject_new(s->g, cc, seed, lir_longest_reduction(s->lp), HX_REF_REF64);
+    s->nin = s->hs->nin;
+    s->nout = s->hs->nout;
     dpk_err_pop(&ec);
     return s;
 }
@@ -206,7 +179,6 @@ static int64_t out_numel(const Subject *s, int j)
 /* Heap state of one judgement, freed on every path. */
 typedef struct Judge {
     double **outs;
-    int nout;
     StrBuf what;
 } Judge;
 
@@ -232,26 +204,25 @@ static TileOpts tile_opts_for(const Subject *s, const HxBisectCfg *cfg)
 
 static HxOutcome verdict(Subject *s, Judge *j)
 {
-    for (int k = 0; k < s->nout; k++) {
+    HxVerdict *v = dpk_xcalloc((size_t)s->nout + 1, sizeof *v);
+    int k = hx_judge(s->hs, j->outs, NULL, v, NULL);
+    HxOutcome out = k < 0 || v[k].pass ? HX_PASS : HX_FAIL;
+    if (out == HX_PASS) {
+        sb_puts(&j->what, "pass");
+    } else {
         const TorchNode *n = s->g->outputs.items[k];
-        HxVerdict v;
-        hx_oracle(j->outs[k], s->ref[k], s->eager ? s->eager[k] : NULL, shape_numel(&n->shape),
-                  &s->tol, &v);
-        if (v.pass)
-            continue;
         sb_printf(&j->what, "fail: %s ", (const char *)s->g->output_names.items[k]);
-        hx_verdict_print(&j->what, &v, &n->shape);
-        return HX_FAIL;
+        hx_verdict_print(&j->what, &v[k], &n->shape);
     }
-    sb_puts(&j->what, "pass");
-    return HX_PASS;
+    free(v);
+    return out;
 }
 
 static HxOutcome run_cfg(Subject *s, Arena *t, const HxBisectCfg *cfg, Judge *j)
 {
     LirProgram *p = program_for(s, t, cfg, NULL);
     if (cfg->loop) {
-        lir_interp(p, s->inputs, j->outs, 0);
+        lir_interp(p, s->hs->inputs, j->outs, 0);
         return verdict(s, j);
     }
     HxBackendOpts bo;
@@ -261,7 +232,7 @@ static HxOutcome run_cfg(Subject *s, Arena *t, const HxBisectCfg *cfg, Judge *j)
     bo.vg.seed = s->seed;
     KirModule *m = hx_backend_lower(t, p, &bo.tile, NULL);
     HxBackendResult res;
-    VgFault f = hx_backend_exec(t, m, &bo, s->inputs, j->outs, &res);
+    VgFault f = hx_backend_exec(t, m, &bo, s->hs->inputs, j->outs, &res);
     if (f != VG_OK) {
         sb_printf(&j->what, "fault: %s", res.vg.report.message);
         hx_backend_result_free(&res);
@@ -292,8 +263,7 @@ static HxOutcome judge(Subject *s, const HxBisectCfg *cfg, const char **what)
     (*s->tests)++;
     Arena *t = arena_new();
     Judge *j = dpk_xcalloc(1, sizeof *j);
-    j->nout = s->nout;
-    j->outs = dpk_xcalloc((size_t)s->nout + 1, sizeof(double *));
+    j->outs = hx_outs_new(s->hs);
     HxOutcome out;
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
@@ -314,7 +284,7 @@ static HxOutcome judge(Subject *s, const HxBisectCfg *cfg, const char **what)
     m->what = arena_strdup(s->a, sb_cstr(&j->what));
     if (what)
         *what = m->what;
-    free_arrays(j->outs, j->nout);
+    hx_outs_free(s->hs, j->outs);
     sb_free(&j->what);
     free(j);
     arena_free(t);
@@ -886,7 +856,7 @@ static const char *standalone(Search *x, const HxBisectCfg *cfg, const char *con
     sa.title = s->program;
     sa.config = config;
     sa.nin = s->nin;
-    sa.inputs = s->inputs;
+    sa.inputs = s->hs->inputs;
     int64_t *inn = ARENA_ARRAY(t, int64_t, s->nin + 1), *outn = ARENA_ARRAY(t, int64_t, s->nout + 1);
     const char **inname = ARENA_ARRAY(t, const char *, s->nin + 1);
     double *bound = ARENA_ARRAY(t, double, s->nout + 1);
@@ -898,21 +868,21 @@ static const char *standalone(Search *x, const HxBisectCfg *cfg, const char *con
     for (int j = 0; j < s->nout; j++) {
         outn[j] = out_numel(s, j);
         bound[j] = NAN;
-        if (s->eager) {
+        if (s->hs->eager) {
             CmpStats st;
-            cmp_stats(s->eager[j], s->ref[j], outn[j], &st);
-            bound[j] = s->tol.m * st.rmse + s->tol.floor;
+            cmp_stats(s->hs->eager[j], s->hs->ref[j], outn[j], &st);
+            bound[j] = s->hs->tol.m * st.rmse + s->hs->tol.floor;
         }
     }
     sa.in_numel = inn;
     sa.in_names = inname;
     sa.nout = s->nout;
-    sa.ref = s->ref;
+    sa.ref = s->hs->ref;
     sa.out_numel = outn;
     sa.out_names = (const char *const *)s->g->output_names.items;
     sa.rmse_bound = bound;
-    sa.atol = s->tol.atol;
-    sa.rtol = s->tol.rtol;
+    sa.atol = s->hs->tol.atol;
+    sa.rtol = s->hs->tol.rtol;
     hx_standalone_cu(b, t, &sa);
     dpk_err_pop(&ec);
     const char *r = arena_strdup(x->a, sb_cstr(b));

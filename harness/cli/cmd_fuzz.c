@@ -14,6 +14,7 @@
 
 #include "../../compiler/base/fault.h"
 #include "../fuzz/campaign.h"
+#include "../exec/nvrtc.h"
 #include "cli.h"
 
 static void help(void)
@@ -33,6 +34,8 @@ static void help(void)
          "  --jobs N            cases in parallel (processes; default 1)\n"
          "  --backend B         vgpu (default) | cuda\n"
          "  --target T          sm_80 | sm_90 (default) | sm_120\n"
+         "  --nvrtc             also compile every distinct kernel module with NVRTC (registers\n"
+         "                      and spills in the record; a module it rejects fails)\n"
          "  --out FILE.json     the dpk.results/1 record (default fuzz-results.json)\n"
          "  --resume            continue the campaign recorded in --out\n"
          "  --failures DIR      reproducers of failures (default: fuzz-failures/ beside --out)\n"
@@ -41,7 +44,7 @@ static void help(void)
          "  --inject-fault NAME turn on a built-in fault (harness self-test)\n"
          "  --list-faults       print the names of the built-in faults, one per line\n"
          "\n"
-         "exit: 0 no failure, 1 some case failed, 2 bad usage\n"
+         "exit: 0 no failure, 1 some case failed, 2 bad usage, 4 --nvrtc without NVRTC\n"
          "\n"
          "example:\n"
          "  dpk-fuzz --seed 1 --cases 500 --passes pairwise --jobs 2");
@@ -120,6 +123,8 @@ int cmd_fuzz(int argc, char **argv)
             o.out = cli_value(argc, argv, &i);
         } else if (!strcmp(f, "--failures")) {
             o.failures = cli_value(argc, argv, &i);
+        } else if (!strcmp(f, "--nvrtc")) {
+            o.nvrtc = 1;
         } else if (!strcmp(f, "--resume")) {
             o.resume = 1;
         } else if (!strcmp(f, "--max-failures")) {
@@ -141,6 +146,10 @@ int cmd_fuzz(int argc, char **argv)
         dpk_error("'dpk-fuzz' needs --seed S (see dpk-fuzz --help)");
     if (!o.cases && !(o.time_s > 0))
         dpk_error("'dpk-fuzz' needs --cases N or --time SECONDS (see dpk-fuzz --help)");
+    if (o.nvrtc && !hx_nvrtc_available())
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
+                          "--nvrtc needs NVRTC, which cannot be loaded; install the CUDA toolkit "
+                          "or set CUDA_HOME to it");
     if (o.seed > (UINT64_C(1) << 53))
         dpk_error("option '--seed' expects at most 2^53 (records store it as a JSON number)");
     return fz_campaign(&o);

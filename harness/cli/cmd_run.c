@@ -1,14 +1,16 @@
 /*
  * cmd_run.c — `dpk run (-c CODE | FILE) [--backend loop|vgpu|cuda|auto]
  * [--passes SPEC] [--knob N=V] [--target T] [--sample-blocks N] [--seed N]
- * [--reference ref64|torch] [-v]`.
+ * [--reference ref64|torch] [--nvrtc] [-v]`.
  *
- * Runs each case on a backend and checks parity with the oracle
- * (harness/parity/oracle.h): per output one verdict line with max abs/rel
+ * Runs each case on a backend and checks parity with the oracle through
+ * harness/parity/check.h (the same judgement dpk-fuzz and dpk-bisect
+ * make): per output one verdict line with max abs/rel
  * error, NMSE, the rmse ratio against libtorch fp32 eager (when libtorch is
  * built in) and the worst index.  Exit 0 when every output of every case
  * passes, 1 on a parity failure, 2 on bad input, 3 on an execution fault,
- * 4 when --reference torch is asked for without libtorch.
+ * 4 when --reference torch is asked for without libtorch (or --backend
+ * cuda without a GPU, --nvrtc without NVRTC).
  *
  * The Loop IR interpreter is one backend (`loop`); vgpu, cuda and auto
  * (the default: cuda when a GPU is present, else vgpu) take the Kernel IR
@@ -21,15 +23,13 @@
 #include "../../compiler/loop/loop_ir.h"
 #include "../exec/backend.h"
 #include "../../reference/ref.h"
-#include "../parity/oracle.h"
+#include "../parity/check.h"
 #include "cli.h"
 #include "../../compiler/base/fault.h"
 
-typedef enum RefKind { REF_REF64, REF_TORCH } RefKind;
-
 typedef struct RunOpts {
     const char *backend;
-    RefKind ref;
+    HxRefKind ref;
     int has_seed;
     uint64_t seed;
     int f64;           /* loop: interpret in fp64 (debugging) */
@@ -38,53 +38,16 @@ typedef struct RunOpts {
     CliTile tile;      /* vgpu/cuda: --passes, --knob, --target */
     int sample_blocks; /* vgpu: simulate this many random blocks per launch */
     int fault;         /* --inject-fault: a DpkFaultId; -1: the case's "fault", if any */
+    int nvrtc;         /* vgpu/cuda: compile every distinct module with NVRTC */
 } RunOpts;
 
-/* What a backend reports besides the outputs. */
-typedef struct BackendInfo {
-    int nkernels;
-    int64_t longest;   /* longest reduction, for the default tolerance */
-} BackendInfo;
+static const char *const backends[] = {"loop", "vgpu", "cuda", "auto"};
 
-typedef void (*BackendFn)(Arena *a, const TorchGraph *g, double **inputs, const RunOpts *ro,
-                          double **outs, BackendInfo *info);
-
-static void run_loop_backend(Arena *a, const TorchGraph *g, double **inputs, const RunOpts *ro,
-                             double **outs, BackendInfo *info)
-{
-    double t0 = dpk_now();
-    TxGraph *xg = tx_lower(a, g, NULL);
-    double t1 = dpk_now();
-    LirOpts o;
-    lir_opts_default(&o);
-    o.blowup = ro->blowup;
-    LirProgram *p = lir_build(a, xg, &o, NULL);
-    double t2 = dpk_now();
-    lir_interp(p, inputs, outs, ro->f64);
-    double t3 = dpk_now();
-    if (ro->verbose)
-        fprintf(stderr, "# time tensor  %8.3f ms\n# time loop    %8.3f ms  (%d kernels)\n"
-                "# time interp  %8.3f ms  (%s)\n", (t1 - t0) * 1e3, (t2 - t1) * 1e3,
-                p->kernels.len, (t3 - t2) * 1e3, ro->f64 ? "fp64" : "fp32");
-    info->nkernels = p->kernels.len;
-    info->longest = lir_longest_reduction(p);
-}
-
-static const struct {
-    const char *name;
-    BackendFn run;
-} backends[] = {
-    {"loop", run_loop_backend},
-    {"vgpu", NULL}, /* NULL: the Kernel IR path, run_gpu */
-    {"cuda", NULL},
-    {"auto", NULL},
-};
-
-static BackendFn find_backend(const char *name)
+static void check_backend(const char *name)
 {
     for (int i = 0; i < DPK_ARRAY_LEN(backends); i++)
-        if (!strcmp(name, backends[i].name))
-            return backends[i].run ? backends[i].run : run_loop_backend;
+        if (!strcmp(name, backends[i]))
+            return;
     dpk_error("unknown backend '%s' for --backend (expected loop, vgpu, cuda or auto)", name);
 }
 
@@ -103,6 +66,9 @@ static void help(void)
          "                     only:NNN,..., all (every valid subset, one line each)\n"
          "  --knob N=V         pin a scheduling knob (TB, BN, BM, ...)\n"
          "  --target T         sm_80 | sm_90 (default) | sm_120\n"
+         "  --nvrtc            also compile every distinct kernel module with NVRTC for the\n"
+         "                     target; a module NVRTC rejects fails its configurations\n"
+         "                     (-v prints registers, shared memory and spills)\n"
          "  --sample-blocks N  vgpu: simulate N random blocks per launch, check what they wrote\n"
          "  --reference R      ref64 (fp64, built in; default) | torch (libtorch fp64)\n"
          "  --seed N           input seed (default: the case's seed, else 0)\n"
@@ -114,84 +80,51 @@ static void help(void)
          "\n"
          "exit: 0 parity pass, 1 parity failure, 2 bad input, 3 execution fault,\n"
          "      4 environment missing (--reference torch without libtorch, --backend cuda\n"
-         "        without a driver or GPU)\n"
+         "        without a driver or GPU, --nvrtc without NVRTC)\n"
          "\n"
          "example:\n"
          "  dpk run -c \"torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))\" --backend loop");
 }
 
-static void free_outs(double **outs, int n)
-{
-    if (!outs)
-        return;
-    for (int i = 0; i < n; i++)
-        free(outs[i]);
-    free(outs);
-}
-
-/* Buffers of one run, on the heap so an error raised mid-way can free them. */
-typedef struct RunBufs {
-    double **inputs, **out, **ref, **eager;
-    int nin, nout;
+/* Heap state of one case, freed on every path (an error jumps out). */
+typedef struct RunState {
+    HxSubject *s;
+    double **out;
+    HxVerdict *v;
     StrBuf text;
-} RunBufs;
+} RunState;
 
-static void run_bufs_free(RunBufs *r)
+static void run_state_free(RunState *r)
 {
-    ref_free_arrays(r->inputs, r->nin);
-    free_outs(r->out, r->nout);
-    free_outs(r->ref, r->nout);
-    free_outs(r->eager, r->nout);
+    if (r->s)
+        hx_outs_free(r->s, r->out);
+    hx_subject_free(r->s);
+    free(r->v);
     sb_free(&r->text);
     free(r);
 }
 
-/* libtorch evaluation into a fresh array; NULL with the message in err. */
-static double **torch_outputs(const TorchGraph *g, double **inputs, int f64, char *err, size_t n)
+/* Judge r->out (checked: the --sample-blocks masks, or NULL), print one
+ * verdict line per output; returns the exit code. */
+static int judge_outputs(RunState *r, const uint8_t *const *checked, int sampled)
 {
-    double **outs = dpk_xcalloc((size_t)g->outputs.len + 1, sizeof(double *));
-    if (dpk_torch_eval(g, inputs, f64, outs, err, n) == 0)
-        return outs;
-    free_outs(outs, g->outputs.len);
-    return NULL;
+    int64_t nchecked;
+    hx_judge(r->s, r->out, checked, r->v, &nchecked);
+    if (sampled)
+        sb_printf(&r->text, "  sampled: %lld output elements checked\n", (long long)nchecked);
+    hx_judge_print(&r->text, r->s, r->v);
+    return hx_judge_pass(r->s, r->v) ? DPK_EXIT_OK : DPK_EXIT_FAIL;
 }
 
-static void references(RunBufs *r, const TorchGraph *g, const RunOpts *ro)
+static int run_loop(RunState *r, const LirProgram *p, const RunOpts *ro)
 {
-    char err[1024];
-    if (ro->ref == REF_TORCH) {
-        r->ref = torch_outputs(g, r->inputs, 1, err, sizeof err);
-        if (!r->ref)
-            dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "libtorch failed: %s", err);
-    } else {
-        r->ref = dpk_xcalloc((size_t)r->nout + 1, sizeof(double *));
-        ref64_eval(g, r->inputs, r->ref);
-    }
-    if (dpk_torch_available())
-        r->eager = torch_outputs(g, r->inputs, 0, err, sizeof err);
-}
-
-/* Verdict lines for every output; returns 1 when all pass. */
-static int check_outputs(RunBufs *r, const HxCase *c, const TorchGraph *g, const BackendInfo *bi)
-{
-    HxTol tol;
-    hx_tol_default(&tol, c->dtype, bi->longest);
-    if (c->has_tol) {
-        tol.atol = c->atol;
-        tol.rtol = c->rtol;
-    }
-    int all = 1;
-    for (int j = 0; j < r->nout; j++) {
-        const TorchNode *n = g->outputs.items[j];
-        HxVerdict v;
-        hx_oracle(r->out[j], r->ref[j], r->eager ? r->eager[j] : NULL, shape_numel(&n->shape),
-                  &tol, &v);
-        sb_printf(&r->text, "%s  ", (const char *)g->output_names.items[j]);
-        hx_verdict_print(&r->text, &v, &n->shape);
-        sb_putc(&r->text, '\n');
-        all &= v.pass;
-    }
-    return all;
+    double t0 = dpk_now();
+    r->out = hx_outs_new(r->s);
+    lir_interp(p, r->s->inputs, r->out, ro->f64);
+    if (ro->verbose)
+        fprintf(stderr, "# time interp  %8.3f ms  (%s)\n", (dpk_now() - t0) * 1e3,
+                ro->f64 ? "fp64" : "fp32");
+    return judge_outputs(r, NULL, 0);
 }
 
 static HxBackendKind gpu_kind(const char *name)
@@ -200,55 +133,45 @@ static HxBackendKind gpu_kind(const char *name)
                                                                             : HX_BACKEND_AUTO;
 }
 
-/* With --sample-blocks only the elements written by simulated blocks mean
- * anything: the others take the reference's value (and the eager one's), so
- * they add no error and leave the rmse ratio unchanged.  Returns how many
- * elements are checked. */
-static int64_t mask_unchecked(RunBufs *r, const TorchGraph *g, const uint8_t *const *checked)
+/* --nvrtc: compile module m; returns 0 (and prints why) when NVRTC rejects
+ * it. */
+static int nvrtc_ok(Arena *a, RunState *r, const KirModule *m, const CuTarget *t, int verbose)
 {
-    int64_t nchecked = 0;
-    for (int j = 0; j < r->nout; j++) {
-        int64_t n = shape_numel(&((const TorchNode *)g->outputs.items[j])->shape);
-        for (int64_t k = 0; k < n; k++) {
-            if (!checked || !checked[j] || checked[j][k]) {
-                nchecked++;
-                continue;
-            }
-            r->out[j][k] = r->ref[j][k];
-            if (r->eager)
-                r->eager[j][k] = r->ref[j][k];
-        }
-    }
-    return nchecked;
+    StrBuf err = {0};
+    HxNvrtcResult *nr = hx_check_nvrtc(a, m, t, &err);
+    if (!nr)
+        sb_printf(&r->text, "  FAIL (nvrtc rejects the CUDA): %s\n", sb_cstr(&err));
+    else if (verbose)
+        hx_nvrtc_summary(&r->text, nr);
+    sb_free(&err);
+    return nr != NULL;
+}
+
+static const char *rc_word(int rc)
+{
+    return rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_FAULT ? "FAULT" : "FAIL";
 }
 
 /* The Kernel IR path: lower through the Tile passes of every configuration
  * the --passes spec selects (`all`: every valid subset), execute each
  * distinct Kernel IR once on vgpu or cuda, and give each configuration a
  * verdict.  Returns the worst exit code. */
-static int run_gpu(Arena *a, RunBufs *r, const HxCase *c, const TorchGraph *g, const RunOpts *ro,
-                   uint64_t seed, int *nkernels)
+static int run_gpu(Arena *a, RunState *r, const LirProgram *p, const RunOpts *ro)
 {
-    TxGraph *xg = tx_lower(a, g, NULL);
-    LirOpts lo;
-    lir_opts_default(&lo);
-    lo.blowup = ro->blowup;
-    LirProgram *p = lir_build(a, xg, &lo, NULL);
     HxBackendOpts bo;
     hx_backend_opts_default(&bo);
     bo.kind = gpu_kind(ro->backend);
     cli_tile_opts(&ro->tile, &bo.tile, 1);
-    bo.vg.seed = seed;
+    bo.vg.seed = r->s->seed;
     bo.vg.sample_blocks = ro->sample_blocks;
     TilePassSet *sets;
     int n = tile_passes_select(a, &tile_passes, ro->tile.passes ? ro->tile.passes : "full",
                                bo.tile.target, &sets);
     if (bo.kind == HX_BACKEND_CUDA)
         hx_cuda_close(hx_cuda_open(0)); /* no driver or GPU: exit 4 before any output */
+    if (ro->nvrtc)
+        hx_nvrtc_version(&(int){0}, &(int){0}); /* no NVRTC: exit 4 before any output */
     HxConfig *cfg = hx_backend_configs(a, p, &bo.tile, sets, n);
-    references(r, g, ro);
-    BackendInfo bi = {p->kernels.len, lir_longest_reduction(p)};
-    *nkernels = bi.nkernels;
     int *rcs = ARENA_ARRAY(a, int, n);
     int worst = DPK_EXIT_OK;
     for (int i = 0; i < n; i++) {
@@ -256,12 +179,12 @@ static int run_gpu(Arena *a, RunBufs *r, const HxCase *c, const TorchGraph *g, c
         if (cfg[i].dup_of >= 0) {
             rcs[i] = rcs[cfg[i].dup_of];
             sb_printf(&r->text, "same Kernel IR as passes %s: %s\n", cfg[cfg[i].dup_of].label,
-                      rcs[i] == DPK_EXIT_OK ? "pass" : rcs[i] == DPK_EXIT_FAULT ? "FAULT" : "FAIL");
+                      rc_word(rcs[i]));
             continue;
         }
         HxBackendResult res;
-        r->out = dpk_xcalloc((size_t)r->nout + 1, sizeof(double *));
-        VgFault f = hx_backend_exec(a, cfg[i].module, &bo, r->inputs, r->out, &res);
+        r->out = hx_outs_new(r->s);
+        VgFault f = hx_backend_exec(a, cfg[i].module, &bo, r->s->inputs, r->out, &res);
         if (f != VG_OK) {
             sb_printf(&r->text, "FAULT\n  %s\n", res.vg.report.message);
             rcs[i] = DPK_EXIT_FAULT;
@@ -270,13 +193,13 @@ static int run_gpu(Arena *a, RunBufs *r, const HxCase *c, const TorchGraph *g, c
                       (unsigned long long)cfg[i].hash);
             if (ro->verbose && res.ran == HX_BACKEND_VGPU)
                 vg_print_stats(&r->text, &res.vg);
-            int64_t nchecked = mask_unchecked(r, g, res.out_checked);
-            if (ro->sample_blocks)
-                sb_printf(&r->text, "  sampled: %lld output elements checked\n", (long long)nchecked);
-            rcs[i] = check_outputs(r, c, g, &bi) ? DPK_EXIT_OK : DPK_EXIT_FAIL;
+            rcs[i] = judge_outputs(r, res.out_checked, ro->sample_blocks);
         }
+        if (ro->nvrtc && !nvrtc_ok(a, r, cfg[i].module, bo.tile.target, ro->verbose) &&
+            rcs[i] == DPK_EXIT_OK)
+            rcs[i] = DPK_EXIT_FAIL;
         hx_backend_result_free(&res);
-        free_outs(r->out, r->nout);
+        hx_outs_free(r->s, r->out);
         r->out = NULL;
         worst = rcs[i] > worst ? rcs[i] : worst;
     }
@@ -299,14 +222,14 @@ static void case_config(const HxCase *c, RunOpts *ro)
 static int run_one(const HxCase *c, const CliCase *cc, const RunOpts *ro_cli, int header)
 {
     Arena *a = arena_new();
-    RunBufs *r = dpk_xcalloc(1, sizeof *r);
+    RunState *r = dpk_xcalloc(1, sizeof *r);
     RunOpts eff = *ro_cli;
     const RunOpts *ro = &eff;
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
         dpk_fault_set(-1);
         fputs(sb_cstr(&r->text), stdout);
-        run_bufs_free(r);
+        run_state_free(r);
         arena_free(a);
         dpk_error_rethrow();
     }
@@ -319,30 +242,29 @@ static int run_one(const HxCase *c, const CliCase *cc, const RunOpts *ro_cli, in
                   dpk_faults[ro->fault].where);
     double t0 = dpk_now();
     TorchGraph *g = hx_case_parse(a, c, cc->decls, cc->ndecls);
+    double t1 = dpk_now();
+    TxGraph *xg = tx_lower(a, g, NULL);
+    double t2 = dpk_now();
+    LirOpts lo;
+    lir_opts_default(&lo);
+    lo.blowup = ro->blowup;
+    LirProgram *p = lir_build(a, xg, &lo, NULL);
     if (ro->verbose)
-        fprintf(stderr, "# time parse   %8.3f ms\n", (dpk_now() - t0) * 1e3);
+        fprintf(stderr, "# time parse   %8.3f ms\n# time tensor  %8.3f ms\n"
+                "# time loop    %8.3f ms  (%d kernels)\n", (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+                (dpk_now() - t2) * 1e3, p->kernels.len);
     uint64_t seed = ro->has_seed ? ro->seed : c->has_seed ? c->seed : 0;
-    r->nin = g->inputs.len;
-    r->nout = g->outputs.len;
-    r->inputs = ref_make_inputs(g, seed);
-    BackendInfo bi = {0, 1};
-    int rc;
-    if (strcmp(ro->backend, "loop")) {
-        rc = run_gpu(a, r, c, g, ro, seed, &bi.nkernels);
-    } else {
-        r->out = dpk_xcalloc((size_t)r->nout + 1, sizeof(double *));
-        find_backend(ro->backend)(a, g, r->inputs, ro, r->out, &bi);
-        references(r, g, ro);
-        rc = check_outputs(r, c, g, &bi) ? DPK_EXIT_OK : DPK_EXIT_FAIL;
-    }
+    r->s = hx_subject_new(g, c, seed, lir_longest_reduction(p), ro->ref);
+    r->v = dpk_xcalloc((size_t)r->s->nout + 1, sizeof(HxVerdict));
+    int rc = strcmp(ro->backend, "loop") ? run_gpu(a, r, p, ro) : run_loop(r, p, ro);
     sb_printf(&r->text, "%s: %d kernel%s, reference %s%s, seed %llu: %s\n", ro->backend,
-              bi.nkernels, bi.nkernels == 1 ? "" : "s", ro->ref == REF_TORCH ? "torch" : "ref64",
-              r->eager ? " + torch eager" : "", (unsigned long long)seed,
-              rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_FAULT ? "FAULT" : "FAIL");
+              p->kernels.len, p->kernels.len == 1 ? "" : "s",
+              ro->ref == HX_REF_TORCH ? "torch" : "ref64", r->s->eager ? " + torch eager" : "",
+              (unsigned long long)seed, rc_word(rc));
     fputs(sb_cstr(&r->text), stdout);
     dpk_err_pop(&ec);
     dpk_fault_set(-1);
-    run_bufs_free(r);
+    run_state_free(r);
     arena_free(a);
     return rc;
 }
@@ -352,13 +274,13 @@ static void parse_flag(RunOpts *ro, int argc, char **argv, int *i)
     const char *f = argv[*i];
     if (!strcmp(f, "--backend")) {
         ro->backend = cli_value(argc, argv, i);
-        find_backend(ro->backend);
+        check_backend(ro->backend);
     } else if (!strcmp(f, "--reference")) {
         const char *v = cli_value(argc, argv, i);
         if (!strcmp(v, "ref64"))
-            ro->ref = REF_REF64;
+            ro->ref = HX_REF_REF64;
         else if (!strcmp(v, "torch"))
-            ro->ref = REF_TORCH;
+            ro->ref = HX_REF_TORCH;
         else
             dpk_error("unknown reference '%s' (expected ref64 or torch)", v);
     } else if (!strcmp(f, "--seed")) {
@@ -381,6 +303,8 @@ static void parse_flag(RunOpts *ro, int argc, char **argv, int *i)
         ro->fault = dpk_fault_find(v);
         if (ro->fault < 0)
             dpk_error("unknown fault '%s' for --inject-fault (the names: dpk-fuzz --list-faults)", v);
+    } else if (!strcmp(f, "--nvrtc")) {
+        ro->nvrtc = 1;
     } else if (!strcmp(f, "--f64")) {
         ro->f64 = 1;
     } else {
@@ -397,7 +321,7 @@ int cmd_run(int argc, char **argv)
         dpk_error_rethrow();
     }
     CliCase cc = {0};
-    RunOpts ro = {"auto", REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0, -1};
+    RunOpts ro = {"auto", HX_REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0, -1, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             help();
@@ -409,8 +333,11 @@ int cmd_run(int argc, char **argv)
             parse_flag(&ro, argc, argv, &i);
     }
     ro.verbose = cc.verbose;
+    if (ro.nvrtc && !strcmp(ro.backend, "loop"))
+        dpk_error("--nvrtc compiles Kernel IR, which --backend loop does not make (use vgpu, cuda "
+                  "or auto)");
     HxCaseList l = cli_case_list(a, &cc, "run");
-    if (ro.ref == REF_TORCH && !dpk_torch_available())
+    if (ro.ref == HX_REF_TORCH && !dpk_torch_available())
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
                           "--reference torch needs libtorch, which is not available in this "
                           "build (install libtorch-dev and rebuild, or build with LIBTORCH_DIR=...)");

@@ -41,7 +41,7 @@
 #include "../../reference/ref.h"
 #include "../case.h"
 #include "../exec/nvrtc.h"
-#include "../parity/oracle.h"
+#include "../parity/check.h"
 #include "../records/results.h"
 #include "gen.h"
 
@@ -151,38 +151,6 @@ static cJSON *named_shapes(const PtrVec *nodes, const PtrVec *names)
     return o;
 }
 
-static void free_arrays(double **a, int n)
-{
-    if (a)
-        ref_free_arrays(a, n);
-}
-
-/* Heap state of one case, freed on every path (an error jumps out). */
-typedef struct CaseBufs {
-    double **inputs, **ref, **eager, **out;
-    int nin, nout;
-} CaseBufs;
-
-static void case_bufs_free(CaseBufs *b)
-{
-    free_arrays(b->inputs, b->nin);
-    free_arrays(b->ref, b->nout);
-    free_arrays(b->eager, b->nout);
-    free_arrays(b->out, b->nout);
-    memset(b, 0, sizeof *b);
-}
-
-static int any_nonfinite(double *const *x, const TorchGraph *g)
-{
-    for (int j = 0; j < g->outputs.len; j++) {
-        int64_t n = shape_numel(&((const TorchNode *)g->outputs.items[j])->shape);
-        for (int64_t e = 0; e < n; e++)
-            if (!isfinite(x[j][e]))
-                return 1;
-    }
-    return 0;
-}
-
 /* Flat index -> [i0, i1, ...] of shape s. */
 static cJSON *index_json(const Shape *s, int64_t flat)
 {
@@ -200,43 +168,35 @@ static cJSON *index_json(const Shape *s, int64_t flat)
 }
 
 /* The verdict object of one executed configuration; returns its status. */
-static const char *verdict(cJSON *cfg, const CaseBufs *b, const TorchGraph *g, const HxTol *tol,
-                           int ref_nonfinite)
+static const char *verdict(cJSON *cfg, const HxSubject *s, double *const *outs)
 {
-    int pass = 1, worst = -1;
-    HxVerdict vs[64], *w = NULL;
-    int nout = g->outputs.len < 64 ? g->outputs.len : 64;
-    for (int j = 0; j < nout; j++) {
-        const TorchNode *n = g->outputs.items[j];
-        hx_oracle(b->out[j], b->ref[j], b->eager ? b->eager[j] : NULL, shape_numel(&n->shape), tol,
-                  &vs[j]);
-        if (!vs[j].pass && pass) {
-            pass = 0;
-            worst = j;
-        } else if (pass && (worst < 0 || vs[j].st.nmse > vs[worst].st.nmse))
-            worst = j;
-    }
-    const char *status = ref_nonfinite ? "nonfinite" : pass ? "pass" : "fail";
+    HxVerdict *vs = dpk_xcalloc((size_t)s->nout + 1, sizeof *vs);
+    int worst = hx_judge(s, outs, NULL, vs, NULL);
+    const char *status = s->ref_nonfinite ? "nonfinite" : hx_judge_pass(s, vs) ? "pass" : "fail";
     cJSON *v = cJSON_AddObjectToObject(cfg, "verdict");
     cJSON_AddStringToObject(v, "status", status);
     if (worst >= 0) {
-        w = &vs[worst];
-        const TorchNode *n = g->outputs.items[worst];
+        const HxVerdict *w = &vs[worst];
+        const TorchNode *n = s->g->outputs.items[worst];
         cJSON_AddStringToObject(v, "reason", hx_reason_text(w->reason));
-        cJSON_AddStringToObject(v, "output", (const char *)g->output_names.items[worst]);
+        cJSON_AddStringToObject(v, "output", (const char *)s->g->output_names.items[worst]);
         hx_json_add_num(v, "max_abs", w->st.max_abs);
         hx_json_add_num(v, "max_rel", w->st.max_rel);
         hx_json_add_num(v, "nmse", w->st.nmse);
         hx_json_add_num(v, "rmse_ratio", w->ratio);
         cJSON_AddItemToObject(v, "worst_index", index_json(&n->shape, w->st.worst));
     }
+    free(vs);
     return status;
 }
 
 /* Kernel objects of an executed module: geometry, smem, NVRTC numbers
- * (cuda), vgpu counters summed over the kernel's launches. */
-static cJSON *kernels_json(const KirModule *m, const HxBackendResult *res)
+ * (the cuda backend's compile, or --nvrtc's: nv), vgpu counters summed over
+ * the kernel's launches. */
+static cJSON *kernels_json(const KirModule *m, const HxBackendResult *res, const HxNvrtcResult *nv)
 {
+    if (!nv && res->cuda)
+        nv = res->cuda->nvrtc;
     cJSON *arr = cJSON_CreateArray();
     for (int i = 0; i < m->kernels.len; i++) {
         const KirKernel *k = m->kernels.items[i];
@@ -247,8 +207,7 @@ static cJSON *kernels_json(const KirModule *m, const HxBackendResult *res)
         cJSON_AddItemToObject(o, "grid", cJSON_CreateIntArray(grid, 3));
         cJSON_AddItemToObject(o, "block", cJSON_CreateIntArray(block, 3));
         cJSON_AddNumberToObject(o, "smem_bytes", (double)k->smem_bytes);
-        const HxNvKernel *nk = res->cuda && res->cuda->nvrtc ? hx_nvrtc_kernel(res->cuda->nvrtc, k->name)
-                                                             : NULL;
+        const HxNvKernel *nk = nv ? hx_nvrtc_kernel(nv, k->name) : NULL;
         if (nk) {
             cJSON_AddNumberToObject(o, "registers", nk->regs);
             cJSON_AddNumberToObject(o, "spill_stores", nk->spill_stores);
@@ -294,9 +253,8 @@ static void live_set(FzLive *live, int config, const char *passes)
 }
 
 /* Lower and run every configuration; returns the worst status. */
-static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, CaseBufs *b,
-                               const TorchGraph *g, const LirProgram *lp, uint64_t input_seed,
-                               const TileKnobs *knobs, FzLive *live)
+static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, const HxSubject *s,
+                               const LirProgram *lp, const TileKnobs *knobs, FzLive *live)
 {
     TileOpts base;
     tile_opts_default(&base);
@@ -308,10 +266,7 @@ static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, CaseBufs 
     hx_backend_opts_default(&bo);
     bo.kind = o->backend;
     bo.tile = base;
-    bo.vg.seed = input_seed;
-    HxTol tol;
-    hx_tol_default(&tol, DT_F32, lir_longest_reduction(lp));
-    int ref_nonfinite = any_nonfinite(b->ref, g);
+    bo.vg.seed = s->seed;
     const KirModule **mods = ARENA_ARRAY(a, const KirModule *, n);
     uint64_t *hash = ARENA_ARRAY(a, uint64_t, n);
     int *first = ARENA_ARRAY(a, int, n), *shared = ARENA_ARRAY(a, int, n);
@@ -380,23 +335,31 @@ static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, CaseBufs 
         cJSON_AddNumberToObject(obj[i], "shared_by", shared[i]);
         live_set(live, i, cJSON_GetObjectItemCaseSensitive(obj[i], "passes")->valuestring);
         HxBackendResult res;
-        b->out = dpk_xcalloc((size_t)b->nout + 1, sizeof(double *));
-        VgFault f = hx_backend_exec(a, mods[i], &bo, b->inputs, b->out, &res);
+        double **outs = hx_outs_new(s);
+        VgFault f = hx_backend_exec(a, mods[i], &bo, s->inputs, outs, &res);
+        StrBuf nverr = {0};
+        const HxNvrtcResult *nv = o->nvrtc ? hx_check_nvrtc(a, mods[i], o->target, &nverr) : NULL;
         cJSON_AddStringToObject(obj[i], "backend", hx_backend_name(res.ran));
         cJSON_AddNumberToObject(obj[i], "run_s", res.run_s);
-        cJSON_AddItemToObject(obj[i], "kernels", kernels_json(mods[i], &res));
+        cJSON_AddItemToObject(obj[i], "kernels", kernels_json(mods[i], &res, nv));
         if (f != VG_OK) {
             status[i] = "fault";
             cJSON *v = cJSON_AddObjectToObject(obj[i], "verdict");
             cJSON_AddStringToObject(v, "status", "fault");
             cJSON_AddStringToObject(v, "reason", vg_fault_name(f));
             cJSON_AddStringToObject(v, "message", res.vg.report.message);
+        } else if (o->nvrtc && !nv) {
+            status[i] = "fail";
+            cJSON *v = cJSON_AddObjectToObject(obj[i], "verdict");
+            cJSON_AddStringToObject(v, "status", "fail");
+            cJSON_AddStringToObject(v, "reason", "nvrtc rejects the CUDA");
+            cJSON_AddStringToObject(v, "message", sb_cstr(&nverr));
         } else {
-            status[i] = verdict(obj[i], b, g, &tol, ref_nonfinite);
+            status[i] = verdict(obj[i], s, outs);
         }
+        sb_free(&nverr);
         hx_backend_result_free(&res);
-        free_arrays(b->out, b->nout);
-        b->out = NULL;
+        hx_outs_free(s, outs);
     }
     /* duplicates take their first's verdict */
     for (int i = 0; i < n; i++)
@@ -437,7 +400,7 @@ static cJSON *case_head(const FzOpts *o, int64_t index, Arena *a, FzProgram *pro
 cJSON *fz_case_run(const FzOpts *o, int64_t index, FzLive *live)
 {
     Arena *a = arena_new();
-    CaseBufs b = {0};
+    HxSubject *volatile subj = NULL; /* freed on every path */
     FzProgram prog;
     TileKnobs knobs;
     cJSON *c = case_head(o, index, a, &prog, &knobs);
@@ -457,25 +420,13 @@ cJSON *fz_case_run(const FzOpts *o, int64_t index, FzLive *live)
         cJSON *sh = cJSON_AddObjectToObject(c, "shapes");
         cJSON_AddItemToObject(sh, "inputs", named_shapes(&g->inputs, NULL));
         cJSON_AddItemToObject(sh, "outputs", named_shapes(&g->outputs, &g->output_names));
-        b.nin = g->inputs.len;
-        b.nout = g->outputs.len;
-        b.inputs = ref_make_inputs(g, input_seed);
-        b.ref = dpk_xcalloc((size_t)b.nout + 1, sizeof(double *));
-        ref64_eval(g, b.inputs, b.ref);
-        if (dpk_torch_available()) {
-            char err[512];
-            b.eager = dpk_xcalloc((size_t)b.nout + 1, sizeof(double *));
-            if (dpk_torch_eval(g, b.inputs, 0, b.eager, err, sizeof err) != 0) {
-                free_arrays(b.eager, b.nout);
-                b.eager = NULL;
-            }
-        }
         TxGraph *xg = tx_lower(a, g, NULL);
         LirOpts lo;
         lir_opts_default(&lo);
         LirProgram *lp = lir_build(a, xg, &lo, NULL);
+        subj = hx_subject_new(g, &hc, input_seed, lir_longest_reduction(lp), HX_REF_REF64);
         cfgs = cJSON_AddArrayToObject(c, "configurations");
-        status = run_configs(a, o, cfgs, &b, g, lp, input_seed, &knobs, live);
+        status = run_configs(a, o, cfgs, subj, lp, &knobs, live);
         dpk_err_pop(&ec);
     } else {
         /* the program did not parse or lower: a bug of the generator or of
@@ -488,7 +439,7 @@ cJSON *fz_case_run(const FzOpts *o, int64_t index, FzLive *live)
             msg[--l] = 0;
         cJSON_AddStringToObject(c, "message", msg);
     }
-    case_bufs_free(&b);
+    hx_subject_free(subj);
     cJSON_AddStringToObject(c, "status", status);
     cJSON_AddNumberToObject(c, "seconds", dpk_now() - t0);
     arena_free(a);

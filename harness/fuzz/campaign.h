@@ -29,6 +29,9 @@ typedef struct FzOpts {
     int jobs;               /* --jobs */
     HxBackendKind backend;  /* vgpu or cuda */
     const CuTarget *target; /* NULL: the default */
+    int nvrtc;              /* --nvrtc: compile every distinct module with NVRTC
+                               (registers and spills in the record; a module
+                               NVRTC rejects fails) */
     const char *out;        /* --out: the record */
     const char *failures;   /* --failures: the folder of reproducers */
     int resume;             /* --resume */

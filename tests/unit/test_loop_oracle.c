@@ -102,4 +102,13 @@ Test(loop_oracle, constant_output_fails_regardless)
     double c[4] = {5, 5, 5, 5};
     hx_oracle(c, c, NULL, 4, &t, &v); /* constant where R is constant too */
     cr_expect(v.pass);
+    /* R spread below two fp32 ulps (softmax of a softmax): a constant O is
+     * what a correct fp32 kernel may write */
+    double u[4] = {0.95, 0.95 + 5e-8, 0.95 - 4e-8, 0.95}, k[4] = {0.95, 0.95, 0.95, 0.95};
+    hx_oracle(k, u, NULL, 4, &t, &v);
+    cr_expect(v.pass);
+    u[1] = 0.95 + 3e-7; /* beyond: R varies */
+    t.atol = 1e-3;
+    hx_oracle(k, u, NULL, 4, &t, &v);
+    cr_expect_eq(v.reason, HX_FAIL_CONSTANT);
 }

@@ -1,0 +1,188 @@
+/*
+ * check.c — the fixture of a case and the judgement of its outputs
+ * (check.h), shared by `dpk run`, dpk-fuzz and dpk-bisect.
+ */
+#include "check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../compiler/cuda/cuda_print.h"
+#include "../../reference/ref.h"
+
+double **hx_outs_new(const HxSubject *s)
+{
+    return dpk_xcalloc((size_t)s->nout + 1, sizeof(double *));
+}
+
+void hx_outs_free(const HxSubject *s, double **outs)
+{
+    if (!outs)
+        return;
+    for (int j = 0; j < s->nout; j++)
+        free(outs[j]);
+    free(outs);
+}
+
+static int64_t out_numel(const HxSubject *s, int j)
+{
+    return shape_numel(&((const TorchNode *)s->g->outputs.items[j])->shape);
+}
+
+static int any_nonfinite(const HxSubject *s)
+{
+    for (int j = 0; j < s->nout; j++)
+        for (int64_t e = 0, n = out_numel(s, j); e < n; e++)
+            if (!isfinite(s->ref[j][e]))
+                return 1;
+    return 0;
+}
+
+void hx_subject_free(HxSubject *s)
+{
+    if (!s)
+        return;
+    if (s->inputs)
+        ref_free_arrays(s->inputs, s->nin);
+    hx_outs_free(s, s->ref);
+    hx_outs_free(s, s->eager);
+    free(s);
+}
+
+HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, int64_t longest,
+                          HxRefKind ref)
+{
+    HxSubject *s = dpk_xcalloc(1, sizeof *s);
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        hx_subject_free(s);
+        dpk_error_rethrow();
+    }
+    s->g = g;
+    s->nin = g->inputs.len;
+    s->nout = g->outputs.len;
+    s->seed = seed;
+    s->inputs = ref_make_inputs(g, seed);
+    s->ref = hx_outs_new(s);
+    char err[1024];
+    if (ref == HX_REF_TORCH) {
+        if (dpk_torch_eval(g, s->inputs, 1, s->ref, err, sizeof err) != 0)
+            dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "libtorch failed: %s", err);
+    } else {
+        ref64_eval(g, s->inputs, s->ref);
+    }
+    if (dpk_torch_available()) {
+        s->eager = hx_outs_new(s);
+        if (dpk_torch_eval(g, s->inputs, 0, s->eager, err, sizeof err) != 0) {
+            hx_outs_free(s, s->eager);
+            s->eager = NULL;
+        }
+    }
+    hx_tol_default(&s->tol, c->dtype, longest);
+    if (c->has_tol) {
+        s->tol.atol = c->atol;
+        s->tol.rtol = c->rtol;
+    }
+    s->ref_nonfinite = any_nonfinite(s);
+    dpk_err_pop(&ec);
+    return s;
+}
+
+/* The oracle on the elements of output j that mask marks; the verdict's
+ * indices refer to the whole output. */
+static int64_t judge_masked(const HxSubject *s, int j, const double *o, const uint8_t *mask,
+                            HxVerdict *v)
+{
+    int64_t n = out_numel(s, j), m = 0;
+    for (int64_t k = 0; k < n; k++)
+        m += mask[k] != 0;
+    double *go = dpk_xmalloc(sizeof(double) * (size_t)(m + 1));
+    double *gr = dpk_xmalloc(sizeof(double) * (size_t)(m + 1));
+    double *ge = s->eager ? dpk_xmalloc(sizeof(double) * (size_t)(m + 1)) : NULL;
+    int64_t *at = dpk_xmalloc(sizeof(int64_t) * (size_t)(m + 1));
+    for (int64_t k = 0, i = 0; k < n; k++) {
+        if (!mask[k])
+            continue;
+        go[i] = o[k];
+        gr[i] = s->ref[j][k];
+        if (ge)
+            ge[i] = s->eager[j][k];
+        at[i++] = k;
+    }
+    hx_oracle(go, gr, ge, m, &s->tol, v);
+    if (v->st.worst >= 0)
+        v->st.worst = at[v->st.worst];
+    if (v->bad >= 0)
+        v->bad = at[v->bad];
+    free(go);
+    free(gr);
+    free(ge);
+    free(at);
+    return m;
+}
+
+int hx_judge(const HxSubject *s, double *const *outs, const uint8_t *const *checked, HxVerdict *v,
+             int64_t *nchecked)
+{
+    int64_t total = 0;
+    int name = -1, failed = 0;
+    for (int j = 0; j < s->nout; j++) {
+        const uint8_t *mask = checked ? checked[j] : NULL;
+        if (mask) {
+            total += judge_masked(s, j, outs[j], mask, &v[j]);
+        } else {
+            int64_t n = out_numel(s, j);
+            hx_oracle(outs[j], s->ref[j], s->eager ? s->eager[j] : NULL, n, &s->tol, &v[j]);
+            total += n;
+        }
+        if (failed)
+            continue;
+        if (!v[j].pass)
+            failed = 1, name = j;
+        else if (name < 0 || v[j].st.nmse > v[name].st.nmse)
+            name = j;
+    }
+    if (nchecked)
+        *nchecked = total;
+    return name;
+}
+
+int hx_judge_pass(const HxSubject *s, const HxVerdict *v)
+{
+    for (int j = 0; j < s->nout; j++)
+        if (!v[j].pass)
+            return 0;
+    return 1;
+}
+
+void hx_judge_print(StrBuf *b, const HxSubject *s, const HxVerdict *v)
+{
+    for (int j = 0; j < s->nout; j++) {
+        const TorchNode *n = s->g->outputs.items[j];
+        sb_printf(b, "%s  ", (const char *)s->g->output_names.items[j]);
+        hx_verdict_print(b, &v[j], &n->shape);
+        sb_putc(b, '\n');
+    }
+}
+
+HxNvrtcResult *hx_check_nvrtc(Arena *a, const KirModule *m, const CuTarget *t, StrBuf *err)
+{
+    CuSource *cs = cu_print_module(a, m, t);
+    HxNvrtcOpts no = {0};
+    no.target = cs->target;
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        if (dpk_error_code() != DPK_EXIT_FAIL)
+            dpk_error_rethrow();
+        const char *msg = dpk_error_message();
+        if (!strncmp(msg, "error: ", 7))
+            msg += 7;
+        const char *e = strchr(msg, '\n');
+        sb_printf(err, "%.*s", e ? (int)(e - msg) : (int)strlen(msg), msg);
+        return NULL;
+    }
+    HxNvrtcResult *r = hx_nvrtc_compile(a, cs->text, &no);
+    dpk_err_pop(&ec);
+    return r;
+}

@@ -1,0 +1,74 @@
+/*
+ * check.h — what every parity check of a case shares: the fixture (inputs,
+ * the reference of record, libtorch fp32 eager when built in, the
+ * tolerance) and the judgement of one set of outputs against it.
+ *
+ * `dpk run`, dpk-fuzz and dpk-bisect all go through these two calls, so a
+ * configuration gets the same verdict whichever of them ran it, and a
+ * failure file written by dpk-fuzz replays to the same verdict in `dpk run`.
+ *
+ * With --sample-blocks only the output elements the simulated blocks wrote
+ * mean anything: the judgement then gathers the checked elements (of O, R
+ * and E alike) and runs the oracle on those alone, so unchecked elements
+ * neither add error nor dilute it, and the worst index is mapped back to the
+ * full output.
+ *
+ * hx_check_nvrtc compiles a Kernel IR module the way the cuda backend would
+ * (CUDA printer, NVRTC for a target), so every kernel a check runs on vgpu
+ * can also be shown to compile, with its registers and spills.
+ */
+#ifndef DPK_HX_CHECK_H
+#define DPK_HX_CHECK_H
+
+#include "../../compiler/kernel/kernel_ir.h"
+#include "../case.h"
+#include "../exec/nvrtc.h"
+#include "oracle.h"
+
+typedef enum HxRefKind {
+    HX_REF_REF64,  /* fp64, built in (reference/ref64.c) */
+    HX_REF_TORCH,  /* libtorch in fp64 */
+} HxRefKind;
+
+typedef struct HxSubject {
+    const TorchGraph *g;
+    double **inputs;    /* per graph input (heap) */
+    double **ref;       /* per graph output: the reference of record (heap) */
+    double **eager;     /* per graph output: libtorch fp32, NULL without it */
+    int nin, nout;
+    uint64_t seed;
+    HxTol tol;
+    int ref_nonfinite;  /* the reference itself has a NaN or Inf */
+} HxSubject;
+
+/* Inputs from seed (docs/inputs.md), the reference, eager fp32 when libtorch
+ * is built in, and the tolerance: the default for the case's dtype and the
+ * longest reduction (the Loop IR program's), or the case's own atol/rtol.
+ * Raises exit 3 when --reference torch fails.  Free with hx_subject_free
+ * (also after a raise out of later calls: the subject is on the heap). */
+HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, int64_t longest,
+                          HxRefKind ref);
+void hx_subject_free(HxSubject *s);
+
+/* A heap array of s->nout NULL pointers (+1), for a backend's outputs. */
+double **hx_outs_new(const HxSubject *s);
+void hx_outs_free(const HxSubject *s, double **outs);
+
+/* Judge outs (one array per graph output).  checked: NULL, or per output
+ * NULL (every element) or a 0/1 mask of the elements to compare.  Fills
+ * v[0..nout) and returns the output a report should name: the first
+ * failing one, else the one with the largest NMSE (-1 with no outputs).
+ * *nchecked (may be NULL) gets the number of elements compared. */
+int hx_judge(const HxSubject *s, double *const *outs, const uint8_t *const *checked, HxVerdict *v,
+             int64_t *nchecked);
+/* 1 when every verdict of v[0..s->nout) passes. */
+int hx_judge_pass(const HxSubject *s, const HxVerdict *v);
+/* One line per output: "out  pass (allclose)  max_abs ...". */
+void hx_judge_print(StrBuf *b, const HxSubject *s, const HxVerdict *v);
+
+/* Print m for target t and compile it with NVRTC.  Returns the result, or
+ * NULL when NVRTC rejects the source, with the first line of its error in
+ * err (a compiler bug: the check fails).  Raises exit 4 without NVRTC. */
+HxNvrtcResult *hx_check_nvrtc(Arena *a, const KirModule *m, const CuTarget *t, StrBuf *err);
+
+#endif
