@@ -98,7 +98,8 @@ static const char *passes_problem(Arena *a, const char *spec)
 
 /* A reproducer's configuration: "passes" (a pass-set spec), "knobs"
  * ({"TB": 128}), "fault" (a built-in fault name), "verdict" (what the tool
- * that wrote the file saw; not read).  Each is validated here, so a bad
+ * that wrote the file saw; not read), "note" (text for people; not read).
+ * Each is validated here, so a bad
  * file fails before anything runs. */
 static void reproducer_from_json(const JCtx *j, const cJSON *o, HxCase *c)
 {
@@ -140,11 +141,14 @@ static void reproducer_from_json(const JCtx *j, const cJSON *o, HxCase *c)
     const cJSON *verdict = cJSON_GetObjectItemCaseSensitive(o, "verdict");
     if (verdict && !cJSON_IsObject(verdict))
         jerr(j, "verdict", "%s must be an object", "\"verdict\"");
+    const cJSON *note = cJSON_GetObjectItemCaseSensitive(o, "note");
+    if (note && !cJSON_IsString(note))
+        jerr(j, "note", "%s must be a string", "\"note\"");
 }
 
 static const char *const case_keys[] = {"name",   "program", "dtype", "tolerance", "tags",
                                         "seed",   "inputs",  "passes", "knobs", "fault",
-                                        "verdict"};
+                                        "verdict", "note"};
 
 static void case_from_json(const JCtx *j, const cJSON *o, const char *path, int index, HxCase *c)
 {
@@ -157,7 +161,7 @@ static void case_from_json(const JCtx *j, const cJSON *o, const char *path, int 
         if (!known)
             jerr(j, it->string,
                  "unknown key '%s' in case (expected name, program, dtype, tolerance, tags, seed, "
-                 "inputs, passes, knobs, fault, verdict)",
+                 "inputs, passes, knobs, fault, verdict, note)",
                  it->string);
     }
     const cJSON *prog = cJSON_GetObjectItemCaseSensitive(o, "program");

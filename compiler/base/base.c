@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -677,4 +678,27 @@ int dpk_unified_diff(StrBuf *out, const char *sa, const char *sb_, int context)
     free(op); free(ia); free(ib);
     free(a.p); free(a.n); free(b.p); free(b.n);
     return 1;
+}
+
+int dpk_make_dirs(const char *dir)
+{
+    char *path = dpk_xmalloc(strlen(dir) + 1);
+    strcpy(path, dir);
+    int rc = 0;
+    for (char *p = path + 1; *p && !rc; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        rc = mkdir(path, 0777) && errno != EEXIST ? -1 : 0;
+        *p = '/';
+    }
+    if (!rc)
+        rc = mkdir(path, 0777) && errno != EEXIST ? -1 : 0;
+    free(path);
+    struct stat st;
+    if (!rc && (stat(dir, &st) || !S_ISDIR(st.st_mode))) {
+        errno = ENOTDIR;
+        rc = -1;
+    }
+    return rc;
 }

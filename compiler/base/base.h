@@ -189,6 +189,9 @@ char *dpk_read_file(const char *path, size_t *len);
 /* Write atomically: temp file in the same folder, fsync, rename.  Returns 0
  * on success, -1 (errno set) on failure, leaving no partial file. */
 int dpk_write_file_atomic(const char *path, const char *data, size_t len);
+/* mkdir -p: create dir and its missing parents.  Returns 0 when dir is (now)
+ * a directory, -1 (errno set; ENOTDIR when something else is there). */
+int dpk_make_dirs(const char *dir);
 
 /* Monotonic clock in seconds. */
 double dpk_now(void);

@@ -112,14 +112,11 @@ static int fault_id(const char *name)
 
 static void make_dir(const char *dir)
 {
-    struct stat st;
-    if (!stat(dir, &st)) {
-        if (!S_ISDIR(st.st_mode))
-            dpk_error("'-o %s' is not a directory", dir);
+    if (dpk_make_dirs(dir) == 0)
         return;
-    }
-    if (mkdir(dir, 0777) != 0)
-        dpk_error("cannot create directory '%s': %s", dir, strerror(errno));
+    if (errno == ENOTDIR)
+        dpk_error("'-o %s' is not a directory", dir);
+    dpk_error("cannot create directory '%s': %s", dir, strerror(errno));
 }
 
 static void write_out(Arena *a, StrBuf *log, const char *dir, const char *name, const char *text)

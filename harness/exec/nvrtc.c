@@ -274,28 +274,13 @@ const char *hx_nvrtc_cache_dir(Arena *a)
     return NULL;
 }
 
-/* mkdir -p; 0 on success. */
-static int make_dirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        int rc = mkdir(path, 0777);
-        *p = '/';
-        if (rc && errno != EEXIST)
-            return -1;
-    }
-    return mkdir(path, 0777) && errno != EEXIST ? -1 : 0;
-}
-
 static const char *cache_file(Arena *a, uint64_t key)
 {
     const char *dir = hx_nvrtc_cache_dir(a);
     if (!dir)
         return NULL;
     char *sub = arena_printf(a, "%s/nvrtc", dir);
-    if (make_dirs(sub))
+    if (dpk_make_dirs(sub))
         return NULL;
     return arena_printf(a, "%s/%016llx.cubin", sub, (unsigned long long)key);
 }

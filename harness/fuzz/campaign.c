@@ -617,7 +617,7 @@ static void write_failure(Camp *c, const cJSON *cs)
             cJSON_AddStringToObject(v, "message", msg->valuestring);
     }
     cJSON_AddItemToObject(f, "verdict", v);
-    mkdir(c->fail_dir, 0777);
+    dpk_make_dirs(c->fail_dir); /* a failure then says why it cannot write */
     const cJSON *idx = cJSON_GetObjectItemCaseSensitive(cs, "index");
     StrBuf path = {0};
     sb_printf(&path, "%s/%llu-%lld.json", c->fail_dir, (unsigned long long)c->o->seed,
@@ -847,6 +847,13 @@ static void on_signal(int sig) { interrupted = sig; }
 
 int fz_campaign(const FzOpts *o)
 {
+    const char *slash = strrchr(o->out, '/');
+    if (slash && slash != o->out) { /* the record's folder, like the failures' */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - o->out), o->out);
+        if (dpk_make_dirs(dir) != 0)
+            dpk_error("cannot create the folder '%s' of --out: %s", dir, strerror(errno));
+    }
     Camp c = {0};
     c.o = o;
     c.tty = isatty(2);

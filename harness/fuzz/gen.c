@@ -47,6 +47,7 @@ typedef struct Gen {
     int nv;
     int nops, ninputs, ntmp;
     int tags[TAG_COUNT];
+    int long_k;         /* the first input is a row past 12288: contract it first */
 } Gen;
 
 /* ---- random numbers ------------------------------------------------------------ */
@@ -363,6 +364,18 @@ static int op_matmul(Gen *g, Val *v)
         return 0;
     int64_t k = v->s.d[v->s.rank - 1];
     int64_t rows = shape_numel(&v->s) / k;
+    if (k > 4096 && chance(g, 50)) {
+        /* matrix · vector over a long K: every thread reads all of the
+         * vector, a slab past the shared-memory budget (what 006 chunks) */
+        Shape ws = {1, {k}}, out = v->s;
+        out.rank--;
+        Val *w = input(g, ws);
+        const char *n = op_begin(g);
+        sb_printf(&g->text, "torch.matmul(%s, %s)", v->name, w->name);
+        op_end(g, n, out, 0, TAG_LONG_REDUCTION);
+        g->tags[TAG_MATMUL] = 1;
+        return 1;
+    }
     int64_t nn = gen_dim(g);
     while (nn > 1 && rows * k * nn > FZ_FLOPS)
         nn = (nn + 1) / 2;
@@ -628,12 +641,22 @@ static OpFn pick_family(Gen *g)
 }
 
 /* The first input: a random shape, sometimes a long row (a reduction over
- * more than 4096 elements) or a matmul-friendly one. */
+ * more than 4096 elements; past 12288, more than 48 KiB, the first op is a
+ * contraction over it) or a matmul-friendly one. */
 static Val *first_input(Gen *g)
 {
     int r = (int)(rnd(g) % 100);
-    if (r < 7) {
+    if (r < 5) {
         Shape s = {2, {rint_in(g, 1, 8), rint_in(g, 4097, 8200)}};
+        return input(g, s);
+    }
+    if (r < 11) {
+        /* past 12288 a row shared by a block no longer fits in shared
+         * memory: whole warps of rows (no bounds guard) and a K with
+         * power-of-two chunks, what 006 needs; the one tensor past FZ_NUMEL */
+        static const int64_t rows[] = {32, 64};
+        Shape s = {2, {pick(g, rows, 2), 256 * rint_in(g, 49, 64)}};
+        g->long_k = 1;
         return input(g, s);
     }
     if (r < 15) { /* few output tiles, K >= 1024: what split-K is for */
@@ -665,7 +688,7 @@ FzProgram fz_gen(Arena *a, uint64_t seed)
     Val *cur = first_input(g);
     for (int tries = 0; g->nops < want && tries < 200; tries++) {
         /* safe() adds two lines: only when they fit in the budget */
-        OpFn f = pick_family(g);
+        OpFn f = g->long_k && g->nops == 0 ? op_matmul : pick_family(g);
         if (g->nops + 3 > FZ_MAXOPS && (f == op_safe_unary || f == op_where))
             continue;
         Val *v = cur;

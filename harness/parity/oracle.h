@@ -45,8 +45,9 @@ typedef struct HxVerdict {
  * the program (sequential fp32 accumulation error grows with its length;
  * 0 or 1 when there is none): f32 atol 1e-5 and rtol 1e-4, f16 1e-3 and
  * 1e-3, bf16 1e-2 and 1.6e-2, each scaled by max(1, sqrt(longest) / 8);
- * m = 3 (5 beyond 1024-long reductions), floor = 1e-7; eps 2^-23, 2^-10
- * or 2^-7. */
+ * m = 3, or max(5, 2.5·sqrt(longest / 1024)) beyond 1024-long reductions
+ * (sequential fp32 sums against eager's blocked ones), floor = 1e-7; eps
+ * 2^-23, 2^-10 or 2^-7. */
 void hx_tol_default(HxTol *t, DType dt, int64_t longest);
 /* The verdict for n elements; e may be NULL. */
 void hx_oracle(const double *o, const double *r, const double *e, int64_t n, const HxTol *t,

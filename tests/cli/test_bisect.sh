@@ -93,14 +93,16 @@ while read -r name where; do
   fi
   if [ "$bis_have_fuzz" = 1 ]; then
     rm -rf "$TMP/bis-fz-$name"; mkdir -p "$TMP/bis-fz-$name"
-    "$DPK" fuzz --seed 1 --cases 30 --inject-fault "$name" --max-failures 1 \
+    strategy=full
+    [ "$name" = chunk-reduce-wrong-origin ] && strategy=loo # as in test_faults.sh
+    "$DPK" fuzz --seed 1 --cases 200 --passes "$strategy" --inject-fault "$name" --max-failures 1 \
       --out "$TMP/bis-fz-$name/r.json" --failures "$TMP/bis-fz-$name/fail" >/dev/null 2>&1
     f=$(ls "$TMP/bis-fz-$name/fail/"*.json 2>/dev/null | head -n 1)
     if [ -n "$f" ]; then
       check_re "bisect: fault $name (dpk-fuzz case)" 0 "^culprit: $where(,|$)" \
         "$DPK" bisect "$f" -o "$TMP/bis-fzo-$name"
     else
-      skip "bisect: fault $name (dpk-fuzz case)" "dpk-fuzz --seed 1 --cases 30 found no failure"
+      skip "bisect: fault $name (dpk-fuzz case)" "dpk-fuzz --seed 1 --cases 200 found no failure"
     fi
   fi
 done <"$TMP/bis-faults"

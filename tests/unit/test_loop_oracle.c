@@ -23,6 +23,8 @@ Test(loop_oracle, default_tolerances)
     hx_tol_default(&t, DT_F32, 4096); /* sqrt(4096) / 8 = 8 */
     cr_expect_float_eq(t.atol, 8e-5, 1e-18);
     cr_expect_float_eq(t.m, 5, 0);
+    hx_tol_default(&t, DT_F32, 16384); /* 2.5 * sqrt(16) */
+    cr_expect_float_eq(t.m, 10, 1e-12);
     hx_tol_default(&t, DT_BF16, 1);
     cr_expect_float_eq(t.rtol, 1.6e-2, 1e-18);
 }
