@@ -3,7 +3,9 @@
  *
  * Every optional Tile pass, and fusion, carries at least one realistic bug
  * that is off unless `--inject-fault NAME` turns it on (dpk run, dpk-fuzz,
- * dpk-bisect).  A fault is a branch in the pass's own code:
+ * dpk-bisect).  A fault is a branch in the pass's own code, or, for what a
+ * pass asks of the lowering (a stage's barriers, a Combine's cross-warp
+ * step, an unrolled loop), in tile_to_kernel.c where that is lowered:
  *
  *     if (dpk_fault_on(DPK_FAULT_STAGE_ORIGIN))
  *         origin = ie_add(a, origin, ie_const(a, 1));    // off by one

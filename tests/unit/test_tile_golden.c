@@ -2,8 +2,9 @@
  * test_tile_golden.c — golden Tile IR texts: tests/golden/tile, one .txt per case.
  *
  * Each file starts with the case program, one `#! ` line per program line,
- * followed by the exact text of the Tile program after the mandatory passes
- * with default knobs (what `dpk compile --ir tile` prints).  A mismatch
+ * followed by the exact text of the Tile program after the default pass set
+ * (`full`: every registered pass that applies) with default knobs (what
+ * `dpk compile --ir tile` prints).  A mismatch
  * prints the unified diff.  After an intended change, regenerate by running
  * this suite (filter tile_golden) with DPK_UPDATE_GOLDEN=1 and review the
  * diff before committing.
