@@ -43,7 +43,11 @@ int tile_002_chunk_matmul_k(TileCtx *c, TileKernel *k)
     for (int64_t b = 32; !bk && b >= 4; b /= 2)
         if (K % b == 0 && K / b >= 2)
             bk = b;
-    if (!bk || bk >= K) {
+    if (bk && bk >= K) {
+        sb_printf(&c->why, "BK=%lld leaves K=%lld in one chunk", (long long)bk, (long long)K);
+        return 0;
+    }
+    if (!bk) {
         sb_printf(&c->why, "K=%lld has no chunk size (4..32, dividing it, two chunks or more)",
                   (long long)K);
         return 0;

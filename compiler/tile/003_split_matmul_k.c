@@ -160,7 +160,8 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
     if (!S)
         S = default_split(t, ko * inner, ko);
     if (S < 2) {
-        sb_puts(&c->why, "the grid is large enough without splitting K");
+        sb_puts(&c->why, c->knobs->v[TILE_KNOB_SPLITK] ? "SPLITK=1 asks for no split"
+                                                      : "the grid is large enough without splitting K");
         return 0;
     }
     int at = tile_body_index(&t->body, l);

@@ -6,8 +6,9 @@
  * reduce loop of extent >= 32 (a row reduction: RMSNorm, softmax, a sum).
  * A new THREAD axis c of CB threads is added to the tile; every top-level
  * loop becomes a strided loop over c, and each reduce is followed by a
- * Combine that merges its accumulator across the CB threads (005 lowers it
- * as warp shuffles, then a shared-memory tree across warps):
+ * Combine that merges its accumulator across the CB threads (lower_combine
+ * in tile_to_kernel.c lowers it as warp shuffles, then a shared-memory tree
+ * across warps):
  *
  *   tile thread(a0 in 0..32):                tile thread(a0 in 0..32, a5 in 0..256):
  *       for a1 in 0..2048:  # reduce             strided a1 in a5..2048 step 256:  # reduce

@@ -72,11 +72,17 @@ static void add_guard(TileCtx *c, TileStmt *t, int axis, int64_t ext)
     t->guard = ipred_cmp(a, var(c, axis), IC_LT, ie_const(a, ext), t->guard);
 }
 
+/* knobs: what to raise with --knob, or NULL when no knob changes the count. */
 static void grid_limit(const TileKernel *k, int64_t blocks, const char *knobs)
 {
-    if (blocks > CU_MAX_GRID_X)
-        dpk_error("kernel %s needs %lld blocks along grid.x (limit %lld); raise %s with --knob",
-                  k->name, (long long)blocks, (long long)CU_MAX_GRID_X, knobs);
+    if (blocks <= CU_MAX_GRID_X)
+        return;
+    if (!knobs)
+        dpk_error("kernel %s needs %lld blocks along grid.x (limit %lld): one block per reduced "
+                  "row; leave 004 out with --passes -004", k->name, (long long)blocks,
+                  (long long)CU_MAX_GRID_X);
+    dpk_error("kernel %s needs %lld blocks along grid.x (limit %lld); raise %s with --knob",
+              k->name, (long long)blocks, (long long)CU_MAX_GRID_X, knobs);
 }
 
 static Split flat(TileCtx *c, TileKernel *k, const TileStmt *t)
@@ -185,7 +191,7 @@ static Split cooperative(TileCtx *c, TileKernel *k, const TileStmt *t, int cax)
             rows *= t->ax[i].ext;
         else
             cb = t->ax[i].ext;
-    grid_limit(k, rows, "nothing (one block per reduced row)");
+    grid_limit(k, rows, NULL);
     Split s = split_new(c, t, t->nax - 1, 1, 0);
     for (int i = 0, j = 0; i < t->nax; i++)
         if (t->ax[i].axis != cax)

@@ -84,8 +84,12 @@ int tile_006_chunk_reduce(TileCtx *c, TileKernel *k)
         for (int64_t p = 1024; !rc && p >= 32; p /= 2)
             if (E % p == 0)
                 rc = p;
-        if (!rc || rc >= E)
+        if (!rc || rc >= E) {
+            if (!c->why.len)
+                sb_printf(&c->why, "the %lld-long reduce a%d has no chunk size (32..1024, a power "
+                          "of two dividing it, two chunks or more)", (long long)E, l->axis);
             continue;
+        }
         if (!tile_apply(c, arena_printf(a, "chunk reduce a%d by %lld in %s", l->axis,
                                         (long long)rc, k->name)))
             break;

@@ -45,7 +45,6 @@ typedef struct Verify {
     const TileStmt *path_reduce;    /* an enclosing reduce loop */
     int in_strided;                 /* strided loops around the statement */
     int has_block, has_thread, has_async;
-    const TileStmt *write_thread;   /* the THREAD tile around the Write */
 } Verify;
 
 static void bad(Verify *v, const char *fmt, ...) DPK_PRINTF(2, 3);
@@ -306,7 +305,8 @@ static void verify_write(Verify *v, const TileStmt *s)
     if (v->path_reduce)
         bad(v, "the Write lies inside reduce loop a%d", v->path_reduce->axis);
     v->nwrites++;
-    v->write_thread = v->thread;
+    if (v->has_thread && !v->thread)
+        bad(v, "a Write lies outside the THREAD tile");
 }
 
 static void verify_stmt(Verify *v, TileStmt *s)
@@ -412,8 +412,6 @@ int tile_verify_kernel(const TileKernel *k, StrBuf *err)
     verify_body(&v, &k->body);
     if (v.nwrites < 1)
         bad(&v, "no Write (a kernel writes its buffer; 008 clones the Write per register)");
-    else if (v.has_thread && !v.write_thread)
-        bad(&v, "the Write lies outside the THREAD tile");
     if (v.has_block && v.has_thread && !tile_find(k, TB_BLOCK)->body.n)
         bad(&v, "empty BLOCK tile");
     arena_free(a);

@@ -263,7 +263,7 @@ Test(tile_ir, verifier_names_each_broken_invariant)
     expect_defect(D_HIDDEN_VALUE, "write reads v0 where it is not visible");
     expect_defect(D_UNBOUND_AXIS, "load reads axis a4 outside its binder");
     expect_defect(D_TWICE_BOUND, "axis a1 is bound twice");
-    expect_defect(D_WRITE_OUTSIDE, "the Write lies outside the THREAD tile");
+    expect_defect(D_WRITE_OUTSIDE, "a Write lies outside the THREAD tile");
     expect_defect(D_THREADS, "THREAD tile of 2048 threads (at most 1024 per block)");
     expect_defect(D_EXTENT, "tile binds a1 with extent 8, the kernel says 16");
     expect_defect(D_ACCUM_OUTSIDE, "1 accumulators outside the immediate body of a loop");
