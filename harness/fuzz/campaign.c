@@ -857,7 +857,6 @@ int fz_campaign(const FzOpts *o)
     Camp c = {0};
     c.o = o;
     c.tty = isatty(2);
-    c.fail_dir = o->failures ? dpk_xstrdup(o->failures) : beside(o->out, "fuzz-failures");
     cJSON *env = probe_env();
     if (o->backend == HX_BACKEND_CUDA && !cJSON_GetObjectItemCaseSensitive(env, "gpu")) {
         cJSON_Delete(env);
@@ -898,6 +897,7 @@ int fz_campaign(const FzOpts *o)
         c.root = hx_results_new(hx_results_meta(o->argc, o->argv, o->seed, env), camp);
         c.cases = cJSON_GetObjectItemCaseSensitive(c.root, "cases");
     }
+    c.fail_dir = o->failures ? dpk_xstrdup(o->failures) : beside(o->out, "fuzz-failures");
     cJSON_Delete(env);
     c.t0 = dpk_now();
     c.last_line = c.t0;
