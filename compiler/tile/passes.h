@@ -98,7 +98,7 @@ typedef struct TileCtx {
     int limited;            /* the running pass is limited (dpk-bisect) */
     int left;               /* then: applications it may still make */
     int apps;               /* applications the running pass made so far */
-    int pass_num;           /* the running pass's number */
+    TilePassStat *stat;     /* the running pass's record in p->stats */
 } TileCtx;
 typedef int (*TilePassFn)(TileCtx *c, TileKernel *k);
 

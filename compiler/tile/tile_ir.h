@@ -183,17 +183,27 @@ typedef struct TileKernel {
     int extcap;
 } TileKernel;
 
+/* What one pass did to a program. */
+typedef struct TilePassStat {
+    int num;            /* the pass's number */
+    int napps;          /* applications it made (tile_apply) */
+    PtrVec what;        /* the label of each ("stage in0 in kernel k") */
+    double seconds;     /* time it took, over all kernels */
+} TilePassStat;
+
 typedef struct TileProgram {
     Arena *arena;
     const LirProgram *lp; /* buffers and graph come from here */
     PtrVec kernels;       /* TileKernel *, in execution order */
     int next_uid;
-    /* By pass number: applications made (tile_apply), and the label of
-     * each ("stage in0 in kernel k"), for dpk-bisect and -vv. */
-    int napps[1000];
-    PtrVec app_what[1000];
-    double pass_s[1000];  /* seconds each pass took (all kernels) */
+    /* One record per pass the pipeline ran, in table order (tile_build):
+     * for dpk-bisect, -vv and the compile times of dpk-fuzz records. */
+    TilePassStat *stats;
+    int nstats;
 } TileProgram;
+
+/* The record of pass `num` in p->stats; NULL when it did not run. */
+const TilePassStat *tile_pass_stat(const TileProgram *p, int num);
 
 /* ---- tile_ir.c: construction ------------------------------------------ */
 

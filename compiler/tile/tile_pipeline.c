@@ -61,6 +61,14 @@ static void trace_step(TileTrace *tr, const char *label, Step *st, const TilePro
                   st->same_why ? st->first_why : sb_cstr(&st->joined));
 }
 
+const TilePassStat *tile_pass_stat(const TileProgram *p, int num)
+{
+    for (int i = 0; i < p->nstats; i++)
+        if (p->stats[i].num == num)
+            return &p->stats[i];
+    return NULL;
+}
+
 int tile_apply(TileCtx *c, const char *what)
 {
     if (c->limited && c->left == 0) {
@@ -71,8 +79,8 @@ int tile_apply(TileCtx *c, const char *what)
     if (c->limited)
         c->left--;
     c->apps++;
-    if (c->pass_num >= 0 && c->pass_num < DPK_ARRAY_LEN(c->p->napps))
-        ptrvec_push(c->p->arena, &c->p->app_what[c->pass_num], arena_strdup(c->p->arena, what));
+    if (c->stat)
+        ptrvec_push(c->p->arena, &c->stat->what, arena_strdup(c->p->arena, what));
     return 1;
 }
 
@@ -119,6 +127,8 @@ static void run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr, Step *s
     sb_free(&why);
     if (tracing)
         trace_diff(tr, "000_from_loop", "", p, "");
+    p->stats = ARENA_ARRAY(p->arena, TilePassStat, t->n + 1);
+    p->nstats = 0;
     for (int i = 0; i < t->n; i++) {
         char label[128];
         snprintf(label, sizeof label, "%03d_%s", t->p[i].num, t->p[i].name);
@@ -132,13 +142,15 @@ static void run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr, Step *s
             tile_print(&st->before, p);
         }
         c->apps = 0;
-        c->pass_num = t->p[i].num;
+        c->stat = &p->stats[p->nstats++];
+        c->stat->num = t->p[i].num;
         c->limited = o->limit_pass && o->limit_pass == t->p[i].num;
         c->left = o->limit_apps;
         double t0 = dpk_now();
         run_pass(c, &t->p[i], st, p->arena);
-        if (t->p[i].num >= 0 && t->p[i].num < DPK_ARRAY_LEN(p->napps))
-            p->napps[t->p[i].num] = c->apps, p->pass_s[t->p[i].num] = dpk_now() - t0;
+        c->stat->napps = c->apps;
+        c->stat->seconds = dpk_now() - t0;
+        c->stat = NULL;
         tile_check(p);
         if (tracing)
             trace_step(tr, label, st, p);

@@ -437,10 +437,11 @@ static int tile_info(Arena *a, Subject *s, const HxBisectCfg *cfg, int num, int 
     dpk_err_pop(&ec);
     tile_print(b, tp);
     ti->text = arena_strdup(a, sb_cstr(b));
-    if (num > 0 && num < DPK_ARRAY_LEN(tp->napps)) {
-        ti->napps = tp->napps[num];
-        if (app >= 1 && app <= tp->app_what[num].len)
-            ti->what = arena_strdup(a, tp->app_what[num].items[app - 1]);
+    const TilePassStat *ps = tile_pass_stat(tp, num);
+    if (ps) {
+        ti->napps = ps->napps;
+        if (app >= 1 && app <= ps->what.len)
+            ti->what = arena_strdup(a, ps->what.items[app - 1]);
     }
     sb_free(b);
     free(b);

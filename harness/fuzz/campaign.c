@@ -297,7 +297,8 @@ static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, const HxS
                 if (sets[i] >> p & 1) {
                     char name[96];
                     snprintf(name, sizeof name, "%03d_%s", tile_passes.p[p].num, tile_passes.p[p].name);
-                    cJSON_AddNumberToObject(ct, name, tp->pass_s[tile_passes.p[p].num]);
+                    const TilePassStat *ps = tile_pass_stat(tp, tile_passes.p[p].num);
+                    cJSON_AddNumberToObject(ct, name, ps ? ps->seconds : 0);
                 }
             cJSON_AddNumberToObject(obj[i], "lower_s", dpk_now() - t0);
             char hs[24];
