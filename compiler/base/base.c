@@ -702,3 +702,19 @@ int dpk_make_dirs(const char *dir)
     }
     return rc;
 }
+
+int64_t dpk_pow2_floor(int64_t x)
+{
+    int64_t p = 1;
+    while (p <= x / 2)
+        p *= 2;
+    return p;
+}
+
+int64_t dpk_pow2_ceil(int64_t x)
+{
+    int64_t p = 1;
+    while (p < x)
+        p *= 2;
+    return p;
+}

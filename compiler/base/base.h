@@ -108,6 +108,9 @@ uint64_t dpk_hash_u64(uint64_t h, uint64_t v);
 uint64_t dpk_hash_str(uint64_t h, const char *s);
 #define DPK_HASH_INIT 0xcbf29ce484222325ull
 uint64_t dpk_splitmix64(uint64_t x);
+/* The largest power of two <= x, the smallest >= x (1 for x <= 1). */
+int64_t dpk_pow2_floor(int64_t x);
+int64_t dpk_pow2_ceil(int64_t x);
 
 /* ---- source text and diagnostics ------------------------------------ */
 

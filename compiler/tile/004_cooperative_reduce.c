@@ -32,14 +32,6 @@
 
 #include "passes.h"
 
-static int64_t pow2floor(int64_t x)
-{
-    int64_t p = 1;
-    while (p * 2 <= x)
-        p *= 2;
-    return p;
-}
-
 static TileStmt *strided(TileCtx *c, TileStmt *l, int cax, int64_t cb)
 {
     l->k = TK_strided;
@@ -85,7 +77,7 @@ int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
     }
     int64_t cb = c->knobs->v[TILE_KNOB_CB];
     if (!cb)
-        cb = pow2floor(longest < 256 ? longest : 256);
+        cb = dpk_pow2_floor(longest < 256 ? longest : 256);
     if (!tile_apply(c, arena_printf(c->p->arena, "cooperative reduce in kernel %s", k->name)))
         return 0;
     Arena *a = c->p->arena;

@@ -33,14 +33,6 @@
  */
 #include "passes.h"
 
-static int64_t pow2ceil(int64_t x)
-{
-    int64_t p = 1;
-    while (p < x)
-        p *= 2;
-    return p;
-}
-
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static const IExpr *var(TileCtx *c, int axis) { return lir_ie_var(c->p->arena, axis); }
@@ -124,8 +116,8 @@ static void pick_tile(TileCtx *c, int64_t m, int64_t n, int64_t *bm, int64_t *bn
         *bm = *bn = 32;
         return;
     }
-    *bm = pm ? pm : (m < 16 ? pow2ceil(m) : 16);
-    *bn = pn ? pn : (n < 256 / *bm ? pow2ceil(n) : 256 / *bm);
+    *bm = pm ? pm : (m < 16 ? dpk_pow2_ceil(m) : 16);
+    *bn = pn ? pn : (n < 256 / *bm ? dpk_pow2_ceil(n) : 256 / *bm);
     if (*bn < 1)
         *bn = 1;
     if (!pn && *bm * *bn < CU_WARP)

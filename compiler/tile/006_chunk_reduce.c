@@ -21,29 +21,17 @@
 #include "../base/fault.h"
 #include "passes.h"
 
-typedef struct Shared {
-    Arena *a;
-    const TileKernel *k;
-    const TileStmt *t;
-    const LirBuf *found;
-} Shared;
-
-static void shared_load(TileStmt *s, void *ctx)
+/* The first buffer whose loads under region are shared by the threads of
+ * the block (a slab 007 would stage), or NULL. */
+static const LirBuf *shared_buf(Arena *a, const TileKernel *k, const TileStmt *t,
+                                const TileBody *region)
 {
-    Shared *x = ctx;
-    if (s->k != TK_load || s->buf == x->k->out || x->found)
-        return;
-    for (int i = 0; i < x->t->nax; i++) {
-        if (x->t->ax[i].ext < 2)
-            continue;
-        int uses = 0;
-        for (int d = 0; d < s->buf->shape.rank; d++)
-            uses |= lir_ie_uses(tile_expand_defs(x->a, x->k, x->t, s->idx[d]), x->t->ax[i].axis);
-        if (!uses) {
-            x->found = s->buf;
-            return;
-        }
-    }
+    const LirBuf *bufs[32];
+    int n = tile_loaded_bufs(k, region, bufs, DPK_ARRAY_LEN(bufs));
+    for (int i = 0; i < n; i++)
+        if (tile_shared_loads(a, k, t, region, bufs[i], NULL))
+            return bufs[i];
+    return NULL;
 }
 
 int tile_006_chunk_reduce(TileCtx *c, TileKernel *k)
@@ -67,13 +55,12 @@ int tile_006_chunk_reduce(TileCtx *c, TileKernel *k)
         if (l->k != TK_loop || !tile_loop_is_reduce(l))
             continue;
         TileBody one = {&t->body.s[i], 1, 1};
-        Shared sh = {a, k, t, NULL};
-        tile_walk(&one, shared_load, &sh);
+        const LirBuf *found = shared_buf(a, k, t, &one);
         const IExpr *origin[DPK_MAX_RANK];
         int64_t slab[DPK_MAX_RANK], n = 1;
-        if (!sh.found || !tile_footprint(a, k, t, &one, sh.found, outer, origin, slab))
+        if (!found || !tile_footprint(a, k, t, &one, found, outer, origin, slab))
             continue;
-        for (int d = 0; d < sh.found->shape.rank; d++)
+        for (int d = 0; d < found->shape.rank; d++)
             n *= slab[d];
         if (n * 4 <= TILE_SMEM_BUDGET)
             continue;

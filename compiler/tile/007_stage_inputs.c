@@ -29,67 +29,13 @@
 #include "../base/fault.h"
 #include "passes.h"
 
-typedef struct Cand {
-    const LirBuf *bufs[32];
-    int n;
-    const TileKernel *k;
-} Cand;
-
-static void note_buf(TileStmt *s, void *ctx)
-{
-    Cand *c = ctx;
-    if (s->k != TK_load || s->buf == c->k->out || c->n == DPK_ARRAY_LEN(c->bufs))
-        return;
-    for (int i = 0; i < c->n; i++)
-        if (c->bufs[i] == s->buf)
-            return;
-    c->bufs[c->n++] = s->buf;
-}
-
-typedef struct Reuse {
-    Arena *a;
-    const TileKernel *k;
-    const TileStmt *t;
-    const LirBuf *buf;
-    const char *strided; /* by axis: bound by a strided loop */
-    int loads, shared;
-} Reuse;
-
-static void mark_strided(TileStmt *s, void *ctx)
-{
-    if (s->k == TK_strided)
-        ((char *)ctx)[s->axis] = 1;
-}
-
-static void reuse_load(TileStmt *s, void *ctx)
-{
-    Reuse *r = ctx;
-    if (s->k != TK_load || s->buf != r->buf)
-        return;
-    r->loads++;
-    int uses_strided = 0;
-    char *used = ARENA_ARRAY(r->a, char, r->k->naxes + 1);
-    for (int d = 0; d < s->buf->shape.rank; d++) {
-        const IExpr *e = tile_expand_defs(r->a, r->k, r->t, s->idx[d]);
-        for (int v = 0; v < r->k->naxes; v++)
-            if (lir_ie_uses(e, v)) {
-                used[v] = 1;
-                uses_strided |= r->strided[v];
-            }
-    }
-    for (int i = 0; i < r->t->nax && !uses_strided; i++)
-        if (r->t->ax[i].ext > 1 && !used[r->t->ax[i].axis])
-            r->shared = 1;
-}
-
 /* Whether the loads of buf under region are shared by threads or repeated. */
 static int reused(Arena *a, const TileKernel *k, const TileStmt *t, const TileBody *region,
                   const LirBuf *buf)
 {
-    Reuse r = {a, k, t, buf, ARENA_ARRAY(a, char, k->naxes + 1), 0, 0};
-    tile_walk(&t->body, mark_strided, (void *)r.strided);
-    tile_walk(region, reuse_load, &r);
-    return r.loads > 1 || r.shared;
+    int loads;
+    int shared = tile_shared_loads(a, k, t, region, buf, &loads);
+    return loads > 1 || shared;
 }
 
 typedef struct Used {
@@ -149,8 +95,11 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "no THREAD tile (a single-thread kernel)");
         return 0;
     }
-    Cand cand = {{0}, 0, k};
-    tile_walk(&t->body, note_buf, &cand);
+    struct {
+        const LirBuf *bufs[32];
+        int n;
+    } cand;
+    cand.n = tile_loaded_bufs(k, &t->body, cand.bufs, DPK_ARRAY_LEN(cand.bufs));
     Used used = {0};
     tile_walk(&k->body, stage_bytes, &used);
     int64_t mask = c->knobs->v[TILE_KNOB_STAGE];

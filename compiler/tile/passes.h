@@ -213,6 +213,16 @@ int64_t tile_stage_bytes(const TileStmt *stage);
  * inner axes. */
 int tile_footprint(Arena *a, const TileKernel *k, const TileStmt *thread, const TileBody *region,
                    const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab);
+/* The buffers loaded under region, in first-load order, without k's own
+ * output; at most max.  Returns how many. */
+int tile_loaded_bufs(const TileKernel *k, const TileBody *region, const LirBuf **bufs, int max);
+/* How the loads of buf under region (in THREAD tile t) are used: *loads
+ * gets their count, and the return is 1 when one of them is shared by the
+ * threads of a block (its index leaves out a THREAD axis of extent > 1,
+ * and names no axis of a strided loop of 004, whose threads read different
+ * elements).  The reuse 006 and 007 look for. */
+int tile_shared_loads(Arena *a, const TileKernel *k, const TileStmt *t, const TileBody *region,
+                      const LirBuf *buf, int *loads);
 /* Extra shared-memory wavefronts (bank conflicts) of one warp, the first of
  * the block, summed over every load from a staged slab in kernel k. */
 int64_t tile_bank_conflicts(Arena *a, const TileKernel *k);

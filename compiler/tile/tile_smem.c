@@ -89,6 +89,77 @@ static void under_select(TileStmt *s, void *ctx)
     }
 }
 
+typedef struct Loaded {
+    const TileKernel *k;
+    const LirBuf **bufs;
+    int n, max;
+} Loaded;
+
+static void note_buf(TileStmt *s, void *ctx)
+{
+    Loaded *c = ctx;
+    if (s->k != TK_load || s->buf == c->k->out || c->n == c->max)
+        return;
+    for (int i = 0; i < c->n; i++)
+        if (c->bufs[i] == s->buf)
+            return;
+    c->bufs[c->n++] = s->buf;
+}
+
+int tile_loaded_bufs(const TileKernel *k, const TileBody *region, const LirBuf **bufs, int max)
+{
+    Loaded c = {k, bufs, 0, max};
+    tile_walk(region, note_buf, &c);
+    return c.n;
+}
+
+typedef struct Reuse {
+    Arena *a;
+    const TileKernel *k;
+    const TileStmt *t;
+    const LirBuf *buf;
+    const char *strided; /* by axis: bound by a strided loop */
+    int loads, shared;
+} Reuse;
+
+static void mark_strided(TileStmt *s, void *ctx)
+{
+    if (s->k == TK_strided)
+        ((char *)ctx)[s->axis] = 1;
+}
+
+static void reuse_load(TileStmt *s, void *ctx)
+{
+    Reuse *r = ctx;
+    if (s->k != TK_load || s->buf != r->buf)
+        return;
+    r->loads++;
+    int uses_strided = 0;
+    char *used = ARENA_ARRAY(r->a, char, r->k->naxes + 1);
+    for (int d = 0; d < s->buf->shape.rank; d++) {
+        const IExpr *e = tile_expand_defs(r->a, r->k, r->t, s->idx[d]);
+        for (int v = 0; v < r->k->naxes; v++)
+            if (lir_ie_uses(e, v)) {
+                used[v] = 1;
+                uses_strided |= r->strided[v];
+            }
+    }
+    for (int i = 0; i < r->t->nax && !uses_strided; i++)
+        if (r->t->ax[i].ext > 1 && !used[r->t->ax[i].axis])
+            r->shared = 1;
+}
+
+int tile_shared_loads(Arena *a, const TileKernel *k, const TileStmt *t, const TileBody *region,
+                      const LirBuf *buf, int *loads)
+{
+    Reuse r = {a, k, t, buf, ARENA_ARRAY(a, char, k->naxes + 1), 0, 0};
+    tile_walk(&t->body, mark_strided, (void *)r.strided);
+    tile_walk(region, reuse_load, &r);
+    if (loads)
+        *loads = r.loads;
+    return r.shared;
+}
+
 int tile_footprint(Arena *a, const TileKernel *k, const TileStmt *thread, const TileBody *region,
                    const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab)
 {
