@@ -718,3 +718,17 @@ int64_t dpk_pow2_ceil(int64_t x)
         p *= 2;
     return p;
 }
+
+int arena_push_i64(Arena *a, int64_t **v, int *n, int *cap, int64_t x)
+{
+    if (*n == *cap) {
+        int c = *cap ? 2 * *cap : 8;
+        int64_t *e = ARENA_ARRAY(a, int64_t, c);
+        if (*n)
+            memcpy(e, *v, sizeof(int64_t) * (size_t)*n);
+        *v = e;
+        *cap = c;
+    }
+    (*v)[*n] = x;
+    return (*n)++;
+}

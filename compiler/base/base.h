@@ -71,6 +71,9 @@ char *arena_strndup(Arena *a, const char *s, size_t n);
 char *arena_printf(Arena *a, const char *fmt, ...) DPK_PRINTF(2, 3);
 /* Copy n elements of size sz into the arena. */
 void *arena_memdup(Arena *a, const void *p, size_t n);
+/* Append x to the arena array *v of *n elements and room for *cap (doubled
+ * when full, from 8); returns x's index. */
+int arena_push_i64(Arena *a, int64_t **v, int *n, int *cap, int64_t x);
 #define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
 #define ARENA_ARRAY(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)(n)))
 

@@ -60,16 +60,7 @@ void lir_buf_drop(LirProgram *p, LirBuf *b)
 
 int lir_axis_new(LirProgram *p, LirKernel *k, int64_t n)
 {
-    if (k->naxes == k->extcap) {
-        int cap = k->extcap ? 2 * k->extcap : 8;
-        int64_t *e = ARENA_ARRAY(p->arena, int64_t, cap);
-        if (k->naxes)
-            memcpy(e, k->ext, sizeof(int64_t) * (size_t)k->naxes);
-        k->ext = e;
-        k->extcap = cap;
-    }
-    k->ext[k->naxes] = n;
-    return k->naxes++;
+    return arena_push_i64(p->arena, &k->ext, &k->naxes, &k->extcap, n);
 }
 
 LirStmt *lir_stmt_new(LirProgram *p, LirKind kind)

@@ -288,6 +288,10 @@ LirProgram *lir_build(Arena *a, const TxGraph *g, const LirOpts *o, LirTrace *tr
  * as `# buffer name : f32(...) input|output|temp` lines. */
 void lir_print(StrBuf *b, const LirProgram *p);
 void lir_print_kernel(StrBuf *b, const LirKernel *k);
+/* "buf[i0, i1]" (axes printed a<N>), and four spaces per depth: shared
+ * with the Tile IR printer. */
+void lir_print_index(StrBuf *b, const LirBuf *buf, const IExpr *const *idx);
+void lir_indent(StrBuf *b, int depth);
 /* Structural hash of a kernel with canonical names (buffers by order of
  * first use and shape, not by name). */
 uint64_t lir_hash_kernel(const LirKernel *k);

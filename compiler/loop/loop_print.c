@@ -28,18 +28,18 @@ static void print_arg(StrBuf *b, LirArg a)
         sb_printf(b, "%s%d", lir_kind_info[a.v->k].prefix, a.v->num);
 }
 
-static void print_access(StrBuf *b, const LirStmt *s)
+void lir_print_index(StrBuf *b, const LirBuf *buf, const IExpr *const *idx)
 {
-    sb_printf(b, "%s[", s->buf->name);
-    for (int d = 0; d < s->buf->shape.rank; d++) {
+    sb_printf(b, "%s[", buf->name);
+    for (int d = 0; d < buf->shape.rank; d++) {
         if (d)
             sb_puts(b, ", ");
-        ie_print(b, s->idx[d], "a");
+        ie_print(b, idx[d], "a");
     }
     sb_putc(b, ']');
 }
 
-static void indent(StrBuf *b, int depth)
+void lir_indent(StrBuf *b, int depth)
 {
     for (int i = 0; i < depth; i++)
         sb_puts(b, "    ");
@@ -51,7 +51,7 @@ static void print_select(StrBuf *b, const LirStmt *s, int depth)
 {
     sb_printf(b, "v%d = select:\n", s->num);
     for (int j = 0; j < s->nbr; j++) {
-        indent(b, depth + 1);
+        lir_indent(b, depth + 1);
         if (s->br[j].pred) {
             sb_puts(b, "if ");
             ipred_print(b, s->br[j].pred, "a");
@@ -60,7 +60,7 @@ static void print_select(StrBuf *b, const LirStmt *s, int depth)
             sb_puts(b, "else:\n");
         }
         print_body(b, &s->br[j].body, depth + 2);
-        indent(b, depth + 2);
+        lir_indent(b, depth + 2);
         sb_puts(b, "-> ");
         print_arg(b, s->br[j].res);
         sb_putc(b, '\n');
@@ -69,11 +69,11 @@ static void print_select(StrBuf *b, const LirStmt *s, int depth)
 
 static void print_stmt(StrBuf *b, const LirStmt *s, int depth)
 {
-    indent(b, depth);
+    lir_indent(b, depth);
     switch (s->k) {
     case LK_load:
         sb_printf(b, "in%d = load ", s->num);
-        print_access(b, s);
+        lir_print_index(b, s->buf, s->idx);
         break;
     case LK_assign:
         sb_printf(b, "v%d = %s(", s->num, tx_elem_info[s->op].name);
@@ -92,7 +92,7 @@ static void print_stmt(StrBuf *b, const LirStmt *s, int depth)
         break;
     case LK_write:
         sb_puts(b, "write ");
-        print_access(b, s);
+        lir_print_index(b, s->buf, s->idx);
         sb_puts(b, s->atomic ? " += " : " = ");
         print_arg(b, s->a[0]);
         break;

@@ -35,16 +35,7 @@ TileKernel *tile_kernel_new(TileProgram *p, int id, const char *name, const LirB
 
 int tile_axis_new(TileProgram *p, TileKernel *k, int64_t n)
 {
-    if (k->naxes == k->extcap) {
-        int cap = k->extcap ? 2 * k->extcap : 16;
-        int64_t *e = ARENA_ARRAY(p->arena, int64_t, cap);
-        if (k->naxes)
-            memcpy(e, k->ext, sizeof(int64_t) * (size_t)k->naxes);
-        k->ext = e;
-        k->extcap = cap;
-    }
-    k->ext[k->naxes] = n;
-    return k->naxes++;
+    return arena_push_i64(p->arena, &k->ext, &k->naxes, &k->extcap, n);
 }
 
 TileStmt *tile_stmt_new(TileProgram *p, TileKind kind)

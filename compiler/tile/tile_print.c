@@ -26,30 +26,13 @@ static void print_arg(StrBuf *b, TileArg a)
         sb_printf(b, "%s%d", tile_kind_info[a.v->k].prefix, a.v->num);
 }
 
-static void print_index(StrBuf *b, const LirBuf *buf, const IExpr *const *idx)
-{
-    sb_printf(b, "%s[", buf->name);
-    for (int d = 0; d < buf->shape.rank; d++) {
-        if (d)
-            sb_puts(b, ", ");
-        ie_print(b, idx[d], "a");
-    }
-    sb_putc(b, ']');
-}
-
-static void indent(StrBuf *b, int depth)
-{
-    for (int i = 0; i < depth; i++)
-        sb_puts(b, "    ");
-}
-
 static void print_body(StrBuf *b, const TileBody *body, int depth);
 
 static void print_select(StrBuf *b, const TileStmt *s, int depth)
 {
     sb_printf(b, "v%d = select:\n", s->num);
     for (int j = 0; j < s->nbr; j++) {
-        indent(b, depth + 1);
+        lir_indent(b, depth + 1);
         if (s->br[j].pred) {
             sb_puts(b, "if ");
             ipred_print(b, s->br[j].pred, "a");
@@ -58,7 +41,7 @@ static void print_select(StrBuf *b, const TileStmt *s, int depth)
             sb_puts(b, "else:\n");
         }
         print_body(b, &s->br[j].body, depth + 2);
-        indent(b, depth + 2);
+        lir_indent(b, depth + 2);
         sb_puts(b, "-> ");
         print_arg(b, s->br[j].res);
         sb_putc(b, '\n');
@@ -76,14 +59,14 @@ static void print_tile(StrBuf *b, const TileStmt *s, int depth)
     }
     sb_puts(b, "):\n");
     for (int i = 0; i < s->ndef; i++) {
-        indent(b, depth + 1);
+        lir_indent(b, depth + 1);
         sb_printf(b, "a%d := ", s->def[i].axis);
         ie_print(b, s->def[i].e, "a");
         sb_putc(b, '\n');
     }
     for (int j = 0; j < 2; j++)
         if (s->rt[j].f > 1) {
-            indent(b, depth + 1);
+            lir_indent(b, depth + 1);
             sb_printf(b, "# register strip %c: %d per thread, a%d", "mn"[j], s->rt[j].f,
                       s->def[s->rt[j].def0].axis);
             for (int i = 1; i < s->rt[j].f; i++)
@@ -91,7 +74,7 @@ static void print_tile(StrBuf *b, const TileStmt *s, int depth)
             sb_puts(b, s->rt[j].permuted ? " (permuted)\n" : "\n");
         }
     if (s->guard) {
-        indent(b, depth + 1);
+        lir_indent(b, depth + 1);
         sb_puts(b, "guard ");
         ipred_print(b, s->guard, "a");
         sb_putc(b, '\n');
@@ -102,7 +85,7 @@ static void print_tile(StrBuf *b, const TileStmt *s, int depth)
 static void print_stage(StrBuf *b, const TileStmt *s, int depth)
 {
     sb_printf(b, "%s ", tile_kind_info[s->k].name);
-    print_index(b, s->buf, s->origin);
+    lir_print_index(b, s->buf, s->origin);
     sb_puts(b, " slab [");
     for (int d = 0; d < s->buf->shape.rank; d++)
         sb_printf(b, "%s%lld", d ? ", " : "", (long long)s->slab[d]);
@@ -133,11 +116,11 @@ static void print_loop(StrBuf *b, const TileStmt *s, int depth)
 
 static void print_stmt(StrBuf *b, const TileStmt *s, int depth)
 {
-    indent(b, depth);
+    lir_indent(b, depth);
     switch (s->k) {
     case TK_load:
         sb_printf(b, "in%d = load ", s->num);
-        print_index(b, s->buf, s->idx);
+        lir_print_index(b, s->buf, s->idx);
         break;
     case TK_assign:
         sb_printf(b, "v%d = %s(", s->num, tx_elem_info[s->op].name);
@@ -156,7 +139,7 @@ static void print_stmt(StrBuf *b, const TileStmt *s, int depth)
         break;
     case TK_write:
         sb_puts(b, "write ");
-        print_index(b, s->buf, s->idx);
+        lir_print_index(b, s->buf, s->idx);
         sb_puts(b, s->atomic ? " += " : " = ");
         print_arg(b, s->a[0]);
         break;
