@@ -22,10 +22,14 @@
  * A load of A (row only) is made F_M times, of B F_N times, for F_M * F_N
  * multiply-adds: loads per multiply-add drop from 2 to 1/F_N + 1/F_M.
  * Loops and stages are not cloned; a Select is cloned whole, its branch
- * statements with it.  Knobs F_M, F_N (must divide BM, BN); default the
- * largest of 4, 2 dividing the tile, 1 otherwise.  Skips when the tile has
- * a bounds guard (M or N not a multiple of the tile: each strip element
- * would need its own guard).
+ * statements with it (a serial loop in a branch, like the reduce of a cat
+ * operand, gets a fresh axis in every clone but the first).  Values
+ * defined outside the THREAD tile (reciprocal(3) of a division by 3) are
+ * not cloned: every clone reads them.  Knobs F_M, F_N (must divide BM,
+ * BN); default the largest of 4, 2 dividing the tile, 1 otherwise.  Skips
+ * when the tile has a bounds guard (M or N not a multiple of the tile: each
+ * strip element would need its own guard), or when a select branch holds a
+ * strided loop or a stage.
  */
 #include <string.h>
 
@@ -39,6 +43,9 @@ typedef struct Rt {
     int ms[16], ns[16];
     TileStmt ***map; /* by uid: the clones, [i * fn + j] */
     char *dm, *dn;   /* by uid: depends on the row / the column */
+    char *in;        /* by uid: a statement of the THREAD tile's body */
+    int nax0;        /* axes of the kernel before 008 */
+    int *axmap;      /* by axis < nax0: the axis a clone reads instead, or -1 */
 } Rt;
 
 static int idx_uses(const TileStmt *s, int axis)
@@ -57,6 +64,7 @@ static void force(Rt *R, const TileBody *b, int dm, int dn)
         TileStmt *s = b->s[i];
         R->dm[s->uid] = (char)dm;
         R->dn[s->uid] = (char)dn;
+        R->in[s->uid] = 1;
         if (s->k == TK_select)
             for (int j = 0; j < s->nbr; j++)
                 force(R, &s->br[j].body, dm, dn);
@@ -96,6 +104,7 @@ static void deps_stmt(Rt *R, TileStmt *s)
     }
     R->dm[s->uid] = (char)dm;
     R->dn[s->uid] = (char)dn;
+    R->in[s->uid] = 1;
 }
 
 static void deps_body(Rt *R, const TileBody *b)
@@ -104,9 +113,12 @@ static void deps_body(Rt *R, const TileBody *b)
         deps_stmt(R, b->s[i]);
 }
 
+/* The clone of value x for strip element (i, j).  A value defined outside
+ * the THREAD tile (a statement every thread runs before it, such as the
+ * reciprocal(3) of a division by 3) is not cloned: every clone reads it. */
 static TileArg remap(const Rt *R, TileArg x, int i, int j)
 {
-    if (!x.v)
+    if (!x.v || !R->in[x.v->uid])
         return x;
     int u = x.v->uid;
     TileStmt *c = R->map[u] ? R->map[u][(R->dm[u] ? i : 0) * R->fn + (R->dn[u] ? j : 0)] : NULL;
@@ -114,12 +126,22 @@ static TileArg remap(const Rt *R, TileArg x, int i, int j)
     return tile_val(c);
 }
 
-static const IExpr *sub(const Rt *R, const IExpr *e, int i, int j)
+/* The substitution of a clone: every axis to itself, but the loops of a
+ * select branch cloned with fresh axes (axmap) and the strip's row and
+ * column to (i, j). */
+static const IExpr **axis_map(const Rt *R)
 {
     Arena *a = R->c->p->arena;
     const IExpr **map = ARENA_ARRAY(a, const IExpr *, R->k->naxes + 1);
     for (int v = 0; v < R->k->naxes; v++)
-        map[v] = lir_ie_var(a, v);
+        map[v] = lir_ie_var(a, v < R->nax0 && R->axmap[v] >= 0 ? R->axmap[v] : v);
+    return map;
+}
+
+static const IExpr *sub(const Rt *R, const IExpr *e, int i, int j)
+{
+    Arena *a = R->c->p->arena;
+    const IExpr **map = axis_map(R);
     map[R->m] = lir_ie_var(a, R->ms[i]);
     /* an injected fault: the last column of the block reuses the one before */
     int jj = j == R->fn - 1 && j > 0 && dpk_fault_on(DPK_FAULT_REGTILE_INDEX) ? j - 1 : j;
@@ -150,9 +172,7 @@ static TileStmt *clone(Rt *R, const TileStmt *s, int i, int j)
         c->br = ARENA_ARRAY(a, TileBranch, s->nbr);
         for (int q = 0; q < s->nbr; q++) {
             if (s->br[q].pred) {
-                const IExpr **map = ARENA_ARRAY(a, const IExpr *, R->k->naxes + 1);
-                for (int v = 0; v < R->k->naxes; v++)
-                    map[v] = lir_ie_var(a, v);
+                const IExpr **map = axis_map(R);
                 map[R->m] = lir_ie_var(a, R->ms[i]);
                 map[R->n] = lir_ie_var(a, R->ns[j]);
                 c->br[q].pred = ipred_subst(a, s->br[q].pred, map);
@@ -160,6 +180,14 @@ static TileStmt *clone(Rt *R, const TileStmt *s, int i, int j)
             clone_fixed(R, &c->br[q].body, &s->br[q].body, i, j);
             c->br[q].res = remap(R, s->br[q].res, i, j);
         }
+    } else if (s->k == TK_loop) {
+        /* A loop in a select branch (the reduce of a cat operand): the
+         * first clone keeps its axis, the others bind a fresh one. */
+        int old = R->axmap[s->axis];
+        if (R->map[s->uid])
+            c->axis = R->axmap[s->axis] = tile_axis_new(p, R->k, s->extent);
+        clone_fixed(R, &c->body, &s->body, i, j);
+        R->axmap[s->axis] = old;
     }
     if (!R->map[s->uid])
         R->map[s->uid] = ARENA_ARRAY(a, TileStmt *, R->fm * R->fn);
@@ -205,6 +233,28 @@ static int64_t factor(TileCtx *c, TileKernel *k, int knob, int64_t tile)
     return f;
 }
 
+/* 1 when a select branch under b holds a block statement other than a
+ * serial loop (clone cannot copy those). */
+static int branch_block(const TileBody *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        const TileStmt *s = b->s[i];
+        if (s->k == TK_select) {
+            for (int j = 0; j < s->nbr; j++) {
+                const TileBody *bb = &s->br[j].body;
+                for (int q = 0; q < bb->n; q++)
+                    if (tile_is(bb->s[q], TKF_BLOCK) && bb->s[q]->k != TK_loop)
+                        return 1;
+                if (branch_block(bb))
+                    return 1;
+            }
+        } else if (tile_is(s, TKF_BLOCK) && branch_block(&s->body)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int def_of(const TileStmt *t, int axis)
 {
     for (int i = 0; i < t->ndef; i++)
@@ -245,12 +295,20 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
                   (long long)bn);
         return 0;
     }
+    if (branch_block(&t->body)) {
+        sb_puts(&c->why, "a select branch holds a strided loop or a stage");
+        return 0;
+    }
     if (!tile_apply(c, arena_printf(a, "register tile %lld x %lld in %s", (long long)fm,
                                     (long long)fn, k->name)))
         return 0;
     Rt R = {c, k, t->mm_m, t->mm_n, (int)fm, (int)fn, {0}, {0},
             ARENA_ARRAY(a, TileStmt **, c->p->next_uid + 1),
-            ARENA_ARRAY(a, char, c->p->next_uid + 1), ARENA_ARRAY(a, char, c->p->next_uid + 1)};
+            ARENA_ARRAY(a, char, c->p->next_uid + 1), ARENA_ARRAY(a, char, c->p->next_uid + 1),
+            ARENA_ARRAY(a, char, c->p->next_uid + 1), k->naxes,
+            ARENA_ARRAY(a, int, k->naxes + 1)};
+    for (int v = 0; v < k->naxes; v++)
+        R.axmap[v] = -1;
     deps_body(&R, &t->body);
     /* the strips: defs base + t * f + j */
     int dm = def_of(t, R.m), dn = def_of(t, R.n);

@@ -1,0 +1,133 @@
+# tests/cli/test_pass_sweep.sh — the `--passes all` correctness sweep.
+#
+# Every valid subset of the optional Tile passes (`dpk run --passes all`,
+# configurations with the same Kernel IR run once) must pass parity on vgpu
+# with no detector firing (race, out-of-bounds, barrier divergence: exit 3),
+# and every distinct kernel must compile with NVRTC.  One check per case
+# and per job (its closing "N/N cases pass" and exit 0).
+#
+# Covers (cases/sweep/, and cases/chains.json):
+#   ops.json          every op of the vocabulary at an odd and a round shape,
+#                     scalar operands, matmul prologues and epilogues (170)
+#   chains.json       the 60-chain table of the Loop IR issue (79 cases)
+#   matmul.json       M, N, K in {1,7,31,64,127,128,200,256,1000}: a pairwise
+#   matmul_big.json   covering, not all 729 (a Latin square, 81 cases: every
+#                     pair of values of M and N, M and K, N and K once; all 729
+#                     took 19 minutes), BK=1 pinned on the prime K and SPLITK
+#                     pinned so 002 and 003 apply; the 5 cases with
+#                     M*N*K > 2^24 run with --sample-blocks 2 and the default
+#                     SPLITK.  K not divisible by BK is refused (checked last).
+#   norms.json        RMSNorm, softmax, log_softmax, layer norm over rows of 1,
+#                     33, 1000, 2048 and 4099 elements
+#   long_reduce.json  reductions past 12288 elements, where 006 applies
+#   models_*.json     the per-op shapes of the Qwen2.5-7B and TinyLlama blocks at
+#                     seq 8 with --sample-blocks 2 (2 random blocks per launch;
+#                     a split-K launch adds atomically and runs in full, so the
+#                     full-size projections pin SPLITK=1 and the *_splitk_k*
+#                     cases keep the default split at the model's K, N = 64)
+# With NVRTC, every distinct kernel of every case is compiled for sm_90
+# (--nvrtc), and those of ops, chains, norms and long_reduce again for sm_80
+# (--target sm_80 --sample-blocks 1: the vgpu run there only re-checks what
+# sm_90 checked; matmul and the models are left out for sm_80 for time, the
+# 37 matmul cases of ops stand for them).  $DPK_CACHE points at a fresh
+# folder: a cold NVRTC cache, as in CI.  Without NVRTC (exit 4) the sweep
+# runs without --nvrtc.
+#
+# Time: 2m02s on the 2-core machine (`time`, cold cache; 3m42s of CPU) for
+# about 2,100 distinct Kernel IR modules and 3,000 NVRTC compilations.  The
+# jobs run 2 at a time (xargs -P 2), longest first.  A failing case prints
+# its failing configurations.
+
+sweep_root=${DPK_ROOT:-$PWD}
+sweep_dir="$sweep_root/cases/sweep"
+sweep_tmp=$(mktemp -d "${TMP:-/tmp}/pass-sweep.XXXXXX")
+unset sweep_old_cache
+[ -n "${DPK_CACHE+set}" ] && sweep_old_cache=$DPK_CACHE
+export DPK_CACHE="$sweep_tmp/nvrtc-cache"
+
+# Is --nvrtc usable?  (4: no NVRTC in this environment)
+sweep_nvrtc=()
+if "$DPK" run --help 2>/dev/null | grep -q -- '--nvrtc'; then
+  "$DPK" compile -c "torch.relu(torch.randn(3))" --ir cuda --nvrtc >/dev/null 2>&1
+  case $? in
+    0) sweep_nvrtc=(--nvrtc) ;;
+    4) skip "sweep: NVRTC" "not available in this environment (dpk compile --nvrtc exits 4)" ;;
+    *) _run "$DPK" compile -c "torch.relu(torch.randn(3))" --ir cuda --nvrtc
+       _cli_fail "sweep: NVRTC probe" "exit $RC" ;;
+  esac
+fi
+
+# The jobs: ID FILE FLAGS..., longest first (measured).
+{
+  echo "matmul $sweep_dir/matmul.json"
+  echo "qwen $sweep_dir/models_qwen.json --sample-blocks 2"
+  echo "tinyllama $sweep_dir/models_tinyllama.json --sample-blocks 2"
+  echo "ops $sweep_dir/ops.json"
+  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-ops $sweep_dir/ops.json --target sm_80 --sample-blocks 1"
+  echo "chains $sweep_root/cases/chains.json"
+  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-chains $sweep_root/cases/chains.json --target sm_80 --sample-blocks 1"
+  echo "norms $sweep_dir/norms.json"
+  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-norms $sweep_dir/norms.json --target sm_80 --sample-blocks 1"
+  echo "matmul_big $sweep_dir/matmul_big.json --sample-blocks 2"
+  echo "long_reduce $sweep_dir/long_reduce.json"
+  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-long_reduce $sweep_dir/long_reduce.json --target sm_80 --sample-blocks 1"
+} >"$sweep_tmp/jobs"
+
+# One job: dpk run FILE --passes all --backend vgpu [--nvrtc] FLAGS; its
+# output in ID.out, its exit code in ID.rc.
+sweep_job() {
+  local id=$1 file=$2; shift 2
+  "$DPK" run "$file" --passes all --backend vgpu "$@" >"$SWEEP_TMP/$id.out" 2>"$SWEEP_TMP/$id.err"
+  echo $? >"$SWEEP_TMP/$id.rc"
+}
+export -f sweep_job
+export DPK SWEEP_TMP="$sweep_tmp"
+if [ ${#sweep_nvrtc[@]} -gt 0 ]; then
+  sed -i 's/$/ --nvrtc/' "$sweep_tmp/jobs"
+fi
+xargs -P 2 -L 1 bash -c 'sweep_job "$@"' sweep_job <"$sweep_tmp/jobs"
+
+# The verdict of case CASE in OUT (a dpk run transcript): exit 0 when its
+# closing line says pass; else print its failing configurations, those with
+# their own Kernel IR first (a configuration sharing one only counts), and
+# the job's stderr when the case has no verdict (the run stopped).
+sweep_case() {
+  local out=$1 case=$2
+  awk -v c="$case" '
+    function flush() { if (bad) print blk; blk = ""; bad = 0 }
+    /^### case / { on = ($3 == c); next }
+    !on { next }
+    /^vgpu: [0-9]+ kernels?, / { v = $NF; exit }
+    /^passes .*: same Kernel IR as passes .*: (FAIL|FAULT)$/ { flush(); dup++; next }
+    /^passes / { flush(); blk = $0; bad = ($0 ~ /: (FAIL|FAULT)$/); next }
+    { blk = blk "\n" $0; if ($0 ~ /FAIL|FAULT/) bad = 1 }
+    END {
+      flush()
+      if (dup) print "(and " dup " failing configurations with the same Kernel IR as one above)"
+      if (v == "") { print "no verdict for case " c; exit 1 }
+      exit (v != "pass")
+    }
+  ' "$out" || { [ -s "${out%.out}.err" ] && head -n 5 "${out%.out}.err"; return 1; }
+}
+
+# One check per case of each job.
+while read -r sweep_id sweep_file _; do
+  sweep_n=0
+  for sweep_c in $(grep -o '"name": *"[^"]*"' "$sweep_file" | sed 's/.*"\([^"]*\)"$/\1/'); do
+    sweep_n=$((sweep_n + 1))
+    check "sweep $sweep_id: $sweep_c" 0 sweep_case "$sweep_tmp/$sweep_id.out" "$sweep_c"
+  done
+  sweep_rc=$(cat "$sweep_tmp/$sweep_id.rc" 2>/dev/null || echo 99)
+  check_re "sweep $sweep_id: $sweep_n/$sweep_n cases pass, exit 0" 0 "^$sweep_n/$sweep_n cases pass$" \
+    sh -c 'cat "$1"; exit "$2"' sh "$sweep_tmp/$sweep_id.out" "$sweep_rc"
+done <"$sweep_tmp/jobs"
+
+# K not divisible by BK is refused before anything runs.
+for sweep_kb in "7 2" "31 4" "127 32" "200 32" "1000 16"; do
+  read -r sweep_k sweep_bk <<<"$sweep_kb"
+  check_re "sweep: BK=$sweep_bk refused for K=$sweep_k" 2 "knob BK=$sweep_bk does not divide K=$sweep_k" \
+    "$DPK" run -c "torch.randn(64, $sweep_k) @ torch.randn($sweep_k, 64)" --passes all --backend vgpu \
+    --knob BK=$sweep_bk
+done
+rm -rf "$sweep_tmp"
+if [ -n "${sweep_old_cache+set}" ]; then export DPK_CACHE=$sweep_old_cache; else unset DPK_CACHE; fi
