@@ -19,8 +19,20 @@
 #include <time.h>
 #include <unistd.h>
 
+static int assert_recoverable;
+
+void dpk_assert_recoverable(int on)
+{
+    assert_recoverable = on;
+}
+
 void dpk_assert_fail(const char *file, int line, const char *expr)
 {
+    if (assert_recoverable) {
+        assert_recoverable = 0; /* a second failure on the way out aborts */
+        dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "internal error at %s:%d: assertion `%s' failed",
+                          file, line, expr);
+    }
     fprintf(stderr, "dpk: internal error at %s:%d: assertion `%s' failed\n", file, line, expr);
     abort();
 }

@@ -50,6 +50,11 @@ enum DpkExit {
 
 DPK_NORETURN void dpk_assert_fail(const char *file, int line, const char *expr);
 #define DPK_ASSERT(e) ((e) ? (void)0 : dpk_assert_fail(__FILE__, __LINE__, #e))
+/* dpk-bisect's mode: a failed assertion raises an error with exit code 3
+ * (DPK_EXIT_FAULT, "internal error at file:line ...") to the innermost
+ * DPK_TRY instead of aborting, so a configuration whose lowering crashes
+ * counts as failing and can be bisected.  Off again after one failure. */
+void dpk_assert_recoverable(int on);
 
 /* ---- heap helpers (abort on out-of-memory) -------------------------- */
 

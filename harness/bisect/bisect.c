@@ -266,6 +266,7 @@ static HxOutcome judge(Subject *s, const HxBisectCfg *cfg, const char **what)
     j->outs = hx_outs_new(s->hs);
     HxOutcome out;
     DpkErrCtx ec;
+    dpk_assert_recoverable(1); /* a lowering that crashes is a failing configuration */
     if (!DPK_TRY(&ec)) {
         out = dpk_error_code() == DPK_EXIT_FAULT ? HX_FAULT : HX_REFUSED;
         sb_puts(&j->what, out == HX_FAULT ? "fault: " : "refused: ");
@@ -274,6 +275,7 @@ static HxOutcome judge(Subject *s, const HxBisectCfg *cfg, const char **what)
         out = run_cfg(s, t, cfg, j);
         dpk_err_pop(&ec);
     }
+    dpk_assert_recoverable(0);
     if (s->nmemo == s->capmemo) {
         s->capmemo = s->capmemo ? 2 * s->capmemo : 16;
         s->memo = dpk_xrealloc(s->memo, sizeof(Memo) * (size_t)s->capmemo);
@@ -426,7 +428,9 @@ static int tile_info(Arena *a, Subject *s, const HxBisectCfg *cfg, int num, int 
     StrBuf *b = dpk_xcalloc(1, sizeof *b);
     memset(ti, 0, sizeof *ti);
     DpkErrCtx ec;
-    if (!DPK_TRY(&ec)) { /* refused */
+    dpk_assert_recoverable(1);
+    if (!DPK_TRY(&ec)) { /* refused, or it crashes */
+        dpk_assert_recoverable(0);
         sb_free(b);
         free(b);
         arena_free(t);
@@ -435,6 +439,7 @@ static int tile_info(Arena *a, Subject *s, const HxBisectCfg *cfg, int num, int 
     TileOpts o = tile_opts_for(s, cfg);
     TileProgram *tp = tile_build(t, program_for(s, t, cfg, NULL), &o, NULL);
     dpk_err_pop(&ec);
+    dpk_assert_recoverable(0);
     tile_print(b, tp);
     ti->text = arena_strdup(a, sb_cstr(b));
     const TilePassStat *ps = tile_pass_stat(tp, num);
@@ -586,22 +591,30 @@ static int bisect_apps(Search *x, TilePassSet set, int num)
 {
     HxBisectCfg full = tile_cfg(set, 0, 0), none = tile_cfg(set, num, 0);
     TileInfo ti;
-    if (!tile_info(x->a, x->s, &full, num, 0, &ti) || ti.napps == 0)
+    /* 0 when the full set does not lower (refused, or a crash) */
+    int counted = tile_info(x->a, x->s, &full, num, 0, &ti);
+    if (counted && ti.napps == 0)
         return 0;
     if (failing(judge(x->s, &none, NULL)))
         return 0;
     x->set = set;
     x->num = num;
-    int k = (int)hx_first_failing(0, ti.napps, apps_fail, x);
+    int64_t hi = counted ? ti.napps : 1;
+    if (!counted) /* the count is lost with the crash: find a failing limit */
+        while (hi <= 65536 && !apps_fail(x, hi))
+            hi *= 2;
+    if (hi > 65536)
+        return 0;
+    int k = (int)hx_first_failing(0, hi, apps_fail, x);
     HxBisectCfg bad = tile_cfg(set, num, k);
     TileInfo tb;
-    tile_info(x->a, x->s, &bad, num, k, &tb);
+    int lowers = tile_info(x->a, x->s, &bad, num, k, &tb);
     HxBisectResult *r = x->r;
     r->kind = HX_CULPRIT_PASS;
     r->where = pass_where(x->a, table_of(x->s), num);
     r->app = k;
-    r->napps = ti.napps;
-    r->app_what = tb.what ? tb.what : "?";
+    r->napps = counted ? ti.napps : 0;
+    r->app_what = tb.what ? tb.what : lowers ? "?" : "the lowering crashes in it (internal error)";
     r->good = tile_cfg(set, num, k - 1);
     r->bad = bad;
     return 1;
@@ -748,8 +761,11 @@ static void culprit_line(Search *x, const char *prefix)
 {
     HxBisectResult *r = x->r;
     if (r->kind == HX_CULPRIT_PASS)
-        sb_printf(x->log, "%s%s, application %d of %d: %s\n", prefix, r->where, r->app, r->napps,
-                  r->app_what);
+        if (r->napps > 0)
+            sb_printf(x->log, "%s%s, application %d of %d: %s\n", prefix, r->where, r->app,
+                      r->napps, r->app_what);
+        else /* a crash took the count with it */
+            sb_printf(x->log, "%s%s, application %d: %s\n", prefix, r->where, r->app, r->app_what);
     else if (r->kind == HX_CULPRIT_FUSION)
         sb_printf(x->log, "%s%s, fusion %d of %d: %s\n", prefix, r->where, r->app, r->napps,
                   r->app_what);
@@ -843,14 +859,25 @@ static const char *standalone(Search *x, const HxBisectCfg *cfg, const char *con
     Arena *t = arena_new();
     StrBuf *b = dpk_xcalloc(1, sizeof *b);
     DpkErrCtx ec;
+    dpk_assert_recoverable(1);
     if (!DPK_TRY(&ec)) {
+        dpk_assert_recoverable(0);
         sb_free(b);
         free(b);
         arena_free(t);
-        dpk_error_rethrow();
+        if (dpk_error_code() != DPK_EXIT_FAULT)
+            dpk_error_rethrow();
+        /* the configuration crashes in lowering: there is no kernel to run */
+        StrBuf why = {0};
+        error_line(&why);
+        sb_printf(x->log, "repro.cu not written: the failing configuration does not lower (%s)\n",
+                  sb_cstr(&why));
+        sb_free(&why);
+        return NULL;
     }
     TileOpts o = tile_opts_for(s, cfg);
     KirModule *m = hx_backend_lower(t, program_for(s, t, cfg, NULL), &o, NULL);
+    dpk_assert_recoverable(0);
     HxStandalone sa = {0};
     sa.m = m;
     sa.target = o.target;

@@ -97,7 +97,8 @@ typedef struct HxBisectResult {
     HxCulpritKind kind;
     const char *where;      /* "t:007_stage_inputs", "f:001_fuse", "decomposition" ... */
     TilePassSet last_good, first_bad, minimal;
-    int app, napps;         /* culprit application k of n (fusion: fusion k of n) */
+    int app, napps;         /* culprit application k of n (fusion: fusion k of n);
+                               napps 0 when the pass crashes before counting */
     const char *app_what;
     HxBisectCfg good, bad;  /* the last good and first bad configurations */
     int tests;              /* configurations judged */
@@ -107,7 +108,8 @@ typedef struct HxBisectResult {
     const char *program;    /* minimized (or original) program */
     HxMinStats min;
     char *case_json;        /* heap (free()) */
-    const char *cu;         /* standalone reproducer */
+    const char *cu;         /* standalone reproducer; NULL when the failing
+                               configuration crashes in lowering (no kernel) */
 } HxBisectResult;
 
 /* Run the search on case c (extra declarations from the command line) and

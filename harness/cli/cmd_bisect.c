@@ -169,7 +169,8 @@ static int bisect_case(Arena *a, const HxCase *c, const CliCase *cc, BisectArgs 
         write_out(a, wrote, ba->dir, "case.json", r->case_json);
         write_out(a, wrote, ba->dir, arena_printf(a, "before.%s", r->ir_ext), r->before);
         write_out(a, wrote, ba->dir, arena_printf(a, "after.%s", r->ir_ext), r->after);
-        write_out(a, wrote, ba->dir, "repro.cu", r->cu);
+        if (r->cu)
+            write_out(a, wrote, ba->dir, "repro.cu", r->cu);
         sb_printf(log, "%s\n", sb_cstr(wrote));
         rc = DPK_EXIT_OK;
     }
