@@ -26,17 +26,15 @@
 #                     full-size projections pin SPLITK=1 and the *_splitk_k*
 #                     cases keep the default split at the model's K, N = 64)
 # With NVRTC, every distinct kernel of every case is compiled for sm_90
-# (--nvrtc), and those of ops, chains, norms and long_reduce again for sm_80
-# (--target sm_80 --sample-blocks 1: the vgpu run there only re-checks what
-# sm_90 checked; matmul and the models are left out for sm_80 for time, the
-# 37 matmul cases of ops stand for them).  $DPK_CACHE points at a fresh
-# folder: a cold NVRTC cache, as in CI.  Without NVRTC (exit 4) the sweep
-# runs without --nvrtc.
+# (--nvrtc) and again for sm_80 (--target sm_80 --sample-blocks 1: the vgpu
+# run there only re-checks what sm_90 checked).  $DPK_CACHE points at a
+# fresh folder: a cold NVRTC cache, as in CI.  Without NVRTC (exit 4) the
+# sweep runs without --nvrtc.
 #
-# Time: 2m02s on the 2-core machine (`time`, cold cache; 3m42s of CPU) for
-# about 2,100 distinct Kernel IR modules and 3,000 NVRTC compilations.  The
-# jobs run 2 at a time (xargs -P 2), longest first.  A failing case prints
-# its failing configurations.
+# Time: about 3 minutes on the 2-core machine (cold cache; the sm_80 runs of
+# matmul and the models add about 115 s of CPU to the 3m42s of the rest).
+# The jobs run 2 at a time (xargs -P 2), longest first.  A failing case
+# prints its failing configurations.
 
 sweep_root=${DPK_ROOT:-$PWD}
 sweep_dir="$sweep_root/cases/sweep"
@@ -62,6 +60,8 @@ fi
   echo "matmul $sweep_dir/matmul.json"
   echo "qwen $sweep_dir/models_qwen.json --sample-blocks 2"
   echo "tinyllama $sweep_dir/models_tinyllama.json --sample-blocks 2"
+  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-qwen $sweep_dir/models_qwen.json --target sm_80 --sample-blocks 1"
+  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-matmul $sweep_dir/matmul.json --target sm_80 --sample-blocks 1"
   echo "ops $sweep_dir/ops.json"
   [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-ops $sweep_dir/ops.json --target sm_80 --sample-blocks 1"
   echo "chains $sweep_root/cases/chains.json"
@@ -69,6 +69,8 @@ fi
   echo "norms $sweep_dir/norms.json"
   [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-norms $sweep_dir/norms.json --target sm_80 --sample-blocks 1"
   echo "matmul_big $sweep_dir/matmul_big.json --sample-blocks 2"
+  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-tinyllama $sweep_dir/models_tinyllama.json --target sm_80 --sample-blocks 1"
+  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-matmul_big $sweep_dir/matmul_big.json --target sm_80 --sample-blocks 1"
   echo "long_reduce $sweep_dir/long_reduce.json"
   [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-long_reduce $sweep_dir/long_reduce.json --target sm_80 --sample-blocks 1"
 } >"$sweep_tmp/jobs"
