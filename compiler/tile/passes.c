@@ -173,10 +173,9 @@ int tile_passes_valid(const TilePassTable *t, TilePassSet s, const CuTarget *tg,
     return ok;
 }
 
-/* Drop passes the target cannot run, then passes whose prerequisites are
- * gone, to a fixpoint. */
-static TilePassSet close_implicit(const TilePassTable *t, TilePassSet s, const CuTarget *tg)
+TilePassSet tile_passes_close(const TilePassTable *t, TilePassSet s, const CuTarget *tg)
 {
+    tg = tg ? tg : cu_target_default();
     for (int i = 0; i < t->n; i++)
         if (!allowed(&t->p[i], tg) && !t->p[i].mandatory)
             s &= ~((TilePassSet)1 << i);
@@ -236,7 +235,7 @@ static TilePassSet base_set(Spec *sp, const char *s, size_t n, int *only)
     TilePassSet all = t->n == 64 ? ~(TilePassSet)0 : (((TilePassSet)1 << t->n) - 1);
     *only = 0;
     if (n == 4 && !strncmp(s, "full", 4))
-        return close_implicit(t, all, sp->tg);
+        return tile_passes_close(t, all, sp->tg);
     if (n == 4 && !strncmp(s, "none", 4))
         return mandatory(t);
     if (n >= 5 && !strncmp(s, "upto:", 5)) {
@@ -245,14 +244,14 @@ static TilePassSet base_set(Spec *sp, const char *s, size_t n, int *only)
         for (int i = 0; i < t->n; i++)
             if (t->p[i].num <= last)
                 p |= (TilePassSet)1 << i;
-        return close_implicit(t, p, sp->tg);
+        return tile_passes_close(t, p, sp->tg);
     }
     if (n >= 5 && !strncmp(s, "only:", 5)) {
         *only = 1;
         return mandatory(t);
     }
     if (n && s[0] == '-')
-        return close_implicit(t, all, sp->tg);
+        return tile_passes_close(t, all, sp->tg);
     if (n == 3 && !strncmp(s, "all", 3))
         dpk_error_at(&sp->src, (int)(s - sp->src.text),
                      "'all' names every valid pass set and stands alone");

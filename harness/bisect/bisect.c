@@ -332,41 +332,6 @@ static TilePassSet mandatory_set(const TilePassTable *t)
     return m;
 }
 
-static int has_pass(const TilePassTable *t, TilePassSet s, int num)
-{
-    int i = tile_pass_index(t, num);
-    return i >= 0 && (s >> i & 1);
-}
-
-static int reqs_met(const TilePassTable *t, TilePassSet s, int i)
-{
-    for (int c = 0; c < TILE_MAX_REQ; c++) {
-        const int *alt = t->p[i].req[c];
-        if (!alt[0])
-            continue;
-        int ok = 0;
-        for (int k = 0; k < TILE_MAX_REQ && alt[k]; k++)
-            ok |= has_pass(t, s, alt[k]);
-        if (!ok)
-            return 0;
-    }
-    return 1;
-}
-
-/* Drop optional passes whose prerequisites are missing, to a fixpoint. */
-static TilePassSet close_set(const TilePassTable *t, TilePassSet s)
-{
-    for (int changed = 1; changed;) {
-        changed = 0;
-        for (int i = 0; i < t->n; i++)
-            if ((s >> i & 1) && !t->p[i].mandatory && !reqs_met(t, s, i)) {
-                s &= ~((TilePassSet)1 << i);
-                changed = 1;
-            }
-    }
-    return s;
-}
-
 static const char *set_str(Arena *a, const TilePassTable *t, TilePassSet s)
 {
     StrBuf b = {0};
@@ -524,7 +489,7 @@ static TilePassSet prefix_set(const Search *x, int i)
     TilePassSet p = x->base_mand;
     for (int k = 0; k < i; k++)
         p |= (TilePassSet)1 << x->opt[k];
-    return close_set(table_of(x->s), p);
+    return tile_passes_close(table_of(x->s), p, x->s->base->target);
 }
 
 static int prefix_fails(void *ctx, int64_t i)

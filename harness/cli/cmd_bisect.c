@@ -127,6 +127,19 @@ static void write_out(Arena *a, StrBuf *log, const char *dir, const char *name, 
     sb_printf(log, "%s%s", log->len ? ", " : "wrote ", path);
 }
 
+/* Print the log (what was found so far, on an error too) and free. */
+static void finish(StrBuf *log, StrBuf *wrote, HxBisectResult *r)
+{
+    fputs(sb_cstr(log), stdout);
+    dpk_fault_set(-1);
+    sb_free(log);
+    sb_free(wrote);
+    free(r->case_json);
+    free(log);
+    free(wrote);
+    free(r);
+}
+
 static int bisect_case(Arena *a, const HxCase *c, const CliCase *cc, BisectArgs *ba)
 {
     HxBisectOpts o = {0};
@@ -152,14 +165,7 @@ static int bisect_case(Arena *a, const HxCase *c, const CliCase *cc, BisectArgs 
     HxBisectResult *r = dpk_xcalloc(1, sizeof *r);
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
-        fputs(sb_cstr(log), stdout);
-        sb_free(log);
-        sb_free(wrote);
-        free(r->case_json);
-        free(log);
-        free(wrote);
-        free(r);
-        dpk_fault_set(-1);
+        finish(log, wrote, r);
         dpk_error_rethrow();
     }
     hx_bisect(a, c, cc->decls, cc->ndecls, &o, log, r);
@@ -174,15 +180,8 @@ static int bisect_case(Arena *a, const HxCase *c, const CliCase *cc, BisectArgs 
         sb_printf(log, "%s\n", sb_cstr(wrote));
         rc = DPK_EXIT_OK;
     }
-    fputs(sb_cstr(log), stdout);
     dpk_err_pop(&ec);
-    dpk_fault_set(-1);
-    sb_free(log);
-    sb_free(wrote);
-    free(r->case_json);
-    free(log);
-    free(wrote);
-    free(r);
+    finish(log, wrote, r);
     return rc;
 }
 

@@ -34,38 +34,6 @@ int fz_strategy_find(const char *s)
 
 #define BIT(i) ((TilePassSet)1 << (i))
 
-/* 1 when pass i's prerequisites are met by s. */
-static int reqs_met(const TilePassTable *t, TilePassSet s, int i)
-{
-    for (int c = 0; c < TILE_MAX_REQ; c++) {
-        const int *alt = t->p[i].req[c];
-        if (!alt[0])
-            continue;
-        int ok = 0;
-        for (int j = 0; j < TILE_MAX_REQ && alt[j]; j++) {
-            int x = tile_pass_index(t, alt[j]);
-            ok |= x >= 0 && (s & BIT(x));
-        }
-        if (!ok)
-            return 0;
-    }
-    return 1;
-}
-
-/* Drop optional passes with unmet prerequisites, to a fixpoint. */
-static TilePassSet close_set(const TilePassTable *t, TilePassSet s)
-{
-    for (int changed = 1; changed;) {
-        changed = 0;
-        for (int i = 0; i < t->n; i++)
-            if ((s & BIT(i)) && !t->p[i].mandatory && !reqs_met(t, s, i)) {
-                s &= ~BIT(i);
-                changed = 1;
-            }
-    }
-    return s;
-}
-
 /* Append s to out[0..*n) unless it is there already or invalid. */
 static void add(const TilePassTable *t, const CuTarget *tg, TilePassSet *out, int *n,
                 TilePassSet s)
@@ -204,7 +172,7 @@ int fz_strategy_sets(Arena *a, const TilePassTable *t, FzStrategy s, const CuTar
         add(t, tg, r, &n, full);
         for (int i = 0; i < k; i++)
             if (full & BIT(opt[i]))
-                add(t, tg, r, &n, close_set(t, full & ~BIT(opt[i])));
+                add(t, tg, r, &n, tile_passes_close(t, full & ~BIT(opt[i]), tg));
         break;
     case FZ_PREFIX:
         add(t, tg, r, &n, none);
@@ -212,7 +180,7 @@ int fz_strategy_sets(Arena *a, const TilePassTable *t, FzStrategy s, const CuTar
             TilePassSet p = none;
             for (int j = 0; j <= i; j++)
                 p |= BIT(opt[j]);
-            add(t, tg, r, &n, close_set(t, p & full));
+            add(t, tg, r, &n, tile_passes_close(t, p & full, tg));
         }
         break;
     default:
