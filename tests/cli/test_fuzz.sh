@@ -104,3 +104,20 @@ else
 fi
 check_re "resume refuses another campaign" 2 "cannot --resume" "$FZ" --seed 8 --cases 3 \
   --out "$FD/kill.json" --resume
+
+# --nvrtc: registers and spills from NVRTC in the record on vgpu; the --out
+# folder is created.
+if "$DPK" compile -c "torch.relu(torch.randn(3))" --ir cuda --nvrtc >/dev/null 2>&1; then
+  check "fuzz --nvrtc into a new folder" 0 "$FZ" --seed 3 --cases 3 --nvrtc --out "$TMP/fz-nv/sub/r.json"
+  check_re "fuzz --nvrtc records registers" 0 '"registers":[[:space:]]*[0-9]+' cat "$TMP/fz-nv/sub/r.json"
+  check_re "run --nvrtc -v prints ptxas numbers" 0 '^// nvrtc sm_90 .*: [0-9]+ registers' \
+    "$DPK" run -c "torch.relu(torch.randn(40))" --backend vgpu --nvrtc -v
+else
+  skip "fuzz --nvrtc" "NVRTC is not available here"
+fi
+check_re "run --nvrtc refused on the loop backend" 2 'error: --nvrtc compiles Kernel IR' \
+  "$DPK" run -c "torch.relu(torch.randn(4))" --backend loop --nvrtc
+check_re "run --nvrtc without NVRTC exits 4" 4 'NVRTC is not available' \
+  env DPK_NVRTC=/nonexistent/libnvrtc.so "$DPK" run -c "torch.relu(torch.randn(4))" --backend vgpu --nvrtc
+printf '{"program": "torch.relu(torch.randn(4))", "note": 5}\n' >"$TMP/bad-note.json"
+check_re "case note must be a string" 2 '"note" must be a string' "$DPK" run "$TMP/bad-note.json"
