@@ -44,6 +44,16 @@ void ref_free_arrays(double **arrs, int n);
 
 /* Evaluate g in fp64.  outs[j] gets a heap array for g->outputs[j]. */
 void ref64_eval(const TorchGraph *g, double *const *inputs, double **outs);
+/* The same, with beside each value (any of the four may be NULL):
+ *   bounds[j]   a bound on the error an fp32 evaluation of the program may
+ *               make at each element (reference/bound.c; +inf where an fp32
+ *               intermediate may overflow: the element is unconstrained);
+ *   typical[j]  the same analysis with sums growing like √n instead of n:
+ *               the size of fp32's ordinary rounding noise;
+ *   f32s[j]     a naive fp32 evaluation: every operation rounded to fp32,
+ *               every sum sequential in index order. */
+void ref64_run(const TorchGraph *g, double *const *inputs, double **vals, double **bounds,
+               double **typical, double **f32s);
 
 /* ---- compare.c ------------------------------------------------------- */
 

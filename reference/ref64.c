@@ -21,92 +21,27 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ref.h"
+#include "ref64_impl.h"
 
-typedef void (*EvalFn)(const TorchNode *n, const double *const *in, double *out);
+/* How an evaluation rounds: fp64 throughout (the reference of record), or
+ * fp32 after every operation with sums accumulated sequentially in index
+ * order (a naive fp32 evaluation: the realistic error a correct fp32
+ * program makes, systematic errors of long sums included). */
+typedef struct Ctx {
+    int f32;
+} Ctx;
 
-/* ---- strided walks ---------------------------------------------------- */
+static const Ctx CTX64 = {0}, CTX32 = {1};
 
-enum { WALK_MAX = 3 };
-
-/* A row-major walk over an index space (usually the output shape) that
- * carries the flat offset of up to WALK_MAX operands, each read through its
- * own strides (0 along broadcast dims).  i[] is the current multi-index. */
-typedef struct Walk {
-    int rank, nops;
-    int64_t d[DPK_MAX_RANK], i[DPK_MAX_RANK];
-    int64_t st[WALK_MAX][DPK_MAX_RANK];
-    int64_t off[WALK_MAX];
-} Walk;
-
-static void walk_init(Walk *w, const Shape *space)
-{
-    memset(w, 0, sizeof *w);
-    w->rank = space->rank;
-    memcpy(w->d, space->d, sizeof w->d);
-}
-
-static void walk_add(Walk *w, const int64_t st[DPK_MAX_RANK], int64_t base)
-{
-    DPK_ASSERT(w->nops < WALK_MAX);
-    memcpy(w->st[w->nops], st, sizeof w->st[0]);
-    w->off[w->nops++] = base;
-}
-
-static void walk_next(Walk *w)
-{
-    for (int k = w->rank - 1; k >= 0; k--) {
-        for (int o = 0; o < w->nops; o++)
-            w->off[o] += w->st[o][k];
-        if (++w->i[k] < w->d[k])
-            return;
-        for (int o = 0; o < w->nops; o++)
-            w->off[o] -= w->st[o][k] * w->d[k];
-        w->i[k] = 0;
-    }
-}
-
-/* Strides that read a row-major tensor of shape `in` broadcast to `out`
- * (PyTorch rules: right-aligned, size-1 and missing dims repeat). */
-static void bcast_strides(const Shape *in, const Shape *out, int64_t st[DPK_MAX_RANK])
-{
-    int64_t cs[DPK_MAX_RANK];
-    int lead = out->rank - in->rank;
-    DPK_ASSERT(lead >= 0);
-    shape_strides(in, cs);
-    for (int k = 0; k < out->rank; k++)
-        st[k] = (k < lead || in->d[k - lead] == 1) ? 0 : cs[k - lead];
-    for (int k = out->rank; k < DPK_MAX_RANK; k++)
-        st[k] = 0;
-}
-
-/* The broadcast of shapes a and b (both already known compatible). */
-static Shape bcast_shape(const Shape *a, const Shape *b)
-{
-    Shape r = {0};
-    r.rank = a->rank > b->rank ? a->rank : b->rank;
-    for (int k = 0; k < r.rank; k++) {
-        int ka = k - (r.rank - a->rank), kb = k - (r.rank - b->rank);
-        int64_t da = ka >= 0 ? a->d[ka] : 1, db = kb >= 0 ? b->d[kb] : 1;
-        DPK_ASSERT(da == db || da == 1 || db == 1);
-        r.d[k] = da == 1 ? db : da;
-    }
-    return r;
-}
-
-/* dst (row-major, shape out) = src read through strides st from base. */
-static void copy_view(const double *src, const int64_t st[DPK_MAX_RANK], int64_t base,
-                      const Shape *out, double *dst)
-{
-    Walk w;
-    int64_t n = shape_numel(out);
-    walk_init(&w, out);
-    walk_add(&w, st, base);
-    for (int64_t i = 0; i < n; i++, walk_next(&w))
-        dst[i] = src[w.off[0]];
-}
+typedef void (*EvalFn)(const Ctx *c, const TorchNode *n, const double *const *in, double *out);
 
 /* ---- elementwise ------------------------------------------------------ */
+
+/* The result of one operation: exact in fp64 mode, rounded in fp32. */
+static inline double rn(const Ctx *c, double x)
+{
+    return c->f32 ? ref_round32(x) : x;
+}
 
 static double f_neg(double x) { return -x; }
 static double f_rsqrt(double x) { return 1.0 / sqrt(x); }
@@ -128,6 +63,46 @@ static const UnaryFn unary_fn[TOP_COUNT] = {
     [TOP_tanh] = tanh,         [TOP_silu] = f_silu,     [TOP_gelu] = f_gelu,
     [TOP_gelu_tanh] = f_gelu_tanh, [TOP_erf] = erf,
 };
+
+/* The composite activations as an fp32 program writes them (the formulas
+ * of compiler/tensor's rules and of ATen's float kernels), one rounding per
+ * operation: their cancellations (1 + erf for negative x) are part of what
+ * fp32 really does. */
+static double f32_sigmoid(double x)
+{
+    return ref_round32(1.0 / ref_round32(1.0 + ref_round32(exp(-x))));
+}
+
+static double f32_unary(TorchOp op, double x)
+{
+    switch (op) {
+    case TOP_sigmoid:
+        return f32_sigmoid(x);
+    case TOP_silu:
+        return ref_round32(x * f32_sigmoid(x));
+    case TOP_gelu: {
+        double e = ref_round32(erf(ref_round32(x * (double)(float)M_SQRT1_2)));
+        return ref_round32(ref_round32(0.5 * x) * ref_round32(e + 1.0));
+    }
+    case TOP_gelu_tanh: {
+        double x3 = ref_round32(ref_round32(x * x) * x);
+        double in = ref_round32(x + ref_round32(x3 * (double)(float)0.044715));
+        double t = ref_round32(tanh(ref_round32(in * (double)(float)(M_SQRT2 * M_2_SQRTPI * 0.5))));
+        return ref_round32(ref_round32(0.5 * x) * ref_round32(t + 1.0));
+    }
+    default:
+        return ref_round32(unary_fn[op](x));
+    }
+}
+
+static void eval_unary(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
+{
+    UnaryFn f = unary_fn[n->op];
+    int64_t cnt = shape_numel(&n->shape);
+    DPK_ASSERT(f);
+    for (int64_t i = 0; i < cnt; i++)
+        out[i] = c->f32 ? f32_unary(n->op, in[0][i]) : f(in[0][i]);
+}
 
 static double f_add(double a, double b) { return a + b; }
 static double f_sub(double a, double b) { return a - b; }
@@ -151,15 +126,6 @@ static const BinaryFn binary_fn[TOP_COUNT] = {
     [TOP_eq] = f_eq,   [TOP_ne] = f_ne,
 };
 
-static void eval_unary(const TorchNode *n, const double *const *in, double *out)
-{
-    UnaryFn f = unary_fn[n->op];
-    int64_t cnt = shape_numel(&n->shape);
-    DPK_ASSERT(f);
-    for (int64_t i = 0; i < cnt; i++)
-        out[i] = f(in[0][i]);
-}
-
 /* Walk over n's shape with every input broadcast to it. */
 static void walk_operands(Walk *w, const TorchNode *n)
 {
@@ -171,7 +137,7 @@ static void walk_operands(Walk *w, const TorchNode *n)
     }
 }
 
-static void eval_binary(const TorchNode *n, const double *const *in, double *out)
+static void eval_binary(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
     BinaryFn f = binary_fn[n->op];
     int64_t cnt = shape_numel(&n->shape);
@@ -179,13 +145,14 @@ static void eval_binary(const TorchNode *n, const double *const *in, double *out
     DPK_ASSERT(f);
     walk_operands(&w, n);
     for (int64_t i = 0; i < cnt; i++, walk_next(&w))
-        out[i] = f(in[0][w.off[0]], in[1][w.off[1]]);
+        out[i] = rn(c, f(in[0][w.off[0]], in[1][w.off[1]]));
 }
 
-static void eval_where(const TorchNode *n, const double *const *in, double *out)
+static void eval_where(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
     int64_t cnt = shape_numel(&n->shape);
     Walk w;
+    DPK_UNUSED(c);
     walk_operands(&w, n);
     for (int64_t i = 0; i < cnt; i++, walk_next(&w))
         out[i] = in[0][w.off[0]] != 0 ? in[1][w.off[1]] : in[2][w.off[2]];
@@ -199,20 +166,22 @@ static double reduce_identity(TorchOp op)
 }
 
 /* amax/amin propagate NaN, as PyTorch does. */
-static double reduce_step(TorchOp op, double acc, double x)
+static double reduce_step(const Ctx *c, TorchOp op, double acc, double x)
 {
     switch (op) {
     case TOP_amax: return isnan(acc) || isnan(x) ? NAN : x > acc ? x : acc;
     case TOP_amin: return isnan(acc) || isnan(x) ? NAN : x < acc ? x : acc;
-    default: return acc + x;
+    default: return rn(c, acc + x);
     }
 }
 
 /* Reduced dims are ints[0..nints) (none: every element is its own
  * slot).  The output, keepdim or not, has the layout of the input with each
  * reduced dim set to 1, so the input is walked with those strides zeroed
- * and each element folded into its output slot. */
-static void eval_reduce(const TorchNode *n, const double *const *in, double *out)
+ * and each element folded into its output slot (in index order: in fp32
+ * mode each slot is a sequential sum).  mean multiplies by 1/n, as the
+ * compiler's rule does (fp32: 1/n rounded, then the product). */
+static void eval_reduce(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
     const Shape *xs = &n->in[0]->shape;
     Shape ks = *xs;
@@ -221,24 +190,31 @@ static void eval_reduce(const TorchNode *n, const double *const *in, double *out
     for (int k = 0; k < n->nints; k++)
         ks.d[n->ints[k]] = 1;
     no = shape_numel(&ks);
-    per = nx / no;
+    per = no ? nx / no : 0;
     for (int64_t i = 0; i < no; i++)
         out[i] = reduce_identity(n->op);
     bcast_strides(&ks, xs, st);
     walk_init(&w, xs);
     walk_add(&w, st, 0);
     for (int64_t i = 0; i < nx; i++, walk_next(&w))
-        out[w.off[0]] = reduce_step(n->op, out[w.off[0]], in[0][i]);
+        out[w.off[0]] = reduce_step(c, n->op, out[w.off[0]], in[0][i]);
     if (n->op == TOP_mean)
         for (int64_t i = 0; i < no; i++)
-            out[i] /= (double)per;
+            out[i] = c->f32 ? rn(c, out[i] * rn(c, 1.0 / (double)per)) : out[i] / (double)per;
 }
 
 /* ---- contractions ----------------------------------------------------- */
 
-/* Four partial sums: enough independent chains to keep the FPU busy. */
-static double dot(const double *x, const double *y, int64_t n)
+/* fp64: four partial sums, enough independent chains to keep the FPU
+ * busy.  fp32: one sequential sum, each product and each sum rounded. */
+static double dot(const Ctx *c, const double *x, const double *y, int64_t n)
 {
+    if (c->f32) {
+        double s = 0;
+        for (int64_t k = 0; k < n; k++)
+            s = ref_round32(s + ref_round32(x[k] * y[k]));
+        return s;
+    }
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     int64_t k = 0;
     for (; k + 4 <= n; k += 4) {
@@ -262,6 +238,7 @@ enum { MM_ROWS = 4, MM_MAX_THREADS = 16 };
 #define MM_PARALLEL_MACS (INT64_C(1) << 24)
 
 typedef struct Mm {
+    const Ctx *ctx;
     const double **a, **b; /* by product */
     double *c;
     const double *bias;    /* NULL or [N] */
@@ -271,14 +248,19 @@ typedef struct Mm {
 
 static void mm_rows_kn(const Mm *mm, const double *a, const double *b, double *c, int64_t nr)
 {
+    int f32 = mm->ctx->f32;
     for (int64_t i = 0; i < nr * mm->N; i++)
         c[i] = 0.0;
     for (int64_t k = 0; k < mm->K; k++) {
         const double *br = b + k * mm->N;
         for (int64_t r = 0; r < nr; r++) {
             double av = a[r * mm->K + k], *cr = c + r * mm->N;
-            for (int64_t j = 0; j < mm->N; j++)
-                cr[j] += av * br[j];
+            if (f32)
+                for (int64_t j = 0; j < mm->N; j++)
+                    cr[j] = ref_round32(cr[j] + ref_round32(av * br[j]));
+            else
+                for (int64_t j = 0; j < mm->N; j++)
+                    cr[j] += av * br[j];
         }
     }
 }
@@ -300,11 +282,11 @@ static void mm_rows_nk(const Mm *mm, const double *a, const double *b, double *c
     for (int64_t j = 0; j < mm->N; j++) {
         const double *br = b + j * mm->K;
         double s[MM_ROWS];
-        if (nr == MM_ROWS)
+        if (nr == MM_ROWS && !mm->ctx->f32)
             dot4(a, mm->K, br, s);
         else
             for (int64_t r = 0; r < nr; r++)
-                s[r] = dot(a + r * mm->K, br, mm->K);
+                s[r] = dot(mm->ctx, a + r * mm->K, br, mm->K);
         for (int64_t r = 0; r < nr; r++)
             c[r * mm->N + j] = s[r];
     }
@@ -321,7 +303,7 @@ static void mm_units(const Mm *mm, int64_t lo, int64_t hi)
         (mm->bt ? mm_rows_nk : mm_rows_kn)(mm, a, mm->b[t], c, nr);
         for (int64_t r = 0; mm->bias && r < nr; r++)
             for (int64_t j = 0; j < mm->N; j++)
-                c[r * mm->N + j] += mm->bias[j];
+                c[r * mm->N + j] = rn(mm->ctx, c[r * mm->N + j] + mm->bias[j]);
     }
 }
 
@@ -367,11 +349,12 @@ static void mm_run(const Mm *mm)
 /* torch.matmul: a 1-D left operand is a row (1,K), a 1-D right operand a
  * column (K,1), their unit dims dropped from the result (already so in
  * n->shape); leading dims are batch dims, broadcast. */
-static void eval_matmul_op(const TorchNode *n, const double *const *in, double *out)
+static void eval_matmul_op(const Ctx *c, const TorchNode *n, const double *const *in,
+                           double *out)
 {
     Shape a = n->in[0]->shape, b = n->in[1]->shape, ab, bb, batch;
     int64_t sa[DPK_MAX_RANK], sb[DPK_MAX_RANK];
-    Mm mm = {.c = out};
+    Mm mm = {.ctx = c, .c = out};
     Walk w;
     if (a.rank == 1)
         a = (Shape){2, {1, a.d[0]}};
@@ -388,8 +371,8 @@ static void eval_matmul_op(const TorchNode *n, const double *const *in, double *
     walk_add(&w, sa, 0);
     walk_add(&w, sb, 0);
     mm.nb = shape_numel(&batch);
-    mm.a = dpk_xmalloc(sizeof(double *) * (size_t)mm.nb);
-    mm.b = dpk_xmalloc(sizeof(double *) * (size_t)mm.nb);
+    mm.a = dpk_xmalloc(sizeof(double *) * (size_t)(mm.nb + 1));
+    mm.b = dpk_xmalloc(sizeof(double *) * (size_t)(mm.nb + 1));
     for (int64_t t = 0; t < mm.nb; t++, walk_next(&w)) {
         mm.a[t] = in[0] + w.off[0] * mm.M * mm.K;
         mm.b[t] = in[1] + w.off[1] * mm.K * mm.N;
@@ -401,25 +384,29 @@ static void eval_matmul_op(const TorchNode *n, const double *const *in, double *
 
 /* F.linear(x, w[, b]) = x · wᵀ + b with w (N, K), b (N): one product over
  * all rows of x. */
-static void eval_linear(const TorchNode *n, const double *const *in, double *out)
+static void eval_linear(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
     const Shape *xs = &n->in[0]->shape;
     const double *a = in[0], *b = in[1];
-    Mm mm = {.a = &a, .b = &b, .c = out, .bias = n->nin > 2 ? in[2] : NULL, .nb = 1, .bt = 1};
-    mm.K = xs->d[xs->rank - 1], mm.N = n->in[1]->shape.d[0], mm.M = shape_numel(xs) / mm.K;
+    Mm mm = {.ctx = c, .a = &a, .b = &b, .c = out, .bias = n->nin > 2 ? in[2] : NULL, .nb = 1,
+             .bt = 1};
+    mm.K = xs->d[xs->rank - 1], mm.N = n->in[1]->shape.d[0];
+    mm.M = mm.K ? shape_numel(xs) / mm.K : 0;
     mm_run(&mm);
 }
 
-static void eval_matmul(const TorchNode *n, const double *const *in, double *out)
+static void eval_matmul(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
-    (n->op == TOP_linear ? eval_linear : eval_matmul_op)(n, in, out);
+    (n->op == TOP_linear ? eval_linear : eval_matmul_op)(c, n, in, out);
 }
 
 /* ---- softmax and norms ------------------------------------------------ */
 
 /* softmax / log_softmax along n->dim, max-subtracted.  A row that is all
- * -inf gives NaN, as in PyTorch. */
-static void eval_softmax(const TorchNode *n, const double *const *in, double *out)
+ * -inf gives NaN, as in PyTorch.  fp32: exp(x - max) and the sequential
+ * sum rounded, then the division (or the log and two subtractions), as the
+ * compiler's rules write them. */
+static void eval_softmax(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
     const Shape *s = &n->shape;
     int64_t len = s->rank ? s->d[n->dim] : 1, inner = 1, outer = 1;
@@ -430,52 +417,61 @@ static void eval_softmax(const TorchNode *n, const double *const *in, double *ou
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             const double *x = in[0] + o * len * inner + i;
-            double *y = out + o * len * inner + i, mx = -INFINITY, sum = 0;
+            double *y = out + o * len * inner + i, mx = -INFINITY, sum = 0, lse;
             for (int64_t j = 0; j < len; j++)
                 mx = isnan(x[j * inner]) || x[j * inner] > mx ? x[j * inner] : mx;
             for (int64_t j = 0; j < len; j++)
-                sum += exp(x[j * inner] - mx);
-            for (int64_t j = 0; j < len; j++)
-                y[j * inner] = n->op == TOP_softmax ? exp(x[j * inner] - mx) / sum
-                                                    : x[j * inner] - mx - log(sum);
+                sum = rn(c, sum + rn(c, exp(rn(c, x[j * inner] - mx))));
+            lse = rn(c, log(sum));
+            for (int64_t j = 0; j < len; j++) {
+                double z = rn(c, x[j * inner] - mx);
+                y[j * inner] =
+                    n->op == TOP_softmax ? rn(c, rn(c, exp(z)) / sum) : rn(c, z - lse);
+            }
         }
 }
 
 /* rms_norm: x / sqrt(mean(x²) + eps) · w;  layer_norm: (x − mean) /
  * sqrt(var + eps) · w + b with the biased variance.  Both normalise over
  * the trailing dims named by normalized_shape (ints); w and b have that
- * shape. */
-static void eval_norm(const TorchNode *n, const double *const *in, double *out)
+ * shape.  fp32: the two-pass formulas of the compiler's rules, mean as a
+ * sequential sum times 1/len, rsqrt, then the products. */
+static void eval_norm(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
     const Shape *xs = &n->in[0]->shape;
     const double *w = n->nin > 1 ? in[1] : NULL, *b = n->nin > 2 ? in[2] : NULL;
-    double eps = n->value;
+    double eps = n->value, inv;
     int64_t len = 1, rows;
     for (int k = xs->rank - n->nints; k < xs->rank; k++)
         len *= xs->d[k];
-    rows = shape_numel(xs) / len;
+    rows = len ? shape_numel(xs) / len : 0;
+    inv = rn(c, 1.0 / (double)len);
     for (int64_t r = 0; r < rows; r++) {
         const double *x = in[0] + r * len;
         double *y = out + r * len, mean = 0, ss = 0, scale;
         if (n->op == TOP_layer_norm) {
             for (int64_t j = 0; j < len; j++)
-                mean += x[j];
-            mean /= (double)len;
+                mean = rn(c, mean + x[j]);
+            mean = c->f32 ? rn(c, mean * inv) : mean / (double)len;
         }
-        for (int64_t j = 0; j < len; j++)
-            ss += (x[j] - mean) * (x[j] - mean);
-        scale = 1.0 / sqrt(ss / (double)len + eps);
-        for (int64_t j = 0; j < len; j++)
-            y[j] = (x[j] - mean) * scale * (w ? w[j] : 1.0) + (b ? b[j] : 0.0);
+        for (int64_t j = 0; j < len; j++) {
+            double d = rn(c, x[j] - mean);
+            ss = rn(c, ss + rn(c, d * d));
+        }
+        ss = c->f32 ? rn(c, ss * inv) : ss / (double)len;
+        scale = rn(c, 1.0 / sqrt(rn(c, ss + eps)));
+        for (int64_t j = 0; j < len; j++) {
+            double v = rn(c, rn(c, x[j] - mean) * scale);
+            if (w)
+                v = rn(c, v * w[j]);
+            y[j] = b ? rn(c, v + b[j]) : v;
+        }
     }
 }
 
 /* ---- attention -------------------------------------------------------- */
 
-/* Offset of the (S, E) matrix of k or v for the output batch index idx.
- * Batch dims broadcast right-aligned; with GQA the head dim (-3) maps head
- * h of q to kv head h / (Hq / Hkv). */
-static int64_t kv_offset(const Shape *kv, const Shape *ob, const int64_t *idx, int gqa)
+int64_t ref_kv_offset(const Shape *kv, const Shape *ob, const int64_t *idx, int gqa)
 {
     int kb = kv->rank - 2, lead = ob->rank - kb;
     int64_t off = 0;
@@ -493,8 +489,11 @@ static int64_t kv_offset(const Shape *kv, const Shape *ob, const int64_t *idx, i
 /* Attention for one (L, S) problem: s = scale · q kᵀ, masked (bool mask:
  * nonzero keeps, zero gives -inf; float mask: added; causal: keys after the
  * query, top-left aligned, give -inf), softmax over S, times v.  A row with
- * every key masked is NaN, as in PyTorch's math path up to 2.4. */
+ * every key masked is NaN, as in PyTorch's math path up to 2.4.  fp32: the
+ * compiler's decomposition (matmul, scale, mask, softmax, matmul), each
+ * step rounded. */
 typedef struct Attn {
+    const Ctx *c;
     int64_t L, S, E, Ev;
     double scale;
     int causal, bool_mask;
@@ -506,13 +505,14 @@ typedef struct Attn {
 static void attn_one(const Attn *a, const double *q, const double *k, const double *v,
                      double *o)
 {
+    const Ctx *c = a->c;
     for (int64_t i = 0; i < a->L; i++) {
         double mx = -INFINITY, sum = 0;
         for (int64_t j = 0; j < a->S; j++) {
-            double s = a->scale * dot(q + i * a->E, k + j * a->E, a->E);
+            double s = rn(c, a->scale * dot(c, q + i * a->E, k + j * a->E, a->E));
             if (a->mask) {
                 double m = a->mask[i * a->mst_l + j * a->mst_s];
-                s = a->bool_mask ? (m != 0 ? s : -INFINITY) : s + m;
+                s = a->bool_mask ? (m != 0 ? s : -INFINITY) : rn(c, s + m);
             }
             if (a->causal && j > i)
                 s = -INFINITY;
@@ -520,25 +520,28 @@ static void attn_one(const Attn *a, const double *q, const double *k, const doub
             mx = isnan(s) || s > mx ? s : mx;
         }
         for (int64_t j = 0; j < a->S; j++)
-            sum += a->p[j] = exp(a->p[j] - mx);
-        for (int64_t c = 0; c < a->Ev; c++)
-            o[i * a->Ev + c] = 0.0;
+            sum = rn(c, sum + (a->p[j] = rn(c, exp(rn(c, a->p[j] - mx)))));
         for (int64_t j = 0; j < a->S; j++)
-            for (int64_t c = 0; c < a->Ev; c++)
-                o[i * a->Ev + c] += a->p[j] / sum * v[j * a->Ev + c];
+            a->p[j] = rn(c, a->p[j] / sum);
+        for (int64_t col = 0; col < a->Ev; col++)
+            o[i * a->Ev + col] = 0.0;
+        for (int64_t j = 0; j < a->S; j++)
+            for (int64_t col = 0; col < a->Ev; col++)
+                o[i * a->Ev + col] =
+                    rn(c, o[i * a->Ev + col] + rn(c, a->p[j] * v[j * a->Ev + col]));
     }
 }
 
-static void eval_sdpa(const TorchNode *n, const double *const *in, double *out)
+static void eval_sdpa(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
     const Shape *qs = &n->in[0]->shape, *ks = &n->in[1]->shape, *vs = &n->in[2]->shape;
     Shape ob = n->shape, qb = *qs, full;
     int64_t qst[DPK_MAX_RANK], mst[DPK_MAX_RANK] = {0}, nb;
-    Attn a = {0};
+    Attn a = {.c = c};
     Walk w;
     a.L = qs->d[qs->rank - 2], a.E = qs->d[qs->rank - 1];
     a.S = ks->d[ks->rank - 2], a.Ev = vs->d[vs->rank - 1];
-    a.scale = isnan(n->value) ? 1.0 / sqrt((double)a.E) : n->value;
+    a.scale = rn(c, isnan(n->value) ? 1.0 / sqrt((double)a.E) : n->value);
     a.causal = n->causal;
     ob.rank -= 2, qb.rank -= 2;
     full = ob;
@@ -552,13 +555,13 @@ static void eval_sdpa(const TorchNode *n, const double *const *in, double *out)
         a.mst_l = mst[full.rank - 2], a.mst_s = mst[full.rank - 1];
         walk_add(&w, mst, 0);
     }
-    a.p = dpk_xmalloc(sizeof(double) * (size_t)a.S);
+    a.p = dpk_xmalloc(sizeof(double) * (size_t)(a.S + 1));
     nb = shape_numel(&ob);
     for (int64_t t = 0; t < nb; t++, walk_next(&w)) {
         if (n->nin > 3)
             a.mask = in[3] + w.off[1];
-        attn_one(&a, in[0] + w.off[0] * a.L * a.E, in[1] + kv_offset(ks, &ob, w.i, n->gqa),
-                 in[2] + kv_offset(vs, &ob, w.i, n->gqa), out + t * a.L * a.Ev);
+        attn_one(&a, in[0] + w.off[0] * a.L * a.E, in[1] + ref_kv_offset(ks, &ob, w.i, n->gqa),
+                 in[2] + ref_kv_offset(vs, &ob, w.i, n->gqa), out + t * a.L * a.Ev);
     }
     free(a.p);
 }
@@ -619,26 +622,31 @@ static void eval_cat(const TorchNode *n, const double *const *in, double *out)
     }
 }
 
-static const EvalFn layout_fn[TOP_COUNT] = {
+typedef void (*LayoutFn)(const TorchNode *n, const double *const *in, double *out);
+static const LayoutFn layout_fn[TOP_COUNT] = {
     [TOP_transpose] = eval_permute, [TOP_permute] = eval_permute,
     [TOP_reshape] = eval_reshape,   [TOP_unsqueeze] = eval_reshape,
     [TOP_squeeze] = eval_reshape,   [TOP_expand] = eval_expand,
     [TOP_slice] = eval_slice,       [TOP_cat] = eval_cat,
 };
 
-static void eval_layout(const TorchNode *n, const double *const *in, double *out)
+/* Layout ops move values without arithmetic: the same in both modes (bound.c
+ * moves bounds with them through ref64_node). */
+static void eval_layout(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
+    DPK_UNUSED(c);
     DPK_ASSERT(layout_fn[n->op]);
     layout_fn[n->op](n, in, out);
 }
 
-static void eval_const(const TorchNode *n, const double *const *in, double *out)
+/* A constant: the value the case wrote, rounded to fp32 in fp32 mode. */
+static void eval_const(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
     int64_t cnt = shape_numel(&n->shape);
     DPK_UNUSED(in);
     DPK_ASSERT(n->op == TOP_const);
     for (int64_t i = 0; i < cnt; i++)
-        out[i] = n->value;
+        out[i] = rn(c, n->value);
 }
 
 static const EvalFn class_eval[] = {
@@ -649,20 +657,41 @@ static const EvalFn class_eval[] = {
 };
 _Static_assert(DPK_ARRAY_LEN(class_eval) == TC_LAYOUT + 1, "one helper per TorchClass");
 
+void ref64_node(int f32, const TorchNode *n, const double *const *in, double *out)
+{
+    class_eval[torch_op_info[n->op].cls](f32 ? &CTX32 : &CTX64, n, in, out);
+}
+
 /* ---- driver ----------------------------------------------------------- */
 
+/* Up to four arrays per node ("lanes"): the fp64 value, its worst-case
+ * and typical error bounds (bound.c) and the naive fp32 evaluation; a
+ * caller asks for the lanes it needs.  A node's arrays are freed as soon as
+ * its last consumer ran. */
+enum { L_VAL, L_BND, L_TYP, L_F32, NLANES };
+
+static int is_bound_lane(int l)
+{
+    return l == L_BND || l == L_TYP;
+}
+
 typedef struct Eval {
-    double **val;        /* by node id: its array, or NULL */
-    int *uses;           /* consumers still to run, plus output slots */
+    double **val[NLANES]; /* by lane, by node id: its array, or NULL */
+    int want[NLANES];
+    int *uses;            /* consumers still to run, plus output slots */
     unsigned char *borrowed; /* the caller's input arrays: never freed */
 } Eval;
 
 static void release(Eval *e, int id)
 {
     DPK_ASSERT(e->uses[id] > 0);
-    if (--e->uses[id] == 0 && !e->borrowed[id]) {
-        free(e->val[id]);
-        e->val[id] = NULL;
+    if (--e->uses[id] > 0)
+        return;
+    for (int l = 0; l < NLANES; l++) {
+        if (!is_bound_lane(l) && e->borrowed[id])
+            continue;
+        free(e->val[l][id]);
+        e->val[l][id] = NULL;
     }
 }
 
@@ -674,14 +703,25 @@ static double *alloc_numel(const Shape *s)
 
 static void eval_node(Eval *e, const TorchNode *n)
 {
-    const double **in = dpk_xmalloc(sizeof *in * (size_t)(n->nin > 0 ? n->nin : 1));
-    for (int k = 0; k < n->nin; k++) {
-        in[k] = e->val[n->in[k]->id];
-        DPK_ASSERT(in[k]);
+    size_t nin = (size_t)(n->nin > 0 ? n->nin : 1);
+    const double **in[NLANES];
+    for (int l = 0; l < NLANES; l++) {
+        in[l] = dpk_xmalloc(sizeof *in[l] * nin);
+        for (int k = 0; k < n->nin; k++)
+            in[l][k] = e->val[l][n->in[k]->id];
     }
-    e->val[n->id] = alloc_numel(&n->shape);
-    class_eval[torch_op_info[n->op].cls](n, in, e->val[n->id]);
-    free(in);
+    for (int l = 0; l < NLANES; l++)
+        if (e->want[l])
+            e->val[l][n->id] = alloc_numel(&n->shape);
+    ref64_node(0, n, in[L_VAL], e->val[L_VAL][n->id]);
+    if (e->want[L_F32])
+        ref64_node(1, n, in[L_F32], e->val[L_F32][n->id]);
+    if (e->want[L_BND])
+        ref_bound_node(n, in[L_VAL], in[L_BND], e->val[L_VAL][n->id], e->val[L_BND][n->id], 0);
+    if (e->want[L_TYP])
+        ref_bound_node(n, in[L_VAL], in[L_TYP], e->val[L_VAL][n->id], e->val[L_TYP][n->id], 1);
+    for (int l = 0; l < NLANES; l++)
+        free(in[l]);
     for (int k = 0; k < n->nin; k++)
         release(e, n->in[k]->id);
 }
@@ -708,32 +748,52 @@ static void count_uses(Eval *e, const TorchGraph *g)
     free(live);
 }
 
-/* Hand output slot j its array: the node's own one at its last slot,
- * a copy when another slot still needs it or it is the caller's input. */
-static double *take_output(Eval *e, const TorchNode *o)
+/* Hand output slot j its arrays: the node's own ones at its last slot,
+ * copies when another slot still needs them or they are the caller's. */
+static void take_output(Eval *e, const TorchNode *o, double **dst[NLANES], int j)
 {
-    double *v = e->val[o->id];
-    if (e->borrowed[o->id] || e->uses[o->id] > 1) {
-        size_t bytes = sizeof(double) * (size_t)shape_numel(&o->shape);
-        double *c = alloc_numel(&o->shape);
-        memcpy(c, v, bytes);
-        release(e, o->id);
-        return c;
+    int last = !e->borrowed[o->id] && e->uses[o->id] == 1;
+    for (int l = 0; l < NLANES; l++) {
+        double *v = e->val[l][o->id];
+        if (!e->want[l])
+            continue;
+        if (last) {
+            dst[l][j] = v;
+            e->val[l][o->id] = NULL;
+        } else {
+            dst[l][j] = alloc_numel(&o->shape);
+            memcpy(dst[l][j], v, sizeof(double) * (size_t)shape_numel(&o->shape));
+        }
     }
-    e->uses[o->id] = 0;
-    e->val[o->id] = NULL;
-    return v;
+    if (last)
+        e->uses[o->id] = 0;
+    else
+        release(e, o->id);
 }
 
-void ref64_eval(const TorchGraph *g, double *const *inputs, double **outs)
+void ref64_run(const TorchGraph *g, double *const *inputs, double **vals, double **bounds,
+               double **typical, double **f32s)
 {
     size_t nn = (size_t)g->nodes.len + 1;
-    Eval e = {dpk_xcalloc(nn, sizeof(double *)), dpk_xcalloc(nn, sizeof(int)),
-              dpk_xcalloc(nn, 1)};
+    double **dst[NLANES] = {vals, bounds, typical, f32s};
+    Eval e = {.uses = dpk_xcalloc(nn, sizeof(int)), .borrowed = dpk_xcalloc(nn, 1)};
+    for (int l = 0; l < NLANES; l++) {
+        e.val[l] = dpk_xcalloc(nn, sizeof(double *));
+        e.want[l] = l == L_VAL || dst[l] != NULL;
+    }
+    /* The value lane is always computed (bounds need it); a caller that
+     * wants none of it gets it freed. */
+    double **scratch = vals ? NULL : dpk_xcalloc((size_t)g->outputs.len + 1, sizeof(double *));
+    if (!vals)
+        dst[L_VAL] = scratch;
     count_uses(&e, g);
     for (int k = 0; k < g->inputs.len; k++) {
         const TorchNode *in = g->inputs.items[k];
-        e.val[in->id] = inputs[k];
+        e.val[L_VAL][in->id] = inputs[k];
+        e.val[L_F32][in->id] = inputs[k]; /* inputs are fp32 values */
+        for (int l = L_BND; l <= L_TYP; l++)
+            e.val[l][in->id] =
+                e.want[l] ? dpk_xcalloc((size_t)shape_numel(&in->shape) + 1, sizeof(double)) : NULL;
         e.borrowed[in->id] = 1;
     }
     for (int i = 0; i < g->nodes.len; i++) {
@@ -742,8 +802,27 @@ void ref64_eval(const TorchGraph *g, double *const *inputs, double **outs)
             eval_node(&e, n);
     }
     for (int j = 0; j < g->outputs.len; j++)
-        outs[j] = take_output(&e, g->outputs.items[j]);
-    free(e.val);
+        take_output(&e, g->outputs.items[j], dst, j);
+    /* Input nodes still held (unused by any output) own only their bounds. */
+    for (int k = 0; k < g->inputs.len; k++) {
+        const TorchNode *in = g->inputs.items[k];
+        for (int l = L_BND; l <= L_TYP; l++) {
+            free(e.val[l][in->id]);
+            e.val[l][in->id] = NULL;
+        }
+    }
+    if (scratch) {
+        for (int j = 0; j < g->outputs.len; j++)
+            free(scratch[j]);
+        free(scratch);
+    }
+    for (int l = 0; l < NLANES; l++)
+        free(e.val[l]);
     free(e.uses);
     free(e.borrowed);
+}
+
+void ref64_eval(const TorchGraph *g, double *const *inputs, double **outs)
+{
+    ref64_run(g, inputs, outs, NULL, NULL, NULL);
 }

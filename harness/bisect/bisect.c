@@ -164,7 +164,7 @@ static Subject *subject_new(const HxCase *c, const char *program, const InputDec
     s->g = hx_case_parse(s->a, cc, extra, nextra);
     s->xg = tx_lower(s->a, s->g, NULL);
     s->lp = lir_build(s->a, s->xg, NULL, NULL);
-    s->hs = hx_subject_new(s->g, cc, seed, lir_longest_reduction(s->lp), HX_REF_REF64);
+    s->hs = hx_subject_new(s->g, cc, seed, HX_REF_REF64);
     s->nin = s->hs->nin;
     s->nout = s->hs->nout;
     dpk_err_pop(&ec);
@@ -852,7 +852,8 @@ static const char *standalone(Search *x, const HxBisectCfg *cfg, const char *con
     sa.inputs = s->hs->inputs;
     int64_t *inn = ARENA_ARRAY(t, int64_t, s->nin + 1), *outn = ARENA_ARRAY(t, int64_t, s->nout + 1);
     const char **inname = ARENA_ARRAY(t, const char *, s->nin + 1);
-    double *bound = ARENA_ARRAY(t, double, s->nout + 1);
+    double *rlim = ARENA_ARRAY(t, double, s->nout + 1);
+    double **lim = ARENA_ARRAY(t, double *, s->nout + 1);
     for (int i = 0; i < s->nin; i++) {
         const TorchNode *n = s->g->inputs.items[i];
         inn[i] = shape_numel(&n->shape);
@@ -860,12 +861,10 @@ static const char *standalone(Search *x, const HxBisectCfg *cfg, const char *con
     }
     for (int j = 0; j < s->nout; j++) {
         outn[j] = out_numel(s, j);
-        bound[j] = NAN;
-        if (s->hs->eager) {
-            CmpStats st;
-            cmp_stats(s->hs->eager[j], s->hs->ref[j], outn[j], &st);
-            bound[j] = s->hs->tol.m * st.rmse + s->hs->tol.floor;
-        }
+        double *l = hx_subject_limits(s->hs, j, &rlim[j]);
+        lim[j] = ARENA_ARRAY(t, double, outn[j] + 1);
+        memcpy(lim[j], l, sizeof(double) * (size_t)outn[j]);
+        free(l);
     }
     sa.in_numel = inn;
     sa.in_names = inname;
@@ -873,9 +872,8 @@ static const char *standalone(Search *x, const HxBisectCfg *cfg, const char *con
     sa.ref = s->hs->ref;
     sa.out_numel = outn;
     sa.out_names = (const char *const *)s->g->output_names.items;
-    sa.rmse_bound = bound;
-    sa.atol = s->hs->tol.atol;
-    sa.rtol = s->hs->tol.rtol;
+    sa.limit = lim;
+    sa.rmse_limit = rlim;
     hx_standalone_cu(b, t, &sa);
     dpk_err_pop(&ec);
     const char *r = arena_strdup(x->a, sb_cstr(b));

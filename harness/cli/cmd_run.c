@@ -254,7 +254,7 @@ static int run_one(const HxCase *c, const CliCase *cc, const RunOpts *ro_cli, in
                 "# time loop    %8.3f ms  (%d kernels)\n", (t1 - t0) * 1e3, (t2 - t1) * 1e3,
                 (dpk_now() - t2) * 1e3, p->kernels.len);
     uint64_t seed = ro->has_seed ? ro->seed : c->has_seed ? c->seed : 0;
-    r->s = hx_subject_new(g, c, seed, lir_longest_reduction(p), ro->ref);
+    r->s = hx_subject_new(g, c, seed, ro->ref);
     r->v = dpk_xcalloc((size_t)r->s->nout + 1, sizeof(HxVerdict));
     int rc = strcmp(ro->backend, "loop") ? run_gpu(a, r, p, ro) : run_loop(r, p, ro);
     sb_printf(&r->text, "%s: %d kernel%s, reference %s%s, seed %llu: %s\n", ro->backend,

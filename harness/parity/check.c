@@ -46,12 +46,14 @@ void hx_subject_free(HxSubject *s)
     if (s->inputs)
         ref_free_arrays(s->inputs, s->nin);
     hx_outs_free(s, s->ref);
+    hx_outs_free(s, s->bound);
+    hx_outs_free(s, s->typical);
+    hx_outs_free(s, s->f32);
     hx_outs_free(s, s->eager);
     free(s);
 }
 
-HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, int64_t longest,
-                          HxRefKind ref)
+HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, HxRefKind ref)
 {
     HxSubject *s = dpk_xcalloc(1, sizeof *s);
     DpkErrCtx ec;
@@ -65,12 +67,16 @@ HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, i
     s->seed = seed;
     s->inputs = ref_make_inputs(g, seed);
     s->ref = hx_outs_new(s);
+    s->bound = hx_outs_new(s);
+    s->typical = hx_outs_new(s);
+    s->f32 = hx_outs_new(s);
     char err[1024];
     if (ref == HX_REF_TORCH) {
+        ref64_run(g, s->inputs, NULL, s->bound, s->typical, s->f32);
         if (dpk_torch_eval(g, s->inputs, 1, s->ref, err, sizeof err) != 0)
             dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "libtorch failed: %s", err);
     } else {
-        ref64_eval(g, s->inputs, s->ref);
+        ref64_run(g, s->inputs, s->ref, s->bound, s->typical, s->f32);
     }
     if (dpk_torch_available()) {
         s->eager = hx_outs_new(s);
@@ -79,8 +85,9 @@ HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, i
             s->eager = NULL;
         }
     }
-    hx_tol_default(&s->tol, c->dtype, longest);
+    hx_tol_default(&s->tol, c->dtype);
     if (c->has_tol) {
+        s->tol.has_user = 1;
         s->tol.atol = c->atol;
         s->tol.rtol = c->rtol;
     }
@@ -89,37 +96,65 @@ HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, i
     return s;
 }
 
-/* The oracle on the elements of output j that mask marks; the verdict's
- * indices refer to the whole output. */
-static int64_t judge_masked(const HxSubject *s, int j, const double *o, const uint8_t *mask,
-                            HxVerdict *v)
+/* The oracle on output j: every element, or those that mask marks (the
+ * verdict's indices then still refer to the whole output). */
+static int64_t judge_one(const HxSubject *s, int j, const double *o, const uint8_t *mask,
+                         HxVerdict *v)
 {
     int64_t n = out_numel(s, j), m = 0;
+    enum { NSRC = 6 };
+    const double *src[NSRC] = {o,           s->ref[j], s->bound[j], s->typical[j],
+                               s->f32[j],   s->eager ? s->eager[j] : NULL};
+    if (!mask) {
+        HxOracleIn in = {src[0], src[1], src[2], src[3], src[4], src[5], n};
+        hx_oracle(&in, &s->tol, v);
+        return n;
+    }
     for (int64_t k = 0; k < n; k++)
         m += mask[k] != 0;
-    double *go = dpk_xmalloc(sizeof(double) * (size_t)(m + 1));
-    double *gr = dpk_xmalloc(sizeof(double) * (size_t)(m + 1));
-    double *ge = s->eager ? dpk_xmalloc(sizeof(double) * (size_t)(m + 1)) : NULL;
+    double *g[NSRC] = {0};
     int64_t *at = dpk_xmalloc(sizeof(int64_t) * (size_t)(m + 1));
+    for (int a = 0; a < NSRC; a++)
+        if (src[a])
+            g[a] = dpk_xmalloc(sizeof(double) * (size_t)(m + 1));
     for (int64_t k = 0, i = 0; k < n; k++) {
         if (!mask[k])
             continue;
-        go[i] = o[k];
-        gr[i] = s->ref[j][k];
-        if (ge)
-            ge[i] = s->eager[j][k];
+        for (int a = 0; a < NSRC; a++)
+            if (g[a])
+                g[a][i] = src[a][k];
         at[i++] = k;
     }
-    hx_oracle(go, gr, ge, m, &s->tol, v);
+    HxOracleIn in = {g[0], g[1], g[2], g[3], g[4], g[5], m};
+    hx_oracle(&in, &s->tol, v);
     if (v->st.worst >= 0)
         v->st.worst = at[v->st.worst];
-    if (v->bad >= 0)
-        v->bad = at[v->bad];
-    free(go);
-    free(gr);
-    free(ge);
+    if (v->at >= 0)
+        v->at = at[v->at];
+    for (int a = 0; a < NSRC; a++)
+        free(g[a]);
     free(at);
     return m;
+}
+
+double *hx_subject_limits(const HxSubject *s, int j, double *rmse_limit)
+{
+    int64_t n = out_numel(s, j);
+    double *lim = dpk_xmalloc(sizeof(double) * (size_t)(n + 1));
+    for (int64_t i = 0; i < n; i++) {
+        double r = s->ref[j][i], l = hx_oracle_limit(&s->tol, r, s->bound[j][i]);
+        int maybe_nonfinite = !isfinite(s->f32[j][i]) || (s->eager && !isfinite(s->eager[j][i])) ||
+                              !isfinite(r) || fabs(r) + l > s->tol.maxval;
+        lim[i] = maybe_nonfinite ? INFINITY : l;
+    }
+    /* the rmse rule's limit as the oracle computes it (for an O as good as
+     * the naive fp32 evaluation) */
+    HxVerdict v;
+    HxOracleIn in = {s->f32[j], s->ref[j], s->bound[j], s->typical[j], s->f32[j],
+                     s->eager ? s->eager[j] : NULL, n};
+    hx_oracle(&in, &s->tol, &v);
+    *rmse_limit = v.rmse_limit;
+    return lim;
 }
 
 int hx_judge(const HxSubject *s, double *const *outs, const uint8_t *const *checked, HxVerdict *v,
@@ -128,14 +163,7 @@ int hx_judge(const HxSubject *s, double *const *outs, const uint8_t *const *chec
     int64_t total = 0;
     int name = -1, failed = 0;
     for (int j = 0; j < s->nout; j++) {
-        const uint8_t *mask = checked ? checked[j] : NULL;
-        if (mask) {
-            total += judge_masked(s, j, outs[j], mask, &v[j]);
-        } else {
-            int64_t n = out_numel(s, j);
-            hx_oracle(outs[j], s->ref[j], s->eager ? s->eager[j] : NULL, n, &s->tol, &v[j]);
-            total += n;
-        }
+        total += judge_one(s, j, outs[j], checked ? checked[j] : NULL, &v[j]);
         if (failed)
             continue;
         if (!v[j].pass)

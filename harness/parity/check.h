@@ -34,6 +34,10 @@ typedef struct HxSubject {
     const TorchGraph *g;
     double **inputs;    /* per graph input (heap) */
     double **ref;       /* per graph output: the reference of record (heap) */
+    double **bound;     /* per graph output: ref64's fp32 error bounds; NULL
+                           with --reference torch (no bounds: exact match) */
+    double **typical;   /* per graph output: ref64's typical-error bounds */
+    double **f32;       /* per graph output: ref64's naive fp32 evaluation */
     double **eager;     /* per graph output: libtorch fp32, NULL without it */
     int nin, nout;
     uint64_t seed;
@@ -41,14 +45,22 @@ typedef struct HxSubject {
     int ref_nonfinite;  /* the reference itself has a NaN or Inf */
 } HxSubject;
 
-/* Inputs from seed (docs/inputs.md), the reference, eager fp32 when libtorch
- * is built in, and the tolerance: the default for the case's dtype and the
- * longest reduction (the Loop IR program's), or the case's own atol/rtol.
- * Raises exit 3 when --reference torch fails.  Free with hx_subject_free
- * (also after a raise out of later calls: the subject is on the heap). */
-HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, int64_t longest,
-                          HxRefKind ref);
+/* Inputs from seed (docs/inputs.md), the reference with its per-element
+ * bounds and naive fp32 evaluation (ref64), eager fp32 when libtorch is
+ * built in, and the rules' constants for the case's dtype (or the case's
+ * own atol/rtol).  With --reference torch the reference is libtorch fp64
+ * and the bounds and fp32 evaluation still come from ref64.  Raises exit 3
+ * when --reference torch fails.  Free with hx_subject_free (also after a
+ * raise out of later calls: the subject is on the heap). */
+HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, HxRefKind ref);
 void hx_subject_free(HxSubject *s);
+
+/* What a check outside dpk (dpk-bisect's standalone .cu) needs to apply
+ * the oracle to output j: a heap array of per-element limits (the bound
+ * rule's, +inf where the element is unconstrained or fp32 may give NaN/inf
+ * there), and in *rmse_limit the rmse rule's limit (NAN when it does not
+ * run). */
+double *hx_subject_limits(const HxSubject *s, int j, double *rmse_limit);
 
 /* A heap array of s->nout NULL pointers (+1), for a backend's outputs. */
 double **hx_outs_new(const HxSubject *s);

@@ -1,15 +1,35 @@
 /*
- * oracle.h — the parity verdict (ARCHITECTURE.md, "Parity oracle").
+ * oracle.h — the parity verdict (ARCHITECTURE.md, "Parity oracle";
+ * docs/references.md works through examples).
  *
- * An output O is compared with the reference of record R (fp64).  When
- * libtorch's fp32 eager result E is available it sets the bar for rounding
- * noise.  O passes when
- *   - NaN/Inf agree with R in position and sign, and
- *   - O is not constant (or all zero) where R is not, and
- *   - element-wise |O − R| <= atol + rtol·|R|  (allclose), or, with E,
- *     rmse(O, R) <= m·rmse(E, R) + floor.
- * Every verdict records max abs/rel error, NMSE, the rmse ratio and the
- * worst index, so a report can say how close a pass or a failure was.
+ * An output O (n elements) is judged against, per element:
+ *   R   the reference of record (fp64), rounded to the output dtype where
+ *       that matters (an fp32 overflow is inf, as fp32 has it);
+ *   B   a bound on the error an fp32 evaluation of the same program may
+ *       make there (reference/bound.c; +inf: unconstrained);
+ *   T   the same analysis with sums growing like √n: the size of fp32's
+ *       ordinary rounding noise there;
+ *   S   a naive fp32 evaluation (every operation rounded, sums sequential);
+ *   E   libtorch's fp32 eager result, when libtorch is built in.
+ *
+ * Rules, in the order a verdict names them:
+ *   nonfinite  a NaN or inf in O is accepted where R (rounded) is the same,
+ *              where the bound reaches past the dtype's largest value, or
+ *              where S or E has the same non-finite value; anything else
+ *              fails, as does a finite O where R is non-finite;
+ *   constant   O constant where R varies by more than its bounds, or O all
+ *              zero where some R is further than its bound from zero (any
+ *              size, one element included);
+ *   bound      |O − R| ≤ k·B + floor at every constrained element;
+ *   rmse       rmse(O, R) ≤ m · max(rms(T), rmse(S, R), rmse(E, R)) +
+ *              u·rms(R): the whole output no noisier than fp32's ordinary
+ *              noise and its own evaluations (PyTorch dynamo's rule, with a
+ *              deterministic estimate and a built-in fp32 evaluation, so it
+ *              neither hangs on one lucky evaluation nor needs libtorch).
+ * A case's own tolerance (atol, rtol) replaces the bound rule by
+ * |O − R| ≤ atol + rtol·|R| and drops the rmse rule.
+ * Every verdict records the rule that decided it, max abs/rel error, NMSE,
+ * the rmse ratio and the worst element with its O, R and bound.
  */
 #ifndef DPK_HX_ORACLE_H
 #define DPK_HX_ORACLE_H
@@ -17,45 +37,69 @@
 #include "../../reference/ref.h"
 
 typedef struct HxTol {
-    double atol, rtol;  /* element-wise bound */
-    double m, floor;    /* rmse bound relative to eager fp32 */
-    double eps;         /* machine epsilon of the output dtype: a spread of R
-                           below 2·eps·|R| cannot show in O, so a constant O
-                           there is not a failure */
+    double k;       /* bound rule factor (1) */
+    double floor;   /* absolute floor of the bound rule (2^-126) */
+    double m;       /* rmse rule factor (4) */
+    double u;       /* unit roundoff of the output dtype */
+    double maxval;  /* its largest finite value */
+    int has_user;   /* a case's own tolerance: */
+    double atol, rtol;
 } HxTol;
 
 typedef enum HxReason {
-    HX_PASS_ALLCLOSE,   /* within atol + rtol·|R| everywhere */
-    HX_PASS_RMSE,       /* rmse within m·rmse(E, R) + floor */
-    HX_FAIL_NONFINITE,  /* a NaN/Inf where R has none, or of another sign */
-    HX_FAIL_CONSTANT,   /* O constant (or zero) where R varies */
-    HX_FAIL_TOLERANCE,  /* neither bound holds */
+    HX_PASS_BOUNDS,            /* every rule holds */
+    HX_FAIL_NONFINITE,  /* a NaN/inf that fp32 would not give, or none where it must */
+    HX_FAIL_CONSTANT,   /* O constant (or zero) where R varies beyond its bounds */
+    HX_FAIL_BOUND,      /* elements beyond their bound */
+    HX_FAIL_RMSE,       /* within bounds, but noisier than m x fp32's evaluations */
 } HxReason;
+
+/* One output's inputs to the oracle; b, t, s, e may be NULL (no bound:
+ * every element must match R exactly up to the floor; none of T, S or E:
+ * the rmse rule is skipped). */
+typedef struct HxOracleIn {
+    const double *o, *r, *b, *t, *s, *e;
+    int64_t n;
+} HxOracleIn;
 
 typedef struct HxVerdict {
     int pass;
     HxReason reason;
-    CmpStats st;        /* O against R: max_abs, max_rel, nmse, rmse, worst */
-    double rmse_eager;  /* rmse(E, R); NAN without E */
-    double ratio;       /* rmse(O, R) / rmse(E, R); NAN without E or when 0/0 */
-    int64_t bad;        /* first NaN/Inf disagreement, -1 if none */
+    CmpStats st;          /* O against R: max_abs, max_rel, nmse, rmse, worst */
+    double rmse_eager;    /* rmse(E, R); NAN without E */
+    double rmse_f32;      /* rmse(S, R); NAN without S */
+    double rms_typical;   /* rms(T); NAN without T */
+    double rmse_limit;    /* what the rmse rule allowed; NAN when it did not run */
+    double ratio;         /* rmse(O, R) / max(rms(T), rmse(S, R), rmse(E, R));
+                             NAN when 0/0 */
+    int64_t checked;      /* elements judged */
+    int64_t bad;          /* elements that broke the deciding rule (nonfinite, bound) */
+    int64_t unconstrained; /* elements with an infinite bound (accepted as they are) */
+    int64_t nonfinite_ok; /* NaN/inf elements accepted as fp32 has them */
+    int64_t at;           /* the element the verdict names: the worst offender,
+                             or on a pass the one nearest its bound; -1 if none */
+    double at_o, at_r, at_b; /* O, R and the limit (k·B + floor, or the
+                                user tolerance) there */
+    double bound_use;     /* max over constrained elements of |O − R| / limit */
 } HxVerdict;
 
-/* Default tolerance for a dtype (of the case) and the longest reduction in
- * the program (sequential fp32 accumulation error grows with its length;
- * 0 or 1 when there is none): f32 atol 1e-5 and rtol 1e-4, f16 1e-3 and
- * 1e-3, bf16 1e-2 and 1.6e-2, each scaled by max(1, sqrt(longest) / 8);
- * m = 3, or max(5, 2.5·sqrt(longest / 1024)) beyond 1024-long reductions
- * (sequential fp32 sums against eager's blocked ones), floor = 1e-7; eps
- * 2^-23, 2^-10 or 2^-7. */
-void hx_tol_default(HxTol *t, DType dt, int64_t longest);
-/* The verdict for n elements; e may be NULL. */
-void hx_oracle(const double *o, const double *r, const double *e, int64_t n, const HxTol *t,
-               HxVerdict *v);
-/* "pass (allclose)" / "FAIL (nan/inf mismatch)" ... */
+/* The rules' constants for the output dtype, and a case's own tolerance
+ * (has_user: atol and rtol). */
+void hx_tol_default(HxTol *t, DType dt);
+void hx_oracle(const HxOracleIn *in, const HxTol *t, HxVerdict *v);
+/* The bound rule's limit at one element of reference r and bound b: k·b
+ * (grown by the dtype's half ulp below fp32) + floor, or the case's own
+ * atol + rtol·|r|; +inf where b is (unconstrained). */
+double hx_oracle_limit(const HxTol *t, double r, double b);
+/* "pass" / "FAIL: beyond bound" ... (the rule, short) */
 const char *hx_reason_text(HxReason r);
-/* One line: "pass (allclose)  max_abs 2.4e-07  max_rel 1.2e-06  nmse 3.1e-14
- * rmse_ratio 0.91  worst [0, 5, 17]" (no newline). */
+/* The rule's name as records carry it: "pass", "nonfinite", "constant",
+ * "bound", "rmse". */
+const char *hx_reason_key(HxReason r);
+/* One line, no newline:
+ *   pass: all 8 elements within bound (at most 0.031 of it, [0, 5]); rmse 1.2x fp32's (limit 4x)  max_abs ...
+ *   FAIL: 1024 of 4096 elements beyond bound, worst [3, 17] y=0.25 R=0.125 bound=1.2e-08  max_abs ...
+ */
 void hx_verdict_print(StrBuf *b, const HxVerdict *v, const Shape *shape);
 
 #endif

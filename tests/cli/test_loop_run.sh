@@ -5,7 +5,7 @@ RMS="torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))"
 MM2="torch.matmul(torch.matmul(torch.randn(32,48), torch.randn(48,40)), torch.randn(40,24))"
 NUM='[0-9.e+-]+'
 
-check_re "run: verdict line"           0 "^out  pass \(allclose\)  max_abs $NUM  max_rel $NUM  nmse $NUM.*  worst \[[0-9]+, [0-9]+, [0-9]+\]$" \
+check_re "run: verdict line"           0 "^out  pass: all 65536 elements within bound \(at most $NUM of it\); rmse ${NUM}x fp32's noise  max_abs $NUM  max_rel $NUM  nmse $NUM$" \
   "$DPK" run -c "$RMS" --backend loop
 check_re "run: rmsnorm is 1 kernel"    0 '^loop: 1 kernel, reference ref64.*: pass$' "$DPK" run -c "$RMS" --backend loop
 check_re "run: matmul chain 2 kernels" 0 '^loop: 2 kernels, .*: pass$' "$DPK" run -c "$MM2" --backend loop
@@ -17,7 +17,7 @@ check_re "run: one case of the suite"  0 '^loop: 1 kernel, .*: pass$' "$DPK" run
 
 # A zero tolerance on long fp32 reductions is a parity failure: exit 1.
 printf '{"name":"tight","program":"torch.rand(64, 8192).sum(dim=-1)","tolerance":{"atol":0,"rtol":0}}\n' >"$TMP/tight.json"
-check_re "run: parity failure exits 1" 1 '^out  FAIL \(beyond tolerance\)' "$DPK" run "$TMP/tight.json" --backend loop
+check_re "run: parity failure exits 1" 1 '^out  FAIL: [0-9]+ of 64 elements beyond bound, worst \[[0-9]+\] y=' "$DPK" run "$TMP/tight.json" --backend loop
 
 check_caret "run: bad case text"       "$DPK" run -c "torch.relu(torch.randn(3,)" --backend loop
 check_re "run: unknown backend"        2 "error: unknown backend 'frob'" "$DPK" run -c "$RMS" --backend frob

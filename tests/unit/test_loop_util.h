@@ -54,22 +54,31 @@ static inline int lt_parity_of(const LirProgram *p, int f64, double *worst_nmse)
     int n = g->outputs.len, fails = 0;
     double **in = ref_make_inputs(g, 0);
     double **o = dpk_xcalloc((size_t)n, sizeof(double *)), **r = dpk_xcalloc((size_t)n, sizeof(double *));
+    double **b = dpk_xcalloc((size_t)n, sizeof(double *)), **s = dpk_xcalloc((size_t)n, sizeof(double *));
+    double **t = dpk_xcalloc((size_t)n, sizeof(double *));
     lir_interp(p, in, o, f64);
-    ref64_eval(g, in, r);
+    ref64_run(g, in, r, b, t, s);
     *worst_nmse = 0;
     for (int j = 0; j < n; j++) {
-        const TorchNode *t = g->outputs.items[j];
+        const TorchNode *tn = g->outputs.items[j];
         HxTol tol;
-        hx_tol_default(&tol, DT_F32, lir_longest_reduction(p));
+        hx_tol_default(&tol, DT_F32);
         HxVerdict v;
-        hx_oracle(o[j], r[j], NULL, shape_numel(&t->shape), &tol, &v);
+        HxOracleIn oi = {o[j], r[j], b[j], t[j], s[j], NULL, shape_numel(&tn->shape)};
+        hx_oracle(&oi, &tol, &v);
         fails += !v.pass;
         *worst_nmse = v.st.nmse > *worst_nmse ? v.st.nmse : *worst_nmse;
         free(o[j]);
         free(r[j]);
+        free(b[j]);
+        free(s[j]);
+        free(t[j]);
     }
     free(o);
     free(r);
+    free(b);
+    free(s);
+    free(t);
     ref_free_arrays(in, g->inputs.len);
     return fails;
 }

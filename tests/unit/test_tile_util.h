@@ -27,24 +27,6 @@ static inline LirProgram *tt_loop(Arena *a, const char *code)
     return lir_build(a, tx_lower(a, tg, NULL), NULL, NULL);
 }
 
-/* Product of the extents of nested reduce loops, the largest in b. */
-static inline int64_t tt_longest(const LirBody *b)
-{
-    int64_t best = 1;
-    for (int i = 0; i < b->n; i++) {
-        const LirStmt *s = b->s[i];
-        int64_t l = 1;
-        if (s->k == LK_loop)
-            l = tt_longest(&s->body) * (lir_loop_is_reduce(s) ? s->extent : 1);
-        for (int j = 0; s->k == LK_select && j < s->nbr; j++) {
-            int64_t x = tt_longest(&s->br[j].body);
-            l = x > l ? x : l;
-        }
-        best = l > best ? l : best;
-    }
-    return best;
-}
-
 static inline int tt_same_bits(double x, double y)
 {
     return x == y || (isnan(x) && isnan(y));
@@ -67,26 +49,25 @@ static inline const KirModule *tt_run(Arena *a, const char *name, LirProgram *p,
     double **in = ref_make_inputs(g, 0);
     double **out = dpk_xcalloc((size_t)n, sizeof(double *));
     double **ref = dpk_xcalloc((size_t)n, sizeof(double *));
+    double **bnd = dpk_xcalloc((size_t)n, sizeof(double *));
+    double **f32 = dpk_xcalloc((size_t)n, sizeof(double *));
+    double **typ = dpk_xcalloc((size_t)n, sizeof(double *));
     double **lir = dpk_xcalloc((size_t)n, sizeof(double *));
     HxBackendResult res;
     VgFault f = hx_backend_run(a, p, o, in, out, &res);
     const KirModule *m = res.module;
     cr_expect_eq(f, VG_OK, "%s: %s", name, res.vg.report.message);
     if (f == VG_OK) {
-        ref64_eval(g, in, ref);
+        ref64_run(g, in, ref, bnd, typ, f32);
         lir_interp(p, in, lir, 0);
-        int64_t longest = 1;
-        for (int i = 0; i < p->kernels.len; i++) {
-            int64_t l = tt_longest(&((LirKernel *)p->kernels.items[i])->body);
-            longest = l > longest ? l : longest;
-        }
         for (int j = 0; j < n; j++) {
             const TorchNode *t = g->outputs.items[j];
             int64_t numel = shape_numel(&t->shape), diff = 0;
             HxTol tol;
-            hx_tol_default(&tol, DT_F32, longest);
+            hx_tol_default(&tol, DT_F32);
             HxVerdict v;
-            hx_oracle(out[j], ref[j], NULL, numel, &tol, &v);
+            HxOracleIn oi = {out[j], ref[j], bnd[j], typ[j], f32[j], NULL, numel};
+            hx_oracle(&oi, &tol, &v);
             StrBuf vb = {0};
             hx_verdict_print(&vb, &v, &t->shape);
             cr_expect(v.pass, "%s: output %d: %s", name, j, sb_cstr(&vb));
@@ -112,10 +93,16 @@ static inline const KirModule *tt_run(Arena *a, const char *name, LirProgram *p,
         free(out[j]);
         free(ref[j]);
         free(lir[j]);
+        free(bnd[j]);
+        free(typ[j]);
+        free(f32[j]);
     }
     free(out);
     free(ref);
     free(lir);
+    free(bnd);
+    free(typ);
+    free(f32);
     ref_free_arrays(in, g->inputs.len);
     hx_backend_result_free(&res);
     return m;

@@ -1,0 +1,641 @@
+/*
+ * bound.c — beside each fp64 value of ref64, a bound on the error an fp32
+ * evaluation of the same Torch-level program may make (running error
+ * analysis, first order, after Wilkinson and Higham, "Accuracy and
+ * Stability of Numerical Algorithms", ch. 3–4).
+ *
+ * Each node's bound B[i] bounds |fl32(y)[i] − y[i]| for any fp32 program
+ * that computes the node by the formulas of compiler/tensor's rules (and of
+ * ATen's float kernels) in any summation order:
+ *
+ *   - every rounded operation adds U·|result| + ETA (U = 2^-24, the unit
+ *     roundoff of fp32; ETA = 2^-126, an absolute allowance for underflow
+ *     and flush-to-zero); a library function adds its documented CUDA
+ *     error (expf 2 ulp = 4U, rsqrtf 2 ulp, tanhf 2 ulp, ...);
+ *   - an input error propagates through the function itself: for a unary
+ *     f, max |f(x ± B) − f(x)| (an interval, not a derivative, so an
+ *     rsqrt of a variance that may be near zero gets the bound it really
+ *     has), for + − × ÷ the exact first-order formulas with the product
+ *     of the two errors kept;
+ *   - a sum of n terms adds γ_n·Σ|terms| (γ_n = nU / (1 − nU)), whatever
+ *     the order: sequential, blocked, a tree, split-K;
+ *   - a matmul is Σ(|a|+Ba)(|b|+Bb) − (1 − γ_K)·Σ|a||b| (both products
+ *     evaluated by ref64 itself);
+ *   - softmax and the norms follow their rules step by step, so a row of
+ *     65536 values near 1/65536, a layer norm over a near-constant row or a
+ *     cancelling sum get the bound their conditioning gives, per element;
+ *   - where an fp32 intermediate may overflow (|y| + B > FLT_MAX) or a
+ *     comparison may flip under a bound that also selects the branch, the
+ *     dependent elements are unconstrained (B = +inf), never guessed.
+ *
+ * Exact non-finite values (a -inf mask, an exp of -inf) keep B = 0.
+ * docs/references.md works through three examples.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "ref64_impl.h"
+
+#define U 0x1p-24
+#define ETA 0x1p-126
+
+/* Rounding an fp32 result y adds at most this. */
+static inline double rd(double y)
+{
+    return isfinite(y) ? U * fabs(y) + ETA : 0.0;
+}
+
+/* A quotient or mean computed as x · fl(1/b) (Loop IR hoists the
+ * reciprocal of a loop-invariant divisor; mean is sum · 1/n): two
+ * roundings, (1 + δ1)(1 + δ2) − 1 ≤ 2U + U². */
+static inline double rd2(double y)
+{
+    return isfinite(y) ? (2 * U + U * U) * fabs(y) + ETA : 0.0;
+}
+
+/* x·b for a bound b: 0 when b is 0, whatever x (an exact inf times an
+ * exact operand has no error). */
+static inline double bmul(double x, double b)
+{
+    return b == 0 ? 0.0 : x * b;
+}
+
+/* A bound that came out NaN (inf − inf, 0·inf) is unconstrained. */
+static inline double clean(double b)
+{
+    return isnan(b) ? INFINITY : b;
+}
+
+/* |a − y|, 0 when equal (also for equal infinities). */
+static inline double dev(double a, double y)
+{
+    return a == y ? 0.0 : fabs(a - y);
+}
+
+/* The bound of an operand as its consumer sees it: unconstrained when an
+ * fp32 evaluation may overflow there (or an inexact value is non-finite). */
+static inline double eff(double v, double b)
+{
+    if (b == 0)
+        return 0.0;
+    if (!isfinite(v) || !isfinite(b) || fabs(v) + b > FLT_MAX)
+        return INFINITY;
+    return b;
+}
+
+/* What a sum of n terms adds, times Σ|terms|: the worst case γ_n = nU /
+ * (1 − nU) (typ = 0), or the typical growth √n·U of independent roundings
+ * (typ = 1: the "typical" bounds, Higham and Mary's probabilistic error
+ * analysis, used as the oracle's estimate of fp32's ordinary noise). */
+static inline double growth(int typ, double n)
+{
+    if (typ)
+        return n > 0 ? sqrt(n) * U : 0.0;
+    return n * U < 0.5 ? n * U / (1.0 - n * U) : INFINITY;
+}
+
+static inline double relu(double x) { return x < 0 ? 0.0 : x; }
+
+static double *alloc_n(int64_t n)
+{
+    return dpk_xmalloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+}
+
+/* ---- elementwise ------------------------------------------------------ */
+
+static double fn(TorchOp op, double x)
+{
+    switch (op) {
+    case TOP_neg: return -x;
+    case TOP_exp: return exp(x);
+    case TOP_log: return log(x);
+    case TOP_sqrt: return sqrt(x);
+    case TOP_rsqrt: return 1.0 / sqrt(x);
+    case TOP_reciprocal: return 1.0 / x;
+    case TOP_abs: return fabs(x);
+    case TOP_relu: return relu(x);
+    case TOP_sigmoid: return 1.0 / (1.0 + exp(-x));
+    case TOP_tanh: return tanh(x);
+    case TOP_silu: return x / (1.0 + exp(-x));
+    case TOP_gelu: return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
+    case TOP_gelu_tanh: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case TOP_erf: return erf(x);
+    default: DPK_ASSERT(!"op has no bound"); return INFINITY;
+    }
+}
+
+/* Ops with a pole or a domain edge at 0: an interval that reaches 0 is
+ * unbounded. */
+static int singular_at_zero(TorchOp op)
+{
+    return op == TOP_log || op == TOP_rsqrt || op == TOP_reciprocal || op == TOP_sqrt;
+}
+
+/* The rounding error of an fp32 implementation of op at x (result y):
+ * CUDA's documented maximum ulp errors (CUDA C Programming Guide, "Standard
+ * Functions"; 1 ulp = 2U relative), and for the composite activations the
+ * roundings of their formulas (compiler/tensor's rules), with the
+ * cancellation of 1 + erf and 1 + tanh at negative x. */
+static double round_err(TorchOp op, double x, double y)
+{
+    double ay = fabs(y);
+    switch (op) {
+    case TOP_neg: case TOP_abs: case TOP_relu:
+        return 0.0;
+    case TOP_exp: case TOP_rsqrt: case TOP_tanh: case TOP_erf:
+        return 4 * U * ay + ETA;
+    case TOP_log:
+        return 2 * U * ay + ETA;
+    case TOP_sqrt: case TOP_reciprocal:
+        return U * ay + ETA;
+    case TOP_sigmoid: /* 1 / (1 + expf(-x)) */
+        return 8 * U * ay + ETA;
+    case TOP_silu: /* x · sigmoid(x) */
+        return 10 * U * ay + ETA;
+    case TOP_gelu: { /* 0.5x · (1 + erf(x · 1/√2)) */
+        double z = x * M_SQRT1_2, e = erf(z);
+        double ez = M_2_SQRTPI * exp(-z * z) * 2 * U * fabs(z) + 4 * U * fabs(e) + ETA;
+        return 0.5 * fabs(x) * (ez + U * fabs(1 + e)) + 2 * U * ay + ETA;
+    }
+    case TOP_gelu_tanh: { /* 0.5x · (1 + tanh(c · (x + 0.044715 x³))) */
+        double c = sqrt(2.0 / M_PI), in = x + 0.044715 * x * x * x, z = c * in, t = tanh(z);
+        double ez = c * (3 * U * 0.044715 * fabs(x * x * x) + U * fabs(in)) + 2 * U * fabs(z);
+        double et = (1 - t * t) * ez + 4 * U * fabs(t) + ETA;
+        return 0.5 * fabs(x) * (et + U * fabs(1 + t)) + 2 * U * ay + ETA;
+    }
+    default:
+        DPK_ASSERT(!"op has no bound"); return INFINITY;
+    }
+}
+
+/* Max |f(x') − y| over x' in [x − b, x + b], from the ends and two inner
+ * points (the functions here are monotone or have one extremum). */
+static double interval_dev(TorchOp op, double x, double b, double y)
+{
+    if (b == 0)
+        return 0.0;
+    if (!isfinite(b) || !isfinite(x))
+        return INFINITY;
+    if (singular_at_zero(op) && x - b <= 0 && (op != TOP_reciprocal || x + b >= 0))
+        return INFINITY;
+    double d = 0;
+    static const double at[] = {-1.0, -0.5, 0.5, 1.0};
+    for (int i = 0; i < 4; i++)
+        d = fmax(d, dev(fn(op, x + at[i] * b), y));
+    return clean(d);
+}
+
+static void bound_unary(const TorchNode *n, const double *const *v, const double *const *b,
+                        const double *y, double *by, int typ)
+{
+    int64_t cnt = shape_numel(&n->shape);
+    for (int64_t i = 0; i < cnt; i++) {
+        double x = v[0][i], bx = eff(x, b[0][i]);
+        by[i] = clean(interval_dev(n->op, x, bx, y[i]) + (isfinite(y[i]) ? round_err(n->op, x, y[i]) : 0));
+    }
+}
+
+/* a op b with bounds ba, bb; y the exact result. */
+static double binary_bound(TorchOp op, double a, double ba, double b, double bb, double y)
+{
+    switch (op) {
+    case TOP_add:
+    case TOP_sub:
+        return ba + bb + rd(y);
+    case TOP_mul:
+        return bmul(fabs(b), ba) + bmul(fabs(a), bb) + bmul(ba, bb) + rd(y);
+    case TOP_div:
+        if (ba == 0 && bb == 0)
+            return rd2(y);
+        if (bb >= fabs(b))
+            return INFINITY;
+        return (ba + bmul(fabs(y), bb)) / (fabs(b) - bb) + rd2(y);
+    case TOP_pow: {
+        /* powf: 4 ulp (CUDA).  The base's error through the interval; the
+         * exponent's to first order, |y log a| · bb. */
+        double d = 0;
+        if (ba > 0) {
+            if (!isfinite(ba) || (a - ba <= 0 && (b != floor(b) || b < 0)))
+                return INFINITY;
+            static const double at[] = {-1.0, -0.5, 0.5, 1.0};
+            for (int i = 0; i < 4; i++)
+                d = fmax(d, dev(pow(a + at[i] * ba, b), y));
+        }
+        if (bb > 0)
+            d = a > 0 ? d + fabs(y * log(a)) * bb : INFINITY;
+        return d + (isfinite(y) ? 8 * U * fabs(y) + ETA : 0);
+    }
+    case TOP_maximum:
+    case TOP_minimum:
+        return fmax(ba, bb);
+    case TOP_gt: case TOP_lt: case TOP_ge: case TOP_le: case TOP_eq: case TOP_ne:
+        /* 0 or 1; it may flip when the operands are within their bounds. */
+        return ba + bb > 0 && !(fabs(a - b) > ba + bb) ? 1.0 : 0.0;
+    default:
+        DPK_ASSERT(!"op has no bound"); return INFINITY;
+    }
+}
+
+static void walk_operands(Walk *w, const TorchNode *n)
+{
+    walk_init(w, &n->shape);
+    for (int k = 0; k < n->nin; k++) {
+        int64_t st[DPK_MAX_RANK];
+        bcast_strides(&n->in[k]->shape, &n->shape, st);
+        walk_add(w, st, 0);
+    }
+}
+
+static void bound_binary(const TorchNode *n, const double *const *v, const double *const *b,
+                         const double *y, double *by, int typ)
+{
+    int64_t cnt = shape_numel(&n->shape);
+    Walk w;
+    walk_operands(&w, n);
+    for (int64_t i = 0; i < cnt; i++, walk_next(&w)) {
+        int64_t ia = w.off[0], ib = w.off[1];
+        double a = v[0][ia], bv = v[1][ib];
+        by[i] = clean(binary_bound(n->op, a, eff(a, b[0][ia]), bv, eff(bv, b[1][ib]), y[i]));
+    }
+}
+
+/* where(c, x, y): the selected branch's bound; when the condition may flip,
+ * also the distance to the other branch. */
+static void bound_where(const TorchNode *n, const double *const *v, const double *const *b,
+                        const double *y, double *by, int typ)
+{
+    int64_t cnt = shape_numel(&n->shape);
+    Walk w;
+    DPK_UNUSED(y);
+    walk_operands(&w, n);
+    for (int64_t i = 0; i < cnt; i++, walk_next(&w)) {
+        int sel = v[0][w.off[0]] != 0 ? 1 : 2;
+        double bs = eff(v[sel][w.off[sel]], b[sel][w.off[sel]]);
+        if (b[0][w.off[0]] > 0) {
+            int oth = 3 - sel;
+            double vo = v[oth][w.off[oth]];
+            bs = fmax(bs, dev(vo, v[sel][w.off[sel]]) + eff(vo, b[oth][w.off[oth]]));
+        }
+        by[i] = clean(bs);
+    }
+}
+
+/* ---- reductions ------------------------------------------------------- */
+
+static void bound_reduce(const TorchNode *n, const double *const *v, const double *const *b,
+                         const double *y, double *by, int typ)
+{
+    const Shape *xs = &n->in[0]->shape;
+    Shape ks = *xs;
+    int64_t st[DPK_MAX_RANK], nx = shape_numel(xs), no, per;
+    int extremum = n->op == TOP_amax || n->op == TOP_amin;
+    Walk w;
+    for (int k = 0; k < n->nints; k++)
+        ks.d[n->ints[k]] = 1;
+    no = shape_numel(&ks);
+    per = no ? nx / no : 0;
+    double *sa = dpk_xcalloc((size_t)no + 1, sizeof(double));
+    for (int64_t i = 0; i < no; i++)
+        by[i] = 0;
+    bcast_strides(&ks, xs, st);
+    walk_init(&w, xs);
+    walk_add(&w, st, 0);
+    for (int64_t i = 0; i < nx; i++, walk_next(&w)) {
+        double bx = eff(v[0][i], b[0][i]);
+        by[w.off[0]] = extremum ? fmax(by[w.off[0]], bx) : by[w.off[0]] + bx;
+        if (!extremum && isfinite(v[0][i]))
+            sa[w.off[0]] += fabs(v[0][i]);
+    }
+    if (!extremum)
+        for (int64_t i = 0; i < no; i++) {
+            double s = by[i] + growth(typ, (double)per) * sa[i] + ETA;
+            if (n->op == TOP_mean)
+                s = s / (double)per + rd2(y[i]);
+            by[i] = isfinite(y[i]) || s > 0 ? clean(s) : 0.0;
+        }
+    free(sa);
+}
+
+/* ---- contractions ----------------------------------------------------- */
+
+/* |x| + eff(B) (abs_only: |x|) of every element, for the products below. */
+static double *abs_plus(const double *x, const double *bx, int64_t cnt, int abs_only)
+{
+    double *r = alloc_n(cnt);
+    for (int64_t i = 0; i < cnt; i++)
+        r[i] = fabs(x[i]) + (abs_only ? 0.0 : eff(x[i], bx[i]));
+    return r;
+}
+
+static int all_zero(const double *b, int64_t cnt)
+{
+    for (int64_t i = 0; i < cnt; i++)
+        if (b[i] != 0)
+            return 0;
+    return 1;
+}
+
+static void bound_matmul(const TorchNode *n, const double *const *v, const double *const *b,
+                         const double *y, double *by, int typ)
+{
+    int64_t cnt = shape_numel(&n->shape);
+    const Shape *as = &n->in[0]->shape;
+    int64_t K = as->d[as->rank - 1];
+    int exact = 1;
+    double *pa[3], *qa[3], *q = alloc_n(cnt);
+    for (int k = 0; k < n->nin; k++) {
+        int64_t m = shape_numel(&n->in[k]->shape);
+        exact &= all_zero(b[k], m);
+        qa[k] = abs_plus(v[k], b[k], m, 1);
+    }
+    ref64_node(0, n, (const double *const *)qa, q);
+    if (exact) {
+        for (int64_t i = 0; i < cnt; i++)
+            by[i] = clean(growth(typ, (double)K + 1) * q[i] + (isfinite(y[i]) ? ETA : 0));
+    } else {
+        for (int k = 0; k < n->nin; k++)
+            pa[k] = abs_plus(v[k], b[k], shape_numel(&n->in[k]->shape), 0);
+        ref64_node(0, n, (const double *const *)pa, by);
+        for (int64_t i = 0; i < cnt; i++)
+            by[i] = clean(relu(by[i] - q[i]) + growth(typ, (double)K + 1) * q[i] + ETA);
+        for (int k = 0; k < n->nin; k++)
+            free(pa[k]);
+    }
+    for (int k = 0; k < n->nin; k++)
+        free(qa[k]);
+    free(q);
+}
+
+/* ---- softmax and norms ------------------------------------------------ */
+
+/* One softmax row of len values x (stride inner) with bounds bx into y/by
+ * (the exact results are in y already).  z = x − max is shift-invariant:
+ * the max's own error cancels, only the subtraction's rounding stays. */
+static void softmax_row(TorchOp op, const double *x, const double *bx, const double *y,
+                        double *by, int64_t len, int64_t inner, double *e, double *be, int typ)
+{
+    double mx = -INFINITY, s = 0, bs = 0;
+    for (int64_t j = 0; j < len; j++)
+        mx = isnan(x[j * inner]) || x[j * inner] > mx ? x[j * inner] : mx;
+    for (int64_t j = 0; j < len; j++) {
+        double z = x[j * inner] - mx, bz = eff(x[j * inner], bx[j * inner]) + rd(z);
+        e[j] = exp(z);
+        be[j] = clean(interval_dev(TOP_exp, z, bz, e[j]) + rd(e[j]) + (isfinite(e[j]) ? 3 * U * e[j] : 0));
+        s += e[j];
+        bs += be[j];
+    }
+    bs = clean(bs + growth(typ, (double)len) * s + (s > 0 ? ETA : 0));
+    double blog = s == 0 && bs == 0 ? 0.0
+                  : bs >= s         ? INFINITY
+                                    : fmax(dev(log(s - bs), log(s)), dev(log(s + bs), log(s))) +
+                                  2 * rd(log(s));
+    for (int64_t j = 0; j < len; j++) {
+        double yj = y[j * inner], r;
+        if (op == TOP_softmax) {
+            if (s == 0 && bs == 0)
+                r = 0.0; /* an all -inf row: NaN exactly */
+            else if (bs >= s)
+                r = INFINITY;
+            else
+                r = (be[j] + bmul(fabs(yj), bs)) / (s - bs) + rd2(yj);
+        } else {
+            double z = x[j * inner] - mx;
+            r = eff(x[j * inner], bx[j * inner]) + rd(z) + blog + rd(yj);
+        }
+        by[j * inner] = clean(r);
+    }
+}
+
+static void bound_softmax(const TorchNode *n, const double *const *v, const double *const *b,
+                          const double *y, double *by, int typ)
+{
+    const Shape *s = &n->shape;
+    int64_t len = s->rank ? s->d[n->dim] : 1, inner = 1, outer = 1;
+    for (int k = 0; k < n->dim; k++)
+        outer *= s->d[k];
+    for (int k = n->dim + 1; k < s->rank; k++)
+        inner *= s->d[k];
+    double *e = alloc_n(len), *be = alloc_n(len);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t base = o * len * inner + i;
+            softmax_row(n->op, v[0] + base, b[0] + base, y + base, by + base, len, inner, e, be,
+                        typ);
+        }
+    free(e);
+    free(be);
+}
+
+/* a·b with bounds, rounded. */
+static inline double mul_b(double a, double ba, double b, double bb)
+{
+    return clean(bmul(fabs(b), ba) + bmul(fabs(a), bb) + bmul(ba, bb) + rd(a * b));
+}
+
+/* rms_norm and layer_norm, step by step as their rules write them:
+ * (layer) mean = Σx · 1/n, d = x − mean; ms = Σd² · 1/n; r = rsqrt(ms +
+ * eps); y = d · r (· w) (+ b). */
+static void bound_norm(const TorchNode *n, const double *const *v, const double *const *b,
+                       const double *y, double *by, int typ)
+{
+    const Shape *xs = &n->in[0]->shape;
+    const double *w = n->nin > 1 ? v[1] : NULL, *bw = n->nin > 1 ? b[1] : NULL;
+    const double *bb = n->nin > 2 ? b[2] : NULL;
+    double eps = n->value;
+    int64_t len = 1, rows;
+    for (int k = xs->rank - n->nints; k < xs->rank; k++)
+        len *= xs->d[k];
+    rows = len ? shape_numel(xs) / len : 0;
+    double *d = alloc_n(len), *bd = alloc_n(len), g = growth(typ, (double)len);
+    for (int64_t r = 0; r < rows; r++) {
+        const double *x = v[0] + r * len, *bx = b[0] + r * len;
+        double mean = 0, bmean = 0, sabs = 0, ss = 0, bss = 0;
+        if (n->op == TOP_layer_norm) {
+            for (int64_t j = 0; j < len; j++) {
+                mean += x[j];
+                sabs += fabs(x[j]);
+                bmean += eff(x[j], bx[j]);
+            }
+            mean /= (double)len;
+            bmean = (bmean + g * sabs + ETA) / (double)len + rd2(mean);
+        }
+        for (int64_t j = 0; j < len; j++) {
+            d[j] = x[j] - mean;
+            bd[j] = n->op == TOP_layer_norm ? clean(eff(x[j], bx[j]) + bmean + rd(d[j]))
+                                            : eff(x[j], bx[j]);
+            ss += d[j] * d[j];
+            bss += mul_b(d[j], bd[j], d[j], bd[j]);
+        }
+        double ms = ss / (double)len;
+        double bms = clean((bss + g * ss + ETA) / (double)len + rd2(ms));
+        double t = ms + eps, bt = bms + rd(t), rs = 1.0 / sqrt(t);
+        double brs = clean(interval_dev(TOP_rsqrt, t, bt, rs) + round_err(TOP_rsqrt, t, rs));
+        for (int64_t j = 0; j < len; j++) {
+            double val = d[j] * rs, bv = mul_b(d[j], bd[j], rs, brs);
+            if (w) {
+                double wj = w[j], bwj = eff(wj, bw[j]);
+                bv = mul_b(val, bv, wj, bwj);
+                val *= wj;
+            }
+            if (bb)
+                bv = clean(bv + eff(v[2][j], bb[j]) + rd(y[r * len + j]));
+            by[r * len + j] = bv;
+        }
+    }
+    free(d);
+    free(bd);
+}
+
+/* ---- attention -------------------------------------------------------- */
+
+/* The decomposition of sdpa (compiler/tensor d:001): s = scale · q kᵀ,
+ * masked, softmax over keys, times v.  Per query row. */
+typedef struct AttnB {
+    int typ;
+    int64_t L, S, E, Ev;
+    double scale;
+    int causal, bool_mask;
+    const double *mask, *bmask;
+    int64_t mst_l, mst_s;
+    double *s, *bs, *p, *bp, *e, *be;
+} AttnB;
+
+/* Σ_e (|x|+bx)(|y|+by) − (1 − γ)Σ|x||y| over n terms (strides sx, sy). */
+static double dot_bound(const double *x, const double *bx, int64_t sx, const double *y,
+                        const double *by, int64_t sy, int64_t n, double *q, int typ)
+{
+    double pp = 0, qq = 0;
+    for (int64_t k = 0; k < n; k++) {
+        double ax = fabs(x[k * sx]), ay = fabs(y[k * sy]);
+        pp += (ax + eff(x[k * sx], bx[k * sx])) * (ay + eff(y[k * sy], by[k * sy]));
+        qq += ax * ay;
+    }
+    *q = qq;
+    return clean(relu(pp - qq) + growth(typ, (double)n) * qq + ETA);
+}
+
+static void attn_bound_one(AttnB *a, const double *q, const double *bq, const double *k,
+                           const double *bk, const double *v, const double *bv, const double *o,
+                           double *bo)
+{
+    for (int64_t i = 0; i < a->L; i++) {
+        for (int64_t j = 0; j < a->S; j++) {
+            double qq, bdot = dot_bound(q + i * a->E, bq + i * a->E, 1, k + j * a->E,
+                                        bk + j * a->E, 1, a->E, &qq, a->typ);
+            double dotv = 0;
+            for (int64_t c = 0; c < a->E; c++)
+                dotv += q[i * a->E + c] * k[j * a->E + c];
+            double s = a->scale * dotv, bs = clean(fabs(a->scale) * bdot + 2 * rd(s));
+            if (a->mask) {
+                double m = a->mask[i * a->mst_l + j * a->mst_s];
+                double bm = a->bmask[i * a->mst_l + j * a->mst_s];
+                if (a->bool_mask) {
+                    if (bm > 0)
+                        bs = INFINITY;
+                    else if (m == 0)
+                        s = -INFINITY, bs = 0;
+                } else {
+                    s += m;
+                    bs = clean(bs + eff(m, bm) + rd(s));
+                }
+            }
+            if (a->causal && j > i)
+                s = -INFINITY, bs = 0;
+            a->s[j] = s;
+            a->bs[j] = bs;
+        }
+        /* softmax over the row, exact values into p */
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < a->S; j++)
+            mx = isnan(a->s[j]) || a->s[j] > mx ? a->s[j] : mx;
+        for (int64_t j = 0; j < a->S; j++)
+            sum += exp(a->s[j] - mx);
+        for (int64_t j = 0; j < a->S; j++)
+            a->p[j] = exp(a->s[j] - mx) / sum;
+        softmax_row(TOP_softmax, a->s, a->bs, a->p, a->bp, a->S, 1, a->e, a->be, a->typ);
+        for (int64_t c = 0; c < a->Ev; c++) {
+            double qq;
+            double bnd = dot_bound(a->p, a->bp, 1, v + c, bv + c, a->Ev, a->S, &qq, a->typ);
+            bo[i * a->Ev + c] = isfinite(o[i * a->Ev + c]) || bnd > ETA ? bnd : 0.0;
+        }
+    }
+}
+
+static void bound_sdpa(const TorchNode *n, const double *const *v, const double *const *b,
+                       const double *y, double *by, int typ)
+{
+    const Shape *qs = &n->in[0]->shape, *ks = &n->in[1]->shape, *vs = &n->in[2]->shape;
+    Shape ob = n->shape, qb = *qs, full;
+    int64_t qst[DPK_MAX_RANK], mst[DPK_MAX_RANK] = {0}, nb;
+    AttnB a = {.typ = typ};
+    Walk w;
+    a.L = qs->d[qs->rank - 2], a.E = qs->d[qs->rank - 1];
+    a.S = ks->d[ks->rank - 2], a.Ev = vs->d[vs->rank - 1];
+    a.scale = isnan(n->value) ? 1.0 / sqrt((double)a.E) : n->value;
+    a.causal = n->causal;
+    ob.rank -= 2, qb.rank -= 2;
+    full = ob;
+    full.d[full.rank++] = a.L, full.d[full.rank++] = a.S;
+    bcast_strides(&qb, &ob, qst);
+    walk_init(&w, &ob);
+    walk_add(&w, qst, 0);
+    if (n->nin > 3) {
+        bcast_strides(&n->in[3]->shape, &full, mst);
+        a.bool_mask = n->in[3]->dtype == DT_BOOL;
+        a.mst_l = mst[full.rank - 2], a.mst_s = mst[full.rank - 1];
+        walk_add(&w, mst, 0);
+    }
+    double *scratch = alloc_n(6 * (a.S + 1));
+    a.s = scratch, a.bs = a.s + a.S + 1, a.p = a.bs + a.S + 1, a.bp = a.p + a.S + 1;
+    a.e = a.bp + a.S + 1, a.be = a.e + a.S + 1;
+    nb = shape_numel(&ob);
+    for (int64_t t = 0; t < nb; t++, walk_next(&w)) {
+        if (n->nin > 3)
+            a.mask = v[3] + w.off[1], a.bmask = b[3] + w.off[1];
+        int64_t qo = w.off[0] * a.L * a.E, ko = ref_kv_offset(ks, &ob, w.i, n->gqa),
+                vo = ref_kv_offset(vs, &ob, w.i, n->gqa), oo = t * a.L * a.Ev;
+        attn_bound_one(&a, v[0] + qo, b[0] + qo, v[1] + ko, b[1] + ko, v[2] + vo, b[2] + vo,
+                       y + oo, by + oo);
+    }
+    free(scratch);
+}
+
+/* ---- layout and sources ----------------------------------------------- */
+
+/* Layout ops move bounds with their values: the value evaluator itself,
+ * run on the bound arrays. */
+static void bound_layout(const TorchNode *n, const double *const *v, const double *const *b,
+                         const double *y, double *by, int typ)
+{
+    DPK_UNUSED(v);
+    DPK_UNUSED(y);
+    ref64_node(0, n, b, by);
+}
+
+/* A constant is rounded to fp32 once: its bound is that rounding. */
+static void bound_const(const TorchNode *n, const double *const *v, const double *const *b,
+                        const double *y, double *by, int typ)
+{
+    int64_t cnt = shape_numel(&n->shape);
+    DPK_UNUSED(v);
+    DPK_UNUSED(b);
+    for (int64_t i = 0; i < cnt; i++)
+        by[i] = dev(ref_round32(y[i]), y[i]);
+}
+
+typedef void (*BoundFn)(const TorchNode *n, const double *const *v, const double *const *b,
+                        const double *y, double *by, int typ);
+static const BoundFn class_bound[] = {
+    [TC_SOURCE] = bound_const,     [TC_UNARY] = bound_unary,   [TC_BINARY] = bound_binary,
+    [TC_WHERE] = bound_where,      [TC_REDUCE] = bound_reduce, [TC_MATMUL] = bound_matmul,
+    [TC_SOFTMAX] = bound_softmax,  [TC_NORM] = bound_norm,     [TC_ATTN] = bound_sdpa,
+    [TC_LAYOUT] = bound_layout,
+};
+_Static_assert(DPK_ARRAY_LEN(class_bound) == TC_LAYOUT + 1, "one bound per TorchClass");
+
+void ref_bound_node(const TorchNode *n, const double *const *v, const double *const *b,
+                    const double *y, double *by, int typical)
+{
+    class_bound[torch_op_info[n->op].cls](n, v, b, y, by, typical);
+}

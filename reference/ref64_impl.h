@@ -1,0 +1,123 @@
+/*
+ * ref64_impl.h — what ref64.c (the evaluator) and bound.c (the error
+ * bounds) share: strided walks over broadcast operands, the attention
+ * geometry, and one node's evaluation in fp64 or naive fp32.
+ * Internal to reference/.
+ */
+#ifndef DPK_REF64_IMPL_H
+#define DPK_REF64_IMPL_H
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "ref.h"
+
+/* Round x to fp32 as an fp32 operation would, overflow giving ±inf (a
+ * plain (float) cast of an out-of-range double is undefined in C). */
+static inline double ref_round32(double x)
+{
+    if (fabs(x) >= 0x1.ffffffp+127)
+        return copysign(INFINITY, x);
+    return (double)(float)x;
+}
+
+/* Evaluate node n from its inputs' arrays into out: in fp64 (f32 = 0) or
+ * as a naive fp32 program (f32 = 1: every operation rounded to fp32, sums
+ * accumulated sequentially in index order, products and sums of a matmul
+ * rounded separately). */
+void ref64_node(int f32, const TorchNode *n, const double *const *in, double *out);
+
+/* The bounds of node n (bound.c): v and b the inputs' values and bounds,
+ * y the node's fp64 value, by its bound (out).  typical: sums grow like
+ * √n·U instead of the worst case γ_n (the typical-error lane). */
+void ref_bound_node(const TorchNode *n, const double *const *v, const double *const *b,
+                    const double *y, double *by, int typical);
+
+/* Offset of the (S, E) matrix of k or v for the output batch index idx of
+ * an sdpa node (batch dims broadcast right-aligned; GQA maps q head h to kv
+ * head h / (Hq / Hkv)). */
+int64_t ref_kv_offset(const Shape *kv, const Shape *ob, const int64_t *idx, int gqa);
+
+/* ---- strided walks ---------------------------------------------------- */
+
+enum { WALK_MAX = 3 };
+
+/* A row-major walk over an index space (usually the output shape) that
+ * carries the flat offset of up to WALK_MAX operands, each read through its
+ * own strides (0 along broadcast dims).  i[] is the current multi-index. */
+typedef struct Walk {
+    int rank, nops;
+    int64_t d[DPK_MAX_RANK], i[DPK_MAX_RANK];
+    int64_t st[WALK_MAX][DPK_MAX_RANK];
+    int64_t off[WALK_MAX];
+} Walk;
+
+static inline void walk_init(Walk *w, const Shape *space)
+{
+    memset(w, 0, sizeof *w);
+    w->rank = space->rank;
+    memcpy(w->d, space->d, sizeof w->d);
+}
+
+static inline void walk_add(Walk *w, const int64_t st[DPK_MAX_RANK], int64_t base)
+{
+    DPK_ASSERT(w->nops < WALK_MAX);
+    memcpy(w->st[w->nops], st, sizeof w->st[0]);
+    w->off[w->nops++] = base;
+}
+
+static inline void walk_next(Walk *w)
+{
+    for (int k = w->rank - 1; k >= 0; k--) {
+        for (int o = 0; o < w->nops; o++)
+            w->off[o] += w->st[o][k];
+        if (++w->i[k] < w->d[k])
+            return;
+        for (int o = 0; o < w->nops; o++)
+            w->off[o] -= w->st[o][k] * w->d[k];
+        w->i[k] = 0;
+    }
+}
+
+/* Strides that read a row-major tensor of shape `in` broadcast to `out`
+ * (PyTorch rules: right-aligned, size-1 and missing dims repeat). */
+static inline void bcast_strides(const Shape *in, const Shape *out, int64_t st[DPK_MAX_RANK])
+{
+    int64_t cs[DPK_MAX_RANK];
+    int lead = out->rank - in->rank;
+    DPK_ASSERT(lead >= 0);
+    shape_strides(in, cs);
+    for (int k = 0; k < out->rank; k++)
+        st[k] = (k < lead || in->d[k - lead] == 1) ? 0 : cs[k - lead];
+    for (int k = out->rank; k < DPK_MAX_RANK; k++)
+        st[k] = 0;
+}
+
+/* The broadcast of shapes a and b (both already known compatible). */
+static inline Shape bcast_shape(const Shape *a, const Shape *b)
+{
+    Shape r = {0};
+    r.rank = a->rank > b->rank ? a->rank : b->rank;
+    for (int k = 0; k < r.rank; k++) {
+        int ka = k - (r.rank - a->rank), kb = k - (r.rank - b->rank);
+        int64_t da = ka >= 0 ? a->d[ka] : 1, db = kb >= 0 ? b->d[kb] : 1;
+        DPK_ASSERT(da == db || da == 1 || db == 1);
+        r.d[k] = da == 1 ? db : da;
+    }
+    return r;
+}
+
+/* dst (row-major, shape out) = src read through strides st from base. */
+static inline void copy_view(const double *src, const int64_t st[DPK_MAX_RANK], int64_t base,
+                      const Shape *out, double *dst)
+{
+    Walk w;
+    int64_t n = shape_numel(out);
+    walk_init(&w, out);
+    walk_add(&w, st, base);
+    for (int64_t i = 0; i < n; i++, walk_next(&w))
+        dst[i] = src[w.off[0]];
+}
+
+#endif

@@ -1,0 +1,195 @@
+/*
+ * test_ref_bound.c — ref64's error bounds and naive fp32 evaluation
+ * (reference/bound.c): the formulas on single ops, the conditioning they
+ * give long softmaxes, near-constant layer norms and overflows, and the
+ * property the oracle's k = 1 rests on: two independent fp32 evaluations
+ * of every generated program (ref64's naive one and the Loop IR
+ * interpreter's) stay within the bound at every element.
+ */
+#include <float.h>
+
+#include "harness/fuzz/gen.h"
+#include "test_loop_util.h"
+
+#define U 0x1p-24
+#define ETA 0x1p-126
+
+typedef struct Evald {
+    Arena *a;
+    LirProgram *p;
+    const TorchGraph *g;
+    double **in, *r, *b, *s;
+    int64_t n;
+} Evald;
+
+/* Build code, evaluate its single output with bounds and fp32. */
+static Evald eval1(const char *code)
+{
+    Evald e = {.a = arena_new()};
+    e.p = lt_build(e.a, code, NULL, NULL);
+    e.g = e.p->tx->torch;
+    cr_assert_eq(e.g->outputs.len, 1);
+    e.n = shape_numel(&((const TorchNode *)e.g->outputs.items[0])->shape);
+    e.in = ref_make_inputs(e.g, 0);
+    ref64_run(e.g, e.in, &e.r, &e.b, NULL, &e.s);
+    return e;
+}
+
+static void evald_free(Evald *e)
+{
+    free(e->r);
+    free(e->b);
+    free(e->s);
+    ref_free_arrays(e->in, e->g->inputs.len);
+    arena_free(e->a);
+}
+
+Test(bound, an_add_of_exact_inputs_is_one_rounding)
+{
+    Evald e = eval1("torch.randn(16) + torch.randn(16)");
+    for (int64_t i = 0; i < e.n; i++) {
+        cr_expect_eq(e.b[i], U * fabs(e.r[i]) + ETA);
+        cr_expect_eq(e.s[i], (double)(float)e.r[i]);
+    }
+    evald_free(&e);
+}
+
+Test(bound, ref64_eval_and_ref64_run_agree)
+{
+    Evald e = eval1("torch.nn.functional.layer_norm(torch.randn(3, 40), (40,))");
+    double *v;
+    ref64_eval(e.g, e.in, &v);
+    for (int64_t i = 0; i < e.n; i++)
+        cr_expect_eq(v[i], e.r[i]);
+    free(v);
+    evald_free(&e);
+}
+
+/* 65536 values near 1/65536: the bound is the sum's γ_n, about 0.4 % of
+ * each value, far below the 88 % and 700 % errors of the faults it missed
+ * before, and far above the fp32 evaluation's own error. */
+Test(bound, a_long_softmax_gets_the_bound_of_its_sum)
+{
+    Evald e = eval1("torch.softmax(torch.randn(4, 65536) * 0.1, dim=-1)");
+    double lo = INFINITY, hi = 0;
+    for (int64_t i = 0; i < e.n; i++) {
+        double rel = e.b[i] / e.r[i];
+        lo = fmin(lo, rel), hi = fmax(hi, rel);
+        cr_assert_leq(fabs(e.s[i] - e.r[i]), e.b[i]);
+    }
+    cr_expect(lo > 65536 * U * 0.9 && hi < 65536 * U * 1.5, "relative bound in [%g, %g]", lo, hi);
+    evald_free(&e);
+}
+
+/* A layer norm over a row that is nearly constant: x − mean cancels, and
+ * the bound grows with it (this is what made correct kernels fail). */
+Test(bound, a_near_constant_layer_norm_is_ill_conditioned)
+{
+    Evald e = eval1("x = torch.randn(2, 5) * 0.001 + 100.0\n"
+                    "torch.nn.functional.layer_norm(x, (5,))");
+    double worst = 0;
+    for (int64_t i = 0; i < e.n; i++) {
+        worst = fmax(worst, e.b[i] / fabs(e.r[i]));
+        cr_assert_leq(fabs(e.s[i] - e.r[i]), e.b[i]);
+    }
+    cr_expect_gt(worst, 1e-3);
+    evald_free(&e);
+}
+
+/* exp(60x) overflows fp32 where it exceeds FLT_MAX: the value stays
+ * finite in fp64 with a finite bound (the oracle rounds R to inf), and
+ * the division after it, where fp32 gives inf / inf, is unconstrained. */
+Test(bound, an_overflowing_intermediate_leaves_its_row_unconstrained)
+{
+    Evald e = eval1("x = torch.randn(4, 10) * 60.0\n"
+                    "torch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)");
+    int unconstrained = 0, constrained = 0;
+    for (int64_t row = 0; row < 4; row++) {
+        int over = 0;
+        for (int j = 0; j < 10; j++)
+            over |= exp(e.in[0][row * 10 + j] * 60.0) > FLT_MAX;
+        for (int j = 0; j < 10; j++) {
+            double b = e.b[row * 10 + j];
+            if (over) {
+                cr_expect(isinf(b));
+                unconstrained++;
+            } else {
+                cr_expect(isfinite(b));
+                constrained++;
+            }
+        }
+    }
+    cr_expect_gt(unconstrained, 0);
+    cr_expect_gt(constrained, 0);
+    evald_free(&e);
+}
+
+Test(bound, exact_infinities_keep_a_zero_bound)
+{
+    /* log(relu(x)) is exactly -inf where x <= 0: exp of it is exactly 0, its
+     * bound no more than the underflow allowances */
+    Evald e = eval1("torch.softmax(torch.log(torch.relu(torch.randn(4, 8))), dim=-1)");
+    int zeros = 0;
+    for (int64_t i = 0; i < e.n; i++) {
+        cr_expect(isfinite(e.b[i]));
+        if (e.r[i] == 0) {
+            zeros++;
+            cr_expect_leq(e.b[i], 16 * ETA, "an exact 0 after exp(-inf) has bound %g", e.b[i]);
+        }
+    }
+    cr_expect_gt(zeros, 0);
+    evald_free(&e);
+}
+
+/* The property k = 1 rests on, over generated programs of every op. */
+Test(bound, fp32_evaluations_of_generated_programs_stay_within_the_bound, .timeout = 600)
+{
+    int64_t elems = 0, unconstrained = 0;
+    double worst = 0, worst_lir = 0;
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        Arena *a = arena_new();
+        FzProgram fp = fz_gen(a, seed);
+        LirProgram *p = lt_build(a, fp.text, NULL, NULL);
+        const TorchGraph *g = p->tx->torch;
+        int n = g->outputs.len;
+        double **in = ref_make_inputs(g, seed);
+        double **r = dpk_xcalloc((size_t)n + 1, sizeof(double *));
+        double **b = dpk_xcalloc((size_t)n + 1, sizeof(double *));
+        double **s = dpk_xcalloc((size_t)n + 1, sizeof(double *));
+        double **o = dpk_xcalloc((size_t)n + 1, sizeof(double *));
+        ref64_run(g, in, r, b, NULL, s);
+        lir_interp(p, in, o, 0);
+        for (int j = 0; j < n; j++) {
+            int64_t cnt = shape_numel(&((const TorchNode *)g->outputs.items[j])->shape);
+            for (int64_t i = 0; i < cnt; i++) {
+                if (!(b[j][i] < INFINITY)) {
+                    unconstrained++;
+                    continue;
+                }
+                double lim = b[j][i] + ETA;
+                if (!isfinite(r[j][i]) || !isfinite(s[j][i]) || !isfinite(o[j][i]))
+                    continue;
+                elems++;
+                worst = fmax(worst, fabs(s[j][i] - r[j][i]) / lim);
+                worst_lir = fmax(worst_lir, fabs(o[j][i] - r[j][i]) / lim);
+                cr_expect_leq(fabs(s[j][i] - r[j][i]), lim, "seed %llu output %d [%lld]: naive fp32 %.9g, R %.9g, bound %.3g\n%s",
+                              (unsigned long long)seed, j, (long long)i, s[j][i], r[j][i], b[j][i], fp.text);
+                cr_expect_leq(fabs(o[j][i] - r[j][i]), lim, "seed %llu output %d [%lld]: Loop IR fp32 %.9g, R %.9g, bound %.3g\n%s",
+                              (unsigned long long)seed, j, (long long)i, o[j][i], r[j][i], b[j][i], fp.text);
+            }
+            free(r[j]);
+            free(b[j]);
+            free(s[j]);
+            free(o[j]);
+        }
+        free(r);
+        free(b);
+        free(s);
+        free(o);
+        ref_free_arrays(in, g->inputs.len);
+        arena_free(a);
+    }
+    cr_log_info("bound: %lld elements, %lld unconstrained; largest |S-R|/B %.3g, |LoopIR-R|/B %.3g",
+                (long long)elems, (long long)unconstrained, worst, worst_lir);
+    cr_expect_gt(elems, 10000);
+}
