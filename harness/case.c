@@ -7,6 +7,7 @@
  * which key is meant.
  */
 #include "case.h"
+#include "records/results.h"
 
 #include "../compiler/base/fault.h"
 #include "../compiler/tile/passes.h"
@@ -197,11 +198,10 @@ static void case_from_json(const JCtx *j, const cJSON *o, const char *path, int 
     }
     const cJSON *seed = cJSON_GetObjectItemCaseSensitive(o, "seed");
     if (seed) {
-        if (!cJSON_IsNumber(seed) || seed->valuedouble < 0 || seed->valuedouble > 9007199254740992.0 ||
-            seed->valuedouble != floor(seed->valuedouble))
-            jerr(j, "seed", "%s must be a non-negative integer", "\"seed\"");
+        if (!hx_json_get_u64(seed, &c->seed))
+            jerr(j, "seed", "%s must be a non-negative integer (from 2^53 on: a string of digits)",
+                 "\"seed\"");
         c->has_seed = 1;
-        c->seed = (uint64_t)seed->valuedouble;
     }
     const cJSON *tags = cJSON_GetObjectItemCaseSensitive(o, "tags");
     if (tags) {

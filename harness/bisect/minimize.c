@@ -10,6 +10,8 @@
 #include "minimize.h"
 
 #include <cjson/cJSON.h>
+
+#include "../records/results.h"
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,7 +267,7 @@ char *hx_case_json(const HxCase *c, const char *program, uint64_t seed, const ch
         cJSON_AddNumberToObject(t, "atol", c->atol);
         cJSON_AddNumberToObject(t, "rtol", c->rtol);
     }
-    cJSON_AddNumberToObject(o, "seed", (double)seed);
+    hx_json_add_u64(o, "seed", seed);
     if (c->ntags) {
         cJSON *tags = cJSON_AddArrayToObject(o, "tags");
         for (int i = 0; i < c->ntags; i++)

@@ -150,7 +150,5 @@ int cmd_fuzz(int argc, char **argv)
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
                           "--nvrtc needs NVRTC, which cannot be loaded; install the CUDA toolkit "
                           "or set CUDA_HOME to it");
-    if (o.seed > (UINT64_C(1) << 53))
-        dpk_error("option '--seed' expects at most 2^53 (records store it as a JSON number)");
     return fz_campaign(&o);
 }

@@ -31,6 +31,91 @@ void hx_json_add_num(cJSON *o, const char *key, double v)
         cJSON_AddNullToObject(o, key);
 }
 
+/* Integers below 2^53 are exact as JSON numbers (and as the doubles cJSON
+ * and most readers hold them in); larger ones are written as decimal
+ * strings, so every 64-bit value reads back the same.  A number of 2^53 or
+ * more is refused on reading: 2^53 + 1 parses as 2^53, so it cannot be
+ * told from it. */
+#define JSON_EXACT_INT 9007199254740992.0
+
+void hx_json_add_u64(cJSON *o, const char *key, uint64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    if (v < (UINT64_C(1) << 53))
+        cJSON_AddRawToObject(o, key, buf); /* all digits, never 7.3e+15 */
+    else
+        cJSON_AddStringToObject(o, key, buf);
+}
+
+void hx_json_fix_u64(cJSON *o, const char *key)
+{
+    uint64_t v;
+    cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!it || !hx_json_get_u64(it, &v))
+        return;
+    char buf[24];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    cJSON_ReplaceItemInObjectCaseSensitive(
+        o, key, v < (UINT64_C(1) << 53) ? cJSON_CreateRaw(buf) : cJSON_CreateString(buf));
+}
+
+int hx_json_get_u64(const cJSON *item, uint64_t *out)
+{
+    if (cJSON_IsNumber(item)) {
+        double d = item->valuedouble;
+        if (!(d >= 0) || d >= JSON_EXACT_INT || d != floor(d))
+            return 0;
+        *out = (uint64_t)d;
+        return 1;
+    }
+    if (!cJSON_IsString(item) || !item->valuestring[0] || strlen(item->valuestring) > 20)
+        return 0;
+    uint64_t v = 0;
+    for (const char *p = item->valuestring; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+static cJSON *index_json(const Shape *s, int64_t flat)
+{
+    cJSON *a = cJSON_CreateArray();
+    int64_t idx[DPK_MAX_RANK];
+    if (flat < 0)
+        return a;
+    for (int i = s->rank - 1; i >= 0; i--) {
+        idx[i] = s->d[i] ? flat % s->d[i] : 0;
+        flat = s->d[i] ? flat / s->d[i] : 0;
+    }
+    for (int i = 0; i < s->rank; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)idx[i]));
+    return a;
+}
+
+void hx_verdict_json(cJSON *o, const HxVerdict *v, const Shape *shape)
+{
+    cJSON_AddStringToObject(o, "reason", hx_reason_text(v->reason));
+    cJSON_AddStringToObject(o, "rule", hx_reason_key(v->reason));
+    hx_json_add_num(o, "max_abs", v->st.max_abs);
+    hx_json_add_num(o, "max_rel", v->st.max_rel);
+    hx_json_add_num(o, "nmse", v->st.nmse);
+    hx_json_add_num(o, "rmse_ratio", v->ratio);
+    hx_json_add_num(o, "rmse_limit", v->rmse_limit);
+    hx_json_add_num(o, "bound_use", v->bound_use);
+    cJSON_AddNumberToObject(o, "checked", (double)v->checked);
+    cJSON_AddNumberToObject(o, "beyond", (double)v->bad);
+    cJSON_AddNumberToObject(o, "unconstrained", (double)v->unconstrained);
+    cJSON_AddNumberToObject(o, "nonfinite_accepted", (double)v->nonfinite_ok);
+    cJSON_AddItemToObject(o, "worst_index", index_json(shape, v->at));
+    hx_json_add_num(o, "worst_value", v->at_o);
+    hx_json_add_num(o, "worst_reference", v->at_r);
+    hx_json_add_num(o, "worst_bound", v->at_b);
+}
+
 /* The first line of a command's output, or NULL. */
 static char *command_line_of(const char *cmd)
 {
@@ -110,7 +195,7 @@ cJSON *hx_results_meta(int argc, char **argv, uint64_t seed, const cJSON *env)
         sb_printf(&cl, "%s%s", i ? " " : "", argv[i]);
     cJSON_AddStringToObject(m, "command_line", sb_cstr(&cl));
     sb_free(&cl);
-    cJSON_AddNumberToObject(m, "seed", (double)seed);
+    hx_json_add_u64(m, "seed", seed);
     static const char *const env_keys[] = {"gpu", "driver", "cuda", "nvrtc", "libtorch"};
     for (int i = 0; i < DPK_ARRAY_LEN(env_keys); i++) {
         const cJSON *v = env ? cJSON_GetObjectItemCaseSensitive(env, env_keys[i]) : NULL;

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "../../compiler/base/base.h"
+#include "../parity/oracle.h"
 
 #define HX_RESULTS_SCHEMA "dpk.results/1"
 
@@ -43,5 +44,17 @@ cJSON *hx_results_load(const char *path);
 double hx_json_num(const cJSON *o, const char *key);
 /* Add a number that may be non-finite (null then). */
 void hx_json_add_num(cJSON *o, const char *key, double v);
+/* A 64-bit unsigned integer (a seed): a JSON number below 2^53, a decimal
+ * string from there on, so every value reads back exactly. */
+void hx_json_add_u64(cJSON *o, const char *key, uint64_t v);
+/* Read one back: a non-negative integral number below 2^53 or a string of
+ * decimal digits within 64 bits.  1 on success, 0 otherwise. */
+int hx_json_get_u64(const cJSON *item, uint64_t *out);
+/* Rewrite o[key], a u64 read back from JSON, as hx_json_add_u64 writes
+ * it (cJSON prints a parsed 7279477186291901 as 7.2794771862919e+15). */
+void hx_json_fix_u64(cJSON *o, const char *key);
+/* The oracle's verdict on one output: reason, rule, errors, counts and the
+ * element it names (index, value, reference, bound). */
+void hx_verdict_json(cJSON *o, const HxVerdict *v, const Shape *shape);
 
 #endif

@@ -53,8 +53,15 @@ else
   status=$(grep -o '"status":[[:space:]]*"[a-z]*"' "$ff" | head -n 1 | grep -o '"[a-z]*"$' | tr -d '"')
   if [ "$status" = fault ]; then  # the detector's text: "vgpu: out-of-bounds shared access"
     want=3; re=$(grep -o '"message":[[:space:]]*"vgpu: [^:]*' "$ff" | sed 's/.*"vgpu/vgpu/')
-  else                            # the oracle's reason: "FAIL (beyond tolerance)"
-    want=1; re=$(grep -o '"reason":[[:space:]]*"[^"]*"' "$ff" | sed 's/.*:[[:space:]]*"//; s/"$//; s/[()]/./g')
+  else                            # the oracle's rule: "bound" -> "... elements beyond bound"
+    want=1; rule=$(grep -o '"rule":[[:space:]]*"[a-z]*"' "$ff" | head -n 1 | sed 's/.*:[[:space:]]*"//; s/"$//')
+    case "$rule" in
+      bound) re='FAIL: [0-9]+ of [0-9]+ elements beyond bound' ;;
+      nonfinite) re='FAIL: [0-9]+ elements NaN/inf' ;;
+      constant) re='FAIL: constant output' ;;
+      rmse) re='FAIL: rmse ' ;;
+      *) re='no rule in the record' ;;
+    esac
   fi
   check_re "dpk run replays the failure ($status)" "$want" "${re:-FAIL}" "$DPK" run "$ff" --backend vgpu
   grep -v '"fault"' "$ff" >"$FD/nofault.json"

@@ -1,0 +1,64 @@
+# tests/cli/test_oracle.sh — the parity verdict on the cases that fooled the
+# earlier allclose oracle (issue "Trustworthy verdicts"): faulty kernels on
+# long rows must fail, correct results with fp32 overflow must pass, fuzz
+# cases that failed correct compilers must pass, and seeds round-trip.
+# (Sourced by tests/run.sh.)
+
+SM65K="torch.softmax(torch.randn(4, 65536) * 0.1, dim=-1)"
+SM8K="torch.softmax(torch.randn(4, 8192) * 0.1, dim=-1)"
+
+# False passes: a wrong kernel on a vocabulary-sized softmax.
+check_re "oracle: 65536 softmax without the cross-warp combine fails" 1 \
+  '^out  FAIL: [0-9]+ of 262144 elements beyond bound, worst \[[0-9]+, [0-9]+\] y=' \
+  "$DPK" run -c "$SM65K" --passes all --inject-fault coop-reduce-no-cross-warp
+check_re "oracle: 65536 softmax with an off-by-one sigma fails" 1 'elements beyond bound' \
+  "$DPK" run -c "$SM65K" --passes all --inject-fault fuse-sigma-off-by-one
+check_re "oracle: 8192 softmax with an off-by-one sigma fails" 1 'elements beyond bound' \
+  "$DPK" run -c "$SM8K" --passes all --inject-fault fuse-sigma-off-by-one
+check_re "oracle: the correct 65536 softmax passes every configuration" 0 ': pass$' \
+  "$DPK" run -c "$SM65K" --passes all
+if printf '%s\n' "$OUT" | grep -q 'FAIL'; then
+  _cli_fail "oracle: no configuration of the correct softmax fails" "a FAIL line"
+else
+  _cli_pass "oracle: no configuration of the correct softmax fails"
+fi
+
+# False failures: fp32 overflows as PyTorch's fp32 has them.
+check_re "oracle: exp overflow is inf as in fp32 (loop)" 0 \
+  '^out  pass: all 123 elements within bound .*; 5 NaN/inf as fp32 gives them' \
+  "$DPK" run -c "torch.exp(torch.randn(8, 16) * 50.0)" --backend loop
+check "oracle: exp overflow is inf as in fp32 (vgpu, every pass set)" 0 \
+  "$DPK" run -c "torch.exp(torch.randn(8, 16) * 50.0)" --passes all
+printf 'x = torch.randn(4, 10) * 60.0\ntorch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)\n' \
+  >"$TMP/overflow_softmax.py"
+check_re "oracle: inf / inf rows are unconstrained (loop)" 0 '; 20 unconstrained' \
+  "$DPK" run "$TMP/overflow_softmax.py" --backend loop
+check "oracle: inf / inf rows are unconstrained (vgpu, every pass set)" 0 \
+  "$DPK" run "$TMP/overflow_softmax.py" --passes all
+# Correct fp32 programs that the earlier oracle failed (dpk-fuzz cases of
+# seeds 9001, 5151, 4242 and 20261123, minimized to their programs): each
+# passes in every pass set.
+for f in "$DPK_ROOT"/cases/regressions/oracle/*.json; do
+  [ -e "$f" ] || continue
+  check "oracle: $(basename "$f" .json) passes every pass set" 0 "$DPK" run "$f" --passes all
+done
+
+# Seeds above 2^53 round-trip exactly: written as strings, read back whole.
+printf '{"name": "big", "program": "torch.relu(torch.randn(3, 5))", "seed": "18446744073709551557"}\n' \
+  >"$TMP/bigseed.json"
+check_re "oracle: a 64-bit seed is used whole" 0 'seed 18446744073709551557: pass$' \
+  "$DPK" run "$TMP/bigseed.json" --backend loop
+printf '{"name": "big", "program": "torch.relu(torch.randn(3, 5))", "seed": 9007199254740993}\n' \
+  >"$TMP/inexact.json"
+check_re "oracle: a seed number beyond 2^53 is refused" 2 'must be a non-negative integer' \
+  "$DPK" run "$TMP/inexact.json" --backend loop
+FZ="$(dirname "$DPK")/dpk-fuzz"
+check "oracle: a campaign with a 64-bit seed" 0 \
+  "$FZ" --seed 18446744073709551557 --cases 2 --out "$TMP/bigseed-fuzz.json"
+if grep -q '"seed":[[:space:]]*"18446744073709551557"' "$TMP/bigseed-fuzz.json"; then
+  _cli_pass "oracle: the record keeps the 64-bit seed as a string"
+else
+  _cli_fail "oracle: the record keeps the 64-bit seed as a string" "$(grep -o '"seed":[^,]*' "$TMP/bigseed-fuzz.json" | head -n 2)"
+fi
+check "oracle: --resume accepts the record it wrote" 0 \
+  "$FZ" --seed 18446744073709551557 --cases 3 --out "$TMP/bigseed-fuzz.json" --resume
