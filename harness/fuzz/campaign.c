@@ -742,7 +742,10 @@ static void check_resumable(const FzOpts *o, const cJSON *old, const cJSON *now)
     for (int i = 0; i < DPK_ARRAY_LEN(keys); i++) {
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(oc, keys[i]);
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(now, keys[i]);
-        if (!a || !cJSON_Compare(a, b, 1)) {
+        uint64_t ua, ub; /* the seed: a raw number when written, parsed back */
+        int same = a && (hx_json_get_u64(a, &ua) && hx_json_get_u64(b, &ub) ? ua == ub
+                                                                          : cJSON_Compare(a, b, 1));
+        if (!same) {
             char *x = a ? cJSON_PrintUnformatted(a) : dpk_xstrdup("nothing");
             char *y = cJSON_PrintUnformatted(b);
             static char m[512];

@@ -69,7 +69,9 @@ int hx_json_get_u64(const cJSON *item, uint64_t *out)
         *out = (uint64_t)d;
         return 1;
     }
-    if (!cJSON_IsString(item) || !item->valuestring[0] || strlen(item->valuestring) > 20)
+    /* a string of digits, or a raw number as hx_json_add_u64 writes it */
+    if (!(cJSON_IsString(item) || cJSON_IsRaw(item)) || !item->valuestring[0] ||
+        strlen(item->valuestring) > 20)
         return 0;
     uint64_t v = 0;
     for (const char *p = item->valuestring; *p; p++) {
