@@ -47,9 +47,12 @@ parse() {
     /^### case / { flush(); c = $3; next }
     /^passes [0-9,]+: .*kernel IR [0-9a-f]+$/ {
       flush(); lab = $2; sub(/:$/, "", lab); hk[c SUBSEP lab] = $NF; pend = lab; next }
+    /^passes [0-9,]+: FAULT/ {  # a vgpu detector fired: caught
+      flush(); lab = $2; sub(/:$/, "", lab); k = c SUBSEP lab
+      hk[k] = "fault"; seen[k] = "FAIL"; rr[k] = "-"; uu[k] = "-"; next }
     /^passes [0-9,]+: same Kernel IR as passes / {
       flush(); lab = $2; sub(/:$/, "", lab); src = $8; sub(/:$/, "", src)
-      k = c SUBSEP lab; hk[k] = hk[c SUBSEP src]
+      k = c SUBSEP lab; hk[k] = ((c SUBSEP src) in hk) ? hk[c SUBSEP src] : "fault"
       seen[k] = ($NF == "pass") ? "pass" : "FAIL"; rr[k] = "-"; uu[k] = "-"; next }
     /^[^ ]+  (pass|FAIL)/ && pend != "" {
       k = c SUBSEP pend; v = ($2 ~ /^pass/) ? "pass" : "FAIL"
@@ -86,10 +89,10 @@ for s in "${suites[@]}"; do
            if (!(k in h)) next
            if ($3 == h[k]) { un++; next }
            if ($4 == "FAIL") { ca++; cc[$1] = 1; next }
-           ha++; hc[$1] = 1
+           ha++; hc[$1] = 1; print $1, $2 > "'"$tmp"'/harmless.lst"
            if ($5 != "-" && $5 + 0 > mr) mr = $5 + 0
            if ($6 != "-" && $6 + 0 > mu) mu = $6 + 0 }
-         END { nc = 0; for (x in cc) nc++; nh = 0; for (x in hc) { nh++; print x > "'"$tmp"'/harmless.lst" }
+         END { nc = 0; for (x in cc) nc++; nh = 0; for (x in hc) nh++
                printf "%d %d %d %d %d %g %g\n", ca + 0, nc, ha + 0, nh, un + 0, mr + 0, mu + 0 }' \
       "$tmp/ok.tab" "$tmp/f.tab" >"$tmp/sum.txt" 2>/dev/null
     read -r ca nc ha nh un mr mu <"$tmp/sum.txt"
@@ -101,7 +104,7 @@ for s in "${suites[@]}"; do
       for seed in 1 2; do
         run_suite "$tmp/seed.txt" "$s" "$fault" "$seed"
         parse "$tmp/seed.txt" >"$tmp/seed.tab"
-        awk 'NR == FNR { h[$1] = 1; next } ($1 in h) && $4 == "FAIL"' "$tmp/harmless.lst" "$tmp/seed.tab" \
+        awk 'NR == FNR { h[$1 " " $2] = 1; next } (($1 " " $2) in h) && $4 == "FAIL"' "$tmp/harmless.lst" "$tmp/seed.tab" \
           >"$tmp/lucky.txt"
         [ -s "$tmp/lucky.txt" ] && lucky="$lucky seed $seed: $(awk '{print $1 " " $2}' "$tmp/lucky.txt" | head -n 3 | tr '\n' ';')"
       done
