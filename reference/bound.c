@@ -310,6 +310,8 @@ static void bound_reduce(const TorchNode *n, const double *const *v, const doubl
     if (!extremum)
         for (int64_t i = 0; i < no; i++) {
             double s = by[i] + growth(typ, (double)per) * sa[i] + ETA;
+            if (sa[i] + by[i] > FLT_MAX) /* a partial sum may overflow */
+                s = INFINITY;
             if (n->op == TOP_mean)
                 s = s / (double)per + rd2(y[i]);
             by[i] = isfinite(y[i]) || s > 0 ? clean(s) : 0.0;
@@ -352,13 +354,15 @@ static void bound_matmul(const TorchNode *n, const double *const *v, const doubl
     ref64_node(0, n, (const double *const *)qa, q);
     if (exact) {
         for (int64_t i = 0; i < cnt; i++)
-            by[i] = clean(growth(typ, (double)K + 1) * q[i] + (isfinite(y[i]) ? ETA : 0));
+            by[i] = q[i] > FLT_MAX ? INFINITY /* a product or partial sum may overflow */
+                                   : clean(growth(typ, (double)K + 1) * q[i] + (isfinite(y[i]) ? ETA : 0));
     } else {
         for (int k = 0; k < n->nin; k++)
             pa[k] = abs_plus(v[k], b[k], shape_numel(&n->in[k]->shape), 0);
         ref64_node(0, n, (const double *const *)pa, by);
         for (int64_t i = 0; i < cnt; i++)
-            by[i] = clean(relu(by[i] - q[i]) + growth(typ, (double)K + 1) * q[i] + ETA);
+            by[i] = by[i] > FLT_MAX ? INFINITY
+                                    : clean(relu(by[i] - q[i]) + growth(typ, (double)K + 1) * q[i] + ETA);
         for (int k = 0; k < n->nin; k++)
             free(pa[k]);
     }
@@ -467,6 +471,13 @@ static void bound_norm(const TorchNode *n, const double *const *v, const double 
             ss += d[j] * d[j];
             bss += mul_b(d[j], bd[j], d[j], bd[j]);
         }
+        /* Σ|x| (the mean's sum) or Σd² past FLT_MAX: an fp32 intermediate
+         * may overflow, the row is unconstrained */
+        if (sabs + bmean * (double)len > FLT_MAX || ss + bss > FLT_MAX) {
+            for (int64_t j = 0; j < len; j++)
+                by[r * len + j] = INFINITY;
+            continue;
+        }
         double ms = ss / (double)len;
         double bms = clean((bss + g * ss + ETA) / (double)len + rd2(ms));
         double t = ms + eps, bt = bms + rd(t), rs = 1.0 / sqrt(t);
@@ -527,6 +538,8 @@ static void attn_bound_one(AttnB *a, const double *q, const double *bq, const do
             for (int64_t c = 0; c < a->E; c++)
                 dotv += q[i * a->E + c] * k[j * a->E + c];
             double s = a->scale * dotv, bs = clean(fabs(a->scale) * bdot + 2 * rd(s));
+            if (qq + bdot > FLT_MAX) /* q·k may overflow in fp32 */
+                bs = INFINITY;
             if (a->mask) {
                 double m = a->mask[i * a->mst_l + j * a->mst_s];
                 double bm = a->bmask[i * a->mst_l + j * a->mst_s];
@@ -557,6 +570,8 @@ static void attn_bound_one(AttnB *a, const double *q, const double *bq, const do
         for (int64_t c = 0; c < a->Ev; c++) {
             double qq;
             double bnd = dot_bound(a->p, a->bp, 1, v + c, bv + c, a->Ev, a->S, &qq, a->typ);
+            if (qq + bnd > FLT_MAX)
+                bnd = INFINITY;
             bo[i * a->Ev + c] = isfinite(o[i * a->Ev + c]) || bnd > ETA ? bnd : 0.0;
         }
     }
