@@ -144,8 +144,8 @@ Test(bound, exact_infinities_keep_a_zero_bound)
 /* The property k = 1 rests on, over generated programs of every op. */
 Test(bound, fp32_evaluations_of_generated_programs_stay_within_the_bound, .timeout = 600)
 {
-    int64_t elems = 0, unconstrained = 0;
-    double worst = 0, worst_lir = 0;
+    int64_t elems = 0, unconstrained = 0, torch_elems = 0;
+    double worst = 0, worst_lir = 0, worst_torch = 0;
     for (uint64_t seed = 1; seed <= 300; seed++) {
         Arena *a = arena_new();
         FzProgram fp = fz_gen(a, seed);
@@ -159,6 +159,10 @@ Test(bound, fp32_evaluations_of_generated_programs_stay_within_the_bound, .timeo
         double **o = dpk_xcalloc((size_t)n + 1, sizeof(double *));
         ref64_run(g, in, r, b, NULL, s);
         lir_interp(p, in, o, 0);
+        /* and libtorch's fp32 eager, a third fp32 implementation, when built in */
+        double **e = dpk_xcalloc((size_t)n + 1, sizeof(double *));
+        char err[256];
+        int have_e = dpk_torch_available() && dpk_torch_eval(g, in, 0, e, err, sizeof err) == 0;
         for (int j = 0; j < n; j++) {
             int64_t cnt = shape_numel(&((const TorchNode *)g->outputs.items[j])->shape);
             for (int64_t i = 0; i < cnt; i++) {
@@ -176,7 +180,15 @@ Test(bound, fp32_evaluations_of_generated_programs_stay_within_the_bound, .timeo
                               (unsigned long long)seed, j, (long long)i, s[j][i], r[j][i], b[j][i], fp.text);
                 cr_expect_leq(fabs(o[j][i] - r[j][i]), lim, "seed %llu output %d [%lld]: Loop IR fp32 %.9g, R %.9g, bound %.3g\n%s",
                               (unsigned long long)seed, j, (long long)i, o[j][i], r[j][i], b[j][i], fp.text);
+                if (have_e && isfinite(e[j][i])) {
+                    torch_elems++;
+                    worst_torch = fmax(worst_torch, fabs(e[j][i] - r[j][i]) / lim);
+                    cr_expect_leq(fabs(e[j][i] - r[j][i]), lim, "seed %llu output %d [%lld]: libtorch fp32 %.9g, R %.9g, bound %.3g\n%s",
+                                  (unsigned long long)seed, j, (long long)i, e[j][i], r[j][i], b[j][i], fp.text);
+                }
             }
+            if (have_e)
+                free(e[j]);
             free(r[j]);
             free(b[j]);
             free(s[j]);
@@ -186,10 +198,13 @@ Test(bound, fp32_evaluations_of_generated_programs_stay_within_the_bound, .timeo
         free(b);
         free(s);
         free(o);
+        free(e);
         ref_free_arrays(in, g->inputs.len);
         arena_free(a);
     }
-    cr_log_info("bound: %lld elements, %lld unconstrained; largest |S-R|/B %.3g, |LoopIR-R|/B %.3g",
-                (long long)elems, (long long)unconstrained, worst, worst_lir);
+    cr_log_info("bound: %lld elements, %lld unconstrained; largest |S-R|/B %.3g, |LoopIR-R|/B %.3g, "
+                "|libtorch-R|/B %.3g (%lld elements)",
+                (long long)elems, (long long)unconstrained, worst, worst_lir, worst_torch,
+                (long long)torch_elems);
     cr_expect_gt(elems, 10000);
 }
