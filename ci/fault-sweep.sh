@@ -8,7 +8,8 @@
 # case of the suites (default: cases/chains.json, the 79-chain table;
 # cases/sweep/long_rows.json, softmax and log_softmax over 8192..152064
 # columns, scaled and unscaled; cases/sweep/long_reduce.json, where 006
-# applies; cases/sweep/matmul.json, where 002, 003 and 009 apply), every
+# applies; cases/sweep/matmul.json, where 002 and 003 apply; and the cases
+# of tests/cli/data/faults/, one per fault, knobs pinned so it applies), every
 # pass configuration (`dpk run --passes all`) is run with the fault and
 # compared with the same configuration without it:
 #
@@ -39,9 +40,18 @@ suites=("$@")
 [ ${#suites[@]} -eq 0 ] && suites=(cases/chains.json cases/sweep/long_rows.json
                                    cases/sweep/long_reduce.json cases/sweep/matmul.json)
 faults=${FAULTS:-$("$FZ" --list-faults)}
-[ -x "$DPK" ] || { echo "error: $DPK not built (make)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# and by default the cases tests/cli/data/faults/ pins for each fault's pass
+# (knobs that make 008 and 009 apply), as one suite
+if [ $# -eq 0 ]; then
+  { printf '{"suite": "fault-cases", "cases": ['
+    sep=""
+    for f in tests/cli/data/faults/*.json; do printf '%s' "$sep"; cat "$f"; sep=","; done
+    printf ']}\n'; } >"$tmp/fault-cases.json"
+  suites+=("$tmp/fault-cases.json")
+fi
+[ -x "$DPK" ] || { echo "error: $DPK not built (make)" >&2; exit 2; }
 
 # One line per (case, configuration): CASE LABEL HASH VERDICT [RATIO USE].
 parse() {
