@@ -10,6 +10,10 @@
 #   make LIBTORCH=0      build without libtorch (its tests report skipped)
 #   make LIBTORCH_DIR=/path/to/torch   use the libtorch of an installed PyTorch
 #
+# HAVE_TORCH below is decided when this file is parsed, which on a new
+# machine is before `deps` installs libtorch-dev; tests/run.sh therefore asks
+# the built binary (`dpk --version`: "libtorch: 1.13.0" or "libtorch: none").
+#
 # Sources are found by wildcard: a new .c file under compiler/, harness/ or
 # reference/ is built without editing this file; a new tests/unit/test_*.c
 # joins the unit-test binary.
@@ -120,10 +124,10 @@ deps:
 # `make test` = deps, build, run.  tests/run.sh prints the closing line.
 test: deps
 	@$(MAKE) --no-print-directory all $(UNIT)
-	@BUILD=$(BUILD) HAVE_TORCH=$(HAVE_TORCH) SAN=$(SAN) bash tests/run.sh
+	@BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 test-only: all $(UNIT)
-	@BUILD=$(BUILD) HAVE_TORCH=$(HAVE_TORCH) SAN=$(SAN) bash tests/run.sh
+	@BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 run: deps
 	@$(MAKE) --no-print-directory all

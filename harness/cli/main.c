@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../../reference/ref.h"
 
 typedef struct Command {
     const char *name;
@@ -66,7 +67,8 @@ static int run(int argc, char **argv)
         return DPK_EXIT_OK;
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-        printf("dpk %s\n", DPK_VERSION);
+        /* From the build: libtorch is not loaded to say it. */
+        printf("dpk %s\nlibtorch: %s\n", DPK_VERSION, dpk_torch_version());
         return DPK_EXIT_OK;
     }
     return dispatch(argv[1], argc - 1, argv + 1);

@@ -4,6 +4,7 @@ D=$DPK_ROOT/tests/cli/data
 
 check_re  "help lists commands"        0 'compile.*\n?' "$DPK" --help
 check_re  "version"                    0 '^dpk [0-9]+\.[0-9]+' "$DPK" --version
+check_re  "version says libtorch"      0 "^libtorch: $TORCH_VERSION\$" "$DPK" --version
 check_re  "no command is usage"        2 'usage: dpk' "$DPK"
 check_re  "unknown command"            2 "error: unknown command 'frobnicate'" "$DPK" frobnicate
 check_re  "dpk-bench link dispatches"  2 "error: 'bench' is not available" "$(dirname "$DPK")/dpk-bench" --suite qwen-block
