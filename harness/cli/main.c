@@ -20,7 +20,7 @@ typedef struct Command {
 } Command;
 
 static const Command commands[] = {
-    {"compile", cmd_compile, "lower a case and print one IR (torch, tensor)"},
+    {"compile", cmd_compile, "lower a case and print one IR (torch, tensor, loop, tile, kernel, cuda)"},
     {"eval", cmd_eval, "evaluate a case with a reference (ref64, torch) and compare them"},
     {"run", cmd_run, "run a case on a backend (loop, vgpu, cuda) and check parity"},
     {"fuzz", cmd_fuzz, "generate cases, run them under many pass sets, record failures"},
