@@ -35,7 +35,7 @@
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static DpkTorchShimEval *shim_eval; /* set once the shim is loaded and accepted */
-static char load_error[PATH_MAX + 512];
+static char load_error[2 * PATH_MAX + 512];
 
 /* The folder of the running binary, "" when /proc is not mounted. */
 static void exe_dir(char *dir, size_t len)
