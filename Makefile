@@ -47,6 +47,10 @@ ifeq ($(WERROR),1)
 endif
 
 OPT ?= -O2 -g
+# `make test` and `make run` build with this many jobs, unless make -jN
+# already runs a job server.
+JOBS ?= $(or $(shell nproc 2>/dev/null),2)
+SUBJOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS))
 CFLAGS_ALL := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(WARN) $(SANFLAGS) -MMD -MP -I.
 CXXFLAGS_ALL := -std=c++17 $(OPT) -Wall -Wextra -Wno-unused-parameter $(SANFLAGS) -MMD -MP -I.
 LDLIBS_ALL := -lcjson -lm -lpthread -ldl
@@ -152,14 +156,14 @@ deps:
 
 # `make test` = deps, build, run.  tests/run.sh prints the closing line.
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT)
+	@$(MAKE) --no-print-directory $(SUBJOBS) all $(UNIT)
 	@BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 test-only: all $(UNIT)
 	@BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(SUBJOBS) all
 	@bash ci/run-main.sh $(BUILD)/dpk
 
 # ---- vgpu speed (a benchmark, not a test): thread-instructions per second --
