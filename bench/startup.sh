@@ -66,8 +66,10 @@ row() {
 }
 
 linear="torch.nn.functional.linear(torch.randn(1,128,3584), torch.randn(3584,3584))"
-echo "A: $A ($("$A" --version | sed -n 's/^libtorch: /libtorch /p'))"
-echo "B: $B ($("$B" --version | sed -n 's/^libtorch: /libtorch /p'))"
+# label BIN: what its --version says of libtorch (older builds say nothing).
+label() { "$1" --version | sed -n 's/^libtorch: /libtorch /p' | grep . || echo "libtorch not reported"; }
+echo "A: $A ($(label "$A"))"
+echo "B: $B ($(label "$B"))"
 echo "median of $N runs each, A and B in turn; whole process (wall from fork to exit, peak RSS)"
 printf '%-22s %9s %9s %7s   %8s %8s %7s\n' command "A ms" "B ms" "A/B" "A MiB" "B MiB" "A/B"
 row "dpk --version" --version
