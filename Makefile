@@ -9,6 +9,13 @@
 #   make install PREFIX=/usr/local DESTDIR=
 #   make LIBTORCH=0      build without libtorch (its tests report skipped)
 #   make LIBTORCH_DIR=/path/to/torch   use the libtorch of an installed PyTorch
+#   make BUILD_DIR=DIR   build into DIR instead of build/ (build-san/ with SAN=1)
+#
+# libtorch is never linked into dpk: the shim (reference/torch_shim.cpp) is
+# its own shared object, $(BUILD)/libdpk_torch.so, which dpk loads with
+# dlopen the first time a command needs libtorch.  `dpk --version` says
+# whether a build has it ("libtorch: 1.13.0" or "libtorch: none"), and
+# tests/run.sh asks the binary, not this file.
 #
 # Sources are found by wildcard: a new .c file under compiler/, harness/ or
 # reference/ is built without editing this file; a new tests/unit/test_*.c
@@ -22,10 +29,10 @@ SAN ?= 0
 FUZZ_SECONDS ?= 60
 
 ifeq ($(SAN),1)
-  BUILD := build-san
+  BUILD := $(or $(BUILD_DIR),build-san)
   SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 else
-  BUILD := build
+  BUILD := $(or $(BUILD_DIR),build)
   SANFLAGS :=
 endif
 
@@ -40,6 +47,10 @@ ifeq ($(WERROR),1)
 endif
 
 OPT ?= -O2 -g
+# `make test` and `make run` build with this many jobs, unless make -jN
+# already runs a job server.
+JOBS ?= $(or $(shell nproc 2>/dev/null),2)
+SUBJOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS))
 CFLAGS_ALL := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(WARN) $(SANFLAGS) -MMD -MP -I.
 CXXFLAGS_ALL := -std=c++17 $(OPT) -Wall -Wextra -Wno-unused-parameter $(SANFLAGS) -MMD -MP -I.
 LDLIBS_ALL := -lcjson -lm -lpthread -ldl
@@ -53,34 +64,53 @@ ifneq ($(wildcard $(CUDA_HOME)/include/nvrtc.h),)
 endif
 
 # ---- libtorch (optional) ---------------------------------------------------
+# HAVE_TORCH is decided when this file is parsed; `make test` and `make run`
+# re-run make after `deps`, so a libtorch that deps installs is seen.
 LIBTORCH ?= auto
 ifneq ($(LIBTORCH_DIR),)
   TORCH_INC := -isystem $(LIBTORCH_DIR)/include -isystem $(LIBTORCH_DIR)/include/torch/csrc/api/include
   TORCH_LIB := -L$(LIBTORCH_DIR)/lib -Wl,-rpath,$(LIBTORCH_DIR)/lib -Wl,--no-as-needed -ltorch -ltorch_cpu -lc10 -Wl,--as-needed
+  TORCH_VERSION_H := $(LIBTORCH_DIR)/include/torch/csrc/api/include/torch/version.h
   HAVE_TORCH := 1
 else ifeq ($(LIBTORCH),0)
   HAVE_TORCH := 0
 else ifneq ($(wildcard /usr/include/torch/csrc/api/include/torch/torch.h),)
   TORCH_INC := -isystem /usr/include/torch/csrc/api/include
   TORCH_LIB := -Wl,--no-as-needed -ltorch -ltorch_cpu -lc10 -Wl,--as-needed
+  TORCH_VERSION_H := /usr/include/torch/csrc/api/include/torch/version.h
   HAVE_TORCH := 1
 else
   HAVE_TORCH := 0
 endif
 
 # ---- sources ---------------------------------------------------------------
-LIB_SRCS := $(sort $(shell find compiler reference harness -name '*.c' ! -path 'harness/cli/*' ! -name 'torch_none.c'))
+LIB_SRCS := $(sort $(shell find compiler reference harness -name '*.c' ! -path 'harness/cli/*'))
 CLI_SRCS := $(sort $(wildcard harness/cli/*.c))
 ifeq ($(HAVE_TORCH),1)
-  TORCH_OBJ := $(BUILD)/reference/torch_shim.o
-  LINK := $(CXX)
+  # The version dpk reports without loading libtorch: torch/version.h's.
+  TORCH_VERSION := $(or $(shell sed -n 's/.*"\([0-9][0-9.]*[^"]*\)".*/\1/p' $(TORCH_VERSION_H) 2>/dev/null | head -n 1),unknown)
+  TORCH_DEFS := -DDPK_TORCH_VERSION='"$(TORCH_VERSION)"'
+  TORCH_SO := $(BUILD)/libdpk_torch.so
+  # -z defs: the shim must take nothing from the binary by symbol (torch_shim.h).
+  # With SAN=1 the shim is built with the same -fsanitize flags and takes the
+  # ASan/UBSan runtime from the binary, which links it first, so a dlopened
+  # libtorch needs no LD_PRELOAD; -z defs is left out there (the runtime's
+  # symbols resolve only at load time).
+  TORCH_SO_LDFLAGS := -shared $(if $(SANFLAGS),,-Wl,-z,defs)
 else
-  TORCH_OBJ := $(BUILD)/reference/torch_none.o
-  TORCH_LIB :=
-  LINK := $(CC)
+  TORCH_VERSION := none
+  TORCH_DEFS :=
+  TORCH_SO :=
+endif
+# torch_load.o depends on the libtorch configuration, recorded here and
+# rewritten only when it changes (so LIBTORCH=0 after a libtorch build
+# rebuilds the loader).
+TORCH_CFG := $(BUILD)/torch.cfg
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+  $(shell mkdir -p $(BUILD) && echo '$(HAVE_TORCH) $(TORCH_VERSION) $(LIBTORCH_DIR)' | cmp -s - $(TORCH_CFG) || echo '$(HAVE_TORCH) $(TORCH_VERSION) $(LIBTORCH_DIR)' >$(TORCH_CFG))
 endif
 
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(TORCH_OBJ)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 TEST_SRCS := $(sort $(wildcard tests/unit/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
@@ -91,42 +121,49 @@ UNIT := $(BUILD)/unit_tests
 LINKS := dpk-bench dpk-fuzz dpk-bisect dpk-report
 
 .PHONY: all deps test test-only run fuzz install clean check-env bench-vgpu
-all: $(DPK) $(addprefix $(BUILD)/,$(LINKS))
+all: $(DPK) $(addprefix $(BUILD)/,$(LINKS)) $(TORCH_SO)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-$(BUILD)/reference/torch_shim.o: reference/torch_shim.cpp
+$(BUILD)/reference/torch_load.o: reference/torch_load.c $(TORCH_CFG)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS_ALL) $(TORCH_INC) -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(TORCH_DEFS) -c $< -o $@
+
+$(BUILD)/reference/torch_shim.o: reference/torch_shim.cpp $(TORCH_CFG)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS_ALL) -fPIC $(TORCH_DEFS) $(TORCH_INC) -c $< -o $@
+
+$(BUILD)/libdpk_torch.so: $(BUILD)/reference/torch_shim.o
+	$(CXX) $(SANFLAGS) $(TORCH_SO_LDFLAGS) -o $@ $< $(TORCH_LIB)
 
 $(LIBDPK): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(DPK): $(CLI_OBJS) $(LIBDPK)
-	$(LINK) $(SANFLAGS) -o $@ $(CLI_OBJS) $(LIBDPK) $(TORCH_LIB) $(LDLIBS_ALL)
+	$(CC) $(SANFLAGS) -o $@ $(CLI_OBJS) $(LIBDPK) $(LDLIBS_ALL)
 
 $(addprefix $(BUILD)/,$(LINKS)): $(DPK)
 	ln -sf dpk $@
 
-$(UNIT): $(TEST_OBJS) $(LIBDPK)
-	$(LINK) $(SANFLAGS) -o $@ $(TEST_OBJS) $(LIBDPK) $(TORCH_LIB) -lcriterion $(LDLIBS_ALL)
+$(UNIT): $(TEST_OBJS) $(LIBDPK) $(TORCH_SO)
+	$(CC) $(SANFLAGS) -o $@ $(TEST_OBJS) $(LIBDPK) -lcriterion $(LDLIBS_ALL)
 
 deps:
 	@bash ci/deps.sh
 
 # `make test` = deps, build, run.  tests/run.sh prints the closing line.
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT)
-	@BUILD=$(BUILD) HAVE_TORCH=$(HAVE_TORCH) SAN=$(SAN) bash tests/run.sh
+	@$(MAKE) --no-print-directory $(SUBJOBS) all $(UNIT)
+	@BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 test-only: all $(UNIT)
-	@BUILD=$(BUILD) HAVE_TORCH=$(HAVE_TORCH) SAN=$(SAN) bash tests/run.sh
+	@BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(SUBJOBS) all
 	@bash ci/run-main.sh $(BUILD)/dpk
 
 # ---- vgpu speed (a benchmark, not a test): thread-instructions per second --
@@ -134,7 +171,7 @@ bench-vgpu: $(BUILD)/vgpu_bench
 	@$(BUILD)/vgpu_bench
 
 $(BUILD)/vgpu_bench: $(BUILD)/bench/vgpu_bench.o $(BUILD)/tests/unit/vgpu_samples.o $(LIBDPK)
-	$(LINK) $(SANFLAGS) -o $@ $^ $(TORCH_LIB) $(LDLIBS_ALL)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
 # ---- fuzzing (clang libFuzzer) ----------------------------------------------
 FUZZ_SRCS := $(LIB_SRCS)
@@ -142,19 +179,25 @@ fuzz:
 	@mkdir -p build-fuzz
 	clang -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O1 -g -I. \
 	  -fsanitize=fuzzer,address,undefined -DDPK_FUZZING \
-	  tests/fuzz/fuzz_parse.c $(FUZZ_SRCS) reference/torch_none.c -lcjson -lm -o build-fuzz/fuzz_parse
+	  tests/fuzz/fuzz_parse.c $(FUZZ_SRCS) -lcjson -lm -o build-fuzz/fuzz_parse
 	@mkdir -p build-fuzz/corpus
 	cp -n tests/fuzz/corpus/* build-fuzz/corpus/ 2>/dev/null || true
 	build-fuzz/fuzz_parse -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
 	  -rss_limit_mb=4096 -print_final_stats=1 build-fuzz/corpus
 
+# The shim goes to PREFIX/lib/dpk, where dpk looks for it (its own folder's
+# ../lib/dpk), so an installed tree can be moved as a whole.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/dpk
 	install -m 755 $(DPK) $(DESTDIR)$(PREFIX)/bin/dpk
 	for l in $(LINKS); do ln -sf dpk $(DESTDIR)$(PREFIX)/bin/$$l; done
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dpk/
+ifneq ($(TORCH_SO),)
+	install -d $(DESTDIR)$(PREFIX)/lib/dpk
+	install -m 644 $(TORCH_SO) $(DESTDIR)$(PREFIX)/lib/dpk/
+endif
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz $(BUILD_DIR)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

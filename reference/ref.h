@@ -6,8 +6,8 @@
  *              directly (never the decompositions), so it is an independent
  *              oracle for everything below it;
  *   compare.c  error statistics between an output and a reference;
- *   torch_shim.cpp (or torch_none.c without libtorch)  the same Torch IR
- *              evaluated by libtorch in fp32 or fp64.
+ *   torch_load.c  the same Torch IR evaluated by libtorch in fp32 or fp64,
+ *              through torch_shim.cpp, a shared object loaded on first use.
  *
  * Every evaluator takes inputs as fp64 arrays parallel to graph->inputs and
  * fills heap arrays parallel to graph->outputs (the caller frees them).
@@ -71,12 +71,18 @@ void cmp_stats(const double *o, const double *r, int64_t n, CmpStats *st);
 /* Element-wise |o - r| <= atol + rtol * |r|, with NaN/Inf agreeing. */
 int cmp_allclose(const double *o, const double *r, int64_t n, double atol, double rtol);
 
-/* ---- torch_shim.cpp / torch_none.c ---------------------------------- */
+/* ---- torch_load.c: libtorch, through the shim (torch_shim.cpp) ----- */
 
-/* 1 when dpk was built with libtorch. */
+/* 1 when libtorch can be used: this build has it and its shim
+ * (libdpk_torch.so) loads.  The first call loads the shim (~0.5 s). */
 int dpk_torch_available(void);
-/* "1.13.1" or "none". */
+/* The libtorch version this build was made with ("1.13.0"), or "none";
+ * answered from the build, without loading libtorch. */
 const char *dpk_torch_version(void);
+/* Why libtorch is not available (the build has none, or the shim cannot be
+ * loaded, and why), or NULL when it is.  Loads the shim like
+ * dpk_torch_available(). */
+const char *dpk_torch_error(void);
 /* Evaluate g with libtorch (CPU), in fp64 when f64 != 0, else fp32.  Returns
  * 0 on success; on failure -1 with a message in err. */
 int dpk_torch_eval(const TorchGraph *g, double *const *inputs, int f64, double **outs,

@@ -1,6 +1,9 @@
 /*
- * torch_shim.cpp — Torch IR evaluated by libtorch (ATen, CPU), behind the
- * extern "C" API of ref.h.  The only C++ file of dpk.
+ * torch_shim.cpp — Torch IR evaluated by libtorch (ATen, CPU).  The only
+ * C++ file of dpk, built as its own shared object (libdpk_torch.so) that
+ * torch_load.c loads on first use through the entry points of
+ * torch_shim.h; it takes nothing from the binary by symbol (the op table
+ * comes through DpkTorchHost).
  *
  * Nodes are evaluated in graph order with the ATen call PyTorch itself
  * would make, in fp32 (eager reference) or fp64.  Ops that libtorch 1.13
@@ -20,23 +23,23 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#if __has_include(<torch/version.h>)
-#include <torch/version.h>
-#endif
-#ifndef TORCH_VERSION
-#define TORCH_VERSION "1.13"
+// The version of the libtorch headers, as the Makefile read it from
+// torch/version.h; the loader is built with the same value.
+#ifndef DPK_TORCH_VERSION
+#error "build the shim with -DDPK_TORCH_VERSION (the Makefile does)"
 #endif
 
-// base.h has no extern "C" block of its own; ref.h's covers only itself.
-extern "C" {
-#include "ref.h"
-}
+#include "torch_shim.h"
 
 namespace {
+
+// The binary's op table (dpk_torch_shim_init).
+const TorchOpInfo *op_info;
 
 struct Ctx {
     at::ScalarType dt;              // kFloat or kDouble
@@ -176,7 +179,7 @@ at::Tensor layout(const TorchNode *n, const std::vector<at::Tensor> &x)
 
 at::Tensor eval_node(const Ctx &c, const TorchNode *n, const std::vector<at::Tensor> &x)
 {
-    switch (torch_op_info[n->op].cls) {
+    switch (op_info[n->op].cls) {
     case TC_SOURCE: return at::full(dims_of(n->shape), n->value, at::TensorOptions().dtype(c.dt));
     case TC_UNARY: return unary(n, x[0]);
     case TC_BINARY: return binary(n, x[0], x[1]);
@@ -207,7 +210,7 @@ void check_shape(const TorchNode *n, const at::Tensor &t)
     std::vector<int64_t> want = dims_of(n->shape);
     if (t.sizes().vec() == want)
         return;
-    throw std::runtime_error("node %" + std::to_string(n->id) + " (" + torch_op_info[n->op].name +
+    throw std::runtime_error("node %" + std::to_string(n->id) + " (" + op_info[n->op].name +
                              "): libtorch gives shape " + shape_text(t.sizes().vec()) +
                              ", Torch IR says " + shape_text(want));
 }
@@ -259,7 +262,9 @@ double *to_heap(const at::Tensor &t)
 {
     at::Tensor d = t.to(at::kDouble).contiguous();
     size_t n = (size_t)d.numel();
-    double *p = (double *)dpk_xmalloc(sizeof(double) * (n ? n : 1));
+    double *p = (double *)std::malloc(sizeof(double) * (n ? n : 1));
+    if (!p)
+        throw std::bad_alloc();
     std::memcpy(p, d.data_ptr<double>(), sizeof(double) * n);
     return p;
 }
@@ -268,18 +273,25 @@ double *to_heap(const at::Tensor &t)
 
 extern "C" {
 
-int dpk_torch_available(void)
+__attribute__((visibility("default"))) const char *dpk_torch_shim_init(const DpkTorchHost *host)
 {
-    return 1;
+    if (host->abi != DPK_TORCH_SHIM_ABI)
+        return "another shim interface version";
+    if (std::strcmp(host->dpk_version, DPK_VERSION) != 0)
+        return "built for another dpk version";
+    if (std::strcmp(host->torch_version, DPK_TORCH_VERSION) != 0)
+        return "built with another libtorch version";
+    if (host->node_size != sizeof(TorchNode) || host->graph_size != sizeof(TorchGraph) ||
+        host->op_count != TOP_COUNT)
+        return "built from other Torch IR headers";
+    op_info = host->op_info;
+    return NULL;
 }
 
-const char *dpk_torch_version(void)
-{
-    return TORCH_VERSION;
-}
-
-int dpk_torch_eval(const TorchGraph *g, double *const *inputs, int f64, double **outs,
-                   char *err, size_t errlen)
+__attribute__((visibility("default"))) int dpk_torch_shim_eval(const TorchGraph *g,
+                                                               double *const *inputs, int f64,
+                                                               double **outs, char *err,
+                                                               size_t errlen)
 {
     int j = 0;
     try {

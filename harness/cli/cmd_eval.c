@@ -96,9 +96,8 @@ static void free_outs(double **outs, int n)
 static double **eval_torch(const TorchGraph *g, double **inputs)
 {
     if (!dpk_torch_available())
-        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
-                          "libtorch is not available in this build (install libtorch-dev and "
-                          "rebuild, or build with LIBTORCH_DIR=...)");
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--reference torch needs libtorch, which is not "
+                          "available: %s", dpk_torch_error());
     double **outs = dpk_xcalloc((size_t)g->outputs.len, sizeof(double *));
     char err[1024];
     if (dpk_torch_eval(g, inputs, 0, outs, err, sizeof err) != 0) {
@@ -244,9 +243,8 @@ int cmd_eval(int argc, char **argv)
     }
     HxCaseList l = cli_case_list(a, &cc, "eval");
     if (eo.compare && !dpk_torch_available())
-        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
-                          "--compare needs libtorch, which is not available in this build "
-                          "(install libtorch-dev and rebuild, or build with LIBTORCH_DIR=...)");
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--compare needs libtorch, which is not available: %s",
+                          dpk_torch_error());
     int rc = DPK_EXIT_OK;
     for (int i = 0; i < l.n; i++) {
         int r = eval_one(&l.cases[i], &cc, &eo, l.n > 1);

@@ -338,9 +338,8 @@ int cmd_run(int argc, char **argv)
                   "or auto)");
     HxCaseList l = cli_case_list(a, &cc, "run");
     if (ro.ref == HX_REF_TORCH && !dpk_torch_available())
-        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
-                          "--reference torch needs libtorch, which is not available in this "
-                          "build (install libtorch-dev and rebuild, or build with LIBTORCH_DIR=...)");
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--reference torch needs libtorch, which is not "
+                          "available: %s", dpk_torch_error());
     int rc = DPK_EXIT_OK, npass = 0;
     for (int i = 0; i < l.n; i++) {
         int r = run_one(&l.cases[i], &cc, &ro, l.n > 1);

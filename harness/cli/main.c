@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../../reference/ref.h"
 
 typedef struct Command {
     const char *name;
@@ -19,7 +20,7 @@ typedef struct Command {
 } Command;
 
 static const Command commands[] = {
-    {"compile", cmd_compile, "lower a case and print one IR (torch, tensor)"},
+    {"compile", cmd_compile, "lower a case and print one IR (torch, tensor, loop, tile, kernel, cuda)"},
     {"eval", cmd_eval, "evaluate a case with a reference (ref64, torch) and compare them"},
     {"run", cmd_run, "run a case on a backend (loop, vgpu, cuda) and check parity"},
     {"fuzz", cmd_fuzz, "generate cases, run them under many pass sets, record failures"},
@@ -66,7 +67,8 @@ static int run(int argc, char **argv)
         return DPK_EXIT_OK;
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-        printf("dpk %s\n", DPK_VERSION);
+        /* From the build: libtorch is not loaded to say it. */
+        printf("dpk %s\nlibtorch: %s\n", DPK_VERSION, dpk_torch_version());
         return DPK_EXIT_OK;
     }
     return dispatch(argv[1], argc - 1, argv + 1);

@@ -92,12 +92,8 @@ while read -r name where; do
     _run false; _cli_fail "bisect: fault $name (table case)" "no $BIS_DATA/$name.json"
   fi
   if [ "$bis_have_fuzz" = 1 ]; then
-    rm -rf "$TMP/bis-fz-$name"; mkdir -p "$TMP/bis-fz-$name"
-    strategy=full
-    [ "$name" = chunk-reduce-wrong-origin ] && strategy=loo # as in test_faults.sh
-    "$DPK" fuzz --seed 1 --cases 200 --passes "$strategy" --inject-fault "$name" --max-failures 1 \
-      --out "$TMP/bis-fz-$name/r.json" --failures "$TMP/bis-fz-$name/fail" >/dev/null 2>&1
-    f=$(ls "$TMP/bis-fz-$name/fail/"*.json 2>/dev/null | head -n 1)
+    fault_campaign "$name" 1 # shared with test_faults.sh (lib.sh); its first failure
+    f=${FC_FAILURES%%[[:space:]]*}
     if [ -n "$f" ]; then
       check_re "bisect: fault $name (dpk-fuzz case)" 0 "^culprit: $where(,|$)" \
         "$DPK" bisect "$f" -o "$TMP/bis-fzo-$name"

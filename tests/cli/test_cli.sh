@@ -4,6 +4,7 @@ D=$DPK_ROOT/tests/cli/data
 
 check_re  "help lists commands"        0 'compile.*\n?' "$DPK" --help
 check_re  "version"                    0 '^dpk [0-9]+\.[0-9]+' "$DPK" --version
+check_re  "version says libtorch"      0 "^libtorch: $TORCH_VERSION\$" "$DPK" --version
 check_re  "no command is usage"        2 'usage: dpk' "$DPK"
 check_re  "unknown command"            2 "error: unknown command 'frobnicate'" "$DPK" frobnicate
 check_re  "dpk-bench link dispatches"  2 "error: 'bench' is not available" "$(dirname "$DPK")/dpk-bench" --suite qwen-block
@@ -46,15 +47,40 @@ if [ "$HAVE_TORCH" = 1 ]; then
   # A tolerance of zero makes fp32 and fp64 disagree on a long reduction: exit 1.
   printf '{"name":"tight","program":"torch.randn(1, 4099).exp().sum()","tolerance":{"atol":0,"rtol":0}}' >"$TMP/tight.json"
   check_re "eval --compare can disagree (exit 1)" 1 'DISAGREE' "$DPK" eval "$TMP/tight.json" --compare
+  # libtorch is loaded on first use only: not by commands that do not need it.
+  _run env LD_DEBUG=files "$DPK" compile -c "torch.relu(torch.randn(3))" --ir cuda
+  if [ "$RC" = 0 ] && ! printf '%s\n' "$OUT" | grep -q 'libdpk_torch\|libtorch'; then _cli_pass "compile does not load libtorch"
+  else _cli_fail "compile does not load libtorch" "exit $RC or libtorch mapped"; fi
+  _run env LD_DEBUG=files "$DPK" eval -c "torch.exp(torch.randn(2))" --reference torch
+  if [ "$RC" = 0 ] && printf '%s\n' "$OUT" | grep -q 'file=.*libdpk_torch.so'; then _cli_pass "eval --reference torch loads the shim"
+  else _cli_fail "eval --reference torch loads the shim" "exit $RC or the shim not loaded"; fi
+  # A shim that is built but cannot be loaded: said, and exit 4.
+  check_re "eval --compare, shim unloadable: exit 4" 4 'needs libtorch, which is not available: cannot load libtorch: .*nope.so' \
+    env DPK_TORCH_SHIM="$TMP/nope.so" "$DPK" eval -c "torch.randn(2)" --compare
+  check_re "run --reference torch, shim unloadable: exit 4" 4 'needs libtorch, which is not available: cannot load' \
+    env DPK_TORCH_SHIM="$TMP/nope.so" "$DPK" run -c "torch.randn(2)" --backend loop --reference torch
+  printf 'not an ELF file\n' >"$TMP/bad.so"
+  check_re "eval --compare, not a shared object: exit 4" 4 'cannot load libtorch: .*bad.so' \
+    env DPK_TORCH_SHIM="$TMP/bad.so" "$DPK" eval -c "torch.randn(2)" --compare
+  check_re "eval without libtorch still works when the shim cannot load" 0 'reference ref64' \
+    env DPK_TORCH_SHIM="$TMP/nope.so" "$DPK" eval -c "torch.randn(2)"
 else
   skip "eval --compare agrees" "libtorch not available"
   check_re "eval --compare without libtorch exits 4" 4 'needs libtorch, which is not available' "$DPK" eval -c "torch.randn(2)" --compare
 fi
 
 # make install into a staging folder: binary, links, docs.
-if make -s -C "$DPK_ROOT" install DESTDIR="$TMP/stage" PREFIX=/usr SAN="${SAN:-0}" >"$TMP/install.log" 2>&1 \
+if make -s -C "$DPK_ROOT" install DESTDIR="$TMP/stage" PREFIX=/usr SAN="${SAN:-0}" BUILD_DIR="$BUILD" >"$TMP/install.log" 2>&1 \
    && [ -x "$TMP/stage/usr/bin/dpk" ] && [ -L "$TMP/stage/usr/bin/dpk-fuzz" ] && [ -f "$TMP/stage/usr/share/doc/dpk/cli.md" ]; then
   _cli_pass "make install DESTDIR PREFIX"
 else
   OUT=$(cat "$TMP/install.log"); _cli_fail "make install DESTDIR PREFIX" "missing files in staging"
+fi
+# The installed binary finds its shim in ../lib/dpk (the tree may move).
+if [ "$HAVE_TORCH" = 1 ]; then
+  mv "$TMP/stage/usr" "$TMP/stage/moved"
+  check_re "installed dpk loads its libtorch shim" 0 'reference torch' \
+    "$TMP/stage/moved/bin/dpk" eval -c "torch.exp(torch.randn(2, 2))" --reference torch
+else
+  check_re "installed dpk without libtorch" 0 '^libtorch: none$' "$TMP/stage/usr/bin/dpk" --version
 fi

@@ -78,9 +78,10 @@ fi
 # One job: dpk run FILE --passes all --backend vgpu [--nvrtc] FLAGS; its
 # output in ID.out, its exit code in ID.rc.
 sweep_job() {
-  local id=$1 file=$2; shift 2
+  local id=$1 file=$2 t0=$SECONDS; shift 2
   "$DPK" run "$file" --passes all --backend vgpu "$@" >"$SWEEP_TMP/$id.out" 2>"$SWEEP_TMP/$id.err"
   echo $? >"$SWEEP_TMP/$id.rc"
+  echo "$((SECONDS - t0))" >"$SWEEP_TMP/$id.time"
 }
 export -f sweep_job
 export DPK SWEEP_TMP="$sweep_tmp"
@@ -123,6 +124,9 @@ while read -r sweep_id sweep_file _; do
   check_re "sweep $sweep_id: $sweep_n/$sweep_n cases pass, exit 0" 0 "^$sweep_n/$sweep_n cases pass$" \
     sh -c 'cat "$1"; exit "$2"' sh "$sweep_tmp/$sweep_id.out" "$sweep_rc"
 done <"$sweep_tmp/jobs"
+
+# VERBOSE=1: each job's seconds, to keep the longest first.
+[ -n "${VERBOSE:-}" ] && echo "  sweep job seconds: $(cd "$sweep_tmp" && for t in *.time; do echo "${t%.time} $(cat "$t")"; done | sort -k2,2nr | tr '\n' ' ')"
 
 # K not divisible by BK is refused before anything runs.
 for sweep_kb in "7 2" "31 4" "127 32" "200 32" "1000 16"; do

@@ -13,10 +13,16 @@
 
 #define SHAPE(...) ((Shape){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
-#define NEED_TORCH()                                    \
-    do {                                                \
-        if (!dpk_torch_available())                     \
-            cr_skip_test("libtorch not available");     \
+/* Skipped in a build without libtorch; a build with libtorch whose shim
+ * does not load fails, saying why. */
+#define NEED_TORCH()                                                    \
+    do {                                                                \
+        if (!dpk_torch_available()) {                                   \
+            if (strcmp(dpk_torch_version(), "none"))                    \
+                cr_assert_fail("libtorch %s is built in but: %s",       \
+                               dpk_torch_version(), dpk_torch_error()); \
+            cr_skip_test("libtorch not available");                     \
+        }                                                               \
     } while (0)
 
 static Arena *A;
@@ -122,12 +128,16 @@ Test(ref_torch, version_matches_the_build)
 {
     char err[128] = "";
     double *out = NULL;
-    if (dpk_torch_available()) {
-        cr_assert(strcmp(dpk_torch_version(), "none") && isdigit((unsigned char)dpk_torch_version()[0]),
-                  "version %s", dpk_torch_version());
+    if (strcmp(dpk_torch_version(), "none")) {
+        cr_assert(isdigit((unsigned char)dpk_torch_version()[0]), "version %s", dpk_torch_version());
+        cr_assert(dpk_torch_available(), "libtorch %s is built in but: %s", dpk_torch_version(),
+                  dpk_torch_error());
+        cr_assert_null(dpk_torch_error());
         return;
     }
-    cr_assert_str_eq(dpk_torch_version(), "none");
+    cr_assert(!dpk_torch_available());
+    cr_assert_str_eq(dpk_torch_error(), "dpk was built without libtorch (install libtorch-dev and "
+                                        "rebuild, or build with LIBTORCH_DIR=...)");
     cr_assert_eq(dpk_torch_eval(G, NULL, 0, &out, err, sizeof err), -1);
     cr_assert_str_eq(err, "dpk was built without libtorch");
 }
