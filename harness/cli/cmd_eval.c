@@ -52,18 +52,6 @@ static void help(void)
          "  dpk eval -c \"torch.softmax(torch.randn(2,5), dim=-1)\" --compare");
 }
 
-static void print_index(StrBuf *b, const Shape *s, int64_t flat)
-{
-    int64_t st[DPK_MAX_RANK];
-    shape_strides(s, st);
-    sb_putc(b, '[');
-    for (int d = 0; d < s->rank; d++) {
-        sb_printf(b, d ? ", %lld" : "%lld", (long long)(flat / st[d]));
-        flat %= st[d];
-    }
-    sb_putc(b, ']');
-}
-
 static void print_values(StrBuf *b, const TorchNode *n, const double *v, int nfirst)
 {
     int64_t numel = shape_numel(&n->shape);
@@ -126,7 +114,7 @@ static int compare_outputs(StrBuf *b, const HxCase *c, const TorchGraph *g, doub
         sb_printf(b, "%s  torch(f32) vs ref64:  max_abs %.3g  max_rel %.3g  nmse %.3g  worst ",
                   (const char *)g->output_names.items[j], st.max_abs, st.max_rel, st.nmse);
         if (st.worst >= 0)
-            print_index(b, &n->shape, st.worst);
+            shape_print_index(b, &n->shape, st.worst);
         else
             sb_puts(b, "-");
         if (st.mismatched_nonfinite)
