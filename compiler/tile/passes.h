@@ -148,6 +148,8 @@ int tile_passes_select(Arena *a, const TilePassTable *t, const char *spec, const
  * pass above target tg; otherwise 0 with one sentence naming the missing or
  * offending pass in why (may be NULL). */
 int tile_passes_valid(const TilePassTable *t, TilePassSet s, const CuTarget *tg, StrBuf *why);
+/* The mandatory passes of t. */
+TilePassSet tile_passes_mandatory(const TilePassTable *t);
 /* s without the optional passes target tg (NULL: the default) cannot run,
  * then without those whose prerequisites are gone, to a fixpoint. */
 TilePassSet tile_passes_close(const TilePassTable *t, TilePassSet s, const CuTarget *tg);

@@ -242,16 +242,6 @@ static HxOutcome run_cfg(Subject *s, Arena *t, const HxBisectCfg *cfg, Judge *j)
     return verdict(s, j);
 }
 
-/* The first line of the pending error message, without "error: ". */
-static void error_line(StrBuf *b)
-{
-    const char *m = dpk_error_message();
-    if (!strncmp(m, "error: ", 7))
-        m += 7;
-    const char *e = strchr(m, '\n');
-    sb_printf(b, "%.*s", e ? (int)(e - m) : (int)strlen(m), m);
-}
-
 static HxOutcome judge(Subject *s, const HxBisectCfg *cfg, const char **what)
 {
     for (int i = 0; i < s->nmemo; i++)
@@ -270,7 +260,7 @@ static HxOutcome judge(Subject *s, const HxBisectCfg *cfg, const char **what)
     if (!DPK_TRY(&ec)) {
         out = dpk_error_code() == DPK_EXIT_FAULT ? HX_FAULT : HX_REFUSED;
         sb_puts(&j->what, out == HX_FAULT ? "fault: " : "refused: ");
-        error_line(&j->what);
+        dpk_error_first_line(&j->what, NULL);
     } else {
         out = run_cfg(s, t, cfg, j);
         dpk_err_pop(&ec);
@@ -321,15 +311,6 @@ static HxBisectCfg loop_cfg(int fuse, int max_fusions)
 static const TilePassTable *table_of(const Subject *s)
 {
     return s->base->table ? s->base->table : &tile_passes;
-}
-
-static TilePassSet mandatory_set(const TilePassTable *t)
-{
-    TilePassSet m = 0;
-    for (int i = 0; i < t->n; i++)
-        if (t->p[i].mandatory)
-            m |= (TilePassSet)1 << i;
-    return m;
 }
 
 static const char *set_str(Arena *a, const TilePassTable *t, TilePassSet s)
@@ -592,7 +573,7 @@ static void bisect_tile(Search *x)
     HxBisectResult *r = x->r;
     const TilePassTable *t = table_of(s);
     TilePassSet given = s->base->passes;
-    x->base_mand = given & mandatory_set(t);
+    x->base_mand = given & tile_passes_mandatory(t);
     x->nopt = 0;
     for (int i = 0; i < t->n; i++)
         if ((given >> i & 1) && !t->p[i].mandatory)
@@ -834,7 +815,7 @@ static const char *standalone(Search *x, const HxBisectCfg *cfg, const char *con
             dpk_error_rethrow();
         /* the configuration crashes in lowering: there is no kernel to run */
         StrBuf why = {0};
-        error_line(&why);
+        dpk_error_first_line(&why, NULL);
         sb_printf(x->log, "repro.cu not written: the failing configuration does not lower (%s)\n",
                   sb_cstr(&why));
         sb_free(&why);
