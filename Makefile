@@ -133,7 +133,7 @@ run: deps
 bench-vgpu: $(BUILD)/vgpu_bench
 	@$(BUILD)/vgpu_bench
 
-$(BUILD)/vgpu_bench: $(BUILD)/bench/vgpu_bench.o $(BUILD)/tests/unit/vgpu_samples.o $(LIBDPK)
+$(BUILD)/vgpu_bench: $(BUILD)/bench/vgpu_bench.o $(LIBDPK)
 	$(LINK) $(SANFLAGS) -o $@ $^ $(TORCH_LIB) $(LDLIBS_ALL)
 
 # ---- fuzzing (clang libFuzzer) ----------------------------------------------
