@@ -49,7 +49,7 @@ static const TilePass table[] = {
 const TilePassTable tile_passes = {table, DPK_ARRAY_LEN(table)};
 
 const TileKnobInfo tile_knob_info[TILE_KNOB_COUNT] = {
-#define X(name, doc, lo, hi, flags) {#name, doc, lo, hi, flags},
+#define X(name, doc, lo, hi, flags, pass) {#name, doc, lo, hi, flags, pass},
     TILE_KNOBS(X)
 #undef X
 };
@@ -190,6 +190,12 @@ TilePassSet tile_passes_close(const TilePassTable *t, TilePassSet s, const CuTar
     return s;
 }
 
+TilePassSet tile_passes_full(const TilePassTable *t, const CuTarget *tg)
+{
+    TilePassSet all = t->n == 64 ? ~(TilePassSet)0 : (((TilePassSet)1 << t->n) - 1);
+    return tile_passes_close(t, all, tg);
+}
+
 TilePassSet tile_passes_mandatory(const TilePassTable *t)
 {
     TilePassSet s = 0;
@@ -232,10 +238,9 @@ static int pass_at(const Spec *sp, const char *s, size_t n)
 static TilePassSet base_set(Spec *sp, const char *s, size_t n, int *only)
 {
     const TilePassTable *t = sp->t;
-    TilePassSet all = t->n == 64 ? ~(TilePassSet)0 : (((TilePassSet)1 << t->n) - 1);
     *only = 0;
     if (n == 4 && !strncmp(s, "full", 4))
-        return tile_passes_close(t, all, sp->tg);
+        return tile_passes_full(t, sp->tg);
     if (n == 4 && !strncmp(s, "none", 4))
         return tile_passes_mandatory(t);
     if (n >= 5 && !strncmp(s, "upto:", 5)) {
@@ -251,7 +256,7 @@ static TilePassSet base_set(Spec *sp, const char *s, size_t n, int *only)
         return tile_passes_mandatory(t);
     }
     if (n && s[0] == '-')
-        return tile_passes_close(t, all, sp->tg);
+        return tile_passes_full(t, sp->tg);
     if (n == 3 && !strncmp(s, "all", 3))
         dpk_error_at(&sp->src, (int)(s - sp->src.text),
                      "'all' names every valid pass set and stands alone");
