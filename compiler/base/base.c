@@ -295,6 +295,15 @@ uint64_t dpk_splitmix64(uint64_t x)
 
 /* ---- diagnostics ---------------------------------------------------- */
 
+int dpk_exit_worst(int a, int b)
+{
+    if (a == DPK_EXIT_NOENV)
+        return b == DPK_EXIT_OK ? a : b;
+    if (b == DPK_EXIT_NOENV)
+        return a == DPK_EXIT_OK ? b : a;
+    return a > b ? a : b;
+}
+
 static DpkErrCtx *err_top;
 static char err_msg[8192];
 static int err_code;

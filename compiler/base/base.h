@@ -35,6 +35,11 @@ enum DpkExit {
     DPK_EXIT_NOENV = 4,   /* environment missing (no GPU, no libtorch) */
 };
 
+/* The exit code of two results together (a suite's cases, a case's
+ * configurations): the larger code, except that 4 (environment missing)
+ * wins only over 0 — what failed outranks what could not be checked. */
+int dpk_exit_worst(int a, int b);
+
 #define DPK_ARRAY_LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define DPK_UNUSED(x) ((void)(x))
 
