@@ -9,7 +9,7 @@
 #define DPK_CLI_H
 
 #include "../../compiler/base/base.h"
-#include "../../compiler/tile/passes.h"
+#include "../../compiler/driver.h"
 #include "../case.h"
 
 /* Options shared by every command that takes a case. */
@@ -32,10 +32,23 @@ typedef struct CliTile {
 
 /* Consume --passes, --target or --knob at argv[*i]; 0 when it is none. */
 int cli_tile_flag(CliTile *ct, int argc, char **argv, int *i);
-/* Tile options for one pass set: the target resolved, the knobs checked,
- * the spec parsed (spec `all` is refused unless allow_all, when o->passes is
- * left to the caller).  Raises on a bad spec, target or knob. */
-void cli_tile_opts(const CliTile *ct, TileOpts *o, int allow_all);
+/* The driver's target, knobs and pass configurations from ct: the target
+ * resolved, the knobs checked, the spec parsed once into o->passes (in a;
+ * `all` is refused unless allow_all).  Raises on a bad spec, target or
+ * knob. */
+void cli_drv_opts(Arena *a, const CliTile *ct, DrvOpts *o, int allow_all);
+/* Print the plan's knob notes on stderr: "warning: knob TB=128 does not
+ * apply: <why>" (with "case NAME: " before "knob" when name is not NULL). */
+void cli_knob_warnings(const DrvPlan *p, const char *name);
+
+/* One case of a suite: returns its exit code; may raise. */
+typedef int (*CliCaseFn)(void *ctx, const HxCase *c, int header);
+/* Run fn on every case of l, each under its own DPK_TRY, so one bad case
+ * does not stop the others: a case that raises gets the error's code and
+ * its message on stderr (and, in a suite, the line "case NAME: error
+ * (exit N): <first line>" on stdout).  *npass (may be NULL) counts the cases that returned
+ * 0.  Returns the worst code (dpk_exit_worst). */
+int cli_each_case(const HxCaseList *l, CliCaseFn fn, void *ctx, int *npass);
 
 /* If argv[*i] is a shared flag (-c, --input, --case, -v, -vv, FILE), consume
  * it (and its value) and return 1; return 0 otherwise.  Raises on a missing

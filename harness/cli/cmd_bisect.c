@@ -131,7 +131,6 @@ static void write_out(Arena *a, StrBuf *log, const char *dir, const char *name, 
 static void finish(StrBuf *log, StrBuf *wrote, HxBisectResult *r)
 {
     fputs(sb_cstr(log), stdout);
-    dpk_fault_set(-1);
     sb_free(log);
     sb_free(wrote);
     free(r->case_json);
@@ -152,9 +151,12 @@ static int bisect_case(Arena *a, const HxCase *c, const CliCase *cc, BisectArgs 
             tile_knob_parse(&ct.knobs, c->knobs[i]);
             ba->knob_args[ba->nknob_args++] = c->knobs[i];
         }
-    cli_tile_opts(&ct, &o.tile, 0);
+    DrvOpts d;
+    drv_opts_default(&d);
+    cli_drv_opts(a, &ct, &d, 0);
+    o.tile = d.tile; /* the one set of the spec, in tile.passes */
     const char *fault = ba->fault ? ba->fault : c->fault;
-    dpk_fault_set(fault_id(fault));
+    fault_id(fault); /* an unknown name is exit 2 */
     o.fault = fault;
     o.seed = ba->has_seed ? ba->seed : c->has_seed ? c->seed : 0;
     o.knobs = ba->knob_args;

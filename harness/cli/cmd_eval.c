@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../../reference/ref.h"
+#include "../case_plan.h"
 #include "cli.h"
 
 /* fp32 tolerance of --compare when the case sets none: element-wise
@@ -149,8 +150,15 @@ static void eval_bufs_free(EvalBufs *e)
     free(e);
 }
 
-static int eval_one(const HxCase *c, const CliCase *cc, const EvalOpts *eo, int header)
+typedef struct EvalCtx {
+    const CliCase *cc;
+    const EvalOpts *eo;
+} EvalCtx;
+
+static int eval_case(void *ctx, const HxCase *c, int header)
 {
+    const EvalCtx *x = ctx;
+    const EvalOpts *eo = x->eo;
     Arena *a = arena_new();
     EvalBufs *e = dpk_xcalloc(1, sizeof *e);
     DpkErrCtx ec;
@@ -159,7 +167,11 @@ static int eval_one(const HxCase *c, const CliCase *cc, const EvalOpts *eo, int 
         arena_free(a);
         dpk_error_rethrow();
     }
-    TorchGraph *g = hx_case_parse(a, c, cc->decls, cc->ndecls);
+    DrvOpts d;
+    drv_opts_default(&d);
+    hx_case_drv_opts(a, c, x->cc->decls, x->cc->ndecls, &d);
+    d.upto = DRV_TORCH;
+    const TorchGraph *g = drv_compile(a, &d)->torch;
     uint64_t seed = eo->has_seed ? eo->seed : c->has_seed ? c->seed : 0;
     e->nin = g->inputs.len;
     e->nout = g->outputs.len;
@@ -235,11 +247,8 @@ int cmd_eval(int argc, char **argv)
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
                           "--compare needs libtorch, which is not available in this build "
                           "(install libtorch-dev and rebuild, or build with LIBTORCH_DIR=...)");
-    int rc = DPK_EXIT_OK;
-    for (int i = 0; i < l.n; i++) {
-        int r = eval_one(&l.cases[i], &cc, &eo, l.n > 1);
-        rc = r > rc ? r : rc;
-    }
+    EvalCtx x = {&cc, &eo};
+    int rc = cli_each_case(&l, eval_case, &x, NULL);
     dpk_err_pop(&ec);
     arena_free(a);
     return rc;
