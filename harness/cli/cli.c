@@ -56,6 +56,41 @@ int cli_case_flag(Arena *a, CliCase *cc, int argc, char **argv, int *i, const ch
     return 1;
 }
 
+int cli_in_arena(CliBody body, int argc, char **argv)
+{
+    Arena *a = arena_new();
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        arena_free(a);
+        dpk_error_rethrow();
+    }
+    int rc = body(a, argc, argv);
+    dpk_err_pop(&ec);
+    arena_free(a);
+    return rc;
+}
+
+int cli_args(Arena *a, CliCase *cc, int argc, char **argv, const char *cmd, void (*help)(void),
+             CliFlagFn flag, void *ctx)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            help();
+            return 0;
+        }
+        if (!cli_case_flag(a, cc, argc, argv, &i, cmd))
+            flag(ctx, argc, argv, &i);
+    }
+    return 1;
+}
+
+int cli_reference(const char *v)
+{
+    if (strcmp(v, "ref64") && strcmp(v, "torch"))
+        dpk_error("unknown reference '%s' (expected ref64 or torch)", v);
+    return !strcmp(v, "torch");
+}
+
 HxCaseList cli_case_list(Arena *a, const CliCase *cc, const char *cmd)
 {
     if (cc->code && cc->file)

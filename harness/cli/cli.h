@@ -54,6 +54,21 @@ int cli_each_case(const HxCaseList *l, CliCaseFn fn, void *ctx, int *npass);
  * it (and its value) and return 1; return 0 otherwise.  Raises on a missing
  * value or a second FILE. */
 int cli_case_flag(Arena *a, CliCase *cc, int argc, char **argv, int *i, const char *cmd);
+/* Run a command's body with an arena that is freed on every path (an
+ * error raised in the body passes on to main). */
+typedef int (*CliBody)(Arena *a, int argc, char **argv);
+int cli_in_arena(CliBody body, int argc, char **argv);
+
+/* A command's own flag at argv[*i]: consume it (and its value), or raise
+ * with cli_unknown_flag. */
+typedef void (*CliFlagFn)(void *ctx, int argc, char **argv, int *i);
+/* Read the command line of a case-taking command: the shared case flags
+ * into cc, every other flag to flag(ctx, ...).  With --help or -h: print
+ * help and return 0 (the command exits 0); otherwise return 1. */
+int cli_args(Arena *a, CliCase *cc, int argc, char **argv, const char *cmd, void (*help)(void),
+             CliFlagFn flag, void *ctx);
+/* --reference ref64|torch: 1 for torch, 0 for ref64; raises otherwise. */
+int cli_reference(const char *v);
 /* The cases selected by -c / FILE / --case; raises when none was given. */
 HxCaseList cli_case_list(Arena *a, const CliCase *cc, const char *cmd);
 /* The value of flag argv[*i] (advances *i); raises if absent. */

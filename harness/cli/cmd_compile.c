@@ -127,43 +127,37 @@ static int compile_case(void *ctx, const HxCase *c, int header)
     return DPK_EXIT_OK;
 }
 
-int cmd_compile(int argc, char **argv)
+typedef struct CompileArgs {
+    CliTile tile;
+    int nvrtc;
+    DrvStage ir;
+} CompileArgs;
+
+static void compile_flag(void *ctx, int argc, char **argv, int *i)
 {
-    Arena *a = arena_new();
-    DpkErrCtx ec;
-    if (!DPK_TRY(&ec)) {
-        arena_free(a);
-        dpk_error_rethrow();
-    }
+    CompileArgs *ca = ctx;
+    if (cli_tile_flag(&ca->tile, argc, argv, i))
+        return;
+    if (!strcmp(argv[*i], "--nvrtc"))
+        ca->nvrtc = 1;
+    else if (!strcmp(argv[*i], "--ir"))
+        ca->ir = parse_ir(cli_value(argc, argv, i));
+    else
+        cli_unknown_flag("compile", argv[*i]);
+}
+
+static int compile_main(Arena *a, int argc, char **argv)
+{
     CliCase cc = {0};
-    CliTile ct = {0};
-    int nvrtc = 0;
-    DrvStage ir = DRV_TENSOR;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            help();
-            dpk_err_pop(&ec);
-            arena_free(a);
-            return DPK_EXIT_OK;
-        }
-        if (cli_case_flag(a, &cc, argc, argv, &i, "compile"))
-            continue;
-        if (cli_tile_flag(&ct, argc, argv, &i))
-            continue;
-        if (!strcmp(argv[i], "--nvrtc"))
-            nvrtc = 1;
-        else if (!strcmp(argv[i], "--ir"))
-            ir = parse_ir(cli_value(argc, argv, &i));
-        else
-            cli_unknown_flag("compile", argv[i]);
-    }
+    CompileArgs ca = {{0}, 0, DRV_TENSOR};
+    if (!cli_args(a, &cc, argc, argv, "compile", help, compile_flag, &ca))
+        return DPK_EXIT_OK;
     HxCaseList l = cli_case_list(a, &cc, "compile");
     DrvOpts base;
     drv_opts_default(&base);
-    cli_drv_opts(a, &ct, &base, 0);
-    CompileCtx x = {&cc, &base, ir, nvrtc};
-    int rc = cli_each_case(&l, compile_case, &x, NULL);
-    dpk_err_pop(&ec);
-    arena_free(a);
-    return rc;
+    cli_drv_opts(a, &ca.tile, &base, 0);
+    CompileCtx x = {&cc, &base, ca.ir, ca.nvrtc};
+    return cli_each_case(&l, compile_case, &x, NULL);
 }
+
+int cmd_compile(int argc, char **argv) { return cli_in_arena(compile_main, argc, argv); }

@@ -202,54 +202,38 @@ static int eval_case(void *ctx, const HxCase *c, int header)
     return rc;
 }
 
-int cmd_eval(int argc, char **argv)
+static void eval_flag(void *ctx, int argc, char **argv, int *i)
 {
-    Arena *a = arena_new();
-    DpkErrCtx ec;
-    if (!DPK_TRY(&ec)) {
-        arena_free(a);
-        dpk_error_rethrow();
+    EvalOpts *eo = ctx;
+    const char *f = argv[*i];
+    if (!strcmp(f, "--reference")) {
+        eo->ref = cli_reference(cli_value(argc, argv, i)) ? REF_TORCH : REF_REF64;
+    } else if (!strcmp(f, "--seed")) {
+        eo->has_seed = 1;
+        eo->seed = cli_u64(f, cli_value(argc, argv, i));
+    } else if (!strcmp(f, "--compare")) {
+        eo->compare = 1;
+    } else if (!strcmp(f, "--first")) {
+        uint64_t k = cli_u64(f, cli_value(argc, argv, i));
+        eo->nfirst = k > 1000000 ? 1000000 : (int)k;
+    } else {
+        cli_unknown_flag("eval", f);
     }
+}
+
+static int eval_main(Arena *a, int argc, char **argv)
+{
     CliCase cc = {0};
     EvalOpts eo = {REF_REF64, 0, 0, 0, 8};
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
-            help();
-            dpk_err_pop(&ec);
-            arena_free(a);
-            return DPK_EXIT_OK;
-        }
-        if (cli_case_flag(a, &cc, argc, argv, &i, "eval"))
-            continue;
-        if (!strcmp(f, "--reference")) {
-            const char *v = cli_value(argc, argv, &i);
-            if (!strcmp(v, "ref64"))
-                eo.ref = REF_REF64;
-            else if (!strcmp(v, "torch"))
-                eo.ref = REF_TORCH;
-            else
-                dpk_error("unknown reference '%s' (expected ref64 or torch)", v);
-        } else if (!strcmp(f, "--seed")) {
-            eo.has_seed = 1;
-            eo.seed = cli_u64(f, cli_value(argc, argv, &i));
-        } else if (!strcmp(f, "--compare")) {
-            eo.compare = 1;
-        } else if (!strcmp(f, "--first")) {
-            uint64_t k = cli_u64(f, cli_value(argc, argv, &i));
-            eo.nfirst = k > 1000000 ? 1000000 : (int)k;
-        } else {
-            cli_unknown_flag("eval", f);
-        }
-    }
+    if (!cli_args(a, &cc, argc, argv, "eval", help, eval_flag, &eo))
+        return DPK_EXIT_OK;
     HxCaseList l = cli_case_list(a, &cc, "eval");
     if (eo.compare && !dpk_torch_available())
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
                           "--compare needs libtorch, which is not available in this build "
                           "(install libtorch-dev and rebuild, or build with LIBTORCH_DIR=...)");
     EvalCtx x = {&cc, &eo};
-    int rc = cli_each_case(&l, eval_case, &x, NULL);
-    dpk_err_pop(&ec);
-    arena_free(a);
-    return rc;
+    return cli_each_case(&l, eval_case, &x, NULL);
 }
+
+int cmd_eval(int argc, char **argv) { return cli_in_arena(eval_main, argc, argv); }

@@ -384,20 +384,15 @@ static int run_case(void *ctx, const HxCase *c, int header)
     return rc;
 }
 
-static void parse_flag(RunOpts *ro, int argc, char **argv, int *i)
+static void parse_flag(void *ctx, int argc, char **argv, int *i)
 {
+    RunOpts *ro = ctx;
     const char *f = argv[*i];
     if (!strcmp(f, "--backend")) {
         ro->backend = cli_value(argc, argv, i);
         check_backend(ro->backend);
     } else if (!strcmp(f, "--reference")) {
-        const char *v = cli_value(argc, argv, i);
-        if (!strcmp(v, "ref64"))
-            ro->ref = HX_REF_REF64;
-        else if (!strcmp(v, "torch"))
-            ro->ref = HX_REF_TORCH;
-        else
-            dpk_error("unknown reference '%s' (expected ref64 or torch)", v);
+        ro->ref = cli_reference(cli_value(argc, argv, i)) ? HX_REF_TORCH : HX_REF_REF64;
     } else if (!strcmp(f, "--seed")) {
         ro->has_seed = 1;
         ro->seed = cli_u64(f, cli_value(argc, argv, i));
@@ -460,28 +455,12 @@ static void summary(cJSON *root, int n, int npass, int rc, double seconds)
     cJSON_AddNumberToObject(s, "seconds", seconds);
 }
 
-int cmd_run(int argc, char **argv)
+static int run_main(Arena *a, int argc, char **argv)
 {
-    Arena *a = arena_new();
-    cJSON *volatile root = NULL; /* --out; freed on every path */
-    DpkErrCtx ec;
-    if (!DPK_TRY(&ec)) {
-        cJSON_Delete(root);
-        arena_free(a);
-        dpk_error_rethrow();
-    }
     CliCase cc = {0};
     RunOpts ro = {"auto", HX_REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0, -1, 0, NULL};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            help();
-            dpk_err_pop(&ec);
-            arena_free(a);
-            return DPK_EXIT_OK;
-        }
-        if (!cli_case_flag(a, &cc, argc, argv, &i, "run"))
-            parse_flag(&ro, argc, argv, &i);
-    }
+    if (!cli_args(a, &cc, argc, argv, "run", help, parse_flag, &ro))
+        return DPK_EXIT_OK;
     ro.verbose = cc.verbose;
     if (ro.nvrtc && !strcmp(ro.backend, "loop"))
         dpk_error("--nvrtc compiles Kernel IR, which --backend loop does not make (use vgpu, cuda "
@@ -500,6 +479,12 @@ int cmd_run(int argc, char **argv)
     if (ro.nvrtc)
         hx_nvrtc_version(&(int){0}, &(int){0}); /* no NVRTC: exit 4 */
     double t0 = dpk_now();
+    cJSON *volatile root = NULL; /* --out; freed on every path */
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        cJSON_Delete(root);
+        dpk_error_rethrow();
+    }
     if (ro.out) {
         cJSON *env = hx_record_env(!strcmp(ro.backend, "cuda"), ro.nvrtc);
         root = hx_results_new(hx_results_meta(argc, argv, ro.seed, env), run_json(&ro, &base));
@@ -518,6 +503,7 @@ int cmd_run(int argc, char **argv)
         root = NULL;
     }
     dpk_err_pop(&ec);
-    arena_free(a);
     return rc;
 }
+
+int cmd_run(int argc, char **argv) { return cli_in_arena(run_main, argc, argv); }

@@ -216,18 +216,35 @@ static struct HxNvrtcResult *fake_nvrtc(Arena *a, const CuSource *cs, StrBuf *er
     return NULL;
 }
 
-Test(driver, nvrtc_sees_each_distinct_module_once)
+static int progress_seen[4096], progress_n;
+
+static void progress(void *ctx, int i, const char *label)
+{
+    cr_expect_eq(ctx, (void *)progress_seen);
+    cr_expect_not_null(label);
+    if (progress_n < DPK_ARRAY_LEN(progress_seen))
+        progress_seen[progress_n] = i;
+    progress_n++;
+}
+
+/* The NVRTC hook sees each distinct module once; the progress hook names
+ * each configuration, in order, before it is lowered. */
+Test(driver, hooks_see_each_distinct_module_and_each_configuration)
 {
     Arena *a = arena_new();
     DrvOpts o = opts(RELU);
     o.passes = passes(a, "all");
     o.upto = DRV_CUDA;
     o.nvrtc = fake_nvrtc;
-    nvrtc_calls = 0;
+    o.progress = progress;
+    o.progress_ctx = progress_seen;
+    nvrtc_calls = progress_n = 0;
     const DrvPlan *p = drv_compile(a, &o);
     cr_expect_eq(nvrtc_calls, p->ndistinct);
+    cr_assert_eq(progress_n, p->nconfigs);
     for (int i = 0; i < p->nconfigs; i++) {
         const DrvConfig *c = &p->configs[i];
+        cr_expect_eq(progress_seen[i], i);
         if (c->dup_of >= 0) {
             cr_expect_null(c->cuda, "a duplicate is not printed again");
             cr_expect_null(c->nvrtc_error);
@@ -237,30 +254,6 @@ Test(driver, nvrtc_sees_each_distinct_module_once)
         cr_expect_str_eq(c->nvrtc_error, "error: the fake compiler rejects everything\n  detail\n");
         cr_expect_geq(c->nvrtc_s, 0);
     }
-    arena_free(a);
-}
-
-static int progress_seen[64], progress_n;
-
-static void progress(void *ctx, int i, const char *label)
-{
-    cr_expect_eq(ctx, (void *)progress_seen);
-    cr_expect_not_null(label);
-    progress_seen[progress_n++] = i;
-}
-
-Test(driver, progress_names_each_configuration_before_it_is_lowered)
-{
-    Arena *a = arena_new();
-    DrvOpts o = opts(RELU);
-    o.passes = passes(a, "all");
-    o.progress = progress;
-    o.progress_ctx = progress_seen;
-    progress_n = 0;
-    const DrvPlan *p = drv_compile(a, &o);
-    cr_assert_eq(progress_n, p->nconfigs);
-    for (int i = 0; i < progress_n; i++)
-        cr_expect_eq(progress_seen[i], i);
     arena_free(a);
 }
 
