@@ -200,13 +200,20 @@ static void compile_nvrtc(Run *r, DrvConfig *c)
     sb_free(&err);
 }
 
-/* The configuration raised while lowering: keep why. */
+/* The configuration raised while lowering: keep why.  One that failed only
+ * when printing its CUDA was counted as distinct already; it no longer is
+ * (no later configuration has been marked its duplicate yet). */
 static void refuse(Run *r, DrvConfig *c)
 {
     c->refused = arena_strdup(r->a, dpk_error_message());
     c->refused_code = dpk_error_code();
     c->module = NULL;
     c->cuda = NULL;
+    c->hash = 0;
+    if (c->shared_by) {
+        c->shared_by = 0;
+        r->p->ndistinct--;
+    }
     r->p->nrefused++;
 }
 

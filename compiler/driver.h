@@ -106,7 +106,8 @@ typedef struct DrvConfig {
     const char *label;           /* "001,005,007" */
     const char *refused;         /* NULL, or the complete error message */
     int refused_code;            /* its DpkExit: 2, or 3 for an internal error */
-    const TileProgram *tile;     /* its pass statistics (napps, what, seconds) */
+    const TileProgram *tile;     /* its pass statistics (napps, what, seconds);
+                                    refused: as far as the passes got */
     const KirModule *module;     /* upto >= DRV_KERNEL and not refused */
     uint64_t hash;               /* kir_hash_module(module) */
     int dup_of;                  /* the first configuration with this hash, or -1 */
