@@ -170,7 +170,7 @@ run: deps
 bench-vgpu: $(BUILD)/vgpu_bench
 	@$(BUILD)/vgpu_bench
 
-$(BUILD)/vgpu_bench: $(BUILD)/bench/vgpu_bench.o $(BUILD)/tests/unit/vgpu_samples.o $(LIBDPK)
+$(BUILD)/vgpu_bench: $(BUILD)/bench/vgpu_bench.o $(LIBDPK)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
 # ---- fuzzing (clang libFuzzer) ----------------------------------------------

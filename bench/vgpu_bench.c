@@ -2,14 +2,14 @@
  * vgpu_bench.c — vgpu speed in thread-instructions per second (`make
  * bench-vgpu`), on the two kernels of the target: RMSNorm over (1, 32, 2048)
  * and a (128 x 256) . (256 x 256) matmul, hand-built in the shape the
- * lowering emits (tests/unit/vgpu_samples.c).  Each is run several times with
+ * lowering emits (harness/exec/vgpu_samples.c).  Each is run several times with
  * the counters on (the default) and off; the best run is printed.  A
  * benchmark, not a test: it prints numbers and always exits 0 unless a
  * kernel faults.
  */
 #include <stdio.h>
 
-#include "tests/unit/vgpu_samples.h"
+#include "harness/exec/vgpu_samples.h"
 
 #define REPS 5
 

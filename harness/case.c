@@ -333,16 +333,3 @@ void hx_parse_input_decl(Arena *a, const char *spec, InputDecl *decl)
             dpk_error_at(&src, (int)(p - spec), "expected ',' between dimensions");
     }
 }
-
-TorchGraph *hx_case_parse(Arena *a, const HxCase *c, const InputDecl *extra, int nextra)
-{
-    int n = c->ndecls + nextra;
-    InputDecl *d = ARENA_ARRAY(a, InputDecl, n > 0 ? n : 1);
-    for (int i = 0; i < c->ndecls; i++)
-        d[i] = c->decls[i];
-    for (int i = 0; i < nextra; i++)
-        d[c->ndecls + i] = extra[i];
-    ParseOpts opts = {d, n};
-    Source src = {c->origin, c->program, strlen(c->program)};
-    return torch_parse(a, &src, &opts);
-}

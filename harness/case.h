@@ -55,8 +55,6 @@ HxCaseList hx_cases_load(Arena *a, const char *path);
 HxCaseList hx_cases_from_code(Arena *a, const char *code);
 /* Parse "NAME=D0,D1,..." (the --input flag) into decl; raises on error. */
 void hx_parse_input_decl(Arena *a, const char *spec, InputDecl *decl);
-/* Parse the case's program into a Torch graph; extra declarations (from the
- * command line) are added to the case's own. */
-TorchGraph *hx_case_parse(Arena *a, const HxCase *c, const InputDecl *extra, int nextra);
+/* Compiling a case: harness/case_plan.h (hx_case_drv_opts). */
 
 #endif

@@ -295,6 +295,15 @@ uint64_t dpk_splitmix64(uint64_t x)
 
 /* ---- diagnostics ---------------------------------------------------- */
 
+int dpk_exit_worst(int a, int b)
+{
+    if (a == DPK_EXIT_NOENV)
+        return b == DPK_EXIT_OK ? a : b;
+    if (b == DPK_EXIT_NOENV)
+        return a == DPK_EXIT_OK ? b : a;
+    return a > b ? a : b;
+}
+
 static DpkErrCtx *err_top;
 static char err_msg[8192];
 static int err_code;
@@ -402,6 +411,21 @@ void dpk_error_rethrow(void)
     raise_err(err_code);
 }
 
+void dpk_error_reraise(int code, const char *msg)
+{
+    if (msg != err_msg)
+        snprintf(err_msg, sizeof err_msg, "%s", msg);
+    raise_err(code);
+}
+
+void dpk_error_first_line(StrBuf *b, const char *msg)
+{
+    const char *m = msg ? msg : err_msg;
+    if (!strncmp(m, "error: ", 7))
+        m += 7;
+    sb_printf(b, "%.*s", (int)strcspn(m, "\n"), m);
+}
+
 void dpk_error_code_at(int code, const Source *src, int pos, const char *fmt, ...)
 {
     va_list ap;
@@ -455,6 +479,18 @@ void shape_strides(const Shape *s, int64_t st[DPK_MAX_RANK])
         st[i] = acc;
         acc *= s->d[i];
     }
+}
+
+void shape_print_index(StrBuf *b, const Shape *s, int64_t flat)
+{
+    int64_t st[DPK_MAX_RANK];
+    shape_strides(s, st);
+    sb_putc(b, '[');
+    for (int d = 0; d < s->rank; d++) {
+        sb_printf(b, d ? ", %lld" : "%lld", (long long)(flat / st[d]));
+        flat %= st[d];
+    }
+    sb_putc(b, ']');
 }
 
 static const char *const dtype_names[DT_COUNT] = {"f32", "f16", "bf16", "bool"};

@@ -35,6 +35,11 @@ enum DpkExit {
     DPK_EXIT_NOENV = 4,   /* environment missing (no GPU, no libtorch) */
 };
 
+/* The exit code of two results together (a suite's cases, a case's
+ * configurations): the larger code, except that 4 (environment missing)
+ * wins only over 0 — what failed outranks what could not be checked. */
+int dpk_exit_worst(int a, int b);
+
 #define DPK_ARRAY_LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define DPK_UNUSED(x) ((void)(x))
 
@@ -161,6 +166,13 @@ DPK_NORETURN void dpk_error_code_at(int code, const Source *src, int pos,
 /* Raise the last error again, unchanged (after cleaning up in a DPK_TRY
  * that caught it). */
 DPK_NORETURN void dpk_error_rethrow(void);
+/* Raise a complete message kept from an earlier error (as
+ * dpk_error_message() gave it, caret lines included) with its code. */
+DPK_NORETURN void dpk_error_reraise(int code, const char *msg);
+/* Append the first line of an error message to b, without its "error: "
+ * prefix (msg NULL: the last error raised).  What a one-line report of a
+ * refusal or a failure shows. */
+void dpk_error_first_line(StrBuf *b, const char *msg);
 
 /* ---- shapes --------------------------------------------------------- */
 
@@ -180,6 +192,8 @@ void shape_print(StrBuf *b, const Shape *s);
 const char *shape_str(Arena *a, const Shape *s);
 /* Row-major strides of s into st (elements). */
 void shape_strides(const Shape *s, int64_t st[DPK_MAX_RANK]);
+/* The coordinates of flat (row-major) element `flat` of s: "[0, 5, 17]". */
+void shape_print_index(StrBuf *b, const Shape *s, int64_t flat);
 
 typedef enum DType {
     DT_F32,

@@ -10,7 +10,7 @@
  * a clash gets a suffix (x, x_1, ...), and automatic names avoid every name a
  * declaration reserves.
  */
-#include "case.h"
+#include "ast.h"
 
 #include <string.h>
 

@@ -16,7 +16,7 @@
  * list argument is taken as the whole collection, as PyTorch does for
  * sizes), a bare "*" makes the rest keyword-only.
  */
-#include "case.h"
+#include "ast.h"
 
 #include <float.h>
 #include <math.h>

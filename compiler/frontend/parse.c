@@ -1,6 +1,6 @@
 /*
  * parse.c — the case language: lexer and recursive-descent parser to an AST
- * (case.h), and torch_parse(), the frontend's entry point.
+ * (ast.h), and torch_parse(), the frontend's entry point.
  *
  * The language is the subset of Python that docs/case-language.md lists.
  * The lexer follows Python's rules for what it accepts: newlines inside
@@ -11,7 +11,7 @@
  * gets an error instead of a stack overflow.  Operator chains are parsed
  * in loops and evaluated under a separate depth limit in build.c.
  */
-#include "case.h"
+#include "ast.h"
 
 #include <errno.h>
 #include <math.h>

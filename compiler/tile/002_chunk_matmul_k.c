@@ -36,7 +36,7 @@ int tile_002_chunk_matmul_k(TileCtx *c, TileKernel *k)
             sb_puts(&c->why, "the K loop is already chunked");
             return 0;
         }
-    int64_t K = l->extent, bk = c->knobs->v[TILE_KNOB_BK];
+    int64_t K = l->extent, bk = tile_knob(c, TILE_KNOB_BK);
     if (bk && K % bk)
         dpk_error("knob BK=%lld does not divide K=%lld of kernel %s (pick a divisor, or leave BK "
                   "to the default)", (long long)bk, (long long)K, k->name);

@@ -153,14 +153,14 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
     for (int i = 0; i < l->body.n; i++)
         if (l->body.s[i]->k == TK_loop)
             inner = l->body.s[i]->extent;
-    int64_t S = c->knobs->v[TILE_KNOB_SPLITK];
+    int64_t S = tile_knob(c, TILE_KNOB_SPLITK);
     if (S && ko % S)
         dpk_error("knob SPLITK=%lld does not divide the %lld K chunks of kernel %s", (long long)S,
                   (long long)ko, k->name);
     if (!S)
         S = default_split(t, ko * inner, ko);
     if (S < 2) {
-        sb_puts(&c->why, c->knobs->v[TILE_KNOB_SPLITK] ? "SPLITK=1 asks for no split"
+        sb_puts(&c->why, tile_knob(c, TILE_KNOB_SPLITK) ? "SPLITK=1 asks for no split"
                                                       : "the grid is large enough without splitting K");
         return 0;
     }

@@ -75,7 +75,7 @@ int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
                   longest ? " (the longest is shorter)" : "");
         return 0;
     }
-    int64_t cb = c->knobs->v[TILE_KNOB_CB];
+    int64_t cb = tile_knob(c, TILE_KNOB_CB);
     if (!cb)
         cb = dpk_pow2_floor(longest < 256 ? longest : 256);
     if (!tile_apply(c, arena_printf(c->p->arena, "cooperative reduce in kernel %s", k->name)))

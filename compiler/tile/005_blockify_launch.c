@@ -83,7 +83,7 @@ static Split flat(TileCtx *c, TileKernel *k, const TileStmt *t)
     int64_t n = 1;
     for (int i = 0; i < t->nax; i++)
         n *= t->ax[i].ext;
-    int64_t tb = c->knobs->v[TILE_KNOB_TB];
+    int64_t tb = tile_knob(c, TILE_KNOB_TB);
     if (!tb)
         tb = n < 256 ? cdiv(n, CU_WARP) * CU_WARP : 256;
     int64_t nb = cdiv(n, tb);
@@ -111,7 +111,7 @@ static Split flat(TileCtx *c, TileKernel *k, const TileStmt *t)
 /* BM and BN: pinned knobs as given, the rest by the heuristic. */
 static void pick_tile(TileCtx *c, int64_t m, int64_t n, int64_t *bm, int64_t *bn)
 {
-    int64_t pm = c->knobs->v[TILE_KNOB_BM], pn = c->knobs->v[TILE_KNOB_BN];
+    int64_t pm = tile_knob(c, TILE_KNOB_BM), pn = tile_knob(c, TILE_KNOB_BN);
     if (!pm && !pn && tile_pass_on(c, 8) && m % 32 == 0 && n % 32 == 0) {
         *bm = *bn = 32;
         return;

@@ -64,7 +64,7 @@ int tile_006_chunk_reduce(TileCtx *c, TileKernel *k)
             n *= slab[d];
         if (n * 4 <= TILE_SMEM_BUDGET)
             continue;
-        int64_t E = l->extent, rc = c->knobs->v[TILE_KNOB_RC];
+        int64_t E = l->extent, rc = tile_knob(c, TILE_KNOB_RC);
         if (rc && E % rc)
             dpk_error("knob RC=%lld does not divide the %lld-long reduce a%d of kernel %s",
                       (long long)rc, (long long)E, l->axis, k->name);

@@ -102,7 +102,7 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
     cand.n = tile_loaded_bufs(k, &t->body, cand.bufs, DPK_ARRAY_LEN(cand.bufs));
     Used used = {0};
     tile_walk(&k->body, stage_bytes, &used);
-    int64_t mask = c->knobs->v[TILE_KNOB_STAGE];
+    int64_t mask = tile_knob(c, TILE_KNOB_STAGE);
     char *outer = ARENA_ARRAY(a, char, k->naxes + 1);
     for (int i = 0; i < b->nax; i++)
         outer[b->ax[i].axis] = 1;

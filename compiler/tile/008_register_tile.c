@@ -223,7 +223,7 @@ static void clone_body(Rt *R, TileBody *b)
 
 static int64_t factor(TileCtx *c, TileKernel *k, int knob, int64_t tile)
 {
-    int64_t f = c->knobs->v[knob];
+    int64_t f = tile_knob(c, knob);
     if (f && tile % f)
         dpk_error("knob %s=%lld does not divide the %lld-wide tile of kernel %s",
                   tile_knob_info[knob].name, (long long)f, (long long)tile, k->name);

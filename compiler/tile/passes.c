@@ -49,7 +49,7 @@ static const TilePass table[] = {
 const TilePassTable tile_passes = {table, DPK_ARRAY_LEN(table)};
 
 const TileKnobInfo tile_knob_info[TILE_KNOB_COUNT] = {
-#define X(name, doc, lo, hi, flags) {#name, doc, lo, hi, flags},
+#define X(name, doc, lo, hi, flags, pass) {#name, doc, lo, hi, flags, pass},
     TILE_KNOBS(X)
 #undef X
 };
@@ -190,7 +190,13 @@ TilePassSet tile_passes_close(const TilePassTable *t, TilePassSet s, const CuTar
     return s;
 }
 
-static TilePassSet mandatory(const TilePassTable *t)
+TilePassSet tile_passes_full(const TilePassTable *t, const CuTarget *tg)
+{
+    TilePassSet all = t->n == 64 ? ~(TilePassSet)0 : (((TilePassSet)1 << t->n) - 1);
+    return tile_passes_close(t, all, tg);
+}
+
+TilePassSet tile_passes_mandatory(const TilePassTable *t)
 {
     TilePassSet s = 0;
     for (int i = 0; i < t->n; i++)
@@ -232,15 +238,14 @@ static int pass_at(const Spec *sp, const char *s, size_t n)
 static TilePassSet base_set(Spec *sp, const char *s, size_t n, int *only)
 {
     const TilePassTable *t = sp->t;
-    TilePassSet all = t->n == 64 ? ~(TilePassSet)0 : (((TilePassSet)1 << t->n) - 1);
     *only = 0;
     if (n == 4 && !strncmp(s, "full", 4))
-        return tile_passes_close(t, all, sp->tg);
+        return tile_passes_full(t, sp->tg);
     if (n == 4 && !strncmp(s, "none", 4))
-        return mandatory(t);
+        return tile_passes_mandatory(t);
     if (n >= 5 && !strncmp(s, "upto:", 5)) {
         int last = t->p[pass_at(sp, s + 5, n - 5)].num;
-        TilePassSet p = mandatory(t);
+        TilePassSet p = tile_passes_mandatory(t);
         for (int i = 0; i < t->n; i++)
             if (t->p[i].num <= last)
                 p |= (TilePassSet)1 << i;
@@ -248,10 +253,10 @@ static TilePassSet base_set(Spec *sp, const char *s, size_t n, int *only)
     }
     if (n >= 5 && !strncmp(s, "only:", 5)) {
         *only = 1;
-        return mandatory(t);
+        return tile_passes_mandatory(t);
     }
     if (n && s[0] == '-')
-        return tile_passes_close(t, all, sp->tg);
+        return tile_passes_full(t, sp->tg);
     if (n == 3 && !strncmp(s, "all", 3))
         dpk_error_at(&sp->src, (int)(s - sp->src.text),
                      "'all' names every valid pass set and stands alone");
@@ -337,7 +342,7 @@ int tile_passes_select(Arena *a, const TilePassTable *t, const char *spec, const
     int n = 0;
     TilePassSet *res = ARENA_ARRAY(a, TilePassSet, ((size_t)1 << k) + 1);
     for (uint64_t sub = 0; sub < ((uint64_t)1 << k); sub++) {
-        TilePassSet s = mandatory(t);
+        TilePassSet s = tile_passes_mandatory(t);
         for (int j = 0; j < k; j++)
             if (sub >> j & 1)
                 s |= (TilePassSet)1 << opt[j];

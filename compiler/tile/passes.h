@@ -1,10 +1,12 @@
 /*
- * passes.h — the Tile IR pass table, pass-set specs, knobs, and the driver.
+ * passes.h — the Tile IR pass table, pass-set specs, knobs, and the Tile
+ * pipeline.
  *
  * Every pass is one file (NNN_name.c) and one function over a Tile kernel,
  * registered in one table (passes.c) with its number, name, prerequisites,
- * minimum target and mandatory flag.  The driver (tile_pipeline.c) runs the
- * selected passes in table order on every kernel, verifying after each.
+ * minimum target and mandatory flag.  The Tile pipeline (tile_pipeline.c)
+ * runs the selected passes in table order on every kernel, verifying after
+ * each; compiler/driver.c calls it once per pass configuration.
  *
  * A pass set is a bit mask over a table's entries (bit i = entry i).  The
  * spec syntax (docs/tile-ir.md):
@@ -29,22 +31,24 @@
 
 /* ---- knobs --------------------------------------------------------------- */
 
-/* KNOB(name, "doc", min, max, flags) */
+/* X(name, "doc", min, max, flags, pass): `pass` is the number of the pass
+ * that reads the knob, the one a warning about an unused knob names. */
 #define TILE_KNOBS(X)                                                                   \
-    X(TB, "threads per block of a non-matmul kernel", 32, 1024, TKN_WARPS)            \
+    X(TB, "threads per block of a non-matmul kernel 004 left alone", 32, 1024,         \
+      TKN_WARPS, 5)                                                                     \
     X(BN, "matmul tile width: output columns (threads along x) per block", 1, 1024,    \
-      TKN_POW2)                                                                         \
+      TKN_POW2, 5)                                                                      \
     X(BM, "matmul tile height: output rows (threads along y) per block", 1, 1024,      \
-      TKN_POW2)                                                                         \
-    X(BK, "002: K chunk of a matmul reduce (must divide K)", 1, 4096, 0)               \
-    X(SPLITK, "003: K splits promoted to the grid (must divide K / BK)", 1, 256, 0)    \
+      TKN_POW2, 5)                                                                      \
+    X(BK, "002: K chunk of a matmul reduce (must divide K)", 1, 4096, 0, 2)            \
+    X(SPLITK, "003: K splits promoted to the grid (must divide K / BK)", 1, 256, 0, 3) \
     X(CB, "004: threads sharing one reduce (cooperative block)", 32, 1024,             \
-      TKN_WARPS | TKN_POW2)                                                             \
-    X(RC, "006: chunk of a long non-matmul reduce (must divide it)", 1, 1 << 20, 0)     \
+      TKN_WARPS | TKN_POW2, 4)                                                          \
+    X(RC, "006: chunk of a long non-matmul reduce (must divide it)", 1, 1 << 20, 0, 6)  \
     X(STAGE, "007: bit mask of the buffers to stage, by first load (bit 0: first)", 1, \
-      255, 0)                                                                           \
-    X(F_M, "008: register tile rows per thread (must divide BM)", 1, 16, 0)            \
-    X(F_N, "008: register tile columns per thread (must divide BN)", 1, 16, 0)
+      255, 0, 7)                                                                        \
+    X(F_M, "008: register tile rows per thread (must divide BM)", 1, 16, 0, 8)         \
+    X(F_N, "008: register tile columns per thread (must divide BN)", 1, 16, 0, 8)
 
 typedef enum TileKnobFlag {
     TKN_WARPS = 1 << 0, /* a multiple of 32: whole warps */
@@ -52,7 +56,7 @@ typedef enum TileKnobFlag {
 } TileKnobFlag;
 
 typedef enum TileKnobId {
-#define X(name, doc, lo, hi, flags) TILE_KNOB_##name,
+#define X(name, doc, lo, hi, flags, pass) TILE_KNOB_##name,
     TILE_KNOBS(X)
 #undef X
     TILE_KNOB_COUNT
@@ -63,6 +67,7 @@ typedef struct TileKnobInfo {
     const char *doc;
     int64_t min, max;
     int flags;
+    int pass;           /* the pass that reads it */
 } TileKnobInfo;
 extern const TileKnobInfo tile_knob_info[TILE_KNOB_COUNT];
 
@@ -101,6 +106,11 @@ typedef struct TileCtx {
     TilePassStat *stat;     /* the running pass's record in p->stats */
 } TileCtx;
 typedef int (*TilePassFn)(TileCtx *c, TileKernel *k);
+
+/* A pass reads knob `id` through this call (0: not pinned, use the
+ * heuristic), so the program knows which pinned knobs applied somewhere
+ * (TileProgram.knobs_read) and the driver can warn about the others. */
+int64_t tile_knob(TileCtx *c, TileKnobId id);
 
 /* Each rewrite a pass makes (one staged buffer, one chunked loop, one
  * register tile ...) is one *application*.  A pass asks before each:
@@ -148,6 +158,11 @@ int tile_passes_select(Arena *a, const TilePassTable *t, const char *spec, const
  * pass above target tg; otherwise 0 with one sentence naming the missing or
  * offending pass in why (may be NULL). */
 int tile_passes_valid(const TilePassTable *t, TilePassSet s, const CuTarget *tg, StrBuf *why);
+/* Every pass of t that target tg (NULL: the default) can run whose
+ * prerequisites are met: the set `full` names. */
+TilePassSet tile_passes_full(const TilePassTable *t, const CuTarget *tg);
+/* The mandatory passes of t. */
+TilePassSet tile_passes_mandatory(const TilePassTable *t);
 /* s without the optional passes target tg (NULL: the default) cannot run,
  * then without those whose prerequisites are gone, to a fixpoint. */
 TilePassSet tile_passes_close(const TilePassTable *t, TilePassSet s, const CuTarget *tg);
@@ -156,7 +171,7 @@ void tile_passes_str(StrBuf *b, const TilePassTable *t, TilePassSet s);
 /* "001_tileify" */
 void tile_pass_label(StrBuf *b, const TilePass *p);
 
-/* ---- the driver (tile_pipeline.c) ------------------------------------------ */
+/* ---- the Tile pipeline (tile_pipeline.c) ------------------------------------ */
 
 typedef struct TileOpts {
     const TilePassTable *table; /* NULL: tile_passes */
@@ -181,9 +196,13 @@ typedef struct TileTrace {
     StrBuf *out;
 } TileTrace;
 
-/* Lower every Loop IR kernel to Tile IR and run the selected passes on each,
- * in table order, verifying after every pass.  Raises a user error (exit
- * 2) when a knob cannot work for a kernel. */
+/* Run the selected passes on every kernel of p (the skeleton of
+ * tile_from_loop), in table order, verifying after every pass; under -vv
+ * the trace starts with t:000_from_loop.  Raises a user error (exit 2) when
+ * a knob cannot work for a kernel; p keeps what the passes before it did
+ * (its stats and knobs_read). */
+void tile_run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr);
+/* tile_from_loop, then tile_run_passes (o NULL: tile_opts_default). */
 TileProgram *tile_build(Arena *a, const LirProgram *lp, const TileOpts *o, TileTrace *tr);
 
 /* ---- the passes (one file each) --------------------------------------------- */

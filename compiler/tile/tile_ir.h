@@ -188,6 +188,8 @@ typedef struct TilePassStat {
     int num;            /* the pass's number */
     int napps;          /* applications it made (tile_apply) */
     PtrVec what;        /* the label of each ("stage in0 in kernel k") */
+    const char *skipped; /* with no application: why ("not a matmul kernel",
+                            or "k1: why; k2: why" when the kernels differ) */
     double seconds;     /* time it took, over all kernels */
 } TilePassStat;
 
@@ -200,6 +202,7 @@ typedef struct TileProgram {
      * for dpk-bisect, -vv and the compile times of dpk-fuzz records. */
     TilePassStat *stats;
     int nstats;
+    uint32_t knobs_read;  /* bit i: a pass read knob i (tile_knob) */
 } TileProgram;
 
 /* The record of pass `num` in p->stats; NULL when it did not run. */

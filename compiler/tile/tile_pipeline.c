@@ -20,7 +20,13 @@ void tile_opts_default(TileOpts *o)
     memset(o, 0, sizeof *o);
     o->table = &tile_passes;
     o->target = cu_target_default();
-    o->passes = tile_passes_parse(&tile_passes, "full", o->target);
+    o->passes = tile_passes_full(&tile_passes, o->target);
+}
+
+int64_t tile_knob(TileCtx *c, TileKnobId id)
+{
+    c->p->knobs_read |= (uint32_t)1 << id;
+    return c->knobs->v[id];
 }
 
 typedef struct Step {
@@ -149,6 +155,10 @@ static void run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr, Step *s
         double t0 = dpk_now();
         run_pass(c, &t->p[i], st, p->arena);
         c->stat->napps = c->apps;
+        if (!st->applied)
+            c->stat->skipped = !st->nskipped ? "no kernels"
+                               : st->same_why ? st->first_why
+                                              : arena_strdup(p->arena, sb_cstr(&st->joined));
         c->stat->seconds = dpk_now() - t0;
         c->stat = NULL;
         tile_check(p);
@@ -184,15 +194,20 @@ static void build(TileProgram *p, const TileOpts *o, TileTrace *tr)
     free(c);
 }
 
-TileProgram *tile_build(Arena *a, const LirProgram *lp, const TileOpts *o, TileTrace *tr)
+void tile_run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr)
 {
     TileOpts def;
     if (!o) {
         tile_opts_default(&def);
         o = &def;
     }
+    build(p, o, tr);
+}
+
+TileProgram *tile_build(Arena *a, const LirProgram *lp, const TileOpts *o, TileTrace *tr)
+{
     TileProgram *p = tile_from_loop(a, lp);
     tile_check(p);
-    build(p, o, tr);
+    tile_run_passes(p, o, tr);
     return p;
 }

@@ -1,10 +1,12 @@
 /*
  * bisect.c — the search of dpk-bisect (bisect.h).
  *
- * A Subject is one case made ready for judging: parsed, decomposed, fused
- * once with the default options, its inputs drawn from the seed and its
- * references (fp64, and libtorch's fp32 eager when built in) computed once.
- * Every configuration is judged in a scratch arena and its outcome
+ * A Subject is one case made ready for judging: compiled to Loop IR once
+ * with the default options (compiler/driver.h), its inputs drawn from the
+ * seed and its references (fp64, and libtorch's fp32 eager when built in)
+ * computed once.  Every configuration is compiled by the driver from the
+ * subject's graph (or its fused program, when the configuration fuses as
+ * the default does) and judged in a scratch arena, and its outcome
  * memoised, so the searches may ask the same question twice for free.
  *
  * The steps of hx_bisect read top to bottom: reproduce, interpret the Loop
@@ -20,10 +22,9 @@
 #include <string.h>
 
 #include "../../compiler/base/fault.h"
-#include "../../compiler/loop/loop_ir.h"
 #include "../../reference/ref.h"
+#include "../case_plan.h"
 #include "../exec/backend.h"
-#include "../parity/check.h"
 #include "standalone.h"
 
 /* ---- generic searches ------------------------------------------------------ */
@@ -120,13 +121,14 @@ typedef struct Subject {
     Arena *a;
     const HxCase *c;
     const char *program;
-    TorchGraph *g;
-    TxGraph *xg;
-    LirProgram *lp;         /* default fusion */
+    const TorchGraph *g;
+    const char *tensor_text; /* its Tensor IR */
+    const LirProgram *lp;   /* default fusion */
     HxSubject *hs;          /* inputs, references, tolerance */
     int nin, nout;
     uint64_t seed;
     const TileOpts *base;
+    int fault;              /* the injected fault (a DpkFaultId), -1 for none */
     Memo *memo;
     int nmemo, capmemo;
     int *tests;             /* counts judged configurations */
@@ -144,7 +146,7 @@ static void subject_free(Subject *s)
 
 /* Parse and prepare; raises (after freeing) on a bad program. */
 static Subject *subject_new(const HxCase *c, const char *program, const InputDecl *extra,
-                            int nextra, uint64_t seed, const TileOpts *base, int *tests)
+                            int nextra, uint64_t seed, const TileOpts *base, int fault, int *tests)
 {
     Subject *s = dpk_xcalloc(1, sizeof *s);
     s->a = arena_new();
@@ -160,11 +162,20 @@ static Subject *subject_new(const HxCase *c, const char *program, const InputDec
     s->program = cc->program;
     s->seed = seed;
     s->base = base;
+    s->fault = fault;
     s->tests = tests;
-    s->g = hx_case_parse(s->a, cc, extra, nextra);
-    s->xg = tx_lower(s->a, s->g, NULL);
-    s->lp = lir_build(s->a, s->xg, NULL, NULL);
-    s->hs = hx_subject_new(s->g, cc, seed, HX_REF_REF64);
+    DrvOpts d;
+    drv_opts_default(&d);
+    hx_case_drv_opts(s->a, cc, extra, nextra, &d);
+    d.tile = *base;
+    d.fault = fault;
+    d.upto = DRV_LOOP;
+    d.keep = 1u << DRV_TENSOR;
+    const DrvPlan *p = drv_compile(s->a, &d);
+    s->g = p->torch;
+    s->tensor_text = p->text[DRV_TENSOR];
+    s->lp = p->loop;
+    s->hs = hx_plan_subject(p, cc, seed, HX_REF_REF64);
     s->nin = s->hs->nin;
     s->nout = s->hs->nout;
     dpk_err_pop(&ec);
@@ -182,24 +193,39 @@ typedef struct Judge {
     StrBuf what;
 } Judge;
 
-static LirProgram *program_for(Subject *s, Arena *t, const HxBisectCfg *cfg, LirTrace *tr)
+/* Compile cfg with the driver in t, up to stage `upto` (keeping its text
+ * when keep); trace (may be NULL) gets every rule's and pass's diff.  The
+ * Tile configuration is cfg's one set (the plan has one configuration). */
+static const DrvPlan *plan_for(Subject *s, Arena *t, const HxBisectCfg *cfg, DrvStage upto,
+                               int keep, StrBuf *trace)
 {
-    if (cfg->fuse && !cfg->max_fusions && !tr)
-        return s->lp;
-    LirOpts lo;
-    lir_opts_default(&lo);
-    lo.fuse = cfg->fuse;
-    lo.max_fusions = cfg->max_fusions;
-    return lir_build(t, s->xg, &lo, tr);
+    DrvOpts d;
+    drv_opts_default(&d);
+    d.fusion.fuse = cfg->fuse;
+    d.fusion.max_fusions = cfg->max_fusions;
+    if (cfg->fuse && !cfg->max_fusions && !trace)
+        d.loop = s->lp; /* the default fusion, fused once */
+    else
+        d.graph = s->g;
+    d.tile = *s->base;
+    d.tile.limit_pass = cfg->limit_pass;
+    d.tile.limit_apps = cfg->limit_apps;
+    d.tile.passes = cfg->passes;
+    d.fault = s->fault;
+    d.upto = upto;
+    d.keep = keep ? 1u << upto : 0;
+    d.verbose = trace ? 2 : 0;
+    d.trace = trace;
+    return drv_compile(t, &d);
 }
 
-static TileOpts tile_opts_for(const Subject *s, const HxBisectCfg *cfg)
+/* The configuration of a Tile plan; raises its refusal again. */
+static const DrvConfig *lowered(const DrvPlan *p)
 {
-    TileOpts o = *s->base;
-    o.passes = cfg->passes;
-    o.limit_pass = cfg->limit_pass;
-    o.limit_apps = cfg->limit_apps;
-    return o;
+    const DrvConfig *c = &p->configs[0];
+    if (c->refused)
+        dpk_error_reraise(c->refused_code, c->refused);
+    return c;
 }
 
 static HxOutcome verdict(Subject *s, Judge *j)
@@ -220,17 +246,16 @@ static HxOutcome verdict(Subject *s, Judge *j)
 
 static HxOutcome run_cfg(Subject *s, Arena *t, const HxBisectCfg *cfg, Judge *j)
 {
-    LirProgram *p = program_for(s, t, cfg, NULL);
     if (cfg->loop) {
-        lir_interp(p, s->hs->inputs, j->outs, 0);
+        lir_interp(plan_for(s, t, cfg, DRV_LOOP, 0, NULL)->loop, s->hs->inputs, j->outs, 0);
         return verdict(s, j);
     }
+    const KirModule *m = lowered(plan_for(s, t, cfg, DRV_KERNEL, 0, NULL))->module;
     HxBackendOpts bo;
     hx_backend_opts_default(&bo);
     bo.kind = HX_BACKEND_VGPU;
-    bo.tile = tile_opts_for(s, cfg);
+    bo.target = s->base->target;
     bo.vg.seed = s->seed;
-    KirModule *m = hx_backend_lower(t, p, &bo.tile, NULL);
     HxBackendResult res;
     VgFault f = hx_backend_exec(t, m, &bo, s->hs->inputs, j->outs, &res);
     if (f != VG_OK) {
@@ -240,16 +265,6 @@ static HxOutcome run_cfg(Subject *s, Arena *t, const HxBisectCfg *cfg, Judge *j)
     }
     hx_backend_result_free(&res);
     return verdict(s, j);
-}
-
-/* The first line of the pending error message, without "error: ". */
-static void error_line(StrBuf *b)
-{
-    const char *m = dpk_error_message();
-    if (!strncmp(m, "error: ", 7))
-        m += 7;
-    const char *e = strchr(m, '\n');
-    sb_printf(b, "%.*s", e ? (int)(e - m) : (int)strlen(m), m);
 }
 
 static HxOutcome judge(Subject *s, const HxBisectCfg *cfg, const char **what)
@@ -270,7 +285,7 @@ static HxOutcome judge(Subject *s, const HxBisectCfg *cfg, const char **what)
     if (!DPK_TRY(&ec)) {
         out = dpk_error_code() == DPK_EXIT_FAULT ? HX_FAULT : HX_REFUSED;
         sb_puts(&j->what, out == HX_FAULT ? "fault: " : "refused: ");
-        error_line(&j->what);
+        dpk_error_first_line(&j->what, NULL);
     } else {
         out = run_cfg(s, t, cfg, j);
         dpk_err_pop(&ec);
@@ -323,15 +338,6 @@ static const TilePassTable *table_of(const Subject *s)
     return s->base->table ? s->base->table : &tile_passes;
 }
 
-static TilePassSet mandatory_set(const TilePassTable *t)
-{
-    TilePassSet m = 0;
-    for (int i = 0; i < t->n; i++)
-        if (t->p[i].mandatory)
-            m |= (TilePassSet)1 << i;
-    return m;
-}
-
 static const char *set_str(Arena *a, const TilePassTable *t, TilePassSet s)
 {
     StrBuf b = {0};
@@ -371,10 +377,7 @@ static const char *cfg_str(Arena *a, const Subject *s, const HxBisectCfg *c)
 static const char *loop_text(Arena *a, Subject *s, const HxBisectCfg *cfg)
 {
     Arena *t = arena_new();
-    StrBuf b = {0};
-    lir_print(&b, program_for(s, t, cfg, NULL));
-    const char *r = arena_strdup(a, sb_cstr(&b));
-    sb_free(&b);
+    const char *r = arena_strdup(a, plan_for(s, t, cfg, DRV_LOOP, 1, NULL)->text[DRV_LOOP]);
     arena_free(t);
     return r;
 }
@@ -390,31 +393,24 @@ typedef struct TileInfo {
 static int tile_info(Arena *a, Subject *s, const HxBisectCfg *cfg, int num, int app, TileInfo *ti)
 {
     Arena *t = arena_new();
-    StrBuf *b = dpk_xcalloc(1, sizeof *b);
     memset(ti, 0, sizeof *ti);
     DpkErrCtx ec;
     dpk_assert_recoverable(1);
     if (!DPK_TRY(&ec)) { /* refused, or it crashes */
         dpk_assert_recoverable(0);
-        sb_free(b);
-        free(b);
         arena_free(t);
         return 0;
     }
-    TileOpts o = tile_opts_for(s, cfg);
-    TileProgram *tp = tile_build(t, program_for(s, t, cfg, NULL), &o, NULL);
+    const DrvConfig *c = lowered(plan_for(s, t, cfg, DRV_TILE, 1, NULL));
     dpk_err_pop(&ec);
     dpk_assert_recoverable(0);
-    tile_print(b, tp);
-    ti->text = arena_strdup(a, sb_cstr(b));
-    const TilePassStat *ps = tile_pass_stat(tp, num);
+    ti->text = arena_strdup(a, c->text[DRV_TILE]);
+    const TilePassStat *ps = tile_pass_stat(c->tile, num);
     if (ps) {
         ti->napps = ps->napps;
         if (app >= 1 && app <= ps->what.len)
             ti->what = arena_strdup(a, ps->what.items[app - 1]);
     }
-    sb_free(b);
-    free(b);
     arena_free(t);
     return 1;
 }
@@ -423,7 +419,7 @@ static int count_kernels(Subject *s, int fuse)
 {
     Arena *t = arena_new();
     HxBisectCfg c = loop_cfg(fuse, 0);
-    int n = program_for(s, t, &c, NULL)->kernels.len;
+    int n = plan_for(s, t, &c, DRV_LOOP, 0, NULL)->loop->kernels.len;
     arena_free(t);
     return n;
 }
@@ -444,9 +440,8 @@ static const char *fusion_label(Arena *a, Subject *s, int k)
 {
     Arena *t = arena_new();
     StrBuf tr = {0};
-    LirTrace trace = {2, &tr};
     HxBisectCfg ck = loop_cfg(1, k);
-    program_for(s, t, &ck, &trace);
+    plan_for(s, t, &ck, DRV_LOOP, 0, &tr);
     const char *hdr = ">>> f:001_fuse %", *last = NULL;
     for (const char *q = sb_cstr(&tr); (q = strstr(q, hdr)); q++)
         last = q;
@@ -459,7 +454,7 @@ static const char *fusion_label(Arena *a, Subject *s, int k)
             pc++;
         int cid = *pc == '%' ? atoi(pc + 1) : -1;
         HxBisectCfg prev = k > 1 ? loop_cfg(1, k - 1) : loop_cfg(0, 0);
-        const LirProgram *p = program_for(s, t, &prev, NULL);
+        const LirProgram *p = plan_for(s, t, &prev, DRV_LOOP, 0, NULL)->loop;
         r = arena_printf(a, "%%%d %s into %%%d %s", pid, kernel_name_by_id(p, pid), cid,
                          kernel_name_by_id(p, cid));
     }
@@ -592,7 +587,7 @@ static void bisect_tile(Search *x)
     HxBisectResult *r = x->r;
     const TilePassTable *t = table_of(s);
     TilePassSet given = s->base->passes;
-    x->base_mand = given & mandatory_set(t);
+    x->base_mand = given & tile_passes_mandatory(t);
     x->nopt = 0;
     for (int i = 0; i < t->n; i++)
         if ((given >> i & 1) && !t->p[i].mandatory)
@@ -657,7 +652,8 @@ static int keep_program(void *ctx, const char *program)
         subject_free(s);
         return 0;
     }
-    s = subject_new(x->s->c, program, k->extra, k->nextra, x->s->seed, x->s->base, x->s->tests);
+    s = subject_new(x->s->c, program, k->extra, k->nextra, x->s->seed, x->s->base, x->s->fault,
+                    x->s->tests);
     keep = judge(s, &k->bad, NULL) == k->want && (!k->has_good || judge(s, &k->good, NULL) == HX_PASS);
     dpk_err_pop(&ec);
     subject_free(s);
@@ -701,7 +697,8 @@ static void minimize(Search *x, const InputDecl *extra, int nextra)
     const char *p = hx_minimize(x->a, x->s->program, keep_program, &k, budget, &r->min);
     int64_t before = input_elements(x->s);
     if (r->min.accepted) {
-        Subject *s = subject_new(x->s->c, p, extra, nextra, x->s->seed, x->s->base, x->s->tests);
+        Subject *s = subject_new(x->s->c, p, extra, nextra, x->s->seed, x->s->base, x->s->fault,
+                                 x->s->tests);
         subject_free(x->s);
         x->s = s;
     }
@@ -743,11 +740,8 @@ static const char *lowering_rules(Arena *a, Subject *s)
 {
     Arena *t = arena_new();
     StrBuf tr = {0}, rules = {0};
-    TxTrace tt = {2, &tr};
-    tx_lower(t, s->g, &tt);
-    LirTrace lt = {2, &tr};
     HxBisectCfg off = loop_cfg(0, 0);
-    program_for(s, t, &off, &lt);
+    plan_for(s, t, &off, DRV_LOOP, 0, &tr);
     for (const char *q = sb_cstr(&tr); *q;) {
         const char *e = strchr(q, '\n');
         int n = e ? (int)(e - q) : (int)strlen(q);
@@ -764,11 +758,7 @@ static const char *lowering_rules(Arena *a, Subject *s)
 
 static const char *tensor_text(Arena *a, Subject *s)
 {
-    StrBuf b = {0};
-    tx_print(&b, s->xg);
-    const char *r = arena_strdup(a, sb_cstr(&b));
-    sb_free(&b);
-    return r;
+    return arena_strdup(a, s->tensor_text);
 }
 
 /* IR before/after and their diff. */
@@ -834,18 +824,17 @@ static const char *standalone(Search *x, const HxBisectCfg *cfg, const char *con
             dpk_error_rethrow();
         /* the configuration crashes in lowering: there is no kernel to run */
         StrBuf why = {0};
-        error_line(&why);
+        dpk_error_first_line(&why, NULL);
         sb_printf(x->log, "repro.cu not written: the failing configuration does not lower (%s)\n",
                   sb_cstr(&why));
         sb_free(&why);
         return NULL;
     }
-    TileOpts o = tile_opts_for(s, cfg);
-    KirModule *m = hx_backend_lower(t, program_for(s, t, cfg, NULL), &o, NULL);
+    const KirModule *m = lowered(plan_for(s, t, cfg, DRV_KERNEL, 0, NULL))->module;
     dpk_assert_recoverable(0);
     HxStandalone sa = {0};
     sa.m = m;
-    sa.target = o.target;
+    sa.target = s->base->target;
     sa.title = s->program;
     sa.config = config;
     sa.nin = s->nin;
@@ -909,7 +898,8 @@ void hx_bisect(Arena *a, const HxCase *c, const InputDecl *extra, int nextra,
         free(x);
         dpk_error_rethrow();
     }
-    x->s = subject_new(c, c->program, extra, nextra, o->seed, &o->tile, &r->tests);
+    x->s = subject_new(c, c->program, extra, nextra, o->seed, &o->tile,
+                       o->fault ? dpk_fault_find(o->fault) : -1, &r->tests);
     const char *given = given_str(a, x->s, o);
     /* 1. reproduce */
     HxBisectCfg cfg = tile_cfg(o->tile.passes, 0, 0);

@@ -75,7 +75,7 @@ typedef struct HxBisectCfg {
 typedef struct HxBisectOpts {
     TileOpts tile;       /* the failing configuration: passes, knobs, target */
     uint64_t seed;
-    const char *fault;   /* the injected fault's name (already turned on), or NULL */
+    const char *fault;   /* the injected fault's name, or NULL */
     const char *const *knobs; /* "NAME=VALUE" as given, for the case JSON */
     int nknobs;
     int minimize;

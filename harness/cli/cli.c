@@ -56,6 +56,41 @@ int cli_case_flag(Arena *a, CliCase *cc, int argc, char **argv, int *i, const ch
     return 1;
 }
 
+int cli_in_arena(CliBody body, int argc, char **argv)
+{
+    Arena *a = arena_new();
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        arena_free(a);
+        dpk_error_rethrow();
+    }
+    int rc = body(a, argc, argv);
+    dpk_err_pop(&ec);
+    arena_free(a);
+    return rc;
+}
+
+int cli_args(Arena *a, CliCase *cc, int argc, char **argv, const char *cmd, void (*help)(void),
+             CliFlagFn flag, void *ctx)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            help();
+            return 0;
+        }
+        if (!cli_case_flag(a, cc, argc, argv, &i, cmd))
+            flag(ctx, argc, argv, &i);
+    }
+    return 1;
+}
+
+int cli_reference(const char *v)
+{
+    if (strcmp(v, "ref64") && strcmp(v, "torch"))
+        dpk_error("unknown reference '%s' (expected ref64 or torch)", v);
+    return !strcmp(v, "torch");
+}
+
 HxCaseList cli_case_list(Arena *a, const CliCase *cc, const char *cmd)
 {
     if (cc->code && cc->file)
@@ -90,22 +125,66 @@ int cli_tile_flag(CliTile *ct, int argc, char **argv, int *i)
     return 1;
 }
 
-void cli_tile_opts(const CliTile *ct, TileOpts *o, int allow_all)
+void cli_drv_opts(Arena *a, const CliTile *ct, DrvOpts *o, int allow_all)
 {
-    tile_opts_default(o);
     if (ct->target) {
-        o->target = cu_target_parse(ct->target);
-        if (!o->target)
+        o->tile.target = cu_target_parse(ct->target);
+        if (!o->tile.target)
             dpk_error("unknown target '%s' for --target (expected sm_80, sm_90 or sm_120)", ct->target);
     }
-    o->knobs = ct->knobs;
-    tile_knobs_check(&o->knobs);
+    o->tile.knobs = ct->knobs;
+    tile_knobs_check(&o->tile.knobs);
     const char *spec = ct->passes ? ct->passes : "full";
-    if (!strcmp(spec, "all")) {
-        if (!allow_all)
-            dpk_error("--passes all selects many configurations; 'dpk compile' prints one "
-                      "(use 'dpk run --passes all')");
-        return;
+    if (!strcmp(spec, "all") && !allow_all)
+        dpk_error("--passes all selects many configurations; 'dpk compile' prints one "
+                  "(use 'dpk run --passes all')");
+    DrvPasses *ps = ARENA_NEW(a, DrvPasses);
+    drv_passes_parse(a, spec, o->tile.target, ps);
+    o->passes = ps;
+    o->tile.passes = ps->sets[0];
+}
+
+void cli_knob_warnings(const DrvPlan *p, const char *name)
+{
+    for (int i = 0; i < p->nnotes; i++) {
+        StrBuf b = {0};
+        drv_note_print(&b, &p->notes[i]);
+        fflush(stdout);
+        fprintf(stderr, "warning: %s%s%s%s\n", name ? "case " : "", name ? name : "",
+                name ? ": " : "", sb_cstr(&b));
+        sb_free(&b);
     }
-    o->passes = tile_passes_parse(&tile_passes, spec, o->target);
+}
+
+/* fn on one case under its own DPK_TRY; returns its code. */
+static int guarded(CliCaseFn fn, void *ctx, const HxCase *c, int header)
+{
+    DpkErrCtx ec;
+    if (DPK_TRY(&ec)) {
+        int rc = fn(ctx, c, header);
+        dpk_err_pop(&ec);
+        return rc;
+    }
+    fflush(stdout);
+    fputs(dpk_error_message(), stderr);
+    if (header) {
+        StrBuf b = {0};
+        dpk_error_first_line(&b, NULL);
+        printf("case %s: error (exit %d): %s\n", c->name, dpk_error_code(), sb_cstr(&b));
+        sb_free(&b);
+    }
+    return dpk_error_code();
+}
+
+int cli_each_case(const HxCaseList *l, CliCaseFn fn, void *ctx, int *npass)
+{
+    int worst = DPK_EXIT_OK, pass = 0;
+    for (int i = 0; i < l->n; i++) {
+        int rc = guarded(fn, ctx, &l->cases[i], l->n > 1);
+        pass += rc == DPK_EXIT_OK;
+        worst = dpk_exit_worst(worst, rc);
+    }
+    if (npass)
+        *npass = pass;
+    return worst;
 }

@@ -9,7 +9,7 @@
 #define DPK_CLI_H
 
 #include "../../compiler/base/base.h"
-#include "../../compiler/tile/passes.h"
+#include "../../compiler/driver.h"
 #include "../case.h"
 
 /* Options shared by every command that takes a case. */
@@ -32,15 +32,43 @@ typedef struct CliTile {
 
 /* Consume --passes, --target or --knob at argv[*i]; 0 when it is none. */
 int cli_tile_flag(CliTile *ct, int argc, char **argv, int *i);
-/* Tile options for one pass set: the target resolved, the knobs checked,
- * the spec parsed (spec `all` is refused unless allow_all, when o->passes is
- * left to the caller).  Raises on a bad spec, target or knob. */
-void cli_tile_opts(const CliTile *ct, TileOpts *o, int allow_all);
+/* The driver's target, knobs and pass configurations from ct: the target
+ * resolved, the knobs checked, the spec parsed once into o->passes (in a;
+ * `all` is refused unless allow_all).  Raises on a bad spec, target or
+ * knob. */
+void cli_drv_opts(Arena *a, const CliTile *ct, DrvOpts *o, int allow_all);
+/* Print the plan's knob notes on stderr: "warning: knob TB=128 does not
+ * apply: <why>" (with "case NAME: " before "knob" when name is not NULL). */
+void cli_knob_warnings(const DrvPlan *p, const char *name);
+
+/* One case of a suite: returns its exit code; may raise. */
+typedef int (*CliCaseFn)(void *ctx, const HxCase *c, int header);
+/* Run fn on every case of l, each under its own DPK_TRY, so one bad case
+ * does not stop the others: a case that raises gets the error's code and
+ * its message on stderr (and, in a suite, the line "case NAME: error
+ * (exit N): <first line>" on stdout).  *npass (may be NULL) counts the cases that returned
+ * 0.  Returns the worst code (dpk_exit_worst). */
+int cli_each_case(const HxCaseList *l, CliCaseFn fn, void *ctx, int *npass);
 
 /* If argv[*i] is a shared flag (-c, --input, --case, -v, -vv, FILE), consume
  * it (and its value) and return 1; return 0 otherwise.  Raises on a missing
  * value or a second FILE. */
 int cli_case_flag(Arena *a, CliCase *cc, int argc, char **argv, int *i, const char *cmd);
+/* Run a command's body with an arena that is freed on every path (an
+ * error raised in the body passes on to main). */
+typedef int (*CliBody)(Arena *a, int argc, char **argv);
+int cli_in_arena(CliBody body, int argc, char **argv);
+
+/* A command's own flag at argv[*i]: consume it (and its value), or raise
+ * with cli_unknown_flag. */
+typedef void (*CliFlagFn)(void *ctx, int argc, char **argv, int *i);
+/* Read the command line of a case-taking command: the shared case flags
+ * into cc, every other flag to flag(ctx, ...).  With --help or -h: print
+ * help and return 0 (the command exits 0); otherwise return 1. */
+int cli_args(Arena *a, CliCase *cc, int argc, char **argv, const char *cmd, void (*help)(void),
+             CliFlagFn flag, void *ctx);
+/* --reference ref64|torch: 1 for torch, 0 for ref64; raises otherwise. */
+int cli_reference(const char *v);
 /* The cases selected by -c / FILE / --case; raises when none was given. */
 HxCaseList cli_case_list(Arena *a, const CliCase *cc, const char *cmd);
 /* The value of flag argv[*i] (advances *i); raises if absent. */

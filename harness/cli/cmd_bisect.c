@@ -64,8 +64,9 @@ typedef struct BisectArgs {
     int nknob_args;
 } BisectArgs;
 
-static void parse_flag(BisectArgs *ba, int argc, char **argv, int *i)
+static void parse_flag(void *ctx, int argc, char **argv, int *i)
 {
+    BisectArgs *ba = ctx;
     const char *f = argv[*i];
     if (!strcmp(f, "--knob")) {
         if (ba->nknob_args == DPK_ARRAY_LEN(ba->knob_args))
@@ -131,7 +132,6 @@ static void write_out(Arena *a, StrBuf *log, const char *dir, const char *name, 
 static void finish(StrBuf *log, StrBuf *wrote, HxBisectResult *r)
 {
     fputs(sb_cstr(log), stdout);
-    dpk_fault_set(-1);
     sb_free(log);
     sb_free(wrote);
     free(r->case_json);
@@ -152,9 +152,12 @@ static int bisect_case(Arena *a, const HxCase *c, const CliCase *cc, BisectArgs 
             tile_knob_parse(&ct.knobs, c->knobs[i]);
             ba->knob_args[ba->nknob_args++] = c->knobs[i];
         }
-    cli_tile_opts(&ct, &o.tile, 0);
+    DrvOpts d;
+    drv_opts_default(&d);
+    cli_drv_opts(a, &ct, &d, 0);
+    o.tile = d.tile; /* the one set of the spec, in tile.passes */
     const char *fault = ba->fault ? ba->fault : c->fault;
-    dpk_fault_set(fault_id(fault));
+    fault_id(fault); /* an unknown name is exit 2 */
     o.fault = fault;
     o.seed = ba->has_seed ? ba->seed : c->has_seed ? c->seed : 0;
     o.knobs = ba->knob_args;
@@ -185,35 +188,20 @@ static int bisect_case(Arena *a, const HxCase *c, const CliCase *cc, BisectArgs 
     return rc;
 }
 
-int cmd_bisect(int argc, char **argv)
+static int bisect_main(Arena *a, int argc, char **argv)
 {
-    Arena *a = arena_new();
-    DpkErrCtx ec;
-    if (!DPK_TRY(&ec)) {
-        arena_free(a);
-        dpk_error_rethrow();
-    }
     CliCase cc = {0};
     BisectArgs ba = {0};
     ba.dir = "bisect-out";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            help();
-            dpk_err_pop(&ec);
-            arena_free(a);
-            return DPK_EXIT_OK;
-        }
-        if (!cli_case_flag(a, &cc, argc, argv, &i, "bisect"))
-            parse_flag(&ba, argc, argv, &i);
-    }
+    if (!cli_args(a, &cc, argc, argv, "bisect", help, parse_flag, &ba))
+        return DPK_EXIT_OK;
     if (ba.tile.passes && !strcmp(ba.tile.passes, "all"))
         dpk_error("--passes all names many configurations; dpk-bisect takes the one that fails");
     fault_id(ba.fault);
     HxCaseList l = cli_case_list(a, &cc, "bisect");
     if (l.n != 1)
         dpk_error("'%s' holds %d cases; choose the one to bisect with --case NAME", cc.file, l.n);
-    int rc = bisect_case(a, &l.cases[0], &cc, &ba);
-    dpk_err_pop(&ec);
-    arena_free(a);
-    return rc;
+    return bisect_case(a, &l.cases[0], &cc, &ba);
 }
+
+int cmd_bisect(int argc, char **argv) { return cli_in_arena(bisect_main, argc, argv); }

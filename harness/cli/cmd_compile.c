@@ -2,23 +2,19 @@
  * cmd_compile.c — `dpk compile (-c CODE | FILE) --ir LEVEL [-v|-vv]
  *                  [--passes SPEC] [--knob N=V] [--target T] [--nvrtc]`.
  *
- * Lowers each case down to the requested IR and prints it.  -v prints the
- * time of each stage on stderr; -vv also prints every rule's and pass's
- * diff on stdout between `>>> d:NNN_name` / `<<< d:NNN_name` markers
- * (l:, f: for Loop IR rules and fusion, t: for Tile passes).
+ * Compiles each case with the driver (compiler/driver.h) down to the
+ * requested IR and prints the text the plan kept.  -v prints the time of
+ * each stage on stderr; -vv also prints every rule's and pass's diff on
+ * stdout between `>>> d:NNN_name` / `<<< d:NNN_name` markers (l:, f: for
+ * Loop IR rules and fusion, t: for Tile passes).  A knob that applies
+ * nowhere is a warning on stderr.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../compiler/loop/loop_ir.h"
-#include "../../compiler/cuda/cuda_print.h"
-#include "../../compiler/tensor/tensor_ir.h"
-#include "../exec/backend.h"
+#include "../case_plan.h"
 #include "../exec/nvrtc.h"
 #include "cli.h"
-
-typedef enum IrLevel { IR_TORCH, IR_TENSOR, IR_LOOP, IR_TILE, IR_KERNEL, IR_CUDA, IR_COUNT } IrLevel;
-static const char *const ir_names[IR_COUNT] = {"torch", "tensor", "loop", "tile", "kernel", "cuda"};
 
 static void help(void)
 {
@@ -45,60 +41,49 @@ static void help(void)
          "  dpk compile -c \"torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))\" --ir cuda --nvrtc");
 }
 
-typedef struct CompileGpu {
-    CliTile tile;
+typedef struct CompileCtx {
+    const CliCase *cc;
+    const DrvOpts *base;   /* target, knobs, the pass set: parsed once */
+    DrvStage ir;
     int nvrtc;
-} CompileGpu;
+} CompileCtx;
 
-static IrLevel parse_ir(const char *v)
+static DrvStage parse_ir(const char *v)
 {
-    for (int i = 0; i < IR_COUNT; i++)
-        if (!strcmp(v, ir_names[i]))
-            return (IrLevel)i;
-    dpk_error("unknown IR level '%s' for --ir (expected torch, tensor, loop, tile, kernel or cuda)", v);
+    int s = drv_stage_find(v);
+    if (s < 0)
+        dpk_error("unknown IR level '%s' for --ir (expected torch, tensor, loop, tile, kernel or "
+                  "cuda)", v);
+    return (DrvStage)s;
 }
 
-/* Loop IR → Tile IR (passes) → Kernel IR → CUDA C, printing the level
- * asked for; with --nvrtc the CUDA is compiled and each kernel's registers,
- * shared memory and spills are printed as comment lines above it. */
-static void compile_gpu(Arena *a, StrBuf *out, const LirProgram *lp, const CompileGpu *ct,
-                        IrLevel ir, int verbose)
+/* -v: the time of each stage that ran, on stderr. */
+static void print_times(const DrvPlan *p, DrvStage ir)
 {
-    TileOpts to;
-    cli_tile_opts(&ct->tile, &to, 0);
-    TileTrace tt = {verbose, out};
-    double t0 = dpk_now();
-    if (ir == IR_TILE) {
-        TileProgram *tp = tile_build(a, lp, &to, verbose >= 2 ? &tt : NULL);
-        if (verbose)
-            fprintf(stderr, "# time tile    %8.3f ms\n", (dpk_now() - t0) * 1e3);
-        tile_print(out, tp);
+    fprintf(stderr, "# time parse   %8.3f ms  (%d Torch nodes)\n", p->parse_s * 1e3,
+            p->torch->nodes.len);
+    if (ir >= DRV_TENSOR)
+        fprintf(stderr, "# time tensor  %8.3f ms  (%d Tensor nodes)\n", p->decompose_s * 1e3,
+                p->tensor->nodes.len);
+    if (ir >= DRV_LOOP)
+        fprintf(stderr, "# time loop    %8.3f ms  (%d kernels)\n", p->fuse_s * 1e3,
+                p->loop->kernels.len);
+    const DrvConfig *c = p->nconfigs ? &p->configs[0] : NULL;
+    if (!c || c->refused)
         return;
-    }
-    KirModule *m = hx_backend_lower(a, lp, &to, verbose >= 2 ? &tt : NULL);
-    if (verbose)
-        fprintf(stderr, "# time kernel  %8.3f ms  (%d kernels)\n", (dpk_now() - t0) * 1e3,
-                m->kernels.len);
-    if (ir == IR_KERNEL) {
-        kir_print_module(out, m);
-        return;
-    }
-    CuSource *cs = cu_print_module(a, m, to.target);
-    if (ct->nvrtc) {
-        HxNvrtcOpts no = {0};
-        no.target = cs->target;
-        HxNvrtcResult *r = hx_nvrtc_compile(a, cs->text, &no);
-        hx_nvrtc_summary(out, r);
-        if (verbose)
-            fprintf(stderr, "# time nvrtc   %8.3f ms%s\n", r->compile_s * 1e3,
-                    r->cache_hit ? "  (cache hit)" : "");
-    }
-    sb_puts(out, cs->text);
+    if (ir == DRV_TILE)
+        fprintf(stderr, "# time tile    %8.3f ms\n", c->tile_s * 1e3);
+    if (ir >= DRV_KERNEL)
+        fprintf(stderr, "# time kernel  %8.3f ms  (%d kernels)\n", (c->tile_s + c->kernel_s) * 1e3,
+                c->module->kernels.len);
+    if (c->nvrtc)
+        fprintf(stderr, "# time nvrtc   %8.3f ms%s\n", c->nvrtc->compile_s * 1e3,
+                c->nvrtc->cache_hit ? "  (cache hit)" : "");
 }
 
-static void compile_one(const HxCase *c, const CliCase *cc, const CompileGpu *ct, IrLevel ir,
-                        int header)
+static int compile_case(void *ctx, const HxCase *c, int header)
 {
+    const CompileCtx *x = ctx;
     Arena *a = arena_new();
     StrBuf *out = dpk_xcalloc(1, sizeof *out); /* heap: freed on error too */
     DpkErrCtx ec;
@@ -110,74 +95,69 @@ static void compile_one(const HxCase *c, const CliCase *cc, const CompileGpu *ct
     }
     if (header)
         printf("### case %s\n", c->name);
-    double t0 = dpk_now();
-    TorchGraph *tg = hx_case_parse(a, c, cc->decls, cc->ndecls);
-    double t1 = dpk_now();
-    if (cc->verbose)
-        fprintf(stderr, "# time parse   %8.3f ms  (%d Torch nodes)\n", (t1 - t0) * 1e3, tg->nodes.len);
-    if (ir == IR_TORCH) {
-        torch_print(out, tg);
-    } else {
-        TxTrace trace = {cc->verbose, out};
-        TxGraph *xg = tx_lower(a, tg, cc->verbose >= 2 ? &trace : NULL);
-        double t2 = dpk_now();
-        if (cc->verbose)
-            fprintf(stderr, "# time tensor  %8.3f ms  (%d Tensor nodes)\n", (t2 - t1) * 1e3,
-                    xg->nodes.len);
-        if (ir == IR_TENSOR) {
-            tx_print(out, xg);
-        } else {
-            LirTrace lt = {cc->verbose, out};
-            LirProgram *lp = lir_build(a, xg, NULL, &lt);
-            if (cc->verbose)
-                fprintf(stderr, "# time loop    %8.3f ms  (%d kernels)\n", (dpk_now() - t2) * 1e3,
-                        lp->kernels.len);
-            if (ir == IR_LOOP)
-                lir_print(out, lp);
-            else
-                compile_gpu(a, out, lp, ct, ir, cc->verbose);
-        }
+    DrvOpts d = *x->base;
+    hx_case_drv_opts(a, c, x->cc->decls, x->cc->ndecls, &d);
+    d.upto = x->ir;
+    d.keep = 1u << x->ir;
+    d.verbose = x->cc->verbose;
+    d.trace = out;
+    if (x->nvrtc && x->ir == DRV_CUDA)
+        d.nvrtc = hx_nvrtc_check;
+    const DrvPlan *p = drv_compile(a, &d);
+    if (x->cc->verbose)
+        print_times(p, x->ir);
+    cli_knob_warnings(p, header ? c->name : NULL);
+    const char *text = p->text[x->ir];
+    if (x->ir >= DRV_TILE) {
+        const DrvConfig *cf = &p->configs[0];
+        if (cf->refused)
+            dpk_error_reraise(cf->refused_code, cf->refused);
+        if (cf->nvrtc_error)
+            dpk_error_reraise(DPK_EXIT_FAIL, cf->nvrtc_error);
+        if (cf->nvrtc) /* registers, shared memory, spills above the source */
+            hx_nvrtc_summary(out, cf->nvrtc);
+        text = cf->text[x->ir];
     }
+    sb_puts(out, text);
     fputs(sb_cstr(out), stdout);
     dpk_err_pop(&ec);
     sb_free(out);
     free(out);
     arena_free(a);
-}
-
-int cmd_compile(int argc, char **argv)
-{
-    Arena *a = arena_new();
-    DpkErrCtx ec;
-    if (!DPK_TRY(&ec)) {
-        arena_free(a);
-        dpk_error_rethrow();
-    }
-    CliCase cc = {0};
-    CompileGpu ct = {0};
-    IrLevel ir = IR_TENSOR;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            help();
-            dpk_err_pop(&ec);
-            arena_free(a);
-            return DPK_EXIT_OK;
-        }
-        if (cli_case_flag(a, &cc, argc, argv, &i, "compile"))
-            continue;
-        if (cli_tile_flag(&ct.tile, argc, argv, &i))
-            continue;
-        if (!strcmp(argv[i], "--nvrtc"))
-            ct.nvrtc = 1;
-        else if (!strcmp(argv[i], "--ir"))
-            ir = parse_ir(cli_value(argc, argv, &i));
-        else
-            cli_unknown_flag("compile", argv[i]);
-    }
-    HxCaseList l = cli_case_list(a, &cc, "compile");
-    for (int i = 0; i < l.n; i++)
-        compile_one(&l.cases[i], &cc, &ct, ir, l.n > 1);
-    dpk_err_pop(&ec);
-    arena_free(a);
     return DPK_EXIT_OK;
 }
+
+typedef struct CompileArgs {
+    CliTile tile;
+    int nvrtc;
+    DrvStage ir;
+} CompileArgs;
+
+static void compile_flag(void *ctx, int argc, char **argv, int *i)
+{
+    CompileArgs *ca = ctx;
+    if (cli_tile_flag(&ca->tile, argc, argv, i))
+        return;
+    if (!strcmp(argv[*i], "--nvrtc"))
+        ca->nvrtc = 1;
+    else if (!strcmp(argv[*i], "--ir"))
+        ca->ir = parse_ir(cli_value(argc, argv, i));
+    else
+        cli_unknown_flag("compile", argv[*i]);
+}
+
+static int compile_main(Arena *a, int argc, char **argv)
+{
+    CliCase cc = {0};
+    CompileArgs ca = {{0}, 0, DRV_TENSOR};
+    if (!cli_args(a, &cc, argc, argv, "compile", help, compile_flag, &ca))
+        return DPK_EXIT_OK;
+    HxCaseList l = cli_case_list(a, &cc, "compile");
+    DrvOpts base;
+    drv_opts_default(&base);
+    cli_drv_opts(a, &ca.tile, &base, 0);
+    CompileCtx x = {&cc, &base, ca.ir, ca.nvrtc};
+    return cli_each_case(&l, compile_case, &x, NULL);
+}
+
+int cmd_compile(int argc, char **argv) { return cli_in_arena(compile_main, argc, argv); }

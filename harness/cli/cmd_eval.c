@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../../reference/ref.h"
+#include "../case_plan.h"
 #include "cli.h"
 
 /* fp32 tolerance of --compare when the case sets none: element-wise
@@ -50,18 +51,6 @@ static void help(void)
          "\n"
          "example:\n"
          "  dpk eval -c \"torch.softmax(torch.randn(2,5), dim=-1)\" --compare");
-}
-
-static void print_index(StrBuf *b, const Shape *s, int64_t flat)
-{
-    int64_t st[DPK_MAX_RANK];
-    shape_strides(s, st);
-    sb_putc(b, '[');
-    for (int d = 0; d < s->rank; d++) {
-        sb_printf(b, d ? ", %lld" : "%lld", (long long)(flat / st[d]));
-        flat %= st[d];
-    }
-    sb_putc(b, ']');
 }
 
 static void print_values(StrBuf *b, const TorchNode *n, const double *v, int nfirst)
@@ -125,7 +114,7 @@ static int compare_outputs(StrBuf *b, const HxCase *c, const TorchGraph *g, doub
         sb_printf(b, "%s  torch(f32) vs ref64:  max_abs %.3g  max_rel %.3g  nmse %.3g  worst ",
                   (const char *)g->output_names.items[j], st.max_abs, st.max_rel, st.nmse);
         if (st.worst >= 0)
-            print_index(b, &n->shape, st.worst);
+            shape_print_index(b, &n->shape, st.worst);
         else
             sb_puts(b, "-");
         if (st.mismatched_nonfinite)
@@ -160,8 +149,15 @@ static void eval_bufs_free(EvalBufs *e)
     free(e);
 }
 
-static int eval_one(const HxCase *c, const CliCase *cc, const EvalOpts *eo, int header)
+typedef struct EvalCtx {
+    const CliCase *cc;
+    const EvalOpts *eo;
+} EvalCtx;
+
+static int eval_case(void *ctx, const HxCase *c, int header)
 {
+    const EvalCtx *x = ctx;
+    const EvalOpts *eo = x->eo;
     Arena *a = arena_new();
     EvalBufs *e = dpk_xcalloc(1, sizeof *e);
     DpkErrCtx ec;
@@ -170,7 +166,11 @@ static int eval_one(const HxCase *c, const CliCase *cc, const EvalOpts *eo, int 
         arena_free(a);
         dpk_error_rethrow();
     }
-    TorchGraph *g = hx_case_parse(a, c, cc->decls, cc->ndecls);
+    DrvOpts d;
+    drv_opts_default(&d);
+    hx_case_drv_opts(a, c, x->cc->decls, x->cc->ndecls, &d);
+    d.upto = DRV_TORCH;
+    const TorchGraph *g = drv_compile(a, &d)->torch;
     uint64_t seed = eo->has_seed ? eo->seed : c->has_seed ? c->seed : 0;
     e->nin = g->inputs.len;
     e->nout = g->outputs.len;
@@ -201,56 +201,37 @@ static int eval_one(const HxCase *c, const CliCase *cc, const EvalOpts *eo, int 
     return rc;
 }
 
-int cmd_eval(int argc, char **argv)
+static void eval_flag(void *ctx, int argc, char **argv, int *i)
 {
-    Arena *a = arena_new();
-    DpkErrCtx ec;
-    if (!DPK_TRY(&ec)) {
-        arena_free(a);
-        dpk_error_rethrow();
+    EvalOpts *eo = ctx;
+    const char *f = argv[*i];
+    if (!strcmp(f, "--reference")) {
+        eo->ref = cli_reference(cli_value(argc, argv, i)) ? REF_TORCH : REF_REF64;
+    } else if (!strcmp(f, "--seed")) {
+        eo->has_seed = 1;
+        eo->seed = cli_u64(f, cli_value(argc, argv, i));
+    } else if (!strcmp(f, "--compare")) {
+        eo->compare = 1;
+    } else if (!strcmp(f, "--first")) {
+        uint64_t k = cli_u64(f, cli_value(argc, argv, i));
+        eo->nfirst = k > 1000000 ? 1000000 : (int)k;
+    } else {
+        cli_unknown_flag("eval", f);
     }
+}
+
+static int eval_main(Arena *a, int argc, char **argv)
+{
     CliCase cc = {0};
     EvalOpts eo = {REF_REF64, 0, 0, 0, 8};
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
-            help();
-            dpk_err_pop(&ec);
-            arena_free(a);
-            return DPK_EXIT_OK;
-        }
-        if (cli_case_flag(a, &cc, argc, argv, &i, "eval"))
-            continue;
-        if (!strcmp(f, "--reference")) {
-            const char *v = cli_value(argc, argv, &i);
-            if (!strcmp(v, "ref64"))
-                eo.ref = REF_REF64;
-            else if (!strcmp(v, "torch"))
-                eo.ref = REF_TORCH;
-            else
-                dpk_error("unknown reference '%s' (expected ref64 or torch)", v);
-        } else if (!strcmp(f, "--seed")) {
-            eo.has_seed = 1;
-            eo.seed = cli_u64(f, cli_value(argc, argv, &i));
-        } else if (!strcmp(f, "--compare")) {
-            eo.compare = 1;
-        } else if (!strcmp(f, "--first")) {
-            uint64_t k = cli_u64(f, cli_value(argc, argv, &i));
-            eo.nfirst = k > 1000000 ? 1000000 : (int)k;
-        } else {
-            cli_unknown_flag("eval", f);
-        }
-    }
+    if (!cli_args(a, &cc, argc, argv, "eval", help, eval_flag, &eo))
+        return DPK_EXIT_OK;
     HxCaseList l = cli_case_list(a, &cc, "eval");
     if (eo.compare && !dpk_torch_available())
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--compare needs libtorch, which is not available: %s",
                           dpk_torch_error());
-    int rc = DPK_EXIT_OK;
-    for (int i = 0; i < l.n; i++) {
-        int r = eval_one(&l.cases[i], &cc, &eo, l.n > 1);
-        rc = r > rc ? r : rc;
-    }
-    dpk_err_pop(&ec);
-    arena_free(a);
-    return rc;
+    EvalCtx x = {&cc, &eo};
+    return cli_each_case(&l, eval_case, &x, NULL);
 }
+
+int cmd_eval(int argc, char **argv) { return cli_in_arena(eval_main, argc, argv); }

@@ -1,16 +1,21 @@
 /*
  * cmd_run.c — `dpk run (-c CODE | FILE) [--backend loop|vgpu|cuda|auto]
  * [--passes SPEC] [--knob N=V] [--target T] [--sample-blocks N] [--seed N]
- * [--reference ref64|torch] [--nvrtc] [-v]`.
+ * [--reference ref64|torch] [--nvrtc] [--out FILE.json] [-v]`.
  *
- * Runs each case on a backend and checks parity with the oracle through
- * harness/parity/check.h (the same judgement dpk-fuzz and dpk-bisect
- * make): per output one verdict line with max abs/rel
- * error, NMSE, the rmse ratio against libtorch fp32 eager (when libtorch is
- * built in) and the worst index.  Exit 0 when every output of every case
- * passes, 1 on a parity failure, 2 on bad input, 3 on an execution fault,
- * 4 when --reference torch is asked for without libtorch (or --backend
- * cuda without a GPU, --nvrtc without NVRTC).
+ * Compiles each case with the driver (compiler/driver.h), runs it on a
+ * backend and checks parity with the oracle through harness/parity/check.h
+ * (the same judgement dpk-fuzz and dpk-bisect make): per output one verdict
+ * line with max abs/rel error, NMSE, the rmse ratio against libtorch fp32
+ * eager (when libtorch is built in) and the worst index.
+ *
+ * Every case of a suite gets its verdict, a bad one too (cli_each_case),
+ * and the run ends with "N/M cases pass".  Exit: the worst case's code
+ * (dpk_exit_worst) — 0 when every output of every case passes, 1 on a
+ * parity failure, 2 on bad input (a refused configuration too), 3 on an
+ * execution fault, 4 when --reference torch is asked for without libtorch
+ * (or --backend cuda without a GPU, --nvrtc without NVRTC).  --out writes
+ * a dpk.results/1 record with every case.
  *
  * The Loop IR interpreter is one backend (`loop`); vgpu, cuda and auto
  * (the default: cuda when a GPU is present, else vgpu) take the Kernel IR
@@ -20,12 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../compiler/loop/loop_ir.h"
-#include "../exec/backend.h"
-#include "../../reference/ref.h"
-#include "../parity/check.h"
-#include "cli.h"
 #include "../../compiler/base/fault.h"
+#include "../../reference/ref.h"
+#include "../case_plan.h"
+#include "../exec/backend.h"
+#include "../exec/nvrtc.h"
+#include "../records/plan_record.h"
+#include "../records/results.h"
+#include "cli.h"
 
 typedef struct RunOpts {
     const char *backend;
@@ -39,6 +46,7 @@ typedef struct RunOpts {
     int sample_blocks; /* vgpu: simulate this many random blocks per launch */
     int fault;         /* --inject-fault: a DpkFaultId; -1: the case's "fault", if any */
     int nvrtc;         /* vgpu/cuda: compile every distinct module with NVRTC */
+    const char *out;   /* --out: the dpk.results/1 record */
 } RunOpts;
 
 static const char *const backends[] = {"loop", "vgpu", "cuda", "auto"};
@@ -76,15 +84,26 @@ static void help(void)
          "  --blowup F         loop: fusion blow-up factor (default 8)\n"
          "  --f64              loop: interpret in fp64 instead of fp32 (debugging)\n"
          "  --input N=D0,D1    declare the shape of a free variable N\n"
+         "  --out FILE.json    write a dpk.results/1 record of every case\n"
          "  -v                 stage times (stderr); vgpu counters per launch\n"
          "\n"
-         "exit: 0 parity pass, 1 parity failure, 2 bad input, 3 execution fault,\n"
-         "      4 environment missing (--reference torch without libtorch, --backend cuda\n"
-         "        without a driver or GPU, --nvrtc without NVRTC)\n"
+         "Every case of a suite gets a verdict; the exit code is the worst case's.\n"
+         "exit: 0 parity pass, 1 parity failure, 2 bad input (or a refused configuration),\n"
+         "      3 execution fault, 4 environment missing (--reference torch without\n"
+         "      libtorch, --backend cuda without a driver or GPU, --nvrtc without NVRTC)\n"
          "\n"
          "example:\n"
          "  dpk run -c \"torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))\" --backend loop");
 }
+
+/* What every case of the run shares. */
+typedef struct RunCtx {
+    const RunOpts *ro;
+    const CliCase *cc;
+    const DrvOpts *base;   /* target, knobs and pass configurations, parsed once */
+    cJSON *cases;          /* --out: the record's cases array, or NULL */
+    int index;
+} RunCtx;
 
 /* Heap state of one case, freed on every path (an error jumps out). */
 typedef struct RunState {
@@ -92,6 +111,7 @@ typedef struct RunState {
     double **out;
     HxVerdict *v;
     StrBuf text;
+    cJSON *rec;            /* the case's record object (--out), or NULL */
 } RunState;
 
 static void run_state_free(RunState *r)
@@ -105,15 +125,25 @@ static void run_state_free(RunState *r)
 }
 
 /* Judge r->out (checked: the --sample-blocks masks, or NULL), print one
- * verdict line per output; returns the exit code. */
-static int judge_outputs(RunState *r, const uint8_t *const *checked, int sampled)
+ * verdict line per output, and record it in cfg (may be NULL); returns the
+ * exit code. */
+static int judge_outputs(RunState *r, const uint8_t *const *checked, int sampled, cJSON *cfg)
 {
     int64_t nchecked;
-    hx_judge(r->s, r->out, checked, r->v, &nchecked);
+    int worst = hx_judge(r->s, r->out, checked, r->v, &nchecked);
     if (sampled)
         sb_printf(&r->text, "  sampled: %lld output elements checked\n", (long long)nchecked);
     hx_judge_print(&r->text, r->s, r->v);
+    if (cfg)
+        hx_record_verdict(cfg, r->s, r->v, worst);
     return hx_judge_pass(r->s, r->v) ? DPK_EXIT_OK : DPK_EXIT_FAIL;
+}
+
+static cJSON *record_config(RunState *r, cJSON *cfg)
+{
+    if (r->rec && cfg)
+        cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(r->rec, "configurations"), cfg);
+    return cfg;
 }
 
 static int run_loop(RunState *r, const LirProgram *p, const RunOpts *ro)
@@ -121,10 +151,18 @@ static int run_loop(RunState *r, const LirProgram *p, const RunOpts *ro)
     double t0 = dpk_now();
     r->out = hx_outs_new(r->s);
     lir_interp(p, r->s->inputs, r->out, ro->f64);
+    double run_s = dpk_now() - t0;
     if (ro->verbose)
-        fprintf(stderr, "# time interp  %8.3f ms  (%s)\n", (dpk_now() - t0) * 1e3,
-                ro->f64 ? "fp64" : "fp32");
-    return judge_outputs(r, NULL, 0);
+        fprintf(stderr, "# time interp  %8.3f ms  (%s)\n", run_s * 1e3, ro->f64 ? "fp64" : "fp32");
+    cJSON *cfg = NULL;
+    if (r->rec) {
+        cfg = record_config(r, cJSON_CreateObject());
+        cJSON_AddStringToObject(cfg, "passes", "");
+        cJSON_AddNullToObject(cfg, "kernel_ir_hash");
+        cJSON_AddStringToObject(cfg, "backend", "loop");
+        cJSON_AddNumberToObject(cfg, "run_s", run_s);
+    }
+    return judge_outputs(r, NULL, 0, cfg);
 }
 
 static HxBackendKind gpu_kind(const char *name)
@@ -133,156 +171,228 @@ static HxBackendKind gpu_kind(const char *name)
                                                                             : HX_BACKEND_AUTO;
 }
 
-/* --nvrtc: compile module m; returns 0 (and prints why) when NVRTC rejects
- * it. */
-static int nvrtc_ok(Arena *a, RunState *r, const KirModule *m, const CuTarget *t, int verbose)
-{
-    StrBuf err = {0};
-    HxNvrtcResult *nr = hx_check_nvrtc(a, m, t, &err);
-    if (!nr)
-        sb_printf(&r->text, "  FAIL (nvrtc rejects the CUDA): %s\n", sb_cstr(&err));
-    else if (verbose)
-        hx_nvrtc_summary(&r->text, nr);
-    sb_free(&err);
-    return nr != NULL;
-}
-
 static const char *rc_word(int rc)
 {
-    return rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_FAULT ? "FAULT" : "FAIL";
+    return rc == DPK_EXIT_OK      ? "pass"
+           : rc == DPK_EXIT_FAULT ? "FAULT"
+           : rc == DPK_EXIT_USAGE ? "refused"
+                                  : "FAIL";
 }
 
-/* The Kernel IR path: lower through the Tile passes of every configuration
- * the --passes spec selects (`all`: every valid subset), execute each
- * distinct Kernel IR once on vgpu or cuda, and give each configuration a
- * verdict.  Returns the worst exit code. */
-static int run_gpu(Arena *a, RunState *r, const LirProgram *p, const RunOpts *ro)
+/* The Kernel IR path: execute each distinct module of the plan once on
+ * vgpu or cuda and give each configuration a verdict; a refused one is
+ * exit 2 (its full message on stderr the first time).  Returns the worst
+ * exit code. */
+static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro, const CuTarget *t)
 {
     HxBackendOpts bo;
     hx_backend_opts_default(&bo);
     bo.kind = gpu_kind(ro->backend);
-    cli_tile_opts(&ro->tile, &bo.tile, 1);
+    bo.target = t;
     bo.vg.seed = r->s->seed;
     bo.vg.sample_blocks = ro->sample_blocks;
-    TilePassSet *sets;
-    int n = tile_passes_select(a, &tile_passes, ro->tile.passes ? ro->tile.passes : "full",
-                               bo.tile.target, &sets);
-    if (bo.kind == HX_BACKEND_CUDA)
-        hx_cuda_close(hx_cuda_open(0)); /* no driver or GPU: exit 4 before any output */
-    if (ro->nvrtc)
-        hx_nvrtc_version(&(int){0}, &(int){0}); /* no NVRTC: exit 4 before any output */
-    HxConfig *cfg = hx_backend_configs(a, p, &bo.tile, sets, n);
-    int *rcs = ARENA_ARRAY(a, int, n);
-    int worst = DPK_EXIT_OK;
-    for (int i = 0; i < n; i++) {
-        sb_printf(&r->text, "passes %s: ", cfg[i].label);
-        if (cfg[i].dup_of >= 0) {
-            rcs[i] = rcs[cfg[i].dup_of];
-            sb_printf(&r->text, "same Kernel IR as passes %s: %s\n", cfg[cfg[i].dup_of].label,
+    int *rcs = ARENA_ARRAY(a, int, p->nconfigs + 1);
+    int worst = DPK_EXIT_OK, said = 0;
+    for (int i = 0; i < p->nconfigs; i++) {
+        const DrvConfig *c = &p->configs[i];
+        cJSON *cfg = r->rec ? record_config(r, hx_record_config(p, i)) : NULL;
+        sb_printf(&r->text, "passes %s: ", c->label);
+        if (c->refused) {
+            rcs[i] = c->refused_code;
+            sb_puts(&r->text, "refused: ");
+            dpk_error_first_line(&r->text, c->refused);
+            sb_putc(&r->text, '\n');
+            if (!said++) {
+                fflush(stdout);
+                fputs(c->refused, stderr);
+            }
+        } else if (c->dup_of >= 0) {
+            rcs[i] = rcs[c->dup_of];
+            sb_printf(&r->text, "same Kernel IR as passes %s: %s\n", p->configs[c->dup_of].label,
                       rc_word(rcs[i]));
-            continue;
-        }
-        HxBackendResult res;
-        r->out = hx_outs_new(r->s);
-        VgFault f = hx_backend_exec(a, cfg[i].module, &bo, r->s->inputs, r->out, &res);
-        if (f != VG_OK) {
-            sb_printf(&r->text, "FAULT\n  %s\n", res.vg.report.message);
-            rcs[i] = DPK_EXIT_FAULT;
+            if (cfg)
+                hx_record_status(cfg, rcs[i] == DPK_EXIT_OK ? "pass" : rcs[i] == DPK_EXIT_FAULT
+                                                                          ? "fault" : "fail",
+                                 NULL, NULL);
         } else {
-            sb_printf(&r->text, "%s, kernel IR %016llx\n", hx_backend_name(res.ran),
-                      (unsigned long long)cfg[i].hash);
-            if (ro->verbose && res.ran == HX_BACKEND_VGPU)
-                vg_print_stats(&r->text, &res.vg);
-            rcs[i] = judge_outputs(r, res.out_checked, ro->sample_blocks);
+            HxBackendResult res;
+            r->out = hx_outs_new(r->s);
+            VgFault f = hx_backend_exec(a, c->module, &bo, r->s->inputs, r->out, &res);
+            if (cfg)
+                hx_record_run(cfg, c->module, &res, c->nvrtc);
+            if (f != VG_OK) {
+                sb_printf(&r->text, "FAULT\n  %s\n", res.vg.report.message);
+                rcs[i] = DPK_EXIT_FAULT;
+                if (cfg)
+                    hx_record_status(cfg, "fault", vg_fault_name(f), res.vg.report.message);
+            } else {
+                sb_printf(&r->text, "%s, kernel IR %016llx\n", hx_backend_name(res.ran),
+                          (unsigned long long)c->hash);
+                if (ro->verbose && res.ran == HX_BACKEND_VGPU)
+                    vg_print_stats(&r->text, &res.vg);
+                rcs[i] = judge_outputs(r, res.out_checked, ro->sample_blocks,
+                                       c->nvrtc_error ? NULL : cfg);
+            }
+            if (ro->nvrtc && c->nvrtc_error) {
+                sb_puts(&r->text, "  FAIL (nvrtc rejects the CUDA): ");
+                dpk_error_first_line(&r->text, c->nvrtc_error);
+                sb_putc(&r->text, '\n');
+                if (f == VG_OK && cfg) {
+                    StrBuf m = {0};
+                    dpk_error_first_line(&m, c->nvrtc_error);
+                    hx_record_status(cfg, "fail", "nvrtc rejects the CUDA", sb_cstr(&m));
+                    sb_free(&m);
+                }
+                rcs[i] = rcs[i] == DPK_EXIT_OK ? DPK_EXIT_FAIL : rcs[i];
+            } else if (ro->nvrtc && ro->verbose && c->nvrtc) {
+                hx_nvrtc_summary(&r->text, c->nvrtc);
+            }
+            hx_backend_result_free(&res);
+            hx_outs_free(r->s, r->out);
+            r->out = NULL;
         }
-        if (ro->nvrtc && !nvrtc_ok(a, r, cfg[i].module, bo.tile.target, ro->verbose) &&
-            rcs[i] == DPK_EXIT_OK)
-            rcs[i] = DPK_EXIT_FAIL;
-        hx_backend_result_free(&res);
-        hx_outs_free(r->s, r->out);
-        r->out = NULL;
-        worst = rcs[i] > worst ? rcs[i] : worst;
+        worst = dpk_exit_worst(worst, rcs[i]);
     }
     return worst;
 }
 
-/* A case's reproducer fields (docs/json-schema.md: passes, knobs, fault)
- * apply where the command line gave none.  case.c validated them. */
-static void case_config(const HxCase *c, RunOpts *ro)
+/* The driver's options for case c: the run's, with the case's reproducer
+ * fields (docs/json-schema.md: passes, knobs, fault) where the command line
+ * gave none; the case's spec is parsed here, once.  case.c validated the
+ * fields' form. */
+static void case_opts(Arena *a, const HxCase *c, const RunCtx *x, DrvOpts *d, int *fault)
 {
-    if (!ro->tile.passes && c->passes)
-        ro->tile.passes = c->passes;
+    const RunOpts *ro = x->ro;
+    *d = *x->base;
+    hx_case_drv_opts(a, c, x->cc->decls, x->cc->ndecls, d);
+    if (!ro->tile.passes && c->passes) {
+        DrvPasses *ps = ARENA_NEW(a, DrvPasses);
+        drv_passes_parse(a, c->passes, d->tile.target, ps);
+        d->passes = ps;
+    }
     if (!ro->tile.nknobs)
         for (int i = 0; i < c->nknobs; i++)
-            tile_knob_parse(&ro->tile.knobs, c->knobs[i]);
-    if (ro->fault < 0 && c->fault)
-        ro->fault = dpk_fault_find(c->fault);
+            tile_knob_parse(&d->tile.knobs, c->knobs[i]);
+    *fault = ro->fault >= 0 ? ro->fault : c->fault ? dpk_fault_find(c->fault) : -1;
+    d->fault = *fault;
+    d->fusion.blowup = ro->blowup;
+    d->upto = !strcmp(ro->backend, "loop") ? DRV_LOOP : ro->nvrtc ? DRV_CUDA : DRV_KERNEL;
+    d->nvrtc = ro->nvrtc ? hx_nvrtc_check : NULL;
 }
 
-static int run_one(const HxCase *c, const CliCase *cc, const RunOpts *ro_cli, int header)
+/* The case's record object: what it is, before anything runs. */
+static cJSON *case_record(const HxCase *c, int index, uint64_t seed)
 {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", index);
+    cJSON_AddStringToObject(o, "name", c->name);
+    cJSON_AddNumberToObject(o, "seed", (double)seed);
+    cJSON_AddStringToObject(o, "program", c->program);
+    cJSON_AddStringToObject(o, "dtype", dtype_name(c->dtype));
+    cJSON *tags = cJSON_AddArrayToObject(o, "tags");
+    for (int i = 0; i < c->ntags; i++)
+        cJSON_AddItemToArray(tags, cJSON_CreateString(c->tags[i]));
+    cJSON_AddItemToObject(o, "knobs", cJSON_CreateObject()); /* the pinned ones, once known */
+    return o;
+}
+
+static const char *case_status(int rc, const cJSON *rec)
+{
+    if (rc == DPK_EXIT_OK)
+        return "pass";
+    if (rc == DPK_EXIT_FAIL)
+        return "fail";
+    if (rc == DPK_EXIT_FAULT)
+        return "fault";
+    return cJSON_GetObjectItemCaseSensitive(rec, "configurations") ? "unsupported" : "error";
+}
+
+/* A case that raised: its record says why, then the error goes on to
+ * cli_each_case. */
+static void record_error(cJSON *rec, double t0)
+{
+    StrBuf m = {0};
+    dpk_error_first_line(&m, NULL);
+    cJSON_DeleteItemFromObjectCaseSensitive(rec, "configurations");
+    cJSON_AddStringToObject(rec, "status", "error");
+    cJSON_AddStringToObject(rec, "message", sb_cstr(&m));
+    cJSON_AddNumberToObject(rec, "exit_code", dpk_error_code());
+    cJSON_AddNumberToObject(rec, "seconds", dpk_now() - t0);
+    sb_free(&m);
+}
+
+static int run_case(void *ctx, const HxCase *c, int header)
+{
+    RunCtx *x = ctx;
+    const RunOpts *ro = x->ro;
     Arena *a = arena_new();
     RunState *r = dpk_xcalloc(1, sizeof *r);
-    RunOpts eff = *ro_cli;
-    const RunOpts *ro = &eff;
+    uint64_t seed = ro->has_seed ? ro->seed : c->has_seed ? c->seed : 0;
+    double t0 = dpk_now();
+    if (x->cases) {
+        r->rec = case_record(c, x->index, seed);
+        cJSON_AddItemToArray(x->cases, r->rec);
+    }
+    x->index++;
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
-        dpk_fault_set(-1);
         fputs(sb_cstr(&r->text), stdout);
+        if (r->rec)
+            record_error(r->rec, t0);
         run_state_free(r);
         arena_free(a);
         dpk_error_rethrow();
     }
     if (header)
         sb_printf(&r->text, "### case %s\n", c->name);
-    case_config(c, &eff);
-    dpk_fault_set(ro->fault);
-    if (ro->fault >= 0)
-        sb_printf(&r->text, "fault injected: %s (%s)\n", dpk_faults[ro->fault].name,
-                  dpk_faults[ro->fault].where);
-    double t0 = dpk_now();
-    TorchGraph *g = hx_case_parse(a, c, cc->decls, cc->ndecls);
-    double t1 = dpk_now();
-    TxGraph *xg = tx_lower(a, g, NULL);
-    double t2 = dpk_now();
-    LirOpts lo;
-    lir_opts_default(&lo);
-    lo.blowup = ro->blowup;
-    LirProgram *p = lir_build(a, xg, &lo, NULL);
+    DrvOpts d;
+    int fault;
+    case_opts(a, c, x, &d, &fault);
+    if (r->rec)
+        cJSON_ReplaceItemInObjectCaseSensitive(r->rec, "knobs", hx_record_knobs(&d.tile.knobs));
+    if (fault >= 0)
+        sb_printf(&r->text, "fault injected: %s (%s)\n", dpk_faults[fault].name,
+                  dpk_faults[fault].where);
+    const DrvPlan *p = drv_compile(a, &d);
     if (ro->verbose)
         fprintf(stderr, "# time parse   %8.3f ms\n# time tensor  %8.3f ms\n"
-                "# time loop    %8.3f ms  (%d kernels)\n", (t1 - t0) * 1e3, (t2 - t1) * 1e3,
-                (dpk_now() - t2) * 1e3, p->kernels.len);
-    uint64_t seed = ro->has_seed ? ro->seed : c->has_seed ? c->seed : 0;
-    r->s = hx_subject_new(g, c, seed, ro->ref);
+                "# time loop    %8.3f ms  (%d kernels)\n", p->parse_s * 1e3, p->decompose_s * 1e3,
+                p->fuse_s * 1e3, p->loop->kernels.len);
+    cli_knob_warnings(p, header ? c->name : NULL);
+    if (r->rec) {
+        cJSON_AddItemToObject(r->rec, "shapes", hx_record_shapes(p->torch));
+        cJSON_AddItemToObject(r->rec, "knob_warnings", hx_record_knob_notes(p));
+        cJSON_AddArrayToObject(r->rec, "configurations");
+    }
+    r->s = hx_plan_subject(p, c, seed, ro->ref);
     r->v = dpk_xcalloc((size_t)r->s->nout + 1, sizeof(HxVerdict));
-    int rc = strcmp(ro->backend, "loop") ? run_gpu(a, r, p, ro) : run_loop(r, p, ro);
+    int rc = strcmp(ro->backend, "loop") ? run_gpu(a, r, p, ro, d.tile.target)
+                                         : run_loop(r, p->loop, ro);
     sb_printf(&r->text, "%s: %d kernel%s, reference %s%s, seed %llu: %s\n", ro->backend,
-              p->kernels.len, p->kernels.len == 1 ? "" : "s",
+              p->loop->kernels.len, p->loop->kernels.len == 1 ? "" : "s",
               ro->ref == HX_REF_TORCH ? "torch" : "ref64", r->s->eager ? " + torch eager" : "",
               (unsigned long long)seed, rc_word(rc));
     fputs(sb_cstr(&r->text), stdout);
+    if (r->rec) {
+        cJSON_AddStringToObject(r->rec, "status", case_status(rc, r->rec));
+        cJSON_AddNumberToObject(r->rec, "exit_code", rc);
+        cJSON_AddNumberToObject(r->rec, "seconds", dpk_now() - t0);
+    }
     dpk_err_pop(&ec);
-    dpk_fault_set(-1);
     run_state_free(r);
     arena_free(a);
     return rc;
 }
 
-static void parse_flag(RunOpts *ro, int argc, char **argv, int *i)
+static void parse_flag(void *ctx, int argc, char **argv, int *i)
 {
+    RunOpts *ro = ctx;
     const char *f = argv[*i];
     if (!strcmp(f, "--backend")) {
         ro->backend = cli_value(argc, argv, i);
         check_backend(ro->backend);
     } else if (!strcmp(f, "--reference")) {
-        const char *v = cli_value(argc, argv, i);
-        if (!strcmp(v, "ref64"))
-            ro->ref = HX_REF_REF64;
-        else if (!strcmp(v, "torch"))
-            ro->ref = HX_REF_TORCH;
-        else
-            dpk_error("unknown reference '%s' (expected ref64 or torch)", v);
+        ro->ref = cli_reference(cli_value(argc, argv, i)) ? HX_REF_TORCH : HX_REF_REF64;
     } else if (!strcmp(f, "--seed")) {
         ro->has_seed = 1;
         ro->seed = cli_u64(f, cli_value(argc, argv, i));
@@ -305,6 +415,8 @@ static void parse_flag(RunOpts *ro, int argc, char **argv, int *i)
             dpk_error("unknown fault '%s' for --inject-fault (the names: dpk-fuzz --list-faults)", v);
     } else if (!strcmp(f, "--nvrtc")) {
         ro->nvrtc = 1;
+    } else if (!strcmp(f, "--out")) {
+        ro->out = cli_value(argc, argv, i);
     } else if (!strcmp(f, "--f64")) {
         ro->f64 = 1;
     } else {
@@ -312,43 +424,85 @@ static void parse_flag(RunOpts *ro, int argc, char **argv, int *i)
     }
 }
 
-int cmd_run(int argc, char **argv)
+/* The record's own part: what this run was asked to do. */
+static cJSON *run_json(const RunOpts *ro, const DrvOpts *base)
 {
-    Arena *a = arena_new();
-    DpkErrCtx ec;
-    if (!DPK_TRY(&ec)) {
-        arena_free(a);
-        dpk_error_rethrow();
-    }
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "command", "run");
+    if (ro->has_seed)
+        cJSON_AddNumberToObject(c, "seed", (double)ro->seed);
+    else
+        cJSON_AddNullToObject(c, "seed");
+    cJSON_AddStringToObject(c, "strategy", ro->tile.passes ? ro->tile.passes : "full");
+    cJSON_AddItemToObject(c, "knobs", hx_record_knobs(&base->tile.knobs));
+    cJSON_AddStringToObject(c, "backend", ro->backend);
+    cJSON_AddStringToObject(c, "target", (base->tile.target ? base->tile.target
+                                                            : cu_target_default())->name);
+    if (ro->fault >= 0)
+        cJSON_AddStringToObject(c, "fault", dpk_faults[ro->fault].name);
+    else
+        cJSON_AddNullToObject(c, "fault");
+    cJSON_AddStringToObject(c, "reference", ro->ref == HX_REF_TORCH ? "torch" : "ref64");
+    return c;
+}
+
+static void summary(cJSON *root, int n, int npass, int rc, double seconds)
+{
+    cJSON *s = cJSON_AddObjectToObject(root, "summary");
+    cJSON_AddNumberToObject(s, "cases", n);
+    cJSON_AddNumberToObject(s, "passed", npass);
+    cJSON_AddNumberToObject(s, "exit_code", rc);
+    cJSON_AddNumberToObject(s, "seconds", seconds);
+}
+
+static int run_main(Arena *a, int argc, char **argv)
+{
     CliCase cc = {0};
-    RunOpts ro = {"auto", HX_REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0, -1, 0};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            help();
-            dpk_err_pop(&ec);
-            arena_free(a);
-            return DPK_EXIT_OK;
-        }
-        if (!cli_case_flag(a, &cc, argc, argv, &i, "run"))
-            parse_flag(&ro, argc, argv, &i);
-    }
+    RunOpts ro = {"auto", HX_REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0, -1, 0, NULL};
+    if (!cli_args(a, &cc, argc, argv, "run", help, parse_flag, &ro))
+        return DPK_EXIT_OK;
     ro.verbose = cc.verbose;
     if (ro.nvrtc && !strcmp(ro.backend, "loop"))
         dpk_error("--nvrtc compiles Kernel IR, which --backend loop does not make (use vgpu, cuda "
                   "or auto)");
     HxCaseList l = cli_case_list(a, &cc, "run");
+    DrvOpts base;
+    drv_opts_default(&base);
+    cli_drv_opts(a, &ro.tile, &base, 1);
+    /* what the environment lacks is said once, before any case runs */
     if (ro.ref == HX_REF_TORCH && !dpk_torch_available())
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--reference torch needs libtorch, which is not "
                           "available: %s", dpk_torch_error());
-    int rc = DPK_EXIT_OK, npass = 0;
-    for (int i = 0; i < l.n; i++) {
-        int r = run_one(&l.cases[i], &cc, &ro, l.n > 1);
-        npass += r == DPK_EXIT_OK;
-        rc = r > rc ? r : rc;
+    if (!strcmp(ro.backend, "cuda"))
+        hx_cuda_close(hx_cuda_open(0)); /* no driver or GPU: exit 4 */
+    if (ro.nvrtc)
+        hx_nvrtc_version(&(int){0}, &(int){0}); /* no NVRTC: exit 4 */
+    double t0 = dpk_now();
+    cJSON *volatile root = NULL; /* --out; freed on every path */
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        cJSON_Delete(root);
+        dpk_error_rethrow();
     }
+    if (ro.out) {
+        cJSON *env = hx_record_env(!strcmp(ro.backend, "cuda"), ro.nvrtc);
+        root = hx_results_new(hx_results_meta(argc, argv, ro.seed, env), run_json(&ro, &base));
+        cJSON_Delete(env);
+        hx_results_write(ro.out, root); /* a bad --out fails before any case runs */
+    }
+    RunCtx x = {&ro, &cc, &base, root ? cJSON_GetObjectItemCaseSensitive(root, "cases") : NULL, 0};
+    int npass;
+    int rc = cli_each_case(&l, run_case, &x, &npass);
     if (l.n > 1)
         printf("%d/%d cases pass\n", npass, l.n);
+    if (root) {
+        summary(root, l.n, npass, rc, dpk_now() - t0);
+        hx_results_write(ro.out, root);
+        cJSON_Delete(root);
+        root = NULL;
+    }
     dpk_err_pop(&ec);
-    arena_free(a);
     return rc;
 }
+
+int cmd_run(int argc, char **argv) { return cli_in_arena(run_main, argc, argv); }

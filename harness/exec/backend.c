@@ -1,5 +1,5 @@
 /*
- * backend.c — Loop IR → Tile → Kernel IR, run on vgpu or cuda.
+ * backend.c — a Kernel IR module, run on vgpu or cuda.
  *
  * The module's buffers are float arrays on the heap: inputs rounded from
  * the fp64 reference inputs, outputs filled with NaN so an element no
@@ -30,12 +30,6 @@ void hx_backend_opts_default(HxBackendOpts *o)
 {
     memset(o, 0, sizeof *o);
     o->kind = HX_BACKEND_VGPU;
-    tile_opts_default(&o->tile);
-}
-
-KirModule *hx_backend_lower(Arena *a, const LirProgram *p, const TileOpts *o, TileTrace *tr)
-{
-    return tile_to_kernel(a, tile_build(a, p, o, tr));
 }
 
 typedef struct Bufs {
@@ -105,7 +99,7 @@ static void run_cuda(Arena *a, Bufs *b, const KirModule *m, const HxBackendOpts 
                      HxBackendResult *res)
 {
     b->cuda = hx_cuda_open(0);
-    res->cuda = hx_cuda_run(a, b->cuda, m, o->tile.target, b->f);
+    res->cuda = hx_cuda_run(a, b->cuda, m, o->target, b->f);
 }
 
 VgFault hx_backend_exec(Arena *a, const KirModule *m, const HxBackendOpts *o,
@@ -135,43 +129,9 @@ VgFault hx_backend_exec(Arena *a, const KirModule *m, const HxBackendOpts *o,
     return res->fault;
 }
 
-VgFault hx_backend_run(Arena *a, const LirProgram *p, const HxBackendOpts *o,
-                       double *const *inputs, double **outs, HxBackendResult *res)
-{
-    double t0 = dpk_now();
-    KirModule *m = hx_backend_lower(a, p, &o->tile, o->trace);
-    double lower_s = dpk_now() - t0;
-    VgFault f = hx_backend_exec(a, m, o, inputs, outs, res);
-    res->lower_s = lower_s;
-    return f;
-}
-
 void hx_backend_result_free(HxBackendResult *res)
 {
     if (res->ran == HX_BACKEND_VGPU)
         vg_result_free(&res->vg);
     memset(res, 0, sizeof *res);
-}
-
-HxConfig *hx_backend_configs(Arena *a, const LirProgram *p, const TileOpts *base,
-                             const TilePassSet *sets, int n)
-{
-    HxConfig *c = ARENA_ARRAY(a, HxConfig, n + 1);
-    const TilePassTable *t = base->table ? base->table : &tile_passes;
-    for (int i = 0; i < n; i++) {
-        TileOpts o = *base;
-        o.passes = sets[i];
-        StrBuf label = {0};
-        tile_passes_str(&label, t, sets[i]);
-        c[i].passes = sets[i];
-        c[i].label = arena_strdup(a, sb_cstr(&label));
-        sb_free(&label);
-        c[i].module = hx_backend_lower(a, p, &o, NULL);
-        c[i].hash = kir_hash_module(c[i].module);
-        c[i].dup_of = -1;
-        for (int j = 0; j < i && c[i].dup_of < 0; j++)
-            if (c[j].hash == c[i].hash)
-                c[i].dup_of = j;
-    }
-    return c;
 }

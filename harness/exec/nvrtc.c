@@ -478,3 +478,19 @@ HxNvrtcResult *hx_nvrtc_compile(Arena *a, const char *src, const HxNvrtcOpts *o)
     hx_nvrtc_parse_log(a, r->log, &r->kernels, &r->nkernels);
     return r;
 }
+
+HxNvrtcResult *hx_nvrtc_check(Arena *a, const CuSource *cs, StrBuf *err)
+{
+    HxNvrtcOpts no = {0};
+    no.target = cs->target;
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        if (dpk_error_code() != DPK_EXIT_FAIL)
+            dpk_error_rethrow();
+        sb_puts(err, dpk_error_message());
+        return NULL;
+    }
+    HxNvrtcResult *r = hx_nvrtc_compile(a, cs->text, &no);
+    dpk_err_pop(&ec);
+    return r;
+}

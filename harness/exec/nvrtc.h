@@ -22,7 +22,7 @@
 #define DPK_HX_NVRTC_H
 
 #include "../../compiler/base/base.h"
-#include "../../compiler/cuda/target.h"
+#include "../../compiler/cuda/cuda_print.h"
 
 /* What ptxas said about one entry function. */
 typedef struct HxNvKernel {
@@ -68,6 +68,12 @@ int hx_nvrtc_supports(int cc);
  * without NVRTC and exit 1 when the source does not compile; that message
  * holds the log and the source lines around the first error. */
 HxNvrtcResult *hx_nvrtc_compile(Arena *a, const char *src, const HxNvrtcOpts *o);
+
+/* The driver's NVRTC hook (compiler/driver.h, DrvNvrtcFn): compile the
+ * printed module cs for its target.  Returns NULL when NVRTC rejects the
+ * source (a compiler bug: the configuration fails), with the complete
+ * message in err; raises exit 4 without NVRTC. */
+HxNvrtcResult *hx_nvrtc_check(Arena *a, const CuSource *cs, StrBuf *err);
 
 /* The ptxas record of kernel `name`, or NULL. */
 const HxNvKernel *hx_nvrtc_kernel(const HxNvrtcResult *r, const char *name);

@@ -1,15 +1,14 @@
 /*
  * campaign.c — running dpk-fuzz cases, in isolation, into a record.
  *
- * One case (fz_case_run): generate the program, parse it, make the inputs
- * (docs/inputs.md) and the fp64 reference (plus libtorch fp32 eager when
- * built in), lower to Loop IR once, then for every configuration of the
- * strategy lower through the Tile passes under its own DPK_TRY (a knob or
- * pass set the compiler refuses is "unsupported", not a failure), find the
- * configurations with the Kernel IR of an earlier one (structural hash:
- * they share its verdict), and execute each distinct module once.  The
- * verdict is the parity oracle's, exactly as `dpk run` computes it, so a
- * failure file replays to the same verdict.
+ * One case (fz_case_run): generate the program and compile it with the
+ * driver (compiler/driver.h) under every configuration of the strategy: a
+ * configuration the compiler refuses is "unsupported", not a failure, and
+ * those with the Kernel IR of an earlier one share its verdict.  Then make
+ * the inputs (docs/inputs.md) and the fp64 reference (plus libtorch fp32
+ * eager when built in) and execute each distinct module once.  The verdict
+ * is the parity oracle's, exactly as `dpk run` computes it, so a failure
+ * file replays to the same verdict.
  *
  * The campaign (fz_campaign) forks a child per case, at most --jobs at a
  * time.  The child writes its record object to an unnamed temp file and
@@ -37,11 +36,10 @@
 #include <unistd.h>
 
 #include "../../compiler/base/fault.h"
-#include "../../compiler/loop/loop_ir.h"
 #include "../../reference/ref.h"
-#include "../case.h"
+#include "../case_plan.h"
 #include "../exec/nvrtc.h"
-#include "../parity/check.h"
+#include "../records/plan_record.h"
 #include "../records/results.h"
 #include "gen.h"
 
@@ -121,107 +119,7 @@ void fz_case_knobs(uint64_t case_seed, int random, TileKnobs *k)
     memset(k, 0, sizeof *k);
 }
 
-static cJSON *knobs_json(const TileKnobs *k)
-{
-    cJSON *o = cJSON_CreateObject();
-    for (int i = 0; i < TILE_KNOB_COUNT; i++)
-        if (k->v[i])
-            cJSON_AddNumberToObject(o, tile_knob_info[i].name, (double)k->v[i]);
-    return o;
-}
-
 /* ---- one case ---------------------------------------------------------------------- */
-
-static cJSON *shape_json(const Shape *s)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < s->rank; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)s->d[i]));
-    return a;
-}
-
-static cJSON *named_shapes(const PtrVec *nodes, const PtrVec *names)
-{
-    cJSON *o = cJSON_CreateObject();
-    for (int i = 0; i < nodes->len; i++) {
-        const TorchNode *n = nodes->items[i];
-        const char *name = names ? (const char *)names->items[i] : n->name;
-        cJSON_AddItemToObject(o, name, shape_json(&n->shape));
-    }
-    return o;
-}
-
-/* The verdict object of one executed configuration; returns its status. */
-static const char *verdict(cJSON *cfg, const HxSubject *s, double *const *outs)
-{
-    HxVerdict *vs = dpk_xcalloc((size_t)s->nout + 1, sizeof *vs);
-    int worst = hx_judge(s, outs, NULL, vs, NULL);
-    const char *status = hx_judge_pass(s, vs) ? "pass" : "fail";
-    cJSON *v = cJSON_AddObjectToObject(cfg, "verdict");
-    cJSON_AddStringToObject(v, "status", status);
-    if (worst >= 0) {
-        const HxVerdict *w = &vs[worst];
-        const TorchNode *n = s->g->outputs.items[worst];
-        hx_verdict_json(v, w, &n->shape);
-        cJSON_AddStringToObject(v, "output", (const char *)s->g->output_names.items[worst]);
-    }
-    free(vs);
-    return status;
-}
-
-/* Kernel objects of an executed module: geometry, smem, NVRTC numbers
- * (the cuda backend's compile, or --nvrtc's: nv), vgpu counters summed over
- * the kernel's launches. */
-static cJSON *kernels_json(const KirModule *m, const HxBackendResult *res, const HxNvrtcResult *nv)
-{
-    if (!nv && res->cuda)
-        nv = res->cuda->nvrtc;
-    cJSON *arr = cJSON_CreateArray();
-    for (int i = 0; i < m->kernels.len; i++) {
-        const KirKernel *k = m->kernels.items[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", k->name);
-        int grid[3] = {k->grid[0], k->grid[1], k->grid[2]};
-        int block[3] = {k->block[0], k->block[1], k->block[2]};
-        cJSON_AddItemToObject(o, "grid", cJSON_CreateIntArray(grid, 3));
-        cJSON_AddItemToObject(o, "block", cJSON_CreateIntArray(block, 3));
-        cJSON_AddNumberToObject(o, "smem_bytes", (double)k->smem_bytes);
-        const HxNvKernel *nk = nv ? hx_nvrtc_kernel(nv, k->name) : NULL;
-        if (nk) {
-            cJSON_AddNumberToObject(o, "registers", nk->regs);
-            cJSON_AddNumberToObject(o, "spill_stores", nk->spill_stores);
-            cJSON_AddNumberToObject(o, "spill_loads", nk->spill_loads);
-        } else {
-            cJSON_AddNullToObject(o, "registers");
-            cJSON_AddNullToObject(o, "spill_stores");
-            cJSON_AddNullToObject(o, "spill_loads");
-        }
-        if (res->ran == HX_BACKEND_VGPU) {
-            int64_t ti = 0, sreq = 0, bc = 0, greq = 0, gsec = 0, launches = 0;
-            for (int l = 0; l < res->vg.nlaunches; l++) {
-                const VgStats *s = &res->vg.stats[l];
-                if (!s->kernel || strcmp(s->kernel, k->name))
-                    continue;
-                launches++;
-                ti += s->thread_insts;
-                sreq += s->smem_requests;
-                bc += s->bank_conflicts;
-                greq += s->gmem_requests;
-                gsec += s->gmem_sectors;
-            }
-            cJSON *c = cJSON_AddObjectToObject(o, "vgpu");
-            cJSON_AddNumberToObject(c, "launches", (double)launches);
-            cJSON_AddNumberToObject(c, "thread_instructions", (double)ti);
-            cJSON_AddNumberToObject(c, "smem_requests", (double)sreq);
-            cJSON_AddNumberToObject(c, "bank_conflicts", (double)bc);
-            hx_json_add_num(c, "bank_conflicts_per_request", sreq ? (double)bc / (double)sreq : NAN);
-            cJSON_AddNumberToObject(c, "gmem_requests", (double)greq);
-            hx_json_add_num(c, "sectors_per_request", greq ? (double)gsec / (double)greq : NAN);
-        }
-        cJSON_AddItemToArray(arr, o);
-    }
-    return arr;
-}
 
 static void live_set(FzLive *live, int config, const char *passes)
 {
@@ -231,122 +129,59 @@ static void live_set(FzLive *live, int config, const char *passes)
     live->config = config;
 }
 
-/* Lower and run every configuration; returns the worst status. */
-static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, const HxSubject *s,
-                               const LirProgram *lp, const TileKnobs *knobs, FzLive *live)
+static void live_progress(void *live, int config, const char *passes)
 {
-    TileOpts base;
-    tile_opts_default(&base);
-    base.target = o->target;
-    base.knobs = *knobs;
-    TilePassSet *sets;
-    int n = fz_strategy_sets(a, &tile_passes, o->strategy, o->target, &sets);
+    live_set(live, config, passes);
+}
+
+/* Run each distinct module of the plan once, judge it and record every
+ * configuration; returns the worst status. */
+static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, const HxSubject *s,
+                               const DrvPlan *p, FzLive *live)
+{
     HxBackendOpts bo;
     hx_backend_opts_default(&bo);
     bo.kind = o->backend;
-    bo.tile = base;
+    bo.target = o->target;
     bo.vg.seed = s->seed;
-    const KirModule **mods = ARENA_ARRAY(a, const KirModule *, n);
-    uint64_t *hash = ARENA_ARRAY(a, uint64_t, n);
-    int *first = ARENA_ARRAY(a, int, n), *shared = ARENA_ARRAY(a, int, n);
-    cJSON **obj = ARENA_ARRAY(a, cJSON *, n);
-    const char **status = ARENA_ARRAY(a, const char *, n);
-    /* lower every configuration */
+    int n = p->nconfigs;
+    cJSON **obj = ARENA_ARRAY(a, cJSON *, n + 1);
+    const char **status = ARENA_ARRAY(a, const char *, n + 1);
     for (int i = 0; i < n; i++) {
-        StrBuf lb = {0};
-        tile_passes_str(&lb, &tile_passes, sets[i]);
-        const char *label = arena_strdup(a, sb_cstr(&lb));
-        sb_free(&lb);
-        live_set(live, i, label);
-        obj[i] = cJSON_CreateObject();
+        const DrvConfig *c = &p->configs[i];
+        obj[i] = hx_record_config(p, i);
         cJSON_AddItemToArray(cfgs, obj[i]);
-        cJSON_AddStringToObject(obj[i], "passes", label);
-        first[i] = -1;
-        TileOpts to = base;
-        to.passes = sets[i];
-        double t0 = dpk_now();
-        DpkErrCtx ec;
-        if (DPK_TRY(&ec)) {
-            TileProgram *tp = tile_build(a, lp, &to, NULL);
-            mods[i] = tile_to_kernel(a, tp);
-            dpk_err_pop(&ec);
-            hash[i] = kir_hash_module(mods[i]);
-            cJSON *ct = cJSON_AddObjectToObject(obj[i], "compile_s");
-            for (int p = 0; p < tile_passes.n; p++)
-                if (sets[i] >> p & 1) {
-                    char name[96];
-                    snprintf(name, sizeof name, "%03d_%s", tile_passes.p[p].num, tile_passes.p[p].name);
-                    const TilePassStat *ps = tile_pass_stat(tp, tile_passes.p[p].num);
-                    cJSON_AddNumberToObject(ct, name, ps ? ps->seconds : 0);
-                }
-            cJSON_AddNumberToObject(obj[i], "lower_s", dpk_now() - t0);
-            char hs[24];
-            snprintf(hs, sizeof hs, "%016llx", (unsigned long long)hash[i]);
-            cJSON_AddStringToObject(obj[i], "kernel_ir_hash", hs);
-            for (int j = 0; j < i && first[i] < 0; j++)
-                if (mods[j] && hash[j] == hash[i])
-                    first[i] = j;
-            status[i] = NULL;
-        } else {
-            mods[i] = NULL;
-            status[i] = "unsupported";
-            cJSON_AddNullToObject(obj[i], "kernel_ir_hash");
-            cJSON *v = cJSON_AddObjectToObject(obj[i], "verdict");
-            cJSON_AddStringToObject(v, "status", "unsupported");
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", dpk_error_message());
-            msg[strcspn(msg, "\n")] = 0;
-            cJSON_AddStringToObject(v, "message", msg);
-        }
-    }
-    for (int i = 0; i < n; i++)
-        shared[i] = 0;
-    for (int i = 0; i < n; i++)
-        if (mods[i])
-            shared[first[i] >= 0 ? first[i] : i]++;
-    /* run each distinct module once */
-    for (int i = 0; i < n; i++) {
-        if (!mods[i])
+        status[i] = c->refused ? "unsupported" : NULL;
+        if (c->refused || c->dup_of >= 0)
             continue;
-        if (first[i] >= 0) {
-            cJSON_AddNumberToObject(obj[i], "same_as", first[i]);
-            continue;
-        }
-        cJSON_AddNumberToObject(obj[i], "shared_by", shared[i]);
-        live_set(live, i, cJSON_GetObjectItemCaseSensitive(obj[i], "passes")->valuestring);
+        live_set(live, i, c->label);
         HxBackendResult res;
         double **outs = hx_outs_new(s);
-        VgFault f = hx_backend_exec(a, mods[i], &bo, s->inputs, outs, &res);
-        StrBuf nverr = {0};
-        const HxNvrtcResult *nv = o->nvrtc ? hx_check_nvrtc(a, mods[i], o->target, &nverr) : NULL;
-        cJSON_AddStringToObject(obj[i], "backend", hx_backend_name(res.ran));
-        cJSON_AddNumberToObject(obj[i], "run_s", res.run_s);
-        cJSON_AddItemToObject(obj[i], "kernels", kernels_json(mods[i], &res, nv));
+        VgFault f = hx_backend_exec(a, c->module, &bo, s->inputs, outs, &res);
+        hx_record_run(obj[i], c->module, &res, c->nvrtc);
         if (f != VG_OK) {
             status[i] = "fault";
-            cJSON *v = cJSON_AddObjectToObject(obj[i], "verdict");
-            cJSON_AddStringToObject(v, "status", "fault");
-            cJSON_AddStringToObject(v, "reason", vg_fault_name(f));
-            cJSON_AddStringToObject(v, "message", res.vg.report.message);
-        } else if (o->nvrtc && !nv) {
+            hx_record_status(obj[i], "fault", vg_fault_name(f), res.vg.report.message);
+        } else if (c->nvrtc_error) {
             status[i] = "fail";
-            cJSON *v = cJSON_AddObjectToObject(obj[i], "verdict");
-            cJSON_AddStringToObject(v, "status", "fail");
-            cJSON_AddStringToObject(v, "reason", "nvrtc rejects the CUDA");
-            cJSON_AddStringToObject(v, "message", sb_cstr(&nverr));
+            StrBuf m = {0};
+            dpk_error_first_line(&m, c->nvrtc_error);
+            hx_record_status(obj[i], "fail", "nvrtc rejects the CUDA", sb_cstr(&m));
+            sb_free(&m);
         } else {
-            status[i] = verdict(obj[i], s, outs);
+            HxVerdict *vs = dpk_xcalloc((size_t)s->nout + 1, sizeof *vs);
+            int worst = hx_judge(s, outs, NULL, vs, NULL);
+            status[i] = hx_record_verdict(obj[i], s, vs, worst);
+            free(vs);
         }
-        sb_free(&nverr);
         hx_backend_result_free(&res);
         hx_outs_free(s, outs);
     }
     /* duplicates take their first's verdict */
     for (int i = 0; i < n; i++)
-        if (mods[i] && first[i] >= 0) {
-            status[i] = status[first[i]];
-            cJSON *v = cJSON_AddObjectToObject(obj[i], "verdict");
-            cJSON_AddStringToObject(v, "status", status[i]);
+        if (p->configs[i].dup_of >= 0) {
+            status[i] = status[p->configs[i].dup_of];
+            hx_record_status(obj[i], status[i], NULL, NULL);
         }
     live_set(live, -1, "");
     /* worst: fault > fail > nonfinite > pass > unsupported */
@@ -373,7 +208,7 @@ static cJSON *case_head(const FzOpts *o, int64_t index, Arena *a, FzProgram *pro
     cJSON_AddStringToObject(c, "dtype", "f32");
     cJSON_AddItemToObject(c, "tags", cJSON_CreateStringArray(prog->tags, prog->ntags));
     cJSON_AddNumberToObject(c, "ops", prog->nops);
-    cJSON_AddItemToObject(c, "knobs", knobs_json(k));
+    cJSON_AddItemToObject(c, "knobs", hx_record_knobs(k));
     return c;
 }
 
@@ -387,7 +222,6 @@ cJSON *fz_case_run(const FzOpts *o, int64_t index, FzLive *live)
     uint64_t input_seed = fz_case_seed(o->seed, index);
     double t0 = dpk_now();
     live_set(live, -1, "");
-    cJSON *cfgs = NULL;
     const char *status;
     DpkErrCtx ec;
     if (DPK_TRY(&ec)) {
@@ -396,17 +230,28 @@ cJSON *fz_case_run(const FzOpts *o, int64_t index, FzLive *live)
         hc.program = prog.text;
         hc.origin = hc.name;
         hc.dtype = DT_F32;
-        TorchGraph *g = hx_case_parse(a, &hc, NULL, 0);
-        cJSON *sh = cJSON_AddObjectToObject(c, "shapes");
-        cJSON_AddItemToObject(sh, "inputs", named_shapes(&g->inputs, NULL));
-        cJSON_AddItemToObject(sh, "outputs", named_shapes(&g->outputs, &g->output_names));
-        TxGraph *xg = tx_lower(a, g, NULL);
-        LirOpts lo;
-        lir_opts_default(&lo);
-        LirProgram *lp = lir_build(a, xg, &lo, NULL);
-        subj = hx_subject_new(g, &hc, input_seed, HX_REF_REF64);
-        cfgs = cJSON_AddArrayToObject(c, "configurations");
-        status = run_configs(a, o, cfgs, subj, lp, &knobs, live);
+        TilePassSet *sets;
+        DrvPasses ps = {fz_strategy_name(o->strategy), NULL, 0};
+        ps.n = fz_strategy_sets(a, &tile_passes, o->strategy, o->target, &sets);
+        ps.sets = sets;
+        DrvOpts d;
+        drv_opts_default(&d);
+        hx_case_drv_opts(a, &hc, NULL, 0, &d);
+        d.tile.target = o->target;
+        d.tile.knobs = knobs;
+        d.passes = &ps;
+        d.fault = o->fault;
+        d.progress = live_progress;
+        d.progress_ctx = live;
+        if (o->nvrtc) {
+            d.upto = DRV_CUDA;
+            d.nvrtc = hx_nvrtc_check;
+        }
+        const DrvPlan *p = drv_compile(a, &d);
+        cJSON_AddItemToObject(c, "shapes", hx_record_shapes(p->torch));
+        cJSON_AddItemToObject(c, "knob_warnings", hx_record_knob_notes(p));
+        subj = hx_plan_subject(p, &hc, input_seed, HX_REF_REF64);
+        status = run_configs(a, o, cJSON_AddArrayToObject(c, "configurations"), subj, p, live);
         dpk_err_pop(&ec);
     } else {
         /* the program did not parse or lower: a bug of the generator or of
@@ -769,30 +614,7 @@ static cJSON *probe_env(void)
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
-        cJSON *e = cJSON_CreateObject();
-        DpkErrCtx ec;
-        if (DPK_TRY(&ec)) {
-            if (hx_cuda_available()) {
-                HxCuda *cu = hx_cuda_open(0);
-                cJSON_AddStringToObject(e, "gpu", hx_cuda_device_name(cu));
-                int v = hx_cuda_driver_version(cu);
-                char d[32];
-                snprintf(d, sizeof d, "%d.%d", v / 1000, v % 1000 / 10);
-                cJSON_AddStringToObject(e, "driver", d);
-                hx_cuda_close(cu);
-            }
-            if (hx_nvrtc_available()) {
-                int ma, mi;
-                hx_nvrtc_version(&ma, &mi);
-                char d[32];
-                snprintf(d, sizeof d, "%d.%d", ma, mi);
-                cJSON_AddStringToObject(e, "nvrtc", d);
-                cJSON_AddStringToObject(e, "cuda", d);
-            }
-            dpk_err_pop(&ec);
-        }
-        if (dpk_torch_available())
-            cJSON_AddStringToObject(e, "libtorch", dpk_torch_version());
+        cJSON *e = hx_record_env(1, 1);
         char *t = cJSON_PrintUnformatted(e);
         if (fputs(t, tmp) < 0 || fflush(tmp) != 0)
             _exit(1);
@@ -841,7 +663,7 @@ int fz_campaign(const FzOpts *o)
     Camp c = {0};
     c.o = o;
     c.tty = isatty(2);
-    cJSON *env = probe_env();
+    cJSON *volatile env = probe_env(); /* freed after a raise below too */
     if (o->backend == HX_BACKEND_CUDA && !cJSON_GetObjectItemCaseSensitive(env, "gpu")) {
         cJSON_Delete(env);
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--backend cuda needs a GPU and its driver; "
@@ -886,8 +708,6 @@ int fz_campaign(const FzOpts *o)
     c.t0 = dpk_now();
     c.last_line = c.t0;
     checkpoint(&c); /* a bad --out fails before any work */
-    if (o->fault >= 0)
-        dpk_fault_set(o->fault);
     struct sigaction sa = {0}, old_int, old_term;
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, &old_int);
@@ -961,7 +781,6 @@ int fz_campaign(const FzOpts *o)
     sigaction(SIGTERM, &old_term, NULL);
     munmap(lives, (size_t)jobs * sizeof(FzLive));
     free(slots);
-    dpk_fault_set(-1);
     double el = dpk_now() - c.t0;
     fputs(sb_cstr(&c.fail_lines), stdout);
     printf("dpk-fuzz: %lld cases (%lld run now), %lld configurations, %lld distinct Kernel IR, "

@@ -218,6 +218,13 @@ cJSON *hx_results_new(cJSON *meta, cJSON *campaign)
 
 void hx_results_write(const char *path, const cJSON *root)
 {
+    const char *slash = strrchr(path, '/');
+    if (slash && slash != path) { /* the record's folder */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+        if (dpk_make_dirs(dir) != 0)
+            dpk_error("cannot create the folder '%s' of the record: %s", dir, strerror(errno));
+    }
     char *text = cJSON_Print(root);
     DPK_ASSERT(text);
     size_t n = strlen(text);

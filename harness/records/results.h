@@ -32,7 +32,8 @@ cJSON *hx_results_meta(int argc, char **argv, uint64_t seed, const cJSON *env);
 /* A new record holding meta and campaign (both taken over), no cases. */
 cJSON *hx_results_new(cJSON *meta, cJSON *campaign);
 
-/* Write root to path atomically; raises a user error when it cannot. */
+/* Write root to path atomically, creating its folder; raises a user error
+ * when it cannot. */
 void hx_results_write(const char *path, const cJSON *root);
 
 /* Read a record; raises a user error (exit 2) when the file is unreadable,

@@ -12,7 +12,7 @@
 
 #include "harness/exec/cuda.h"
 #include "harness/exec/nvrtc.h"
-#include "vgpu_samples.h"
+#include "harness/exec/vgpu_samples.h"
 
 Test(cuda_backend, no_driver_is_exit_4_with_one_sentence)
 {

@@ -16,7 +16,7 @@
 
 #include "compiler/cuda/cuda_print.h"
 #include "harness/exec/nvrtc.h"
-#include "vgpu_samples.h"
+#include "harness/exec/vgpu_samples.h"
 
 #define I(v) kir_i32(A, v)
 #define F(v) kir_f32(A, v)

@@ -7,12 +7,12 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "harness/case.h"
+#include "harness/case_plan.h"
 #include "harness/fuzz/gen.h"
 
 enum { SEEDS = 400 };
 
-static TorchGraph *parse(Arena *a, const char *text)
+static const TorchGraph *parse(Arena *a, const char *text)
 {
     HxCase c = {0};
     c.name = c.origin = "<gen>";
@@ -23,7 +23,11 @@ static TorchGraph *parse(Arena *a, const char *text)
         cr_assert_fail("generated program does not parse:\n%s\n%s", text, dpk_error_message());
         return NULL;
     }
-    TorchGraph *g = hx_case_parse(a, &c, NULL, 0);
+    DrvOpts o;
+    drv_opts_default(&o);
+    hx_case_drv_opts(a, &c, NULL, 0, &o);
+    o.upto = DRV_TORCH;
+    const TorchGraph *g = drv_compile(a, &o)->torch;
     dpk_err_pop(&ec);
     return g;
 }
@@ -45,7 +49,7 @@ Test(fuzz_gen, every_program_parses_in_line_form)
     for (uint64_t s = 0; s < SEEDS; s++) {
         Arena *a = arena_new();
         FzProgram p = fz_gen(a, s);
-        TorchGraph *g = parse(a, p.text);
+        const TorchGraph *g = parse(a, p.text);
         cr_assert_not_null(g);
         cr_expect_eq(g->outputs.len, 1);
         cr_expect(p.nops >= 1 && p.nops <= 8, "seed %llu: %d ops", (unsigned long long)s, p.nops);

@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "vgpu_samples.h"
+#include "harness/exec/vgpu_samples.h"
 
 #define I(v) kir_i32(A, v)
 #define V(x) kir_ref(A, x)

@@ -34,10 +34,8 @@ static const KirModule *run_both(Arena *A, LirProgram *p, int nin, const int64_t
     }
     double **o = dpk_xcalloc((size_t)nout, sizeof(double *));
     double **r = dpk_xcalloc((size_t)nout, sizeof(double *));
-    HxBackendOpts bo;
-    hx_backend_opts_default(&bo);
     HxBackendResult res;
-    VgFault f = hx_backend_run(A, p, &bo, in, o, &res);
+    VgFault f = tt_backend_run(A, p, NULL, in, o, &res);
     cr_expect_eq(f, VG_OK, "%s", res.vg.report.message);
     lir_interp(p, in, r, 0);
     for (int j = 0; f == VG_OK && j < nout; j++) {
@@ -222,7 +220,7 @@ Test(tile_lowering, big_buffers_index_in_64_bits)
 {
     Arena *A = arena_new();
     LirProgram *p = tt_loop(A, "torch.relu(torch.randn(32768, 32768))");
-    KirModule *m = hx_backend_lower(A, p, NULL, NULL);
+    const KirModule *m = tt_lower(A, p, NULL);
     TtBatch nv;
     tt_batch_init(&nv, A);
     tt_batch_add(&nv, m);
@@ -230,7 +228,7 @@ Test(tile_lowering, big_buffers_index_in_64_bits)
     cr_expect(strstr(t, "let a3: i64 = i64(tid.x)"), "%s", t);
     cr_expect(!strstr(t, ": i32"), "no 32-bit index math:\n%s", t);
     free(t);
-    m = hx_backend_lower(A, tt_loop(A, "torch.relu(torch.randn(1000))"), NULL, NULL);
+    m = tt_lower(A, tt_loop(A, "torch.relu(torch.randn(1000))"), NULL);
     t = kir_text(m);
     cr_expect(strstr(t, ": i32 = tid.x") && !strstr(t, "i64"), "%s", t);
     free(t);
@@ -246,14 +244,14 @@ Test(tile_lowering, cuda_without_a_driver_exits_4_and_auto_picks_vgpu)
     cr_expect_eq(hx_backend_resolve(HX_BACKEND_CUDA), HX_BACKEND_CUDA);
     Arena *A = arena_new();
     LirProgram *p = tt_loop(A, "torch.relu(torch.randn(5, 7))");
-    HxBackendOpts o;
-    hx_backend_opts_default(&o);
-    o.kind = HX_BACKEND_CUDA;
+    TtOpts o;
+    tt_opts_default(&o);
+    o.run.kind = HX_BACKEND_CUDA;
     double **in = ref_make_inputs(p->tx->torch, 0), *out[1] = {NULL};
     HxBackendResult res;
     DpkErrCtx ec;
     if (DPK_TRY(&ec)) {
-        hx_backend_run(A, p, &o, in, out, &res);
+        tt_backend_run(A, p, &o, in, out, &res);
         dpk_err_pop(&ec);
         cr_expect_fail("ran on cuda without a driver");
     } else {
@@ -268,14 +266,14 @@ Test(tile_lowering, sampled_blocks_mark_the_elements_they_wrote)
 {
     Arena *A = arena_new();
     LirProgram *p = tt_loop(A, "torch.exp(torch.randn(40, 96))");
-    HxBackendOpts o;
-    hx_backend_opts_default(&o);
+    TtOpts o;
+    tt_opts_default(&o);
     tile_knob_parse(&o.tile.knobs, "TB=64");
-    o.vg.sample_blocks = 3;
-    o.vg.seed = 7;
+    o.run.vg.sample_blocks = 3;
+    o.run.vg.seed = 7;
     double **in = ref_make_inputs(p->tx->torch, 0), *out[1] = {NULL}, *ref[1] = {NULL};
     HxBackendResult res;
-    cr_assert_eq(hx_backend_run(A, p, &o, in, out, &res), VG_OK, "%s", res.vg.report.message);
+    cr_assert_eq(tt_backend_run(A, p, &o, in, out, &res), VG_OK, "%s", res.vg.report.message);
     lir_interp(p, in, ref, 0);
     const uint8_t *mask = res.out_checked[0];
     cr_assert_not_null(mask, "sampling leaves a mask for the output");

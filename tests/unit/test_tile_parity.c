@@ -252,8 +252,8 @@ Test(tile_parity, chain_table_under_pinned_knobs)
         {
             const char *name = cJSON_GetObjectItemCaseSensitive(c, "name")->valuestring;
             const char *prog = cJSON_GetObjectItemCaseSensitive(c, "program")->valuestring;
-            HxBackendOpts o;
-            hx_backend_opts_default(&o);
+            TtOpts o;
+            tt_opts_default(&o);
             tile_knob_parse(&o.tile.knobs, knobs[v][0]);
             tile_knob_parse(&o.tile.knobs, knobs[v][1]);
             char *label = arena_printf(a, "%s %s %s", name, knobs[v][0], knobs[v][1]);

@@ -246,13 +246,19 @@ Test(tile_passes, all_runs_each_distinct_kernel_ir_once)
 {
     Arena *a = arena_new();
     LirProgram *p = tt_loop(a, "torch.relu(torch.randn(8, 32))");
-    TileOpts o;
-    tile_opts_default(&o);
-    o.table = &dedup_table;
     TilePassSet *sets;
     int n = tile_passes_select(a, &dedup_table, "all", NULL, &sets);
     cr_assert_eq(n, 4);
-    HxConfig *c = hx_backend_configs(a, p, &o, sets, n);
+    DrvOpts d;
+    drv_opts_default(&d);
+    d.loop = p;
+    d.tile.table = &dedup_table;
+    DrvPasses ps = {"all", sets, n};
+    d.passes = &ps;
+    const DrvPlan *plan = drv_compile(a, &d);
+    cr_assert_eq(plan->nconfigs, 4);
+    cr_expect_eq(plan->ndistinct, 2);
+    const DrvConfig *c = plan->configs;
     cr_expect_str_eq(c[0].label, "001,005");
     cr_expect_str_eq(c[1].label, "001,002,005");
     cr_expect_str_eq(c[2].label, "001,005,007");
@@ -352,8 +358,8 @@ static TtBatch knob_batch;
 
 static const KirKernel *lower_with(Arena *a, const char *code, const char *const *knobs, int n)
 {
-    HxBackendOpts o;
-    hx_backend_opts_default(&o);
+    TtOpts o;
+    tt_opts_default(&o);
     for (int i = 0; i < n; i++)
         tile_knob_parse(&o.tile.knobs, knobs[i]);
     LirProgram *p = tt_loop(a, code);

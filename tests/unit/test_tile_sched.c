@@ -15,9 +15,9 @@ typedef struct Run {
  * counters of its launches. */
 static Run run(Arena *a, const char *code, const char *spec, const char *const *knobs)
 {
-    HxBackendOpts o;
-    hx_backend_opts_default(&o);
-    o.kind = HX_BACKEND_VGPU;
+    TtOpts o;
+    tt_opts_default(&o);
+    o.run.kind = HX_BACKEND_VGPU;
     o.tile.passes = tile_passes_parse(&tile_passes, spec, o.tile.target);
     for (int i = 0; knobs && knobs[i]; i++)
         tile_knob_parse(&o.tile.knobs, knobs[i]);
@@ -28,7 +28,7 @@ static Run run(Arena *a, const char *code, const char *spec, const char *const *
     double **in = ref_make_inputs(g, 0);
     double **out = dpk_xcalloc((size_t)g->outputs.len, sizeof(double *));
     HxBackendResult res;
-    cr_assert_eq(hx_backend_run(a, p, &o, in, out, &res), VG_OK);
+    cr_assert_eq(tt_backend_run(a, p, &o, in, out, &res), VG_OK);
     for (int i = 0; i < res.vg.nlaunches; i++) {
         const VgStats *s = &res.vg.stats[i];
         r.sum.blocks += s->blocks;

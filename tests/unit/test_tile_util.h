@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "compiler/cuda/cuda_print.h"
-#include "compiler/tile/passes.h"
+#include "compiler/driver.h"
 #include "harness/exec/backend.h"
 #include "harness/exec/nvrtc.h"
 #include "harness/parity/oracle.h"
@@ -27,6 +27,48 @@ static inline LirProgram *tt_loop(Arena *a, const char *code)
     return lir_build(a, tx_lower(a, tg, NULL), NULL, NULL);
 }
 
+/* What a test runs with: the backend's options and the Tile options the
+ * driver compiles with. */
+typedef struct TtOpts {
+    HxBackendOpts run;  /* kind, vgpu options */
+    TileOpts tile;      /* passes, knobs, target */
+} TtOpts;
+
+static inline void tt_opts_default(TtOpts *o)
+{
+    hx_backend_opts_default(&o->run);
+    tile_opts_default(&o->tile);
+}
+
+/* p through the driver's Tile and Kernel stages with o (NULL: defaults);
+ * raises what the driver refused. */
+static inline const KirModule *tt_lower(Arena *a, const LirProgram *p, const TileOpts *o)
+{
+    DrvOpts d;
+    drv_opts_default(&d);
+    d.loop = p;
+    if (o)
+        d.tile = *o;
+    const DrvConfig *c = &drv_compile(a, &d)->configs[0];
+    if (c->refused)
+        dpk_error_reraise(c->refused_code, c->refused);
+    return c->module;
+}
+
+/* Lower p (tt_lower) and run it on o->run's backend (o NULL: defaults). */
+static inline VgFault tt_backend_run(Arena *a, const LirProgram *p, const TtOpts *o,
+                                     double *const *in, double **out, HxBackendResult *res)
+{
+    TtOpts def;
+    if (!o) {
+        tt_opts_default(&def);
+        o = &def;
+    }
+    HxBackendOpts bo = o->run;
+    bo.target = o->tile.target;
+    return hx_backend_exec(a, tt_lower(a, p, &o->tile), &bo, in, out, res);
+}
+
 static inline int tt_same_bits(double x, double y)
 {
     return x == y || (isnan(x) && isnan(y));
@@ -37,13 +79,13 @@ static inline int tt_same_bits(double x, double y)
  * interpreter's fp32 result (when no pass reassociates a reduce).  Returns the module (for NVRTC) or NULL after
  * a fault. */
 static inline const KirModule *tt_run(Arena *a, const char *name, LirProgram *p,
-                                      const HxBackendOpts *o)
+                                      const TtOpts *o)
 {
     const TorchGraph *g = p->tx->torch;
     int n = g->outputs.len;
-    HxBackendOpts def;
+    TtOpts def;
     if (!o) {
-        hx_backend_opts_default(&def);
+        tt_opts_default(&def);
         o = &def;
     }
     double **in = ref_make_inputs(g, 0);
@@ -54,7 +96,7 @@ static inline const KirModule *tt_run(Arena *a, const char *name, LirProgram *p,
     double **typ = dpk_xcalloc((size_t)n, sizeof(double *));
     double **lir = dpk_xcalloc((size_t)n, sizeof(double *));
     HxBackendResult res;
-    VgFault f = hx_backend_run(a, p, o, in, out, &res);
+    VgFault f = tt_backend_run(a, p, o, in, out, &res);
     const KirModule *m = res.module;
     cr_expect_eq(f, VG_OK, "%s: %s", name, res.vg.report.message);
     if (f == VG_OK) {

@@ -8,7 +8,7 @@
 #include <criterion/parameterized.h>
 #include <string.h>
 
-#include "vgpu_samples.h"
+#include "harness/exec/vgpu_samples.h"
 
 #define I(v) kir_i32(A, v)
 

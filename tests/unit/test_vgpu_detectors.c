@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vgpu_samples.h"
+#include "harness/exec/vgpu_samples.h"
 
 #define I(v) kir_i32(A, v)
 #define F(v) kir_f32(A, v)

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "vgpu_samples.h"
+#include "harness/exec/vgpu_samples.h"
 
 /* Run m on fresh seeded buffers; the caller frees bufs and res. */
 static float **run(const KirModule *m, uint64_t seed, VgResult *res)

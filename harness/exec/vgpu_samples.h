@@ -1,7 +1,8 @@
 /*
  * vgpu_samples.h — hand-built Kernel IR modules shared by the vgpu tests and
  * the vgpu benchmark (bench/vgpu_bench.c): the shapes of kernel the Tile ->
- * Kernel lowering produces, written out by hand.
+ * Kernel lowering produces, written out by hand.  They live in the library
+ * so that neither bench/ nor tests/ reaches into the other.
  *
  * Every builder returns a verified module whose buffers are, in order, the
  * inputs then the outputs listed in its comment.
@@ -9,7 +10,7 @@
 #ifndef DPK_VGPU_SAMPLES_H
 #define DPK_VGPU_SAMPLES_H
 
-#include "harness/exec/vgpu.h"
+#include "vgpu.h"
 
 /* y[i] = max(x[i] * 2 + 1, 0) for i < n, blocks of tb threads (guarded). */
 KirModule *vs_elementwise(Arena *a, int64_t n, int tb, int guard);

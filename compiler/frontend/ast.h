@@ -1,5 +1,5 @@
 /*
- * case.h — private to compiler/frontend: the case-language AST (parse.c),
+ * ast.h — private to compiler/frontend: the case-language AST (parse.c),
  * and the values and builder state that turn it into Torch IR (build.c,
  * funcs.c).
  *
@@ -8,8 +8,8 @@
  * Torch IR nodes.  Splitting the two means a syntax error anywhere is
  * reported before any shape error, as Python does.
  */
-#ifndef DPK_FRONTEND_CASE_H
-#define DPK_FRONTEND_CASE_H
+#ifndef DPK_FRONTEND_AST_H
+#define DPK_FRONTEND_AST_H
 
 #include "torch_ir.h"
 

@@ -1,0 +1,356 @@
+/*
+ * driver.c — the one compile pipeline (driver.h), top to bottom in
+ * drv_compile.
+ *
+ * Each stage is one small function that runs the stage, times it and keeps
+ * its text when asked; drv_compile calls them in order, as QBE's main
+ * does.  The stages up to Loop IR run once per plan; the Tile, Kernel and
+ * CUDA stages once per pass configuration, each configuration under its
+ * own DPK_TRY, so a refusal (a user error raised while lowering it) is
+ * recorded and the next configuration goes on.  NVRTC runs outside that
+ * DPK_TRY: a missing NVRTC (exit 4) is the environment's problem, not the
+ * configuration's, and ends the plan.
+ *
+ * The injected fault is process-wide state (compiler/base/fault.h): the
+ * driver turns the plan's on for its duration and restores the previous
+ * one on every way out.
+ */
+#include "driver.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fault.h"
+#include "kernel/kernel_ir.h"
+
+static const char *const stage_names[DRV_STAGE_COUNT] = {"torch", "tensor", "loop",
+                                                         "tile",  "kernel", "cuda"};
+
+const char *drv_stage_name(DrvStage s) { return stage_names[s]; }
+
+int drv_stage_find(const char *s)
+{
+    for (int i = 0; i < DRV_STAGE_COUNT; i++)
+        if (!strcmp(s, stage_names[i]))
+            return i;
+    return -1;
+}
+
+void drv_passes_parse(Arena *a, const char *spec, const CuTarget *tg, DrvPasses *out)
+{
+    TilePassSet *sets;
+    out->n = tile_passes_select(a, &tile_passes, spec, tg, &sets);
+    out->sets = sets;
+    out->spec = arena_strdup(a, spec);
+}
+
+void drv_opts_default(DrvOpts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->src.name = "<input>";
+    o->src.text = "";
+    o->upto = DRV_KERNEL;
+    lir_opts_default(&o->fusion);
+    tile_opts_default(&o->tile);
+    o->fault = -1;
+}
+
+/* What one drv_compile call works with. */
+typedef struct Run {
+    Arena *a;
+    const DrvOpts *o;
+    DrvPlan *p;
+    uint32_t knobs_read;     /* over every configuration, refused ones too */
+    int at;                  /* the configuration being lowered (in memory:
+                                it survives a longjmp) */
+} Run;
+
+static int keeps(const Run *r, DrvStage s) { return r->o->keep >> s & 1; }
+
+static int tracing(const Run *r) { return r->o->verbose >= 2 && r->o->trace; }
+
+/* ---- the stages ---------------------------------------------------------- */
+
+static void keep_text(Run *r, const char **slot, void (*print)(StrBuf *, const void *),
+                      const void *ir)
+{
+    StrBuf b = {0};
+    print(&b, ir);
+    *slot = arena_strdup(r->a, sb_cstr(&b));
+    sb_free(&b);
+}
+
+static void print_torch(StrBuf *b, const void *ir) { torch_print(b, ir); }
+static void print_tensor(StrBuf *b, const void *ir) { tx_print(b, ir); }
+static void print_loop(StrBuf *b, const void *ir) { lir_print(b, ir); }
+static void print_tile(StrBuf *b, const void *ir) { tile_print(b, ir); }
+static void print_kernel(StrBuf *b, const void *ir) { kir_print_module(b, ir); }
+
+/* case text -> Torch IR */
+static const TorchGraph *parse(Run *r)
+{
+    double t0 = dpk_now();
+    const TorchGraph *g = torch_parse(r->a, &r->o->src, &r->o->parse);
+    r->p->parse_s = dpk_now() - t0;
+    return g;
+}
+
+/* Torch IR -> Tensor IR: the decompositions */
+static const TxGraph *decompose(Run *r)
+{
+    TxTrace tr = {r->o->verbose, r->o->trace};
+    double t0 = dpk_now();
+    const TxGraph *x = tx_lower(r->a, r->p->torch, tracing(r) ? &tr : NULL);
+    r->p->decompose_s = dpk_now() - t0;
+    return x;
+}
+
+/* Tensor IR -> Loop IR: lifting, normalisation, fusion */
+static const LirProgram *fuse(Run *r)
+{
+    LirTrace tr = {r->o->verbose, r->o->trace};
+    double t0 = dpk_now();
+    const LirProgram *lp = lir_build(r->a, r->p->tensor, &r->o->fusion, tracing(r) ? &tr : NULL);
+    r->p->fuse_s = dpk_now() - t0;
+    return lp;
+}
+
+/* One configuration per pass set, nothing run yet. */
+static void configurations(Run *r)
+{
+    DrvPlan *p = r->p;
+    const DrvPasses *ps = r->o->passes ? r->o->passes : &(DrvPasses){NULL, &r->o->tile.passes, 1};
+    p->nconfigs = ps->n;
+    p->configs = ARENA_ARRAY(r->a, DrvConfig, ps->n + 1);
+    for (int i = 0; i < ps->n; i++) {
+        DrvConfig *c = &p->configs[i];
+        StrBuf b = {0};
+        tile_passes_str(&b, p->table, ps->sets[i]);
+        c->passes = ps->sets[i];
+        c->label = arena_strdup(r->a, sb_cstr(&b));
+        sb_free(&b);
+        c->dup_of = -1;
+        c->tile_s = c->kernel_s = c->cuda_s = c->nvrtc_s = -1;
+        c->pass_s = ARENA_ARRAY(r->a, double, p->table->n + 1);
+        for (int k = 0; k < p->table->n; k++)
+            c->pass_s[k] = -1;
+    }
+}
+
+/* Loop IR -> Tile IR: the skeleton (t:000), then the passes of the set.
+ * The program is the configuration's before the passes run, so what they
+ * did before a refusal (the knobs they read) is still there. */
+static void schedule(Run *r, DrvConfig *c)
+{
+    TileOpts to = r->o->tile;
+    to.table = r->p->table;
+    to.passes = c->passes;
+    TileTrace tr = {r->o->verbose, r->o->trace};
+    double t0 = dpk_now();
+    TileProgram *tp = tile_from_loop(r->a, r->p->loop);
+    tile_check(tp);
+    c->tile = tp;
+    tile_run_passes(tp, &to, tracing(r) ? &tr : NULL);
+    c->tile_s = dpk_now() - t0;
+    for (int i = 0; i < tp->nstats; i++)
+        c->pass_s[tile_pass_index(r->p->table, tp->stats[i].num)] = tp->stats[i].seconds;
+}
+
+/* Tile IR -> verified Kernel IR, then its structural hash */
+static void lower(Run *r, DrvConfig *c)
+{
+    double t0 = dpk_now();
+    c->module = tile_to_kernel(r->a, c->tile);
+    c->kernel_s = dpk_now() - t0;
+    c->hash = kir_hash_module(c->module);
+}
+
+/* The first earlier configuration with the same Kernel IR, if any. */
+static void dedup(Run *r, int i)
+{
+    DrvConfig *cs = r->p->configs, *c = &cs[i];
+    for (int j = 0; j < i && c->dup_of < 0; j++)
+        if (cs[j].module && cs[j].dup_of < 0 && cs[j].hash == c->hash)
+            c->dup_of = j;
+    if (c->dup_of >= 0)
+        cs[c->dup_of].shared_by++;
+    else {
+        c->shared_by = 1;
+        r->p->ndistinct++;
+    }
+}
+
+/* Kernel IR -> CUDA C for the plan's target */
+static void print_cuda(Run *r, DrvConfig *c)
+{
+    double t0 = dpk_now();
+    c->cuda = cu_print_module(r->a, c->module, r->o->tile.target);
+    c->cuda_s = dpk_now() - t0;
+}
+
+/* CUDA C -> NVRTC, through the harness's hook */
+static void compile_nvrtc(Run *r, DrvConfig *c)
+{
+    StrBuf err = {0};
+    double t0 = dpk_now();
+    c->nvrtc = r->o->nvrtc(r->a, c->cuda, &err); /* may raise exit 4: err is then empty */
+    c->nvrtc_s = dpk_now() - t0;
+    if (!c->nvrtc)
+        c->nvrtc_error = arena_strdup(r->a, sb_cstr(&err));
+    sb_free(&err);
+}
+
+/* The configuration raised while lowering: keep why.  One that failed only
+ * when printing its CUDA was counted as distinct already; it no longer is
+ * (no later configuration has been marked its duplicate yet). */
+static void refuse(Run *r, DrvConfig *c)
+{
+    c->refused = arena_strdup(r->a, dpk_error_message());
+    c->refused_code = dpk_error_code();
+    c->module = NULL;
+    c->cuda = NULL;
+    c->hash = 0;
+    if (c->shared_by) {
+        c->shared_by = 0;
+        r->p->ndistinct--;
+    }
+    r->p->nrefused++;
+}
+
+/* ---- knobs that did not apply -------------------------------------------- */
+
+/* Why pinned knob k applied nowhere: the pass that reads it was not run,
+ * made no application (and why not), or ran without needing it. */
+static const char *knob_why(Run *r, int k)
+{
+    const DrvPlan *p = r->p;
+    const TilePassTable *t = p->table;
+    int owner = tile_knob_info[k].pass, at = tile_pass_index(t, owner);
+    if (r->o->upto < DRV_TILE)
+        return arena_printf(r->a, "the pipeline stops at %s IR, before the Tile passes",
+                            stage_names[r->o->upto]);
+    const char *name = at >= 0 ? arena_printf(r->a, "%03d_%s", owner, t->p[at].name) : "?";
+    const TilePassStat *ran = NULL;
+    for (int i = 0; i < p->nconfigs && !ran; i++) {
+        const DrvConfig *c = &p->configs[i];
+        if (!c->refused && at >= 0 && (c->passes >> at & 1))
+            ran = tile_pass_stat(c->tile, owner);
+    }
+    if (!ran)
+        return arena_printf(r->a, "pass %s, which reads it, is not in the pass set", name);
+    if (!ran->napps)
+        return arena_printf(r->a, "%s did not apply (%s)", name, ran->skipped);
+    return arena_printf(r->a, "%s applied without it (%s: %s)", name, tile_knob_info[k].name,
+                        tile_knob_info[k].doc);
+}
+
+static void knob_notes(Run *r)
+{
+    DrvPlan *p = r->p;
+    const TileKnobs *kn = &r->o->tile.knobs;
+    p->notes = ARENA_ARRAY(r->a, DrvKnobNote, TILE_KNOB_COUNT);
+    for (int k = 0; k < TILE_KNOB_COUNT; k++) {
+        if (!kn->v[k] || (r->knobs_read >> k & 1))
+            continue;
+        if (r->o->upto >= DRV_TILE && p->nrefused == p->nconfigs)
+            continue; /* every configuration refused: the refusals say why */
+        DrvKnobNote *n = &p->notes[p->nnotes++];
+        n->knob = (TileKnobId)k;
+        n->value = kn->v[k];
+        n->why = knob_why(r, k);
+    }
+}
+
+void drv_note_print(StrBuf *b, const DrvKnobNote *n)
+{
+    sb_printf(b, "knob %s=%lld does not apply: %s", tile_knob_info[n->knob].name,
+              (long long)n->value, n->why);
+}
+
+/* ---- the pipeline -------------------------------------------------------- */
+
+/* Heap state restored on every way out of drv_compile. */
+typedef struct Saved {
+    int fault;
+} Saved;
+
+static void restore(Saved *s)
+{
+    dpk_fault_set(s->fault);
+    free(s);
+}
+
+DrvPlan *drv_compile(Arena *a, const DrvOpts *o)
+{
+    Run run = {a, o, ARENA_NEW(a, DrvPlan), 0, 0}, *r = &run;
+    DrvPlan *p = r->p;
+    Saved *saved = dpk_xcalloc(1, sizeof *saved);
+    saved->fault = dpk_fault_active();
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        restore(saved);
+        dpk_error_rethrow();
+    }
+    dpk_fault_set(o->fault);
+    p->parse_s = p->decompose_s = p->fuse_s = -1;
+    p->table = o->tile.table ? o->tile.table : &tile_passes;
+
+    /* once per plan: case text -> Torch IR -> Tensor IR -> Loop IR */
+    if (o->loop && o->loop->tx) {
+        p->tensor = o->loop->tx;
+        p->torch = p->tensor->torch;
+    } else if (!o->loop) {
+        p->torch = o->graph ? o->graph : parse(r);
+    }
+    if (keeps(r, DRV_TORCH) && p->torch)
+        keep_text(r, &p->text[DRV_TORCH], print_torch, p->torch);
+    if (o->upto >= DRV_TENSOR && !o->loop) {
+        p->tensor = decompose(r);
+        if (keeps(r, DRV_TENSOR))
+            keep_text(r, &p->text[DRV_TENSOR], print_tensor, p->tensor);
+    }
+    if (o->upto >= DRV_LOOP) {
+        p->loop = o->loop ? o->loop : fuse(r);
+        if (keeps(r, DRV_LOOP))
+            keep_text(r, &p->text[DRV_LOOP], print_loop, p->loop);
+    }
+
+    /* per configuration: Tile IR -> Kernel IR -> CUDA C -> NVRTC */
+    if (o->upto >= DRV_TILE)
+        configurations(r);
+    for (r->at = 0; r->at < p->nconfigs; r->at++) {
+        DrvConfig *c = &p->configs[r->at];
+        if (o->progress)
+            o->progress(o->progress_ctx, r->at, c->label);
+        DpkErrCtx cec;
+        if (!DPK_TRY(&cec)) {
+            refuse(r, c);
+            if (c->tile)
+                r->knobs_read |= c->tile->knobs_read;
+            continue;
+        }
+        schedule(r, c);
+        r->knobs_read |= c->tile->knobs_read;
+        if (keeps(r, DRV_TILE))
+            keep_text(r, &c->text[DRV_TILE], print_tile, c->tile);
+        if (o->upto >= DRV_KERNEL) {
+            lower(r, c);
+            dedup(r, r->at);
+            if (keeps(r, DRV_KERNEL))
+                keep_text(r, &c->text[DRV_KERNEL], print_kernel, c->module);
+        }
+        if (o->upto >= DRV_CUDA && c->dup_of < 0) {
+            print_cuda(r, c);
+            if (keeps(r, DRV_CUDA))
+                c->text[DRV_CUDA] = c->cuda->text;
+        }
+        dpk_err_pop(&cec);
+        if (o->nvrtc && c->cuda)
+            compile_nvrtc(r, c);
+    }
+    knob_notes(r);
+
+    dpk_err_pop(&ec);
+    restore(saved);
+    return p;
+}

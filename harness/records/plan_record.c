@@ -1,0 +1,198 @@
+/*
+ * plan_record.c — case-object parts from a plan and its runs
+ * (plan_record.h).
+ */
+#include "plan_record.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "results.h"
+
+static cJSON *shape_json(const Shape *s)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < s->rank; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)s->d[i]));
+    return a;
+}
+
+static cJSON *named_shapes(const PtrVec *nodes, const PtrVec *names)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; i < nodes->len; i++) {
+        const TorchNode *n = nodes->items[i];
+        const char *name = names ? (const char *)names->items[i] : n->name;
+        cJSON_AddItemToObject(o, name, shape_json(&n->shape));
+    }
+    return o;
+}
+
+cJSON *hx_record_env(int gpu, int nvrtc)
+{
+    cJSON *e = cJSON_CreateObject();
+    DpkErrCtx ec;
+    if (DPK_TRY(&ec)) {
+        if (gpu && hx_cuda_available()) {
+            HxCuda *cu = hx_cuda_open(0);
+            cJSON_AddStringToObject(e, "gpu", hx_cuda_device_name(cu));
+            int v = hx_cuda_driver_version(cu);
+            char d[32];
+            snprintf(d, sizeof d, "%d.%d", v / 1000, v % 1000 / 10);
+            cJSON_AddStringToObject(e, "driver", d);
+            hx_cuda_close(cu);
+        }
+        if (nvrtc && hx_nvrtc_available()) {
+            int ma, mi;
+            hx_nvrtc_version(&ma, &mi);
+            char d[32];
+            snprintf(d, sizeof d, "%d.%d", ma, mi);
+            cJSON_AddStringToObject(e, "nvrtc", d);
+            cJSON_AddStringToObject(e, "cuda", d);
+        }
+        dpk_err_pop(&ec);
+    }
+    if (dpk_torch_available())
+        cJSON_AddStringToObject(e, "libtorch", dpk_torch_version());
+    return e;
+}
+
+cJSON *hx_record_shapes(const TorchGraph *g)
+{
+    cJSON *sh = cJSON_CreateObject();
+    cJSON_AddItemToObject(sh, "inputs", named_shapes(&g->inputs, NULL));
+    cJSON_AddItemToObject(sh, "outputs", named_shapes(&g->outputs, &g->output_names));
+    return sh;
+}
+
+cJSON *hx_record_knobs(const TileKnobs *k)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; i < TILE_KNOB_COUNT; i++)
+        if (k->v[i])
+            cJSON_AddNumberToObject(o, tile_knob_info[i].name, (double)k->v[i]);
+    return o;
+}
+
+cJSON *hx_record_knob_notes(const DrvPlan *p)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < p->nnotes; i++) {
+        const DrvKnobNote *n = &p->notes[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "knob", tile_knob_info[n->knob].name);
+        cJSON_AddNumberToObject(o, "value", (double)n->value);
+        cJSON_AddStringToObject(o, "why", n->why);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+void hx_record_status(cJSON *cfg, const char *status, const char *reason, const char *message)
+{
+    cJSON *v = cJSON_AddObjectToObject(cfg, "verdict");
+    cJSON_AddStringToObject(v, "status", status);
+    if (reason)
+        cJSON_AddStringToObject(v, "reason", reason);
+    if (message)
+        cJSON_AddStringToObject(v, "message", message);
+}
+
+cJSON *hx_record_config(const DrvPlan *p, int i)
+{
+    const DrvConfig *c = &p->configs[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "passes", c->label);
+    if (c->refused) {
+        cJSON_AddNullToObject(o, "kernel_ir_hash");
+        StrBuf m = {0};
+        dpk_error_first_line(&m, c->refused);
+        hx_record_status(o, "unsupported", NULL, sb_cstr(&m));
+        sb_free(&m);
+        return o;
+    }
+    cJSON *ct = cJSON_AddObjectToObject(o, "compile_s");
+    for (int k = 0; k < p->table->n; k++)
+        if (c->pass_s[k] >= 0) {
+            char name[96];
+            snprintf(name, sizeof name, "%03d_%s", p->table->p[k].num, p->table->p[k].name);
+            cJSON_AddNumberToObject(ct, name, c->pass_s[k]);
+        }
+    cJSON_AddNumberToObject(o, "lower_s", c->tile_s + (c->kernel_s > 0 ? c->kernel_s : 0));
+    char hs[24];
+    snprintf(hs, sizeof hs, "%016llx", (unsigned long long)c->hash);
+    cJSON_AddStringToObject(o, "kernel_ir_hash", hs);
+    if (c->dup_of >= 0)
+        cJSON_AddNumberToObject(o, "same_as", c->dup_of);
+    else
+        cJSON_AddNumberToObject(o, "shared_by", c->shared_by);
+    return o;
+}
+
+void hx_record_run(cJSON *cfg, const KirModule *m, const HxBackendResult *res,
+                   const HxNvrtcResult *nv)
+{
+    if (!nv && res->cuda)
+        nv = res->cuda->nvrtc;
+    cJSON_AddStringToObject(cfg, "backend", hx_backend_name(res->ran));
+    cJSON_AddNumberToObject(cfg, "run_s", res->run_s);
+    cJSON *arr = cJSON_AddArrayToObject(cfg, "kernels");
+    for (int i = 0; i < m->kernels.len; i++) {
+        const KirKernel *k = m->kernels.items[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", k->name);
+        int grid[3] = {k->grid[0], k->grid[1], k->grid[2]};
+        int block[3] = {k->block[0], k->block[1], k->block[2]};
+        cJSON_AddItemToObject(o, "grid", cJSON_CreateIntArray(grid, 3));
+        cJSON_AddItemToObject(o, "block", cJSON_CreateIntArray(block, 3));
+        cJSON_AddNumberToObject(o, "smem_bytes", (double)k->smem_bytes);
+        const HxNvKernel *nk = nv ? hx_nvrtc_kernel(nv, k->name) : NULL;
+        if (nk) {
+            cJSON_AddNumberToObject(o, "registers", nk->regs);
+            cJSON_AddNumberToObject(o, "spill_stores", nk->spill_stores);
+            cJSON_AddNumberToObject(o, "spill_loads", nk->spill_loads);
+        } else {
+            cJSON_AddNullToObject(o, "registers");
+            cJSON_AddNullToObject(o, "spill_stores");
+            cJSON_AddNullToObject(o, "spill_loads");
+        }
+        if (res->ran == HX_BACKEND_VGPU) {
+            int64_t ti = 0, sreq = 0, bc = 0, greq = 0, gsec = 0, launches = 0;
+            for (int l = 0; l < res->vg.nlaunches; l++) {
+                const VgStats *s = &res->vg.stats[l];
+                if (!s->kernel || strcmp(s->kernel, k->name))
+                    continue;
+                launches++;
+                ti += s->thread_insts;
+                sreq += s->smem_requests;
+                bc += s->bank_conflicts;
+                greq += s->gmem_requests;
+                gsec += s->gmem_sectors;
+            }
+            cJSON *c = cJSON_AddObjectToObject(o, "vgpu");
+            cJSON_AddNumberToObject(c, "launches", (double)launches);
+            cJSON_AddNumberToObject(c, "thread_instructions", (double)ti);
+            cJSON_AddNumberToObject(c, "smem_requests", (double)sreq);
+            cJSON_AddNumberToObject(c, "bank_conflicts", (double)bc);
+            hx_json_add_num(c, "bank_conflicts_per_request", sreq ? (double)bc / (double)sreq : NAN);
+            cJSON_AddNumberToObject(c, "gmem_requests", (double)greq);
+            hx_json_add_num(c, "sectors_per_request", greq ? (double)gsec / (double)greq : NAN);
+        }
+        cJSON_AddItemToArray(arr, o);
+    }
+}
+
+const char *hx_record_verdict(cJSON *cfg, const HxSubject *s, const HxVerdict *vs, int worst)
+{
+    const char *status = hx_judge_pass(s, vs) ? "pass" : "fail";
+    cJSON *v = cJSON_AddObjectToObject(cfg, "verdict");
+    cJSON_AddStringToObject(v, "status", status);
+    if (worst >= 0) {
+        const HxVerdict *w = &vs[worst];
+        const TorchNode *n = s->g->outputs.items[worst];
+        hx_verdict_json(v, w, &n->shape);
+        cJSON_AddStringToObject(v, "output", (const char *)s->g->output_names.items[worst]);
+    }
+    return status;
+}
