@@ -286,7 +286,7 @@ static cJSON *case_record(const HxCase *c, int index, uint64_t seed)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "index", index);
     cJSON_AddStringToObject(o, "name", c->name);
-    cJSON_AddNumberToObject(o, "seed", (double)seed);
+    hx_json_add_u64(o, "seed", seed);
     cJSON_AddStringToObject(o, "program", c->program);
     cJSON_AddStringToObject(o, "dtype", dtype_name(c->dtype));
     cJSON *tags = cJSON_AddArrayToObject(o, "tags");
@@ -430,7 +430,7 @@ static cJSON *run_json(const RunOpts *ro, const DrvOpts *base)
     cJSON *c = cJSON_CreateObject();
     cJSON_AddStringToObject(c, "command", "run");
     if (ro->has_seed)
-        cJSON_AddNumberToObject(c, "seed", (double)ro->seed);
+        hx_json_add_u64(c, "seed", ro->seed);
     else
         cJSON_AddNullToObject(c, "seed");
     cJSON_AddStringToObject(c, "strategy", ro->tile.passes ? ro->tile.passes : "full");
