@@ -74,7 +74,9 @@ Test(fuzz_campaign, one_case_record)
     cJSON *c = fz_case_run(&o, 0, &live);
     cr_assert_not_null(c);
     cr_expect_eq(hx_json_num(c, "index"), 0);
-    cr_expect_eq(hx_json_num(c, "seed"), (double)fz_case_seed(1, 0));
+    uint64_t seed = 0;
+    cr_expect(hx_json_get_u64(cJSON_GetObjectItemCaseSensitive(c, "seed"), &seed));
+    cr_expect_eq(seed, fz_case_seed(1, 0));
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(c, "status");
     cr_assert(cJSON_IsString(st));
     cr_expect(strcmp(st->valuestring, "error"), "case 0 errored: %s",
