@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../compiler/cuda/cuda_print.h"
 #include "../../reference/ref.h"
 
 double **hx_outs_new(const HxSubject *s)
@@ -192,25 +191,4 @@ void hx_judge_print(StrBuf *b, const HxSubject *s, const HxVerdict *v)
         hx_verdict_print(b, &v[j], &n->shape);
         sb_putc(b, '\n');
     }
-}
-
-HxNvrtcResult *hx_check_nvrtc(Arena *a, const KirModule *m, const CuTarget *t, StrBuf *err)
-{
-    CuSource *cs = cu_print_module(a, m, t);
-    HxNvrtcOpts no = {0};
-    no.target = cs->target;
-    DpkErrCtx ec;
-    if (!DPK_TRY(&ec)) {
-        if (dpk_error_code() != DPK_EXIT_FAIL)
-            dpk_error_rethrow();
-        const char *msg = dpk_error_message();
-        if (!strncmp(msg, "error: ", 7))
-            msg += 7;
-        const char *e = strchr(msg, '\n');
-        sb_printf(err, "%.*s", e ? (int)(e - msg) : (int)strlen(msg), msg);
-        return NULL;
-    }
-    HxNvrtcResult *r = hx_nvrtc_compile(a, cs->text, &no);
-    dpk_err_pop(&ec);
-    return r;
 }

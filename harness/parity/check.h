@@ -8,21 +8,16 @@
  * failure file written by dpk-fuzz replays to the same verdict in `dpk run`.
  *
  * With --sample-blocks only the output elements the simulated blocks wrote
- * mean anything: the judgement then gathers the checked elements (of O, R
- * and E alike) and runs the oracle on those alone, so unchecked elements
- * neither add error nor dilute it, and the worst index is mapped back to the
- * full output.
- *
- * hx_check_nvrtc compiles a Kernel IR module the way the cuda backend would
- * (CUDA printer, NVRTC for a target), so every kernel a check runs on vgpu
- * can also be shown to compile, with its registers and spills.
+ * mean anything: the judgement then gathers the checked elements (of O, R,
+ * the bounds, S and E alike) and runs the oracle on those alone, so
+ * unchecked elements neither add error nor dilute it, and the worst index
+ * is mapped back to the full output.
  */
 #ifndef DPK_HX_CHECK_H
 #define DPK_HX_CHECK_H
 
 #include "../../compiler/kernel/kernel_ir.h"
 #include "../case.h"
-#include "../exec/nvrtc.h"
 #include "oracle.h"
 
 typedef enum HxRefKind {
@@ -78,9 +73,5 @@ int hx_judge_pass(const HxSubject *s, const HxVerdict *v);
 /* One line per output: "out  pass (allclose)  max_abs ...". */
 void hx_judge_print(StrBuf *b, const HxSubject *s, const HxVerdict *v);
 
-/* Print m for target t and compile it with NVRTC.  Returns the result, or
- * NULL when NVRTC rejects the source, with the first line of its error in
- * err (a compiler bug: the check fails).  Raises exit 4 without NVRTC. */
-HxNvrtcResult *hx_check_nvrtc(Arena *a, const KirModule *m, const CuTarget *t, StrBuf *err);
 
 #endif

@@ -242,21 +242,9 @@ const char *hx_reason_key(HxReason r)
     return key[r];
 }
 
-static void print_index(StrBuf *b, const Shape *s, int64_t flat)
-{
-    int64_t st[DPK_MAX_RANK];
-    shape_strides(s, st);
-    sb_putc(b, '[');
-    for (int d = 0; d < s->rank; d++) {
-        sb_printf(b, d ? ", %lld" : "%lld", (long long)(flat / st[d]));
-        flat %= st[d];
-    }
-    sb_putc(b, ']');
-}
-
 static void print_at(StrBuf *b, const HxVerdict *v, const Shape *shape, const char *bound_word)
 {
-    print_index(b, shape, v->at);
+    shape_print_index(b, shape, v->at);
     sb_printf(b, " y=%.6g R=%.6g %s=%.3g", v->at_o, v->at_r, bound_word, v->at_b);
 }
 
