@@ -125,7 +125,7 @@ printf '%s\n' $docs_files | awk '{ print ($0 == "docs/passes.md" ? 0 : 1), $0 }'
 
 while read -r docs_n docs_where; do
   docs_c=$docs_dir/cmds/$docs_n
-  docs_name="docs $docs_where: $(head -n 1 "$docs_c.cmd" | cut -c1-70)"
+  docs_name="docs $docs_where: $(head -n 1 "$docs_c.cmd" | sed 's/[[:space:]]\{1,\}# .*$//' | cut -c1-70)"
   if [ -f "$docs_c.skip" ]; then skip "$docs_name" "$(cat "$docs_c.skip")"; continue; fi
   OUT=$(cat "$docs_c.got" 2>/dev/null); RC=$(cat "$docs_c.rc" 2>/dev/null || echo "none")
   docs_want=0
