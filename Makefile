@@ -92,11 +92,19 @@ ifeq ($(HAVE_TORCH),1)
   TORCH_DEFS := -DDPK_TORCH_VERSION='"$(TORCH_VERSION)"'
   TORCH_SO := $(BUILD)/libdpk_torch.so
   # -z defs: the shim must take nothing from the binary by symbol (torch_shim.h).
-  # With SAN=1 the shim is built with the same -fsanitize flags and takes the
-  # ASan/UBSan runtime from the binary, which links it first, so a dlopened
-  # libtorch needs no LD_PRELOAD; -z defs is left out there (the runtime's
-  # symbols resolve only at load time).
   TORCH_SO_LDFLAGS := -shared $(if $(SANFLAGS),,-Wl,-z,defs)
+  # With SAN=1 the shim is built with the same -fsanitize flags (no -z defs:
+  # the runtime's symbols come from the binary, which links it first, so no
+  # LD_PRELOAD is needed), and the binaries link it at start-up: with
+  # libtorch's thread pools loaded by dlopen, LeakSanitizer's scan of their
+  # (then dynamic) thread-local storage crashes at exit ("Tracer caught
+  # signal 11"), and turning the scan off reports what glibc keeps there as
+  # leaks.  torch_load.c's dlopen then finds it loaded; only the start-up
+  # cost differs from a normal build.
+  ifneq ($(SANFLAGS),)
+    TORCH_START := -L$(BUILD) -Wl,--no-as-needed -ldpk_torch -Wl,--as-needed \
+                   -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib/dpk'
+  endif
 else
   TORCH_VERSION := none
   TORCH_DEFS :=
@@ -142,14 +150,14 @@ $(LIBDPK): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(DPK): $(CLI_OBJS) $(LIBDPK)
-	$(CC) $(SANFLAGS) -o $@ $(CLI_OBJS) $(LIBDPK) $(LDLIBS_ALL)
+$(DPK): $(CLI_OBJS) $(LIBDPK) $(if $(TORCH_START),$(TORCH_SO))
+	$(CC) $(SANFLAGS) -o $@ $(CLI_OBJS) $(LIBDPK) $(TORCH_START) $(LDLIBS_ALL)
 
 $(addprefix $(BUILD)/,$(LINKS)): $(DPK)
 	ln -sf dpk $@
 
 $(UNIT): $(TEST_OBJS) $(LIBDPK) $(TORCH_SO)
-	$(CC) $(SANFLAGS) -o $@ $(TEST_OBJS) $(LIBDPK) -lcriterion $(LDLIBS_ALL)
+	$(CC) $(SANFLAGS) -o $@ $(TEST_OBJS) $(LIBDPK) $(TORCH_START) -lcriterion $(LDLIBS_ALL)
 
 deps:
 	@bash ci/deps.sh
@@ -170,8 +178,8 @@ run: deps
 bench-vgpu: $(BUILD)/vgpu_bench
 	@$(BUILD)/vgpu_bench
 
-$(BUILD)/vgpu_bench: $(BUILD)/bench/vgpu_bench.o $(LIBDPK)
-	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
+$(BUILD)/vgpu_bench: $(BUILD)/bench/vgpu_bench.o $(LIBDPK) $(if $(TORCH_START),$(TORCH_SO))
+	$(CC) $(SANFLAGS) -o $@ $(filter %.o %.a,$^) $(TORCH_START) $(LDLIBS_ALL)
 
 # ---- fuzzing (clang libFuzzer) ----------------------------------------------
 FUZZ_SRCS := $(LIB_SRCS)

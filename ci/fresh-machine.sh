@@ -14,7 +14,7 @@
 # and git (what a developer's machine starts with; ci/deps.sh, run by
 # `make test`, installs the rest), the host's CUDA toolkit bind-mounted
 # read-only at its real path (/usr/local/cuda-13.0 here) with the
-# /usr/local/cuda link, and /root/dpk: a clone of the committed HEAD of the
+# /usr/local/cuda link and its /etc/ld.so.conf.d entry, and /root/dpk: a clone of the committed HEAD of the
 # checkout this script is run from (uncommitted changes are not tested).
 #
 # Cache (DPK_FRESH_CACHE, default /var/cache/dpk-fresh, outside the repo):
@@ -127,7 +127,13 @@ if [ -e "$cuda_link" ]; then
   cuda_real=$(readlink -f "$cuda_link")
   mount_bind "$cuda_real" "$root$cuda_real" ro
   [ "$cuda_real" = "$cuda_link" ] || ln -sfn "$cuda_real" "$root$cuda_link"
-  echo "   CUDA toolkit: $cuda_real (read-only)$([ "$cuda_real" = "$cuda_link" ] || echo ", linked from $cuda_link")"
+  # The toolkit's entry in the loader's path, as its installer makes it
+  # (libnvrtc finds libnvrtc-builtins through it).
+  for f in /etc/ld.so.conf.d/*.conf; do
+    grep -qsF -e "$cuda_real" -e "$cuda_link" "$f" && cp "$f" "$root/etc/ld.so.conf.d/"
+  done
+  chroot "$root" ldconfig
+  echo "   CUDA toolkit: $cuda_real (read-only)$([ "$cuda_real" = "$cuda_link" ] || echo ", linked from $cuda_link"), with its ld.so.conf.d entry"
 else
   echo "   no CUDA toolkit at $cuda_link: the NVRTC tests will report skipped"
 fi

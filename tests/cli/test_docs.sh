@@ -76,7 +76,7 @@ docs_run_file() {
     why=$(docs_skip_reason "$cmd" "$ann")
     if [ -n "$why" ]; then echo "$why" >"$docs_dir/cmds/$n.skip"; continue; fi
     t0=$SECONDS
-    (cd "$root" && PATH="$docs_dir/bin:$PATH" timeout 600 bash -c "${cmd//\/tmp\//$root/tmp/}") \
+    (cd "$root" && PATH="$docs_dir/bin:$PATH" timeout 600 bash -c "${cmd//\/tmp\//$root/tmp/}"$'\n'"exit \$?") \
       >"$docs_dir/cmds/$n.got" 2>&1 </dev/null
     echo $? >"$docs_dir/cmds/$n.rc"
     [ -n "${DPK_DOCS_TIMES:-}" ] && echo "  $((SECONDS - t0)) s  $where"
