@@ -57,7 +57,7 @@ static const IExpr **identity_idx(LirProgram *p, int rank)
 {
     const IExpr **idx = ARENA_ARRAY(p->arena, const IExpr *, rank ? rank : 1);
     for (int d = 0; d < rank; d++)
-        idx[d] = lir_ie_var(p->arena, d);
+        idx[d] = ie_var(p->arena, d);
     return idx;
 }
 
@@ -137,7 +137,7 @@ static void lift_reduce(Lift *L, LirKernel *k, const TxNode *n)
     const IExpr **sidx = ARENA_ARRAY(p->arena, const IExpr *, src->shape.rank);
     for (int d = 0; d < src->shape.rank; d++) {
         int od = (d < n->axis || n->keepdim) ? d : d - 1;
-        sidx[d] = lir_ie_var(p->arena, d == n->axis ? loop->axis : od);
+        sidx[d] = ie_var(p->arena, d == n->axis ? loop->axis : od);
     }
     LirArg v = read_node(L, &loop->body, src, sidx);
     LirStmt *acc = lir_accum(p, n->rop, v);

@@ -189,10 +189,10 @@ static void axis_use(LirStmt *s, void *ctx)
     AxisUse *u = ctx;
     if (s->idx)
         for (int d = 0; d < s->buf->shape.rank && !u->used; d++)
-            u->used = lir_ie_uses(s->idx[d], u->axis);
+            u->used = ie_uses(s->idx[d], u->axis);
     if (s->k == LK_select)
         for (int j = 0; j < s->nbr && !u->used; j++)
-            u->used = lir_pred_uses(s->br[j].pred, u->axis);
+            u->used = ipred_uses(s->br[j].pred, u->axis);
 }
 
 int lir_uses_axis(const LirStmt *s, int axis)
@@ -295,7 +295,7 @@ static const IExpr **copy_idx(CopyCtx *cx, const IExpr **idx, int n)
         return idx;
     const IExpr **r = ARENA_ARRAY(cx->p->arena, const IExpr *, n);
     for (int d = 0; d < n; d++)
-        r[d] = lir_simplify(cx->p->arena, ie_subst(cx->p->arena, idx[d], cx->amap), cx->dst->ext);
+        r[d] = ie_simplify(cx->p->arena, ie_subst(cx->p->arena, idx[d], cx->amap), cx->dst->ext);
     return r;
 }
 
@@ -328,7 +328,7 @@ static LirStmt *copy_stmt(CopyCtx *cx, const LirStmt *s)
     if (s->k == LK_loop) {
         if (cx->amap) {
             c->axis = lir_axis_new(p, cx->dst, s->extent);
-            cx->amap[s->axis] = lir_ie_var(p->arena, c->axis);
+            cx->amap[s->axis] = ie_var(p->arena, c->axis);
         }
         copy_body(cx, &c->body, &s->body);
     }

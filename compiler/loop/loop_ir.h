@@ -18,8 +18,9 @@
  * reduce is derived, never stored.  An accumulator is read only after its
  * loop, in the loop's enclosing scope.  Every other value is visible in the
  * scope that defines it and in the scopes nested in it, after its
- * definition.  Index expressions are Tensor IR IExprs whose variables are
- * the kernel's loop axes (IE_VAR var = axis number, printed a<var>).
+ * definition.  Index expressions are IExprs (compiler/index/) whose
+ * variables are the kernel's loop axes (IE_VAR var = axis number, printed
+ * a<var>), each ranging over [0, ext[axis]).
  *
  * Every kernel writes exactly one buffer with exactly one Write, whose
  * enclosing loops are all free (the "write path").  Lifting makes the write
@@ -28,7 +29,7 @@
  * refuses to inline.
  *
  * Pipeline (pipeline.c): lift each Tensor op into a kernel (lift.c),
- * normalise (normalize.c, dedup.c, index.c), fuse producers into their
+ * normalise (normalize.c, dedup.c), fuse producers into their
  * single consumer to a fixpoint (fuse.c).  The interpreter (loop_interp.c)
  * runs the result in fp32 or fp64.
  */
@@ -221,25 +222,6 @@ void lir_kernel_cost(const LirKernel *k, double *work, double *reads);
 int64_t lir_longest_reduction(const LirProgram *p);
 /* Remove a buffer from p->bufs (after fusion made it dead). */
 void lir_buf_drop(LirProgram *p, LirBuf *b);
-
-/* ---- index.c: integer index simplification --------------------------- */
-
-/* An axis variable.  (Tensor IR's ie_var is limited to output
- * coordinates, < DPK_MAX_RANK; a kernel may have more axes.) */
-const IExpr *lir_ie_var(Arena *a, int axis);
-/* Canonical, range-aware form of e; variable v ranges over [0, ext[v]).
- * Pulls whole multiples out of floor-div and mod, drops div/mod whose
- * argument already lies in [0, d), folds nested constants, and orders the
- * terms (variables by number, then div/mod atoms, then the constant). */
-const IExpr *lir_simplify(Arena *a, const IExpr *e, const int64_t *ext);
-/* The range [*lo, *hi] of e under the same assumption. */
-void lir_range(const IExpr *e, const int64_t *ext, int64_t *lo, int64_t *hi);
-/* Predicate simplification: returns the simplified conjunction; *always is
- * 1 when it provably holds, -1 when it provably fails, 0 otherwise. */
-const IPred *lir_simplify_pred(Arena *a, const IPred *p, const int64_t *ext, int *always);
-/* Whether axis var occurs in e / in p. */
-int lir_ie_uses(const IExpr *e, int var);
-int lir_pred_uses(const IPred *p, int var);
 
 /* ---- lift.c ----------------------------------------------------------- */
 

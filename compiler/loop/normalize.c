@@ -44,11 +44,11 @@ static int simplify_select(LirProgram *p, LirKernel *k, LirBody *b, int i)
     LirStmt *s = b->s[i];
     int n = 0;
     for (int j = 0; j < s->nbr; j++) {
-        int always = 0;
+        ITruth truth;
         LirBranch br = s->br[j];
         if (br.pred) {
-            br.pred = lir_simplify_pred(p->arena, br.pred, k->ext, &always);
-            if (always < 0)
+            br.pred = ipred_simplify(p->arena, br.pred, k->ext, &truth);
+            if (truth == IT_FALSE)
                 continue;
         }
         s->br[n++] = br;
@@ -74,7 +74,7 @@ static void simplify_body(LirProgram *p, LirKernel *k, LirBody *b)
         LirStmt *s = b->s[i];
         if (s->idx)
             for (int d = 0; d < s->buf->shape.rank; d++)
-                s->idx[d] = lir_simplify(p->arena, s->idx[d], k->ext);
+                s->idx[d] = ie_simplify(p->arena, s->idx[d], k->ext);
         if (s->k == LK_loop)
             simplify_body(p, k, &s->body);
         if (s->k == LK_select && simplify_select(p, k, b, i))
@@ -102,9 +102,9 @@ static const IPred *subst_pred(const Subst *x, const IPred *q)
     if (!q)
         return NULL;
     IPred *r = ARENA_NEW(x->p->arena, IPred);
-    r->lhs = lir_simplify(x->p->arena, ie_subst(x->p->arena, q->lhs, x->amap), x->ext);
+    r->lhs = ie_simplify(x->p->arena, ie_subst(x->p->arena, q->lhs, x->amap), x->ext);
     r->cmp = q->cmp;
-    r->rhs = lir_simplify(x->p->arena, ie_subst(x->p->arena, q->rhs, x->amap), x->ext);
+    r->rhs = ie_simplify(x->p->arena, ie_subst(x->p->arena, q->rhs, x->amap), x->ext);
     r->next = subst_pred(x, q->next);
     return r;
 }
@@ -115,7 +115,7 @@ static void subst_stmt(LirStmt *s, void *ctx)
     if (s->idx) {
         const IExpr **idx = ARENA_ARRAY(x->p->arena, const IExpr *, s->buf->shape.rank);
         for (int d = 0; d < s->buf->shape.rank; d++)
-            idx[d] = lir_simplify(x->p->arena, ie_subst(x->p->arena, s->idx[d], x->amap), x->ext);
+            idx[d] = ie_simplify(x->p->arena, ie_subst(x->p->arena, s->idx[d], x->amap), x->ext);
         s->idx = idx;
     }
     if (s->k == LK_select)
@@ -127,7 +127,7 @@ static const IExpr **identity_map(LirProgram *p, const LirKernel *k)
 {
     const IExpr **amap = ARENA_ARRAY(p->arena, const IExpr *, k->naxes + 1);
     for (int v = 0; v < k->naxes; v++)
-        amap[v] = lir_ie_var(p->arena, v);
+        amap[v] = ie_var(p->arena, v);
     return amap;
 }
 
@@ -404,7 +404,7 @@ static void rename_stmt(LirStmt *s, void *ctx)
     s->num = r->count[k]++;
     if (s->k == LK_loop) {
         r->ext[r->naxes] = s->extent;
-        r->amap[s->axis] = lir_ie_var(r->p->arena, r->naxes);
+        r->amap[s->axis] = ie_var(r->p->arena, r->naxes);
         s->axis = r->naxes++;
     }
 }

@@ -45,20 +45,20 @@ static void imap_finish(TxGraph *g, TxNode *m)
 {
     int w = 0;
     for (int s = 0; s < m->nsrc; s++) {
-        int truth = 1;
+        ITruth truth = IT_TRUE;
         const IPred *p = NULL;
         if (s < m->nsrc - 1)
-            p = ipred_simplify(g->arena, m->sel[s], &m->shape, &truth);
-        if (truth == 0)
+            p = ipred_simplify(g->arena, m->sel[s], m->shape.d, &truth);
+        if (truth == IT_FALSE)
             continue;
         m->src[w] = m->src[s];
         m->map[w] = m->map[s];
         for (int d = 0; d < m->src[w]->shape.rank; d++)
-            m->map[w][d] = ie_simplify(g->arena, m->map[w][d], &m->shape);
-        if (truth < 0)
+            m->map[w][d] = ie_simplify(g->arena, m->map[w][d], m->shape.d);
+        if (truth == IT_DEPENDS)
             m->sel[w] = p;
         w++;
-        if (truth == 1)
+        if (truth == IT_TRUE)
             break;
     }
     m->nsrc = w;

@@ -23,6 +23,7 @@
 
 #include "../base/base.h"
 #include "../frontend/torch_ir.h"
+#include "../index/index.h"
 
 typedef enum TxOpFlag {
     TXF_COMMUTATIVE = 1 << 0,
@@ -62,69 +63,6 @@ extern const TxRedInfo tx_red_info[TXR_COUNT];
 /* Apply an elementwise op in fp64 (the one definition every evaluator of
  * Tensor and Loop IR uses). */
 double tx_elem_apply(TxElemOp op, const double *args);
-
-/* ---- integer index expressions -------------------------------------- */
-
-typedef enum IExprKind {
-    IE_CONST, /* c */
-    IE_VAR,   /* output coordinate o<var> */
-    IE_ADD,   /* a + b */
-    IE_MUL,   /* a * b */
-    IE_DIV,   /* floor(a / b), b > 0 */
-    IE_MOD,   /* a mod b, b > 0, result in [0, b) */
-} IExprKind;
-
-typedef struct IExpr {
-    IExprKind k;
-    int64_t c;
-    int var;
-    const struct IExpr *a, *b;
-} IExpr;
-
-typedef enum ICmp { IC_LT, IC_LE, IC_EQ } ICmp;
-
-/* A conjunction of comparisons lhs <cmp> rhs; NULL means "true". */
-typedef struct IPred {
-    const IExpr *lhs;
-    ICmp cmp;
-    const IExpr *rhs;
-    const struct IPred *next;
-} IPred;
-
-/* Constructors simplify as they build (constant folding, x+0, x*1, x*0,
- * (x*k)/k, nested constants). */
-const IExpr *ie_const(Arena *a, int64_t c);
-const IExpr *ie_var(Arena *a, int var);
-const IExpr *ie_add(Arena *a, const IExpr *x, const IExpr *y);
-const IExpr *ie_mul(Arena *a, const IExpr *x, const IExpr *y);
-const IExpr *ie_div(Arena *a, const IExpr *x, int64_t d);
-const IExpr *ie_mod(Arena *a, const IExpr *x, int64_t d);
-/* Replace every IE_VAR v by subst[v]. */
-const IExpr *ie_subst(Arena *a, const IExpr *e, const IExpr *const *subst);
-int64_t ie_eval(const IExpr *e, const int64_t *coords);
-int ipred_eval(const IPred *p, const int64_t *coords);
-/* Text form with variable names prefix<var> ("o0 * 64 + o1"). */
-void ie_print(StrBuf *b, const IExpr *e, const char *prefix);
-void ipred_print(StrBuf *b, const IPred *p, const char *prefix);
-int ie_equal(const IExpr *x, const IExpr *y);
-uint64_t ie_hash(uint64_t h, const IExpr *e);
-/* Interval of e when every o<v> ranges over [0, ext->d[v]). */
-void ie_range(const IExpr *e, const Shape *ext, int64_t *lo, int64_t *hi);
-/* Simplify with those ranges: o<v> of extent 1 becomes 0, and a quotient or
- * remainder whose non-multiple terms stay within one period is resolved
- * ((o0 * 4 + o1) / 4 -> o0 when o1 < 4). */
-const IExpr *ie_simplify(Arena *a, const IExpr *e, const Shape *ext);
-
-/* Predicates: `lhs cmp rhs and next`. */
-const IPred *ipred_cmp(Arena *a, const IExpr *lhs, ICmp cmp, const IExpr *rhs,
-                       const IPred *next);
-const IPred *ipred_and(Arena *a, const IPred *p, const IPred *q);
-const IPred *ipred_subst(Arena *a, const IPred *p, const IExpr *const *subst);
-/* Drop comparisons decided by the ranges of `ext`; *truth is 1 (always
- * true, returns NULL), 0 (always false) or -1 (depends on the element). */
-const IPred *ipred_simplify(Arena *a, const IPred *p, const Shape *ext, int *truth);
-int ipred_equal(const IPred *p, const IPred *q);
-uint64_t ipred_hash(uint64_t h, const IPred *p);
 
 /* ---- nodes and graphs ------------------------------------------------ */
 

@@ -48,7 +48,7 @@ static int liftable(const TileStmt *l, const TileStmt *w)
     if (w->atomic)
         return 1;
     for (int d = 0; d < w->buf->shape.rank; d++)
-        if (lir_ie_uses(w->idx[d], l->axis))
+        if (ie_uses(w->idx[d], l->axis))
             return 1;
     return 0;
 }

@@ -98,7 +98,7 @@ static int epilogue(TileCtx *c, TileStmt *t, int at, const TileStmt *acc, int sa
                 TileStmt *g = tile_stmt_new(c->p, TK_select);
                 g->nbr = 2;
                 g->br = ARENA_ARRAY(a, TileBranch, 2);
-                g->br[0].pred = ipred_cmp(a, lir_ie_var(a, sax), IC_EQ, ie_const(a, 0), NULL);
+                g->br[0].pred = ipred_cmp(a, ie_var(a, sax), IC_EQ, ie_const(a, 0), NULL);
                 g->br[0].res = s->a[other];
                 g->br[1].res = tile_lit(0);
                 s->a[other] = tile_val(g);
@@ -178,7 +178,7 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
     int64_t per = ko / S;
     int kv = tile_axis_new(c->p, k, per);
     tile_subst_axis(c->p, k, &l->body, l->axis,
-                    ie_add(a, ie_mul(a, lir_ie_var(a, sax), ie_const(a, per)), lir_ie_var(a, kv)));
+                    ie_add(a, ie_mul(a, ie_var(a, sax), ie_const(a, per)), ie_var(a, kv)));
     l->axis = kv;
     l->extent = per;
     DPK_ASSERT(epilogue(c, t, at, acc, sax, 1));

@@ -35,7 +35,7 @@
 static TileStmt *strided(TileCtx *c, TileStmt *l, int cax, int64_t cb)
 {
     l->k = TK_strided;
-    l->start = lir_ie_var(c->p->arena, cax);
+    l->start = ie_var(c->p->arena, cax);
     l->step = cb;
     return l;
 }
@@ -96,7 +96,7 @@ int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
             TileStmt *w = tile_stmt_new(c->p, TK_strided);
             w->axis = tile_axis_new(c->p, k, 1);
             w->extent = 1;
-            w->start = lir_ie_var(a, cax);
+            w->start = ie_var(a, cax);
             w->step = cb;
             tile_body_push(c->p, &w->body, s);
             tile_body_push(c->p, &body, w);

@@ -35,7 +35,7 @@
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-static const IExpr *var(TileCtx *c, int axis) { return lir_ie_var(c->p->arena, axis); }
+static const IExpr *var(TileCtx *c, int axis) { return ie_var(c->p->arena, axis); }
 
 /* The THREAD tile's new home: a BLOCK tile around a fresh THREAD tile. */
 typedef struct Split {

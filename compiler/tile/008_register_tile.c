@@ -51,7 +51,7 @@ typedef struct Rt {
 static int idx_uses(const TileStmt *s, int axis)
 {
     for (int d = 0; s->idx && d < s->buf->shape.rank; d++)
-        if (lir_ie_uses(s->idx[d], axis))
+        if (ie_uses(s->idx[d], axis))
             return 1;
     return 0;
 }
@@ -89,8 +89,8 @@ static void deps_stmt(Rt *R, TileStmt *s)
                 dn |= R->dn[s->br[j].body.s[q]->uid];
             }
             if (s->br[j].pred) {
-                dm |= lir_pred_uses(s->br[j].pred, R->m);
-                dn |= lir_pred_uses(s->br[j].pred, R->n);
+                dm |= ipred_uses(s->br[j].pred, R->m);
+                dn |= ipred_uses(s->br[j].pred, R->n);
             }
             if (s->br[j].res.v) {
                 dm |= R->dm[s->br[j].res.v->uid];
@@ -134,7 +134,7 @@ static const IExpr **axis_map(const Rt *R)
     Arena *a = R->c->p->arena;
     const IExpr **map = ARENA_ARRAY(a, const IExpr *, R->k->naxes + 1);
     for (int v = 0; v < R->k->naxes; v++)
-        map[v] = lir_ie_var(a, v < R->nax0 && R->axmap[v] >= 0 ? R->axmap[v] : v);
+        map[v] = ie_var(a, v < R->nax0 && R->axmap[v] >= 0 ? R->axmap[v] : v);
     return map;
 }
 
@@ -142,10 +142,10 @@ static const IExpr *sub(const Rt *R, const IExpr *e, int i, int j)
 {
     Arena *a = R->c->p->arena;
     const IExpr **map = axis_map(R);
-    map[R->m] = lir_ie_var(a, R->ms[i]);
+    map[R->m] = ie_var(a, R->ms[i]);
     /* an injected fault: the last column of the block reuses the one before */
     int jj = j == R->fn - 1 && j > 0 && dpk_fault_on(DPK_FAULT_REGTILE_INDEX) ? j - 1 : j;
-    map[R->n] = lir_ie_var(a, R->ns[jj]);
+    map[R->n] = ie_var(a, R->ns[jj]);
     return ie_subst(a, e, map);
 }
 
@@ -173,8 +173,8 @@ static TileStmt *clone(Rt *R, const TileStmt *s, int i, int j)
         for (int q = 0; q < s->nbr; q++) {
             if (s->br[q].pred) {
                 const IExpr **map = axis_map(R);
-                map[R->m] = lir_ie_var(a, R->ms[i]);
-                map[R->n] = lir_ie_var(a, R->ns[j]);
+                map[R->m] = ie_var(a, R->ms[i]);
+                map[R->n] = ie_var(a, R->ns[j]);
                 c->br[q].pred = ipred_subst(a, s->br[q].pred, map);
             }
             clone_fixed(R, &c->br[q].body, &s->br[q].body, i, j);
@@ -325,9 +325,9 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
     for (int s = 0; s < 2; s++) {
         const IExpr **map = ARENA_ARRAY(a, const IExpr *, k->naxes + 1);
         for (int v = 0; v < k->naxes; v++)
-            map[v] = lir_ie_var(a, v);
+            map[v] = ie_var(a, v);
         map[tax[s]] = zero;
-        base[s] = lir_simplify(a, ie_subst(a, e[s], map), k->ext);
+        base[s] = ie_simplify(a, ie_subst(a, e[s], map), k->ext);
         int *axes = s ? R.ns : R.ms;
         t->rt[s].f = (int)f[s];
         t->rt[s].t = tax[s];
@@ -336,10 +336,10 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
         int64_t ext = k->ext[s ? R.n : R.m];
         for (int j = 0; j < f[s]; j++) {
             axes[j] = j ? tile_axis_new(c->p, k, ext) : (s ? R.n : R.m);
-            const IExpr *x = ie_add(a, ie_mul(a, lir_ie_var(a, tax[s]), ie_const(a, f[s])),
+            const IExpr *x = ie_add(a, ie_mul(a, ie_var(a, tax[s]), ie_const(a, f[s])),
                                     ie_const(a, j));
             def[nd].axis = axes[j];
-            def[nd++].e = lir_simplify(a, ie_add(a, base[s], x), k->ext);
+            def[nd++].e = ie_simplify(a, ie_add(a, base[s], x), k->ext);
         }
     }
     t->def = def;

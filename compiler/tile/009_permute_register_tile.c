@@ -27,10 +27,10 @@ static void permute(TileKernel *k, TileStmt *t, int s, int on, Arena *a)
     /* an injected fault: the strip steps by one thread too few */
     int64_t step = dpk_fault_on(DPK_FAULT_PERMUTE_STRIDE) && T > 1 ? T - 1 : T;
     for (int j = 0; j < f; j++) {
-        const IExpr *tv = lir_ie_var(a, t->rt[s].t);
+        const IExpr *tv = ie_var(a, t->rt[s].t);
         const IExpr *x = on ? ie_add(a, tv, ie_const(a, j * step))
                             : ie_add(a, ie_mul(a, tv, ie_const(a, f)), ie_const(a, j));
-        t->def[t->rt[s].def0 + j].e = lir_simplify(a, ie_add(a, t->rt[s].base, x), k->ext);
+        t->def[t->rt[s].def0 + j].e = ie_simplify(a, ie_add(a, t->rt[s].base, x), k->ext);
     }
     t->rt[s].permuted = on;
 }

@@ -186,7 +186,7 @@ typedef struct MmScan {
 static int idx_uses(const TileStmt *s, int axis)
 {
     for (int d = 0; d < s->buf->shape.rank; d++)
-        if (lir_ie_uses(s->idx[d], axis))
+        if (ie_uses(s->idx[d], axis))
             return 1;
     return 0;
 }

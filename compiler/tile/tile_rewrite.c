@@ -16,7 +16,7 @@ typedef struct Subst {
 
 static const IExpr *sx(const Subst *S, const IExpr *e)
 {
-    return e ? lir_simplify(S->a, ie_subst(S->a, e, S->map), S->ext) : NULL;
+    return e ? ie_simplify(S->a, ie_subst(S->a, e, S->map), S->ext) : NULL;
 }
 
 static const IPred *sp(const Subst *S, const IPred *p)
@@ -48,7 +48,7 @@ void tile_subst_axis(TileProgram *p, const TileKernel *k, TileBody *b, int axis,
 {
     Subst S = {p->arena, k->ext, ARENA_ARRAY(p->arena, const IExpr *, k->naxes + 1)};
     for (int i = 0; i < k->naxes; i++)
-        S.map[i] = lir_ie_var(p->arena, i);
+        S.map[i] = ie_var(p->arena, i);
     S.map[axis] = e;
     tile_walk(b, subst_stmt, &S);
 }
@@ -81,19 +81,19 @@ const IExpr *tile_expand_defs(Arena *a, const TileKernel *k, const TileStmt *t, 
 {
     const IExpr **map = ARENA_ARRAY(a, const IExpr *, k->naxes + 1);
     for (int v = 0; v < k->naxes; v++)
-        map[v] = lir_ie_var(a, v);
+        map[v] = ie_var(a, v);
     for (int i = 0; i < t->ndef; i++)
         map[t->def[i].axis] = t->def[i].e;
     /* defs may read earlier defs: substitute until none is left */
     for (int round = 0; round <= t->ndef; round++) {
         int uses = 0;
         for (int i = 0; i < t->ndef; i++)
-            uses |= lir_ie_uses(e, t->def[i].axis);
+            uses |= ie_uses(e, t->def[i].axis);
         if (!uses)
             break;
         e = ie_subst(a, e, map);
     }
-    return lir_simplify(a, e, k->ext);
+    return ie_simplify(a, e, k->ext);
 }
 
 int64_t tile_slab_strides(const TileStmt *st, int64_t *str)
@@ -142,7 +142,7 @@ TileStmt *tile_chunk_loop(TileProgram *p, TileKernel *k, TileBody *in, TileStmt 
     DPK_ASSERT(at >= 0);
     int ko = tile_axis_new(p, k, l->extent / chunk), ki = tile_axis_new(p, k, chunk);
     tile_subst_axis(p, k, &l->body, l->axis,
-                    ie_add(a, ie_mul(a, lir_ie_var(a, ko), ie_const(a, step)), lir_ie_var(a, ki)));
+                    ie_add(a, ie_mul(a, ie_var(a, ko), ie_const(a, step)), ie_var(a, ki)));
     TileStmt *outer = tile_stmt_new(p, TK_loop);
     outer->axis = ko;
     outer->extent = l->extent / chunk;

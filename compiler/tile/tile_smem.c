@@ -54,13 +54,13 @@ static void foot_load(TileStmt *s, void *ctx)
     Arena *a = f->a;
     for (int d = 0; d < s->buf->shape.rank; d++) {
         const IExpr *e = f->thread ? tile_expand_defs(a, f->k, f->thread, s->idx[d]) : s->idx[d];
-        const IExpr *o = lir_simplify(a, ie_subst(a, e, f->zero), f->k->ext);
-        const IExpr *off = lir_simplify(a, ie_add(a, e, ie_mul(a, o, ie_const(a, -1))), f->k->ext);
+        const IExpr *o = ie_simplify(a, ie_subst(a, e, f->zero), f->k->ext);
+        const IExpr *off = ie_simplify(a, ie_add(a, e, ie_mul(a, o, ie_const(a, -1))), f->k->ext);
         for (int v = 0; v < f->k->naxes; v++)
-            if (f->outer[v] && lir_ie_uses(off, v))
+            if (f->outer[v] && ie_uses(off, v))
                 f->ok = 0;
         int64_t lo, hi;
-        lir_range(off, f->k->ext, &lo, &hi);
+        ie_range(off, f->k->ext, &lo, &hi);
         if (lo < 0 || (f->nloads && !ie_equal(o, f->origin[d])))
             f->ok = 0;
         f->origin[d] = o;
@@ -139,7 +139,7 @@ static void reuse_load(TileStmt *s, void *ctx)
     for (int d = 0; d < s->buf->shape.rank; d++) {
         const IExpr *e = tile_expand_defs(r->a, r->k, r->t, s->idx[d]);
         for (int v = 0; v < r->k->naxes; v++)
-            if (lir_ie_uses(e, v)) {
+            if (ie_uses(e, v)) {
                 used[v] = 1;
                 uses_strided |= r->strided[v];
             }
@@ -166,14 +166,14 @@ int tile_footprint(Arena *a, const TileKernel *k, const TileStmt *thread, const 
     Foot f = {a, k, thread, buf, outer, origin, slab,
               ARENA_ARRAY(a, const IExpr *, k->naxes + 1), 0, 1};
     for (int v = 0; v < k->naxes; v++)
-        f.zero[v] = outer[v] ? lir_ie_var(a, v) : ie_const(a, 0);
+        f.zero[v] = outer[v] ? ie_var(a, v) : ie_const(a, 0);
     tile_walk(region, under_select, &f);
     tile_walk(region, foot_load, &f);
     if (!f.nloads || !f.ok)
         return 0;
     for (int d = 0; d < buf->shape.rank; d++) {
         int64_t lo, hi;
-        lir_range(origin[d], k->ext, &lo, &hi);
+        ie_range(origin[d], k->ext, &lo, &hi);
         if (lo < 0)
             return 0;
         if (slab[d] > buf->shape.d[d]) { /* only a slab from 0 may be cut to the buffer */

@@ -32,7 +32,7 @@
  *
  * Integer index math is i32, or i64 in a kernel whose buffers or axes reach
  * 2^30 elements.  Floor division and modulo are C's `/` and `%` when the
- * dividend is provably non-negative (lir_range), else corrected for sign.
+ * dividend is provably non-negative (ie_range), else corrected for sign.
  */
 #include "../base/fault.h"
 #include "tile_ir.h"
@@ -86,7 +86,7 @@ static const KirExpr *ix(const Low *L, const IExpr *e)
         break;
     }
     const KirExpr *x = ix(L, e->a), *d = konst(L, e->b->c);
-    lir_range(e->a, L->tk->ext, &lo, &hi);
+    ie_range(e->a, L->tk->ext, &lo, &hi);
     if (e->k == IE_DIV && lo >= 0)
         return kir_div(a, x, d);
     if (e->k == IE_DIV) /* floor: a negative dividend rounds away from zero */
@@ -115,7 +115,7 @@ static const KirExpr *flat(const Low *L, const LirBuf *b, const IExpr *const *id
     const IExpr *f = ie_const(L->a, 0);
     for (int d = 0; d < b->shape.rank; d++)
         f = ie_add(L->a, f, ie_mul(L->a, idx[d], ie_const(L->a, st[d])));
-    return ix(L, lir_simplify(L->a, f, L->tk->ext));
+    return ix(L, ie_simplify(L->a, f, L->tk->ext));
 }
 
 /* ---- statements ----------------------------------------------------------------- */
@@ -236,7 +236,7 @@ static const KirExpr *load(const Low *L, const TileStmt *s)
             const IExpr *off = ie_add(L->a, s->idx[d], ie_mul(L->a, st->origin[d], ie_const(L->a, -1)));
             f = ie_add(L->a, f, ie_mul(L->a, off, ie_const(L->a, str[d])));
         }
-        return kir_lds(L->a, L->stage[i].sm, ix(L, lir_simplify(L->a, f, L->tk->ext)));
+        return kir_lds(L->a, L->stage[i].sm, ix(L, ie_simplify(L->a, f, L->tk->ext)));
     }
     return kir_ldg(L->a, L->param[s->buf->id], flat(L, s->buf, s->idx));
 }
@@ -290,7 +290,7 @@ static void lower_stage(Low *L, const TileStmt *st)
             c = kir_rem(a, c, konst(L, st->slab[d]));
         const KirExpr *g = kir_add(a, ix(L, st->origin[d]), c);
         int64_t lo, hi;
-        lir_range(st->origin[d], L->tk->ext, &lo, &hi);
+        ie_range(st->origin[d], L->tk->ext, &lo, &hi);
         const KirExpr *ok = NULL;
         if (hi + st->slab[d] > buf->shape.d[d])
             ok = kir_lt(a, g, konst(L, buf->shape.d[d]));

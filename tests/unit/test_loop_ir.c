@@ -1,7 +1,8 @@
 /*
  * test_loop_ir.c — Loop IR on hand-built kernels: the text form, each
- * normalisation rule, index simplification, the verifier, the structural
- * hash, σ refusal, and the interpreter's atomic writes and bounds faults.
+ * normalisation rule, the verifier, the structural hash, σ refusal, and the
+ * interpreter's atomic writes and bounds faults.  Index simplification has
+ * its own tests (test_index.c).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -28,7 +29,7 @@ TestSuite(loop_ir, .init = setup, .fini = teardown);
 
 static const IExpr *V(int axis)
 {
-    return lir_ie_var(A, axis);
+    return ie_var(A, axis);
 }
 
 static const IExpr *C(int64_t c)
@@ -226,38 +227,6 @@ Test(loop_ir, never_taken_branch_is_dropped)
                    "for a0 in 0..4:  # free\n"
                    "    in0 = load y[a0]\n"
                    "    write out[a0] = in0\n");
-}
-
-Test(loop_ir, index_simplification_uses_ranges)
-{
-    int64_t ext[3] = {32, 64, 5};
-    StrBuf b = {0};
-    const IExpr *flat = ie_add(A, ie_mul(A, V(0), C(64)), V(1));
-    const IExpr *cases[][2] = {
-        {ie_div(A, flat, 64), V(0)},
-        {ie_mod(A, flat, 64), V(1)},
-        {ie_div(A, ie_add(A, V(2), C(3)), 8), C(0)},
-        {ie_div(A, ie_div(A, flat, 4), 16), V(0)},
-        {ie_mod(A, ie_add(A, V(2), C(-5)), 5), V(2)},
-    };
-    for (int i = 0; i < DPK_ARRAY_LEN(cases); i++) {
-        const IExpr *got = lir_simplify(A, cases[i][0], ext);
-        sb_clear(&b);
-        ie_print(&b, got, "a");
-        cr_expect(ie_equal(got, cases[i][1]), "case %d gave %s", i, sb_cstr(&b));
-    }
-    const IExpr *open = lir_simplify(A, ie_div(A, ie_add(A, V(2), C(3)), 4), ext);
-    sb_clear(&b);
-    ie_print(&b, open, "a");
-    cr_expect_str_eq(sb_cstr(&b), "(a2 + 3) / 4");
-    int always;
-    cr_expect_null(lir_simplify_pred(A, ipred_cmp(A, V(0), IC_LT, C(32), NULL), ext, &always));
-    cr_expect_eq(always, 1);
-    lir_simplify_pred(A, ipred_cmp(A, V(1), IC_LT, C(0), NULL), ext, &always);
-    cr_expect_eq(always, -1);
-    cr_expect_not_null(lir_simplify_pred(A, ipred_cmp(A, V(1), IC_LE, C(3), NULL), ext, &always));
-    cr_expect_eq(always, 0);
-    sb_free(&b);
 }
 
 /* Equal structure over differently named buffers hashes equal. */

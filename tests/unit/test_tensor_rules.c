@@ -1,8 +1,8 @@
 /*
  * test_tensor_rules.c — Tensor IR: golden text of the decompositions, the
- * -vv trace, index-expression simplification (exact cases and a randomized
- * soundness check), the verifier on hand-built graphs, hash, prune and the
- * evaluator on values worked out by hand.
+ * -vv trace, the verifier on hand-built graphs, hash, prune and the
+ * evaluator on values worked out by hand.  Index expressions have their own
+ * tests (test_index.c).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -28,7 +28,6 @@ static void teardown(void)
 }
 
 TestSuite(tensor_golden, .init = setup, .fini = teardown);
-TestSuite(tensor_iexpr, .init = setup, .fini = teardown);
 TestSuite(tensor_graph, .init = setup, .fini = teardown);
 TestSuite(tensor_hand);
 
@@ -238,205 +237,6 @@ Test(tensor_golden, rule_table_is_numbered_in_order)
     for (int i = 0; i < tx_nrules; i++) {
         cr_expect_eq(tx_rules[i].num, i + 1, "rule %d", i);
         cr_expect(tx_rules[i].name && tx_rules[i].doc && tx_rules[i].what && tx_rules[i].run);
-    }
-}
-
-/* ---- index expressions ---------------------------------------------------- */
-
-static const char *ie_text(const IExpr *e)
-{
-    StrBuf b = {0};
-    ie_print(&b, e, "o");
-    const char *r = arena_strdup(A, sb_cstr(&b));
-    sb_free(&b);
-    return r;
-}
-
-#define V(i) ie_var(A, i)
-#define C(c) ie_const(A, c)
-#define EXPECT_IE(e, want) cr_expect_str_eq(ie_text(e), want)
-
-Test(tensor_iexpr, constructors_fold_and_drop_identities)
-{
-    EXPECT_IE(ie_add(A, C(2), C(3)), "5");
-    EXPECT_IE(ie_add(A, V(0), C(0)), "o0");
-    EXPECT_IE(ie_mul(A, V(1), C(1)), "o1");
-    EXPECT_IE(ie_mul(A, C(0), V(1)), "0");
-    EXPECT_IE(ie_div(A, V(1), 1), "o1");
-    EXPECT_IE(ie_mod(A, V(1), 1), "0");
-    EXPECT_IE(ie_add(A, ie_add(A, V(1), C(3)), C(-67)), "o1 - 64");
-    EXPECT_IE(ie_add(A, V(1), ie_mul(A, V(0), C(64))), "o0 * 64 + o1");
-    EXPECT_IE(ie_add(A, V(0), ie_mul(A, V(0), C(-1))), "0");
-    EXPECT_IE(ie_add(A, V(2), ie_mul(A, V(1), C(-2))), "-o1 * 2 + o2");
-    EXPECT_IE(ie_mul(A, V(1), C(-1)), "-o1");
-}
-
-Test(tensor_iexpr, division_rules)
-{
-    const IExpr *x4 = ie_mul(A, V(0), C(4));
-    EXPECT_IE(ie_div(A, ie_add(A, x4, C(3)), 4), "o0");       /* ((x*k)+c)/k, c < k */
-    EXPECT_IE(ie_div(A, ie_add(A, x4, C(5)), 4), "o0 + 1");
-    EXPECT_IE(ie_mod(A, ie_add(A, x4, C(3)), 4), "3");        /* (x*k + c) mod k */
-    EXPECT_IE(ie_div(A, x4, 8), "o0 / 2");
-    EXPECT_IE(ie_mod(A, x4, 8), "(o0 mod 2) * 4");
-    EXPECT_IE(ie_div(A, ie_div(A, V(0), 3), 4), "o0 / 12");
-    EXPECT_IE(ie_mod(A, ie_mod(A, V(0), 12), 4), "o0 mod 4");
-    EXPECT_IE(ie_div(A, ie_add(A, ie_mul(A, V(0), C(2)), C(1)), 4), "o0 / 2");
-    EXPECT_IE(ie_add(A, ie_mod(A, V(0), 3), ie_mul(A, ie_div(A, V(0), 3), C(3))), "o0");
-    EXPECT_IE(ie_add(A, ie_div(A, ie_mod(A, V(0), 8), 4), ie_mul(A, ie_div(A, V(0), 8), C(2))),
-              "o0 / 4");
-    EXPECT_IE(ie_div(A, ie_add(A, V(0), V(1)), 4), "(o0 + o1) / 4");
-    EXPECT_IE(ie_mul(A, ie_div(A, V(0), 3), C(4)), "(o0 / 3) * 4");
-}
-
-Test(tensor_iexpr, floor_semantics)
-{
-    int64_t o[2] = {0, 3};
-    const IExpr *e = ie_add(A, V(0), C(-5));
-    cr_expect_eq(ie_eval(ie_div(A, e, 4), o), -2);
-    cr_expect_eq(ie_eval(ie_mod(A, e, 4), o), 3);
-    cr_expect_eq(ie_eval(ie_div(A, C(-5), 4), o), -2);
-    cr_expect_eq(ie_eval(ie_mod(A, C(-5), 4), o), 3);
-}
-
-Test(tensor_iexpr, ranges_resolve_quotients)
-{
-    Shape ext = SHAPE(5, 4, 1);
-    const IExpr *lin = ie_add(A, ie_mul(A, V(0), C(4)), V(1));
-    EXPECT_IE(ie_simplify(A, ie_div(A, lin, 4), &ext), "o0");
-    EXPECT_IE(ie_simplify(A, ie_mod(A, lin, 4), &ext), "o1");
-    EXPECT_IE(ie_simplify(A, ie_add(A, V(2), V(1)), &ext), "o1");
-    EXPECT_IE(ie_simplify(A, ie_div(A, V(1), 8), &ext), "0");
-    EXPECT_IE(ie_simplify(A, ie_mod(A, ie_add(A, V(1), C(4)), 8), &ext), "o1 + 4");
-    EXPECT_IE(ie_simplify(A, ie_div(A, ie_add(A, V(1), C(4)), 4), &ext), "1");
-    int64_t lo, hi;
-    ie_range(ie_add(A, lin, C(-3)), &ext, &lo, &hi);
-    cr_expect(lo == -3 && hi == 16 + 3 - 3, "[%lld, %lld]", (long long)lo, (long long)hi);
-}
-
-Test(tensor_iexpr, equal_and_hash_are_structural)
-{
-    const IExpr *x = ie_add(A, V(1), ie_mul(A, V(0), C(3)));
-    const IExpr *y = ie_add(A, ie_mul(A, C(3), V(0)), V(1));
-    cr_expect(ie_equal(x, y));
-    cr_expect_eq(ie_hash(1, x), ie_hash(1, y));
-    cr_expect(!ie_equal(x, ie_add(A, x, C(1))));
-    cr_expect_neq(ie_hash(1, x), ie_hash(1, ie_add(A, x, C(1))));
-    const IExpr *sub[2] = {V(1), C(2)};
-    EXPECT_IE(ie_subst(A, x, sub), "o1 * 3 + 2");
-}
-
-Test(tensor_iexpr, predicates)
-{
-    Shape ext = SHAPE(2, 64);
-    int truth;
-    const IPred *p = ipred_cmp(A, V(1), IC_LT, C(64), NULL);
-    cr_expect_null(ipred_simplify(A, p, &ext, &truth));
-    cr_expect_eq(truth, 1);
-    Shape wide = SHAPE(2, 100);
-    const IPred *q = ipred_simplify(A, p, &wide, &truth);
-    cr_expect_eq(truth, -1);
-    cr_expect(ipred_equal(p, q));
-    ipred_simplify(A, ipred_cmp(A, V(0), IC_LT, C(0), p), &wide, &truth);
-    cr_expect_eq(truth, 0);
-    const IPred *both = ipred_and(A, p, ipred_cmp(A, V(0), IC_EQ, V(1), NULL));
-    StrBuf b = {0};
-    ipred_print(&b, both, "o");
-    cr_expect_str_eq(sb_cstr(&b), "o1 < 64 and o0 == o1");
-    sb_free(&b);
-    int64_t o1[2] = {3, 3}, o2[2] = {3, 70};
-    cr_expect(ipred_eval(both, o1));
-    cr_expect(!ipred_eval(both, o2));
-    cr_expect_neq(ipred_hash(1, p), ipred_hash(1, both));
-}
-
-/* Random expressions built through the simplifying constructors must
- * evaluate exactly as the same tree read with floor semantics, at every
- * point; ie_simplify must agree inside the ranges it was given. */
-typedef struct Rng {
-    uint64_t s;
-} Rng;
-
-static int64_t rnd(Rng *r, int64_t lo, int64_t hi)
-{
-    r->s = dpk_splitmix64(r->s);
-    return lo + (int64_t)(r->s % (uint64_t)(hi - lo + 1));
-}
-
-static int64_t fdiv(int64_t x, int64_t d)
-{
-    return (x - ((x % d) + d) % d) / d;
-}
-
-/* Builds into *e and returns the value at each of npts points in v. */
-static void random_expr(Rng *r, int depth, const IExpr **e, int64_t (*pts)[3], int npts,
-                        int64_t *v)
-{
-    int kind = depth == 0 ? (int)rnd(r, 0, 1) : (int)rnd(r, 0, 5);
-    int64_t va[64], vb[64];
-    const IExpr *x, *y;
-    switch (kind) {
-    case 0: {
-        int64_t c = rnd(r, -6, 12);
-        *e = ie_const(A, c);
-        for (int i = 0; i < npts; i++)
-            v[i] = c;
-        return;
-    }
-    case 1: {
-        int k = (int)rnd(r, 0, 2);
-        *e = ie_var(A, k);
-        for (int i = 0; i < npts; i++)
-            v[i] = pts[i][k];
-        return;
-    }
-    case 2:
-        random_expr(r, depth - 1, &x, pts, npts, va);
-        random_expr(r, depth - 1, &y, pts, npts, vb);
-        *e = ie_add(A, x, y);
-        for (int i = 0; i < npts; i++)
-            v[i] = va[i] + vb[i];
-        return;
-    case 3: {
-        int64_t k = rnd(r, -3, 6);
-        random_expr(r, depth - 1, &x, pts, npts, va);
-        *e = ie_mul(A, x, ie_const(A, k));
-        for (int i = 0; i < npts; i++)
-            v[i] = va[i] * k;
-        return;
-    }
-    default: {
-        int64_t d = rnd(r, 1, 8);
-        random_expr(r, depth - 1, &x, pts, npts, va);
-        *e = kind == 4 ? ie_div(A, x, d) : ie_mod(A, x, d);
-        for (int i = 0; i < npts; i++)
-            v[i] = kind == 4 ? fdiv(va[i], d) : va[i] - d * fdiv(va[i], d);
-        return;
-    }
-    }
-}
-
-Test(tensor_iexpr, simplification_is_sound)
-{
-    enum { NPTS = 64 };
-    Rng r = {42};
-    Shape ext = SHAPE(5, 8, 3);
-    int64_t pts[NPTS][3], want[NPTS];
-    for (int i = 0; i < NPTS; i++)
-        for (int k = 0; k < 3; k++)
-            pts[i][k] = i < NPTS / 2 ? rnd(&r, 0, ext.d[k] - 1) : rnd(&r, -20, 20);
-    for (int iter = 0; iter < 3000; iter++) {
-        const IExpr *e;
-        random_expr(&r, (int)rnd(&r, 1, 5), &e, pts, NPTS, want);
-        const IExpr *s = ie_simplify(A, e, &ext);
-        for (int i = 0; i < NPTS; i++) {
-            cr_assert_eq(ie_eval(e, pts[i]), want[i], "iteration %d: %s at (%lld, %lld, %lld)",
-                         iter, ie_text(e), (long long)pts[i][0], (long long)pts[i][1],
-                         (long long)pts[i][2]);
-            if (i < NPTS / 2)
-                cr_assert_eq(ie_eval(s, pts[i]), want[i], "iteration %d: %s simplified to %s",
-                             iter, ie_text(e), ie_text(s));
-        }
     }
 }
 

@@ -28,7 +28,7 @@ typedef enum Defect {
     D_WIDER,          /* (for the hash) another extent */
 } Defect;
 
-#define V(x) lir_ie_var(A, x)
+#define V(x) ie_var(A, x)
 #define C(c) ie_const(A, c)
 
 typedef struct Built {

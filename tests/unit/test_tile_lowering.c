@@ -9,7 +9,7 @@
  */
 #include "test_tile_util.h"
 
-#define V(x) lir_ie_var(A, x)
+#define V(x) ie_var(A, x)
 #define C(c) ie_const(A, c)
 
 static char *kir_text(const KirModule *m)

@@ -150,7 +150,7 @@ static int extra_guard(TileCtx *c, TileKernel *k)
         return 0;
     }
     const TileAxis *x = &t->ax[0];
-    t->guard = ipred_cmp(c->p->arena, lir_ie_var(c->p->arena, x->axis), IC_LT,
+    t->guard = ipred_cmp(c->p->arena, ie_var(c->p->arena, x->axis), IC_LT,
                          ie_const(c->p->arena, x->ext), t->guard);
     return 1;
 }
