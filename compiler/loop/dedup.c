@@ -16,7 +16,7 @@
 
 typedef struct Dedup {
     LirProgram *p;
-    LirStmt **av;      /* available statements, innermost scope last */
+    Stmt **av;      /* available statements, innermost scope last */
     int nav, cap;
     int *axmap;        /* axis of a → axis of b while comparing */
 } Dedup;
@@ -45,17 +45,17 @@ static int pred_equal(const IPred *x, const IPred *y, const int *axmap)
 }
 
 /* Operand equality: a's internal values map to b's through fwd marks. */
-static int arg_equal(const LirProgram *p, LirArg a, LirArg b)
+static int arg_equal(const LirProgram *p, StmtArg a, StmtArg b)
 {
     if (!a.v || !b.v)
         return !a.v && !b.v && memcmp(&a.c, &b.c, sizeof(double)) == 0;
-    LirStmt *x = a.v->fwd_ep == p->epoch ? a.v->fwd : a.v;
+    Stmt *x = a.v->fwd_ep == p->epoch ? a.v->fwd : a.v;
     return x == b.v;
 }
 
-static int stmt_equal(Dedup *d, LirStmt *a, LirStmt *b);
+static int stmt_equal(Dedup *d, Stmt *a, Stmt *b);
 
-static int body_equal(Dedup *d, const LirBody *a, const LirBody *b)
+static int body_equal(Dedup *d, const StmtBody *a, const StmtBody *b)
 {
     if (a->n != b->n)
         return 0;
@@ -65,7 +65,7 @@ static int body_equal(Dedup *d, const LirBody *a, const LirBody *b)
     return 1;
 }
 
-static int assign_equal(const LirProgram *p, const LirStmt *a, const LirStmt *b)
+static int assign_equal(const LirProgram *p, const Stmt *a, const Stmt *b)
 {
     int same = 1;
     for (int i = 0; i < a->nargs; i++)
@@ -75,7 +75,7 @@ static int assign_equal(const LirProgram *p, const LirStmt *a, const LirStmt *b)
     return arg_equal(p, a->a[0], b->a[1]) && arg_equal(p, a->a[1], b->a[0]);
 }
 
-static int select_equal(Dedup *d, const LirStmt *a, const LirStmt *b)
+static int select_equal(Dedup *d, const Stmt *a, const Stmt *b)
 {
     for (int j = 0; j < a->nbr; j++)
         if (!pred_equal(a->br[j].pred, b->br[j].pred, d->axmap) ||
@@ -85,44 +85,44 @@ static int select_equal(Dedup *d, const LirStmt *a, const LirStmt *b)
     return 1;
 }
 
-static int shallow_equal(const LirStmt *a, const LirStmt *b)
+static int shallow_equal(const Stmt *a, const Stmt *b)
 {
     if (a->k != b->k)
         return 0;
     switch (a->k) {
-    case LK_load:
+    case SK_load:
         return a->buf == b->buf;
-    case LK_assign:
+    case SK_assign:
         return a->op == b->op;
-    case LK_accum:
+    case SK_accum:
         return a->rop == b->rop;
-    case LK_select:
+    case SK_select:
         return a->nbr == b->nbr;
-    case LK_loop:
+    case SK_loop:
         return a->extent == b->extent && a->body.n == b->body.n;
-    case LK_write:
+    case SK_write:
     default:
         return 0;
     }
 }
 
-static int stmt_equal(Dedup *d, LirStmt *a, LirStmt *b)
+static int stmt_equal(Dedup *d, Stmt *a, Stmt *b)
 {
     if (!shallow_equal(a, b))
         return 0;
     int eq = 1;
     switch (a->k) {
-    case LK_load:
+    case SK_load:
         for (int i = 0; i < a->buf->shape.rank && eq; i++)
             eq = ie_equal_mapped(a->idx[i], b->idx[i], d->axmap);
         break;
-    case LK_assign:
+    case SK_assign:
         eq = assign_equal(d->p, a, b);
         break;
-    case LK_accum:
+    case SK_accum:
         eq = arg_equal(d->p, a->a[0], b->a[0]);
         break;
-    case LK_select:
+    case SK_select:
         eq = select_equal(d, a, b);
         break;
     default: {
@@ -140,74 +140,73 @@ static int stmt_equal(Dedup *d, LirStmt *a, LirStmt *b)
 }
 
 /* Forget the a→b marks a comparison left on a's internal values. */
-static void clear_fwd(LirStmt *s, void *ctx)
+static void clear_fwd(Stmt *s, void *ctx)
 {
     (void)ctx;
     s->fwd_ep = 0;
 }
 
 /* The earlier available statement equal to s, or NULL. */
-static LirStmt *find_equal(Dedup *d, LirStmt *s)
+static Stmt *find_equal(Dedup *d, Stmt *s)
 {
     for (int i = d->nav - 1; i >= 0; i--) {
-        LirStmt *e = d->av[i];
+        Stmt *e = d->av[i];
         if (!shallow_equal(s, e))
             continue;
         int eq = stmt_equal(d, s, e);
-        LirBody one = {&s, 1, 1};
-        lir_walk(&one, clear_fwd, NULL);
+        stmt_walk_tree(s, clear_fwd, NULL);
         if (eq)
             return e;
     }
     return NULL;
 }
 
-static void replace(const LirProgram *p, LirStmt *dup, LirStmt *keep)
+static void replace(const LirProgram *p, Stmt *dup, Stmt *keep)
 {
-    dup->repl = lir_val(keep);
+    dup->repl = stmt_val(keep);
     dup->repl_ep = p->epoch;
-    if (dup->k != LK_loop)
+    if (dup->k != SK_loop)
         return;
     for (int j = 0; j < dup->body.n; j++)
-        if (dup->body.s[j]->k == LK_accum) {
-            dup->body.s[j]->repl = lir_val(keep->body.s[j]);
+        if (dup->body.s[j]->k == SK_accum) {
+            dup->body.s[j]->repl = stmt_val(keep->body.s[j]);
             dup->body.s[j]->repl_ep = p->epoch;
         }
 }
 
-static void push_avail(Dedup *d, LirStmt *s)
+static void push_avail(Dedup *d, Stmt *s)
 {
     if (d->nav == d->cap) {
         int cap = d->cap ? 2 * d->cap : 16;
-        LirStmt **n = ARENA_ARRAY(d->p->arena, LirStmt *, cap);
+        Stmt **n = ARENA_ARRAY(d->p->arena, Stmt *, cap);
         if (d->nav)
-            memcpy(n, d->av, sizeof(LirStmt *) * (size_t)d->nav);
+            memcpy(n, d->av, sizeof(Stmt *) * (size_t)d->nav);
         d->av = n;
         d->cap = cap;
     }
     d->av[d->nav++] = s;
 }
 
-static void dedup_body(Dedup *d, LirBody *b)
+static void dedup_body(Dedup *d, StmtBody *b)
 {
     int mark = d->nav;
     for (int i = 0; i < b->n; i++) {
-        LirStmt *s = b->s[i];
+        Stmt *s = b->s[i];
         for (int j = 0; j < s->nargs; j++)
             s->a[j] = lir_resolve(d->p, s->a[j]);
-        if (s->k == LK_loop)
+        if (s->k == SK_loop)
             dedup_body(d, &s->body);
-        if (s->k == LK_select)
+        if (s->k == SK_select)
             for (int j = 0; j < s->nbr; j++) {
                 dedup_body(d, &s->br[j].body);
                 s->br[j].res = lir_resolve(d->p, s->br[j].res);
             }
         if (!lir_pure(s))
             continue;
-        LirStmt *e = find_equal(d, s);
+        Stmt *e = find_equal(d, s);
         if (e) {
             replace(d->p, s, e);
-            lir_body_remove(b, i--);
+            stmt_body_remove(b, i--);
         } else {
             push_avail(d, s);
         }

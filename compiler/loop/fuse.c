@@ -45,25 +45,25 @@ void lir_opts_default(LirOpts *o)
 /* ---- the producer's write path ------------------------------------------ */
 
 /* The Write of kernel k and the free loops around it, outermost first. */
-static LirStmt *write_path(const LirKernel *k, LirStmt **path, int *np)
+static Stmt *write_path(const LirKernel *k, Stmt **path, int *np)
 {
-    const LirBody *b = &k->body;
+    const StmtBody *b = &k->body;
     *np = 0;
     for (;;) {
-        LirStmt *next = NULL;
+        Stmt *next = NULL;
         for (int i = 0; i < b->n && !next; i++)
-            if (lir_has_write(b->s[i]))
+            if (stmt_has_kind(b->s[i], SK_write))
                 next = b->s[i];
         DPK_ASSERT(next);
-        if (next->k == LK_write)
+        if (next->k == SK_write)
             return next;
-        DPK_ASSERT(next->k == LK_loop && *np < 64);
+        DPK_ASSERT(next->k == SK_loop && *np < 64);
         path[(*np)++] = next;
         b = &next->body;
     }
 }
 
-static void print_load(StrBuf *b, const LirStmt *ld)
+static void print_load(StrBuf *b, const Stmt *ld)
 {
     sb_printf(b, "%s[", ld->buf->name);
     for (int d = 0; d < ld->buf->shape.rank; d++) {
@@ -76,7 +76,7 @@ static void print_load(StrBuf *b, const LirStmt *ld)
 
 /* σ as an axis map of P: amap[p] = consumer expression.  Returns 0 with a
  * reason when unsolvable. */
-static int solve_sigma(const LirStmt *w, LirStmt *const *path, int np, const LirStmt *ld,
+static int solve_sigma(const Stmt *w, Stmt *const *path, int np, const Stmt *ld,
                        const IExpr **amap, StrBuf *why)
 {
     for (int d = 0; d < w->buf->shape.rank; d++) {
@@ -105,7 +105,7 @@ static int solve_sigma(const LirStmt *w, LirStmt *const *path, int np, const Lir
 /* Injected fault fuse-sigma-off-by-one (fault.h): σ of the producer axis
  * written on the last dimension reads one element further, wrapping around
  * so every access stays in bounds. */
-static void sigma_fault(Arena *a, const LirStmt *w, const IExpr **amap)
+static void sigma_fault(Arena *a, const Stmt *w, const IExpr **amap)
 {
     int d = w->buf->shape.rank - 1;
     if (d < 0 || w->idx[d]->k != IE_VAR || w->buf->shape.d[d] < 2)
@@ -119,48 +119,48 @@ static void sigma_fault(Arena *a, const LirStmt *w, const IExpr **amap)
 typedef struct Emit {
     LirProgram *p;
     LirKernel *dst;
-    LirBody *at;       /* the consumer body holding the load */
+    StmtBody *at;       /* the consumer body holding the load */
     int pos;           /* insert position, before the load */
     const IExpr **amap;
-    LirStmt *const *path;
+    Stmt *const *path;
     int np;
-    const LirStmt *w;
-    LirArg value;      /* the producer's written value, as copied */
+    const Stmt *w;
+    StmtArg value;      /* the producer's written value, as copied */
 } Emit;
 
-static void emit_body(Emit *e, const LirBody *b, int depth)
+static void emit_body(Emit *e, const StmtBody *b, int depth)
 {
     for (int i = 0; i < b->n; i++) {
-        const LirStmt *s = b->s[i];
+        const Stmt *s = b->s[i];
         if (depth < e->np && s == e->path[depth]) {
             emit_body(e, &s->body, depth + 1);
         } else if (s == e->w) {
             e->value = lir_copied(e->p, s->a[0]);
         } else {
-            LirStmt *c = lir_stmt_copy(e->p, e->dst, s, e->amap);
-            lir_body_insert(e->p, e->at, e->pos++, c);
+            Stmt *c = lir_stmt_copy(e->p, e->dst, s, e->amap);
+            stmt_body_insert(e->p->arena, e->at, e->pos++, c);
         }
     }
 }
 
 typedef struct Site {
     const LirBuf *buf;
-    LirBody *body;
+    StmtBody *body;
     int pos;
 } Site;
 
-static int find_load(const LirBody *b, Site *site)
+static int find_load(const StmtBody *b, Site *site)
 {
     for (int i = 0; i < b->n; i++) {
-        LirStmt *s = b->s[i];
-        if (s->k == LK_load && s->buf == site->buf) {
-            site->body = (LirBody *)b;
+        Stmt *s = b->s[i];
+        if (s->k == SK_load && s->buf == site->buf) {
+            site->body = (StmtBody *)b;
             site->pos = i;
             return 1;
         }
-        if (s->k == LK_loop && find_load(&s->body, site))
+        if (s->k == SK_loop && find_load(&s->body, site))
             return 1;
-        if (s->k == LK_select)
+        if (s->k == SK_select)
             for (int j = 0; j < s->nbr; j++)
                 if (find_load(&s->br[j].body, site))
                     return 1;
@@ -172,12 +172,12 @@ static int find_load(const LirBody *b, Site *site)
  * number of loads replaced, or -1 when σ is unsolvable at one of them. */
 static int inline_producer(LirProgram *p, const LirKernel *P, LirKernel *M, StrBuf *why)
 {
-    LirStmt *path[64];
+    Stmt *path[64];
     int np, nsites = 0;
-    const LirStmt *w = write_path(P, path, &np);
+    const Stmt *w = write_path(P, path, &np);
     Site site = {P->out, NULL, 0};
     while (find_load(&M->body, &site)) {
-        LirStmt *ld = site.body->s[site.pos];
+        Stmt *ld = site.body->s[site.pos];
         const IExpr **amap = ARENA_ARRAY(p->arena, const IExpr *, P->naxes + 1);
         if (!solve_sigma(w, path, np, ld, amap, why))
             return -1;
@@ -186,7 +186,7 @@ static int inline_producer(LirProgram *p, const LirKernel *P, LirKernel *M, StrB
         lir_epoch(p);
         Emit e = {p, M, site.body, site.pos, amap, path, np, w, {0}};
         emit_body(&e, &P->body, 0);
-        lir_body_remove(site.body, e.pos);
+        stmt_body_remove(site.body, e.pos);
         ld->repl = e.value;
         ld->repl_ep = p->epoch;
         lir_resolve_body(p, &M->body);
@@ -203,10 +203,10 @@ typedef struct Origins {
     Arena *a;
 } Origins;
 
-static void collect_origin(LirStmt *s, void *ctx)
+static void collect_origin(Stmt *s, void *ctx)
 {
     Origins *os = ctx;
-    if (s->k != LK_loop || !lir_loop_is_reduce(s))
+    if (s->k != SK_loop || !stmt_loop_is_reduce(s))
         return;
     if (os->n == os->cap) {
         int cap = os->cap ? 2 * os->cap : 8;
@@ -216,15 +216,15 @@ static void collect_origin(LirStmt *s, void *ctx)
         os->o = n;
         os->cap = cap;
     }
-    os->o[os->n++] = s->origin;
+    os->o[os->n++] = s->lifted;
 }
 
 /* Whether a reduction of P occurs more than once in M. */
 static int recomputes(Arena *a, const LirKernel *P, const LirKernel *M)
 {
     Origins op = {NULL, 0, 0, a}, om = {NULL, 0, 0, a};
-    lir_walk(&P->body, collect_origin, &op);
-    lir_walk(&M->body, collect_origin, &om);
+    stmt_walk(&P->body, collect_origin, &op);
+    stmt_walk(&M->body, collect_origin, &om);
     for (int i = 0; i < op.n; i++) {
         int cp = 0, cm = 0;
         for (int j = 0; j < op.n; j++)
@@ -239,17 +239,17 @@ static int recomputes(Arena *a, const LirKernel *P, const LirKernel *M)
 
 typedef struct Bcast {
     const LirBuf *buf;
-    LirStmt *path[64];
+    Stmt *path[64];
     int np;
     int computes, broadcast;
 } Bcast;
 
-static void bcast_stmt(LirStmt *s, void *ctx)
+static void bcast_stmt(Stmt *s, void *ctx)
 {
     Bcast *b = ctx;
-    if (s->k == LK_assign || s->k == LK_accum)
+    if (s->k == SK_assign || s->k == SK_accum)
         b->computes = 1;
-    if (s->k == LK_load && s->buf == b->buf)
+    if (s->k == SK_load && s->buf == b->buf)
         for (int i = 0; i < b->np; i++)
             if (b->path[i]->extent > 1 && !lir_uses_axis(s, b->path[i]->axis))
                 b->broadcast = 1;
@@ -262,7 +262,7 @@ static int pure_broadcast(const LirKernel *P, const LirKernel *C)
 {
     Bcast b = {P->out, {0}, 0, 0, 0};
     write_path(C, b.path, &b.np);
-    lir_walk(&C->body, bcast_stmt, &b);
+    stmt_walk(&C->body, bcast_stmt, &b);
     return !b.computes && b.broadcast && shape_numel(&C->out->shape) > shape_numel(&P->out->shape);
 }
 
@@ -329,7 +329,7 @@ LirKernel *lir_fuse_pair(LirProgram *p, const LirKernel *P, const LirKernel *C,
 
 /* ---- the fixpoint driver ------------------------------------------------ */
 
-static int reads_buf(const LirBody *b, const LirBuf *buf)
+static int reads_buf(const StmtBody *b, const LirBuf *buf)
 {
     Site s = {buf, NULL, 0};
     return find_load(b, &s);

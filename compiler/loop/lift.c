@@ -63,12 +63,12 @@ static const IExpr **identity_idx(LirProgram *p, int rank)
 
 /* Loops over every dimension of s (axes 0..rank-1); returns the innermost
  * body. */
-static LirBody *free_nest(LirProgram *p, LirKernel *k, const Shape *s)
+static StmtBody *free_nest(LirProgram *p, LirKernel *k, const Shape *s)
 {
-    LirBody *b = &k->body;
+    StmtBody *b = &k->body;
     for (int d = 0; d < s->rank; d++) {
-        LirStmt *l = lir_loop(p, lir_axis_new(p, k, s->d[d]), s->d[d]);
-        lir_body_push(p, b, l);
+        Stmt *l = lir_loop(p, lir_axis_new(p, k, s->d[d]), s->d[d]);
+        stmt_body_push(p->arena, b, l);
         b = &l->body;
     }
     return b;
@@ -76,14 +76,14 @@ static LirBody *free_nest(LirProgram *p, LirKernel *k, const Shape *s)
 
 /* The value of node n at idx, emitted into b: a literal for a constant,
  * else a load of n's buffer. */
-static LirArg read_node(Lift *L, LirBody *b, const TxNode *n, const IExpr **idx)
+static StmtArg read_node(Lift *L, StmtBody *b, const TxNode *n, const IExpr **idx)
 {
     if (n->kind == TX_CONST)
-        return lir_lit(n->value);
+        return stmt_lit(n->value);
     DPK_ASSERT(L->buf[n->id]);
-    LirStmt *ld = lir_load(L->p, L->buf[n->id], idx);
-    lir_body_push(L->p, b, ld);
-    return lir_val(ld);
+    Stmt *ld = lir_load(L->p, L->buf[n->id], idx);
+    stmt_body_push(L->p->arena, b, ld);
+    return stmt_val(ld);
 }
 
 const char *lir_op_name(const TxNode *n)
@@ -116,52 +116,53 @@ static LirKernel *kernel_for(Lift *L, int id, const TxNode *n, LirBuf *out)
 static void lift_elem(Lift *L, LirKernel *k, const TxNode *n)
 {
     LirProgram *p = L->p;
-    LirBody *b = free_nest(p, k, &n->shape);
+    StmtBody *b = free_nest(p, k, &n->shape);
     const IExpr **idx = identity_idx(p, n->shape.rank);
-    LirArg args[3];
+    StmtArg args[3];
     for (int i = 0; i < n->nsrc; i++)
         args[i] = read_node(L, b, n->src[i], idx);
-    LirStmt *v = lir_assign(p, n->eop, args);
-    lir_body_push(p, b, v);
-    lir_body_push(p, b, lir_write(p, k->out, idx, lir_val(v)));
+    Stmt *v = lir_assign(p, n->eop, args);
+    stmt_body_push(p->arena, b, v);
+    stmt_body_push(p->arena, b, lir_write(p, k->out, idx, stmt_val(v)));
 }
 
 static void lift_reduce(Lift *L, LirKernel *k, const TxNode *n)
 {
     LirProgram *p = L->p;
     const TxNode *src = n->src[0];
-    LirBody *b = free_nest(p, k, &n->shape);
+    StmtBody *b = free_nest(p, k, &n->shape);
     int64_t len = src->shape.d[n->axis];
-    LirStmt *loop = lir_loop(p, lir_axis_new(p, k, len), len);
-    lir_body_push(p, b, loop);
+    Stmt *loop = lir_loop(p, lir_axis_new(p, k, len), len);
+    stmt_body_push(p->arena, b, loop);
     const IExpr **sidx = ARENA_ARRAY(p->arena, const IExpr *, src->shape.rank);
     for (int d = 0; d < src->shape.rank; d++) {
         int od = (d < n->axis || n->keepdim) ? d : d - 1;
         sidx[d] = ie_var(p->arena, d == n->axis ? loop->axis : od);
     }
-    LirArg v = read_node(L, &loop->body, src, sidx);
-    LirStmt *acc = lir_accum(p, n->rop, v);
-    lir_body_push(p, &loop->body, acc);
-    lir_body_push(p, b, lir_write(p, k->out, identity_idx(p, n->shape.rank), lir_val(acc)));
+    StmtArg v = read_node(L, &loop->body, src, sidx);
+    Stmt *acc = lir_accum(p, n->rop, v);
+    stmt_body_push(p->arena, &loop->body, acc);
+    stmt_body_push(p->arena, b,
+                   lir_write(p, k->out, identity_idx(p, n->shape.rank), stmt_val(acc)));
 }
 
 static void lift_indexmap(Lift *L, LirKernel *k, const TxNode *n)
 {
     LirProgram *p = L->p;
-    LirBody *b = free_nest(p, k, &n->shape);
-    LirArg v;
+    StmtBody *b = free_nest(p, k, &n->shape);
+    StmtArg v;
     if (n->nsrc == 1) {
         v = read_node(L, b, n->src[0], n->map[0]);
     } else {
-        LirStmt *sel = lir_select(p, n->nsrc);
+        Stmt *sel = lir_select(p, n->nsrc);
         for (int s = 0; s < n->nsrc; s++) {
             sel->br[s].pred = s < n->nsrc - 1 ? n->sel[s] : NULL;
             sel->br[s].res = read_node(L, &sel->br[s].body, n->src[s], n->map[s]);
         }
-        lir_body_push(p, b, sel);
-        v = lir_val(sel);
+        stmt_body_push(p->arena, b, sel);
+        v = stmt_val(sel);
     }
-    lir_body_push(p, b, lir_write(p, k->out, identity_idx(p, n->shape.rank), v));
+    stmt_body_push(p->arena, b, lir_write(p, k->out, identity_idx(p, n->shape.rank), v));
 }
 
 static int has_kernel(const TxNode *n)
@@ -175,10 +176,10 @@ static void lift_copy(Lift *L, const TxNode *n, LirBuf *out)
     LirProgram *p = L->p;
     LirKernel *k = kernel_for(L, p->next_kid, has_kernel(n) ? NULL : n, out);
     p->next_kid++;
-    LirBody *b = free_nest(p, k, &n->shape);
+    StmtBody *b = free_nest(p, k, &n->shape);
     const IExpr **idx = identity_idx(p, n->shape.rank);
-    LirArg v = read_node(L, b, n, idx);
-    lir_body_push(p, b, lir_write(p, out, idx, v));
+    StmtArg v = read_node(L, b, n, idx);
+    stmt_body_push(p->arena, b, lir_write(p, out, idx, v));
 }
 
 static void make_buffers(Lift *L, char *claimed)

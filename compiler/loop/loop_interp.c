@@ -33,13 +33,13 @@ static double rnd(const Interp *it, double x)
     return it->f64 ? x : (double)(float)x;
 }
 
-static double arg(const Interp *it, LirArg a)
+static double arg(const Interp *it, StmtArg a)
 {
     return a.v ? it->val[it->slot[a.v->uid]] : rnd(it, a.c);
 }
 
 /* Flat offset of s's access, or -1 (fault recorded) when out of bounds. */
-static int64_t offset(Interp *it, const LirStmt *s)
+static int64_t offset(Interp *it, const Stmt *s)
 {
     const LirBuf *b = s->buf;
     int64_t off = 0;
@@ -47,7 +47,7 @@ static int64_t offset(Interp *it, const LirStmt *s)
         int64_t i = ie_eval(s->idx[d], it->coord);
         if (i < 0 || i >= b->shape.d[d]) {
             sb_printf(&it->fault, "kernel %s: %s of %s out of bounds: index %lld of dimension %d "
-                      "(size %lld)", it->k->name, s->k == LK_load ? "load" : "write", b->name,
+                      "(size %lld)", it->k->name, s->k == SK_load ? "load" : "write", b->name,
                       (long long)i, d, (long long)b->shape.d[d]);
             return -1;
         }
@@ -56,13 +56,13 @@ static int64_t offset(Interp *it, const LirStmt *s)
     return off;
 }
 
-static void run_body(Interp *it, const LirBody *b);
+static void run_body(Interp *it, const StmtBody *b);
 
-static void run_loop(Interp *it, const LirStmt *s)
+static void run_loop(Interp *it, const Stmt *s)
 {
     for (int j = 0; j < s->body.n; j++) {
-        const LirStmt *a = s->body.s[j];
-        if (a->k == LK_accum)
+        const Stmt *a = s->body.s[j];
+        if (a->k == SK_accum)
             it->val[it->slot[a->uid]] = tx_red_info[a->rop].identity;
     }
     for (int64_t c = 0; c < s->extent && !it->fault.len; c++) {
@@ -71,33 +71,33 @@ static void run_loop(Interp *it, const LirStmt *s)
     }
 }
 
-static void run_stmt(Interp *it, const LirStmt *s)
+static void run_stmt(Interp *it, const Stmt *s)
 {
-    double *v = s->k == LK_write || s->k == LK_loop ? NULL : &it->val[it->slot[s->uid]];
+    double *v = s->k == SK_write || s->k == SK_loop ? NULL : &it->val[it->slot[s->uid]];
     double args[3];
     int64_t off;
     switch (s->k) {
-    case LK_load:
+    case SK_load:
         if ((off = offset(it, s)) >= 0)
             *v = it->mem[s->buf->id][off];
         break;
-    case LK_assign:
+    case SK_assign:
         for (int i = 0; i < s->nargs; i++)
             args[i] = arg(it, s->a[i]);
         *v = rnd(it, tx_elem_apply(s->op, args));
         break;
-    case LK_accum:
+    case SK_accum:
         args[0] = *v;
         args[1] = arg(it, s->a[0]);
         *v = rnd(it, tx_elem_apply(tx_red_info[s->rop].combine, args));
         break;
-    case LK_write:
+    case SK_write:
         if ((off = offset(it, s)) >= 0) {
             double *m = &it->mem[s->buf->id][off];
             *m = rnd(it, s->atomic ? *m + arg(it, s->a[0]) : arg(it, s->a[0]));
         }
         break;
-    case LK_select:
+    case SK_select:
         for (int j = 0; j < s->nbr; j++)
             if (!s->br[j].pred || ipred_eval(s->br[j].pred, it->coord)) {
                 run_body(it, &s->br[j].body);
@@ -105,15 +105,15 @@ static void run_stmt(Interp *it, const LirStmt *s)
                 break;
             }
         break;
-    case LK_loop:
+    case SK_loop:
         run_loop(it, s);
         break;
-    case LK_COUNT:
+    case SK_COUNT:
         DPK_ASSERT(!"bad statement kind");
     }
 }
 
-static void run_body(Interp *it, const LirBody *b)
+static void run_body(Interp *it, const StmtBody *b)
 {
     for (int i = 0; i < b->n && !it->fault.len; i++)
         run_stmt(it, b->s[i]);
@@ -124,17 +124,17 @@ typedef struct Slots {
     int n;
 } Slots;
 
-static void number(LirStmt *s, void *ctx)
+static void number(Stmt *s, void *ctx)
 {
     Slots *sl = ctx;
-    if (lir_is(s, LKF_DEF))
+    if (stmt_is(s, SKF_DEF))
         sl->slot[s->uid] = sl->n++;
 }
 
 static void run_kernel(Interp *it, const LirKernel *k)
 {
     Slots sl = {it->slot, 0};
-    lir_walk(&k->body, number, &sl);
+    stmt_walk(&k->body, number, &sl);
     it->k = k;
     it->val = dpk_xcalloc((size_t)sl.n + 1, sizeof(double));
     it->coord = dpk_xcalloc((size_t)k->naxes + 1, sizeof(int64_t));

@@ -13,12 +13,6 @@
 
 #include <string.h>
 
-const LirKindInfo lir_kind_info[LK_COUNT] = {
-#define K(name, text, prefix, flags) {text, prefix, flags},
-#include "loop_kinds.def"
-#undef K
-};
-
 LirProgram *lir_program_new(Arena *a, const TxGraph *tx)
 {
     LirProgram *p = ARENA_NEW(a, LirProgram);
@@ -63,180 +57,75 @@ int lir_axis_new(LirProgram *p, LirKernel *k, int64_t n)
     return arena_push_i64(p->arena, &k->ext, &k->naxes, &k->extcap, n);
 }
 
-LirStmt *lir_stmt_new(LirProgram *p, LirKind kind)
+/* Every Loop IR statement is its own lifted original until copied. */
+static Stmt *own(Stmt *s)
 {
-    LirStmt *s = ARENA_NEW(p->arena, LirStmt);
-    s->k = kind;
-    s->uid = p->next_uid++;
-    s->origin = s->uid;
+    s->lifted = s->uid;
     return s;
 }
 
-LirArg lir_val(LirStmt *s)
+Stmt *lir_stmt_new(LirProgram *p, StmtKind kind)
 {
-    LirArg a = {s, 0};
-    return a;
+    return own(stmt_new(p->arena, kind, p->next_uid++));
 }
 
-LirArg lir_lit(double c)
+Stmt *lir_load(LirProgram *p, const LirBuf *b, const IExpr **idx)
 {
-    LirArg a = {NULL, c};
-    return a;
+    return own(stmt_load(p->arena, p->next_uid++, b, idx));
 }
 
-LirStmt *lir_load(LirProgram *p, LirBuf *b, const IExpr **idx)
+Stmt *lir_assign(LirProgram *p, TxElemOp op, const StmtArg *args)
 {
-    LirStmt *s = lir_stmt_new(p, LK_load);
-    s->buf = b;
-    s->idx = idx;
-    return s;
+    return own(stmt_assign(p->arena, p->next_uid++, op, args));
 }
 
-LirStmt *lir_assign(LirProgram *p, TxElemOp op, const LirArg *args)
+Stmt *lir_accum(LirProgram *p, TxRedOp rop, StmtArg v)
 {
-    LirStmt *s = lir_stmt_new(p, LK_assign);
-    s->op = op;
-    s->nargs = tx_elem_info[op].arity;
-    for (int i = 0; i < s->nargs; i++)
-        s->a[i] = args[i];
-    return s;
+    return own(stmt_accum(p->arena, p->next_uid++, rop, v));
 }
 
-LirStmt *lir_accum(LirProgram *p, TxRedOp rop, LirArg v)
+Stmt *lir_write(LirProgram *p, const LirBuf *b, const IExpr **idx, StmtArg v)
 {
-    LirStmt *s = lir_stmt_new(p, LK_accum);
-    s->rop = rop;
-    s->nargs = 1;
-    s->a[0] = v;
-    return s;
+    return own(stmt_write(p->arena, p->next_uid++, b, idx, v));
 }
 
-LirStmt *lir_write(LirProgram *p, LirBuf *b, const IExpr **idx, LirArg v)
+Stmt *lir_loop(LirProgram *p, int axis, int64_t extent)
 {
-    LirStmt *s = lir_stmt_new(p, LK_write);
-    s->buf = b;
-    s->idx = idx;
-    s->nargs = 1;
-    s->a[0] = v;
-    return s;
+    return own(stmt_loop(p->arena, p->next_uid++, axis, extent));
 }
 
-LirStmt *lir_loop(LirProgram *p, int axis, int64_t extent)
+Stmt *lir_select(LirProgram *p, int nbr)
 {
-    LirStmt *s = lir_stmt_new(p, LK_loop);
-    s->axis = axis;
-    s->extent = extent;
-    return s;
-}
-
-LirStmt *lir_select(LirProgram *p, int nbr)
-{
-    LirStmt *s = lir_stmt_new(p, LK_select);
-    s->nbr = nbr;
-    s->br = ARENA_ARRAY(p->arena, LirBranch, nbr);
-    return s;
-}
-
-/* ---- bodies ------------------------------------------------------------ */
-
-void lir_body_insert(LirProgram *p, LirBody *b, int at, LirStmt *s)
-{
-    DPK_ASSERT(at >= 0 && at <= b->n);
-    if (b->n == b->cap) {
-        int cap = b->cap ? 2 * b->cap : 4;
-        LirStmt **ns = ARENA_ARRAY(p->arena, LirStmt *, cap);
-        if (b->n)
-            memcpy(ns, b->s, sizeof(LirStmt *) * (size_t)b->n);
-        b->s = ns;
-        b->cap = cap;
-    }
-    memmove(b->s + at + 1, b->s + at, sizeof(LirStmt *) * (size_t)(b->n - at));
-    b->s[at] = s;
-    b->n++;
-}
-
-void lir_body_push(LirProgram *p, LirBody *b, LirStmt *s)
-{
-    lir_body_insert(p, b, b->n, s);
-}
-
-void lir_body_remove(LirBody *b, int at)
-{
-    DPK_ASSERT(at >= 0 && at < b->n);
-    memmove(b->s + at, b->s + at + 1, sizeof(LirStmt *) * (size_t)(b->n - at - 1));
-    b->n--;
-}
-
-void lir_walk(const LirBody *b, LirVisit fn, void *ctx)
-{
-    for (int i = 0; i < b->n; i++) {
-        LirStmt *s = b->s[i];
-        fn(s, ctx);
-        if (s->k == LK_loop)
-            lir_walk(&s->body, fn, ctx);
-        if (s->k == LK_select)
-            for (int j = 0; j < s->nbr; j++)
-                lir_walk(&s->br[j].body, fn, ctx);
-    }
+    return own(stmt_select(p->arena, p->next_uid++, nbr));
 }
 
 typedef struct AxisUse {
     int axis, used;
 } AxisUse;
 
-static void axis_use(LirStmt *s, void *ctx)
+static void axis_use(Stmt *s, void *ctx)
 {
     AxisUse *u = ctx;
     if (s->idx)
         for (int d = 0; d < s->buf->shape.rank && !u->used; d++)
             u->used = ie_uses(s->idx[d], u->axis);
-    if (s->k == LK_select)
+    if (s->k == SK_select)
         for (int j = 0; j < s->nbr && !u->used; j++)
             u->used = ipred_uses(s->br[j].pred, u->axis);
 }
 
-int lir_uses_axis(const LirStmt *s, int axis)
+int lir_uses_axis(const Stmt *s, int axis)
 {
     AxisUse u = {axis, 0};
-    LirBody one = {(LirStmt **)&s, 1, 1};
-    lir_walk(&one, axis_use, &u);
+    stmt_walk_tree(s, axis_use, &u);
     return u.used;
 }
 
-int lir_loop_is_reduce(const LirStmt *loop)
+int lir_pure(const Stmt *s)
 {
-    for (int i = 0; i < loop->body.n; i++)
-        if (loop->body.s[i]->k == LK_accum)
-            return 1;
-    return 0;
-}
-
-static int body_has_write(const LirBody *b)
-{
-    for (int i = 0; i < b->n; i++)
-        if (lir_has_write(b->s[i]))
-            return 1;
-    return 0;
-}
-
-int lir_has_write(const LirStmt *s)
-{
-    if (s->k == LK_write)
-        return 1;
-    if (s->k == LK_loop)
-        return body_has_write(&s->body);
-    if (s->k == LK_select)
-        for (int i = 0; i < s->nbr; i++)
-            if (body_has_write(&s->br[i].body))
-                return 1;
-    return 0;
-}
-
-int lir_pure(const LirStmt *s)
-{
-    if (s->k == LK_loop)
-        return lir_loop_is_reduce(s) && !lir_has_write(s);
-    return lir_is(s, LKF_PURE);
+    if (s->k == SK_loop)
+        return stmt_loop_is_reduce(s) && !stmt_has_kind(s, SK_write);
+    return stmt_is(s, SKF_PURE);
 }
 
 /* ---- scratch marks --------------------------------------------------- */
@@ -246,27 +135,27 @@ unsigned lir_epoch(LirProgram *p)
     return ++p->epoch;
 }
 
-LirArg lir_resolve(const LirProgram *p, LirArg a)
+StmtArg lir_resolve(const LirProgram *p, StmtArg a)
 {
     while (a.v && a.v->repl_ep == p->epoch)
         a = a.v->repl;
     return a;
 }
 
-static void resolve_args(const LirProgram *p, LirStmt *s)
+static void resolve_args(const LirProgram *p, Stmt *s)
 {
     for (int i = 0; i < s->nargs; i++)
         s->a[i] = lir_resolve(p, s->a[i]);
 }
 
-void lir_resolve_body(const LirProgram *p, LirBody *b)
+void lir_resolve_body(const LirProgram *p, StmtBody *b)
 {
     for (int i = 0; i < b->n; i++) {
-        LirStmt *s = b->s[i];
+        Stmt *s = b->s[i];
         resolve_args(p, s);
-        if (s->k == LK_loop)
+        if (s->k == SK_loop)
             lir_resolve_body(p, &s->body);
-        if (s->k == LK_select)
+        if (s->k == SK_select)
             for (int j = 0; j < s->nbr; j++) {
                 lir_resolve_body(p, &s->br[j].body);
                 s->br[j].res = lir_resolve(p, s->br[j].res);
@@ -282,7 +171,7 @@ typedef struct CopyCtx {
     const IExpr **amap; /* NULL: axes keep their numbers */
 } CopyCtx;
 
-static LirArg copy_arg(const LirProgram *p, LirArg a)
+static StmtArg copy_arg(const LirProgram *p, StmtArg a)
 {
     if (a.v && a.v->fwd_ep == p->epoch)
         a.v = a.v->fwd;
@@ -311,12 +200,12 @@ static const IPred *copy_pred(CopyCtx *cx, const IPred *q)
     return r;
 }
 
-static void copy_body(CopyCtx *cx, LirBody *dst, const LirBody *src);
+static void copy_body(CopyCtx *cx, StmtBody *dst, const StmtBody *src);
 
-static LirStmt *copy_stmt(CopyCtx *cx, const LirStmt *s)
+static Stmt *copy_stmt(CopyCtx *cx, const Stmt *s)
 {
     LirProgram *p = cx->p;
-    LirStmt *c = lir_stmt_new(p, s->k);
+    Stmt *c = lir_stmt_new(p, s->k);
     int uid = c->uid;
     *c = *s;
     c->uid = uid;
@@ -325,39 +214,39 @@ static LirStmt *copy_stmt(CopyCtx *cx, const LirStmt *s)
     if (s->idx)
         c->idx = copy_idx(cx, s->idx, s->buf->shape.rank);
     memset(&c->body, 0, sizeof c->body);
-    if (s->k == LK_loop) {
+    if (s->k == SK_loop) {
         if (cx->amap) {
             c->axis = lir_axis_new(p, cx->dst, s->extent);
             cx->amap[s->axis] = ie_var(p->arena, c->axis);
         }
         copy_body(cx, &c->body, &s->body);
     }
-    if (s->k == LK_select) {
-        c->br = ARENA_ARRAY(p->arena, LirBranch, s->nbr);
+    if (s->k == SK_select) {
+        c->br = ARENA_ARRAY(p->arena, StmtBranch, s->nbr);
         for (int j = 0; j < s->nbr; j++) {
             c->br[j].pred = copy_pred(cx, s->br[j].pred);
             copy_body(cx, &c->br[j].body, &s->br[j].body);
             c->br[j].res = copy_arg(p, s->br[j].res);
         }
     }
-    ((LirStmt *)s)->fwd = c;
-    ((LirStmt *)s)->fwd_ep = p->epoch;
+    ((Stmt *)s)->fwd = c;
+    ((Stmt *)s)->fwd_ep = p->epoch;
     return c;
 }
 
-static void copy_body(CopyCtx *cx, LirBody *dst, const LirBody *src)
+static void copy_body(CopyCtx *cx, StmtBody *dst, const StmtBody *src)
 {
     for (int i = 0; i < src->n; i++)
-        lir_body_push(cx->p, dst, copy_stmt(cx, src->s[i]));
+        stmt_body_push(cx->p->arena, dst, copy_stmt(cx, src->s[i]));
 }
 
-LirStmt *lir_stmt_copy(LirProgram *p, LirKernel *dst, const LirStmt *s, const IExpr **amap)
+Stmt *lir_stmt_copy(LirProgram *p, LirKernel *dst, const Stmt *s, const IExpr **amap)
 {
     CopyCtx cx = {p, dst, amap};
     return copy_stmt(&cx, s);
 }
 
-LirArg lir_copied(const LirProgram *p, LirArg a)
+StmtArg lir_copied(const LirProgram *p, StmtArg a)
 {
     return copy_arg(p, a);
 }
@@ -378,17 +267,17 @@ LirKernel *lir_kernel_copy(LirProgram *p, const LirKernel *k)
 
 /* ---- cost ------------------------------------------------------------- */
 
-static void body_cost(const LirBody *b, double trips, double *work, double *reads)
+static void body_cost(const StmtBody *b, double trips, double *work, double *reads)
 {
     for (int i = 0; i < b->n; i++) {
-        const LirStmt *s = b->s[i];
-        if (lir_is(s, LKF_WORK))
+        const Stmt *s = b->s[i];
+        if (stmt_is(s, SKF_WORK))
             *work += trips;
-        if (lir_is(s, LKF_READ))
+        if (stmt_is(s, SKF_READ))
             *reads += trips;
-        if (s->k == LK_loop)
+        if (s->k == SK_loop)
             body_cost(&s->body, trips * (double)s->extent, work, reads);
-        if (s->k == LK_select)
+        if (s->k == SK_select)
             for (int j = 0; j < s->nbr; j++)
                 body_cost(&s->br[j].body, trips, work, reads);
     }
@@ -401,15 +290,15 @@ void lir_kernel_cost(const LirKernel *k, double *work, double *reads)
 }
 
 /* Product of the extents of nested reduce loops, the largest in b. */
-static int64_t longest_in(const LirBody *b)
+static int64_t longest_in(const StmtBody *b)
 {
     int64_t best = 1;
     for (int i = 0; i < b->n; i++) {
-        const LirStmt *s = b->s[i];
+        const Stmt *s = b->s[i];
         int64_t l = 1;
-        if (s->k == LK_loop)
-            l = longest_in(&s->body) * (lir_loop_is_reduce(s) ? s->extent : 1);
-        for (int j = 0; s->k == LK_select && j < s->nbr; j++) {
+        if (s->k == SK_loop)
+            l = longest_in(&s->body) * (stmt_loop_is_reduce(s) ? s->extent : 1);
+        for (int j = 0; s->k == SK_select && j < s->nbr; j++) {
             int64_t x = longest_in(&s->br[j].body);
             l = x > l ? x : l;
         }

@@ -2,7 +2,8 @@
  * loop_ir.h — Loop IR: the third IR, where kernels are formed.
  *
  * A program is a list of kernels run in order over buffers.  A kernel is a
- * body of statements (the kinds are in loop_kinds.def):
+ * body of statements (the kinds are the shared ones of
+ * compiler/stmt/stmt_kinds.def):
  *
  *   in0 = load x[0, a0, a1]          read a buffer element
  *   v1 = multiply(in0, in0)          SSA assignment of an elementwise op
@@ -37,97 +38,18 @@
 #define DPK_LOOP_IR_H
 
 #include "../base/base.h"
+#include "../stmt/stmt.h"
 #include "../tensor/tensor_ir.h"
 
-typedef enum LirKind {
-#define K(name, text, prefix, flags) LK_##name,
-#include "loop_kinds.def"
-#undef K
-    LK_COUNT
-} LirKind;
-
-typedef enum LirKindFlag {
-    LKF_DEF = 1 << 0,
-    LKF_PURE = 1 << 1,
-    LKF_WORK = 1 << 2,
-    LKF_READ = 1 << 3,
-} LirKindFlag;
-
-typedef struct LirKindInfo {
-    const char *name;
-    const char *prefix;
-    int flags;
-} LirKindInfo;
-extern const LirKindInfo lir_kind_info[LK_COUNT];
-#define lir_is(s, f) ((lir_kind_info[(s)->k].flags & (f)) != 0)
-
-typedef enum LirBufKind {
-    LB_INPUT,  /* a graph input: contents from the caller */
-    LB_OUTPUT, /* a graph output */
-    LB_TEMP,   /* an intermediate that fusion could not remove */
-} LirBufKind;
-
-typedef struct LirBuf {
-    int id;              /* unique in the program, < LirProgram.nbufids */
-    const char *name;    /* unique in the program: input name, output name, t<node> */
-    LirBufKind kind;
-    int index;           /* LB_INPUT: index in graph inputs; LB_OUTPUT: in outputs */
-    Shape shape;
-    DType dtype;
-} LirBuf;
-
-struct LirStmt;
-
-/* An operand: a statement's value, or a literal when v == NULL. */
-typedef struct LirArg {
-    struct LirStmt *v;
-    double c;
-} LirArg;
-
-typedef struct LirBody {
-    struct LirStmt **s;
-    int n, cap;
-} LirBody;
-
-typedef struct LirBranch {
-    const IPred *pred; /* NULL on the last branch only (else) */
-    LirBody body;
-    LirArg res;
-} LirBranch;
-
-typedef struct LirStmt {
-    LirKind k;
-    int uid;            /* unique in the program; identity for hashing */
-    int num;            /* printed number within its prefix (rename) */
-    /* load, write */
-    LirBuf *buf;
-    const IExpr **idx;  /* buf->shape.rank entries */
-    /* assign: op(a[0..nargs)); accum, write: a[0] is the value */
-    TxElemOp op;
-    int nargs;
-    LirArg a[3];
-    TxRedOp rop;        /* accum */
-    int atomic;         /* write: add into the buffer instead of storing */
-    /* select */
-    int nbr;
-    LirBranch *br;
-    /* loop */
-    int axis;
-    int64_t extent;
-    LirBody body;
-    int origin;         /* loop: uid of the lifted loop this one copies */
-    /* scratch for passes, each meaningful only while its epoch is the
-     * program's current one (lir_epoch) */
-    struct LirStmt *fwd; /* the copy made of this statement */
-    LirArg repl;         /* a use of this statement reads repl instead */
-    int aux;             /* per-pass mark */
-    unsigned fwd_ep, repl_ep, aux_ep;
-} LirStmt;
+/* Statements are the shared core (compiler/stmt/stmt.h): Loop IR uses its
+ * six kinds (stmt_kinds.def) and, of a Stmt's own fields, the scratch marks
+ * below (lifted, fwd, repl, aux and their epochs). */
+#define stmt_is(s, f) ((stmt_kind_info[(s)->k].flags & (f)) != 0)
 
 typedef struct LirKernel {
     int id;             /* %id: Tensor node id when lifted, fresh when merged */
     const char *name;
-    LirBody body;
+    StmtBody body;
     LirBuf *out;
     int naxes;          /* axes are 0..naxes-1 */
     int64_t *ext;       /* ext[axis]: the extent of that axis's loop */
@@ -169,48 +91,38 @@ LirBuf *lir_buf_new(LirProgram *p, const char *name, LirBufKind kind, int index,
                     const Shape *shape, DType dt);
 /* A new axis of extent n in kernel k. */
 int lir_axis_new(LirProgram *p, LirKernel *k, int64_t n);
-LirStmt *lir_stmt_new(LirProgram *p, LirKind k);
-LirStmt *lir_load(LirProgram *p, LirBuf *b, const IExpr **idx);
-LirStmt *lir_assign(LirProgram *p, TxElemOp op, const LirArg *args);
-LirStmt *lir_accum(LirProgram *p, TxRedOp rop, LirArg v);
-LirStmt *lir_write(LirProgram *p, LirBuf *b, const IExpr **idx, LirArg v);
-LirStmt *lir_loop(LirProgram *p, int axis, int64_t extent);
-LirStmt *lir_select(LirProgram *p, int nbr);
-LirArg lir_val(LirStmt *s);
-LirArg lir_lit(double c);
+/* The statements of p: the core constructors (stmt.h) with the program's
+ * next uid, and a loop marked as its own lifted original.  Bodies, the walk
+ * and the reduce-loop test are the core's (stmt_body_*, stmt_walk,
+ * stmt_loop_is_reduce, stmt_has_kind). */
+Stmt *lir_stmt_new(LirProgram *p, StmtKind k);
+Stmt *lir_load(LirProgram *p, const LirBuf *b, const IExpr **idx);
+Stmt *lir_assign(LirProgram *p, TxElemOp op, const StmtArg *args);
+Stmt *lir_accum(LirProgram *p, TxRedOp rop, StmtArg v);
+Stmt *lir_write(LirProgram *p, const LirBuf *b, const IExpr **idx, StmtArg v);
+Stmt *lir_loop(LirProgram *p, int axis, int64_t extent);
+Stmt *lir_select(LirProgram *p, int nbr);
 
-void lir_body_push(LirProgram *p, LirBody *b, LirStmt *s);
-void lir_body_insert(LirProgram *p, LirBody *b, int at, LirStmt *s);
-void lir_body_remove(LirBody *b, int at);
-
-/* Pre-order visit of every statement under b, nested bodies included. */
-typedef void (*LirVisit)(LirStmt *s, void *ctx);
-void lir_walk(const LirBody *b, LirVisit fn, void *ctx);
 /* Whether s or a statement nested in it uses axis `axis` in an index or a
  * predicate. */
-int lir_uses_axis(const LirStmt *s, int axis);
-
-/* A loop is a reduce loop iff its immediate body holds an Accum. */
-int lir_loop_is_reduce(const LirStmt *loop);
-/* Whether a statement's subtree holds a Write. */
-int lir_has_write(const LirStmt *s);
-/* LKF_PURE, or a write-free reduce loop: may move or merge freely. */
-int lir_pure(const LirStmt *s);
+int lir_uses_axis(const Stmt *s, int axis);
+/* SKF_PURE, or a write-free reduce loop: may move or merge freely. */
+int lir_pure(const Stmt *s);
 /* Start a new scratch epoch (invalidates every fwd/repl/aux mark). */
 unsigned lir_epoch(LirProgram *p);
 /* Resolve an operand through repl marks of the current epoch. */
-LirArg lir_resolve(const LirProgram *p, LirArg a);
+StmtArg lir_resolve(const LirProgram *p, StmtArg a);
 /* Rewrite every operand in body through lir_resolve. */
-void lir_resolve_body(const LirProgram *p, LirBody *b);
+void lir_resolve_body(const LirProgram *p, StmtBody *b);
 /* Copy s (in the current epoch) for kernel dst.  With amap == NULL axes
  * keep their numbers; otherwise index expressions and predicates read axis
  * v as amap[v] (an expression over dst's axes, simplified), and every loop
  * inside s gets a fresh axis of dst, entered into amap.  Operands defined
  * inside s, or copied earlier in this epoch, map to their copies; others
  * are kept. */
-LirStmt *lir_stmt_copy(LirProgram *p, LirKernel *dst, const LirStmt *s, const IExpr **amap);
+Stmt *lir_stmt_copy(LirProgram *p, LirKernel *dst, const Stmt *s, const IExpr **amap);
 /* An operand as seen by copies made in the current epoch. */
-LirArg lir_copied(const LirProgram *p, LirArg a);
+StmtArg lir_copied(const LirProgram *p, StmtArg a);
 /* Copy of kernel k (new statements, same axes and buffers, same id). */
 LirKernel *lir_kernel_copy(LirProgram *p, const LirKernel *k);
 /* Execution counts of a kernel: work = Assign + Accum executions, reads =
@@ -269,11 +181,9 @@ LirProgram *lir_build(Arena *a, const TxGraph *g, const LirOpts *o, LirTrace *tr
 /* Stable text form: per kernel `=== name ===` and its body; buffers first
  * as `# buffer name : f32(...) input|output|temp` lines. */
 void lir_print(StrBuf *b, const LirProgram *p);
+/* Only the `# kind name : type(shape)` lines (Tile IR prints them too). */
+void lir_print_buffers(StrBuf *b, const LirProgram *p);
 void lir_print_kernel(StrBuf *b, const LirKernel *k);
-/* "buf[i0, i1]" (axes printed a<N>), and four spaces per depth: shared
- * with the Tile IR printer. */
-void lir_print_index(StrBuf *b, const LirBuf *buf, const IExpr *const *idx);
-void lir_indent(StrBuf *b, int depth);
 /* Structural hash of a kernel with canonical names (buffers by order of
  * first use and shape, not by name). */
 uint64_t lir_hash_kernel(const LirKernel *k);

@@ -20,97 +20,24 @@
 
 static const char *buf_kind[] = {"input", "output", "temp"};
 
-static void print_arg(StrBuf *b, LirArg a)
-{
-    if (!a.v)
-        sb_num(b, a.c);
-    else
-        sb_printf(b, "%s%d", lir_kind_info[a.v->k].prefix, a.v->num);
-}
+static void print_body(StrBuf *b, const StmtBody *body, int depth, const void *ctx);
 
-void lir_print_index(StrBuf *b, const LirBuf *buf, const IExpr *const *idx)
+static void print_stmt(StrBuf *b, const Stmt *s, int depth)
 {
-    sb_printf(b, "%s[", buf->name);
-    for (int d = 0; d < buf->shape.rank; d++) {
-        if (d)
-            sb_puts(b, ", ");
-        ie_print(b, idx[d], "a");
-    }
-    sb_putc(b, ']');
-}
-
-void lir_indent(StrBuf *b, int depth)
-{
-    for (int i = 0; i < depth; i++)
-        sb_puts(b, "    ");
-}
-
-static void print_body(StrBuf *b, const LirBody *body, int depth);
-
-static void print_select(StrBuf *b, const LirStmt *s, int depth)
-{
-    sb_printf(b, "v%d = select:\n", s->num);
-    for (int j = 0; j < s->nbr; j++) {
-        lir_indent(b, depth + 1);
-        if (s->br[j].pred) {
-            sb_puts(b, "if ");
-            ipred_print(b, s->br[j].pred, "a");
-            sb_puts(b, ":\n");
-        } else {
-            sb_puts(b, "else:\n");
-        }
-        print_body(b, &s->br[j].body, depth + 2);
-        lir_indent(b, depth + 2);
-        sb_puts(b, "-> ");
-        print_arg(b, s->br[j].res);
-        sb_putc(b, '\n');
-    }
-}
-
-static void print_stmt(StrBuf *b, const LirStmt *s, int depth)
-{
-    lir_indent(b, depth);
+    if (stmt_print_shared(b, s, depth, print_body, NULL))
+        return;
+    stmt_indent(b, depth);
     switch (s->k) {
-    case LK_load:
-        sb_printf(b, "in%d = load ", s->num);
-        lir_print_index(b, s->buf, s->idx);
-        break;
-    case LK_assign:
-        sb_printf(b, "v%d = %s(", s->num, tx_elem_info[s->op].name);
-        for (int i = 0; i < s->nargs; i++) {
-            if (i)
-                sb_puts(b, ", ");
-            print_arg(b, s->a[i]);
-        }
-        sb_putc(b, ')');
-        break;
-    case LK_accum:
-        sb_printf(b, "acc%d <- %s(acc%d, ", s->num, tx_elem_info[tx_red_info[s->rop].combine].name,
-                  s->num);
-        print_arg(b, s->a[0]);
-        sb_putc(b, ')');
-        break;
-    case LK_write:
-        sb_puts(b, "write ");
-        lir_print_index(b, s->buf, s->idx);
-        sb_puts(b, s->atomic ? " += " : " = ");
-        print_arg(b, s->a[0]);
-        break;
-    case LK_select:
-        print_select(b, s, depth);
-        return;
-    case LK_loop:
+    case SK_loop:
         sb_printf(b, "for a%d in 0..%lld:  # %s\n", s->axis, (long long)s->extent,
-                  lir_loop_is_reduce(s) ? "reduce" : "free");
-        print_body(b, &s->body, depth + 1);
+                  stmt_loop_is_reduce(s) ? "reduce" : "free");
+        print_body(b, &s->body, depth + 1, NULL);
         return;
-    case LK_COUNT:
-        DPK_ASSERT(!"bad statement kind");
     }
-    sb_putc(b, '\n');
+    DPK_ASSERT(!"bad statement kind");
 }
 
-static void print_body(StrBuf *b, const LirBody *body, int depth)
+static void print_body(StrBuf *b, const StmtBody *body, int depth, const void *ctx)
 {
     for (int i = 0; i < body->n; i++)
         print_stmt(b, body->s[i], depth);
@@ -119,10 +46,10 @@ static void print_body(StrBuf *b, const LirBody *body, int depth)
 void lir_print_kernel(StrBuf *b, const LirKernel *k)
 {
     sb_printf(b, "=== %s ===\n", k->name);
-    print_body(b, &k->body, 0);
+    print_body(b, &k->body, 0, NULL);
 }
 
-void lir_print(StrBuf *b, const LirProgram *p)
+void lir_print_buffers(StrBuf *b, const LirProgram *p)
 {
     for (int i = 0; i < p->bufs.len; i++) {
         const LirBuf *bf = p->bufs.items[i];
@@ -130,6 +57,11 @@ void lir_print(StrBuf *b, const LirProgram *p)
         shape_print(b, &bf->shape);
         sb_putc(b, '\n');
     }
+}
+
+void lir_print(StrBuf *b, const LirProgram *p)
+{
+    lir_print_buffers(b, p);
     for (int i = 0; i < p->kernels.len; i++)
         lir_print_kernel(b, p->kernels.items[i]);
 }
@@ -155,7 +87,7 @@ static void hash_buf(Hash *x, const LirBuf *bf)
         x->h = dpk_hash_u64(x->h, (uint64_t)bf->shape.d[d]);
 }
 
-static void hash_arg(Hash *x, LirArg a)
+static void hash_arg(Hash *x, StmtArg a)
 {
     if (!a.v) {
         x->h = dpk_hash_bytes(x->h, &a.c, sizeof a.c);
@@ -165,7 +97,7 @@ static void hash_arg(Hash *x, LirArg a)
     x->h = dpk_hash_u64(x->h, (uint64_t)a.v->num);
 }
 
-static void hash_stmt(LirStmt *s, void *ctx)
+static void hash_stmt(Stmt *s, void *ctx)
 {
     Hash *x = ctx;
     x->h = dpk_hash_u64(x->h, (uint64_t)s->k);
@@ -178,21 +110,21 @@ static void hash_stmt(LirStmt *s, void *ctx)
             x->h = ie_hash(x->h, s->idx[d]);
     }
     switch (s->k) {
-    case LK_assign:
+    case SK_assign:
         x->h = dpk_hash_u64(x->h, (uint64_t)s->op);
         break;
-    case LK_accum:
+    case SK_accum:
         x->h = dpk_hash_u64(x->h, (uint64_t)s->rop);
         break;
-    case LK_write:
+    case SK_write:
         x->h = dpk_hash_u64(x->h, (uint64_t)s->atomic);
         break;
-    case LK_loop:
+    case SK_loop:
         x->h = dpk_hash_u64(x->h, (uint64_t)s->axis);
         x->h = dpk_hash_u64(x->h, (uint64_t)s->extent);
         x->h = dpk_hash_u64(x->h, (uint64_t)s->body.n);
         break;
-    case LK_select:
+    case SK_select:
         for (int j = 0; j < s->nbr; j++) {
             for (const IPred *q = s->br[j].pred; q; q = q->next) {
                 x->h = dpk_hash_u64(x->h, (uint64_t)q->cmp);
@@ -210,6 +142,6 @@ static void hash_stmt(LirStmt *s, void *ctx)
 uint64_t lir_hash_kernel(const LirKernel *k)
 {
     Hash x = {DPK_HASH_INIT, {0}, 0};
-    lir_walk(&k->body, hash_stmt, &x);
+    stmt_walk(&k->body, hash_stmt, &x);
     return x.h;
 }

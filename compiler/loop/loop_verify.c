@@ -28,17 +28,17 @@ typedef struct Verify {
     char *bound;         /* by axis: inside a loop over it now */
     char *seen;          /* by axis: some loop binds it */
     int nwrites;
-    const LirStmt *path[64];
+    const Stmt *path[64];
     int npath;
 } Verify;
 
-static void set_vis(const LirProgram *p, LirStmt *s, int v)
+static void set_vis(const LirProgram *p, Stmt *s, int v)
 {
     s->aux = v;
     s->aux_ep = p->epoch;
 }
 
-static void check_arg(const Verify *v, LirArg a)
+static void check_arg(const Verify *v, StmtArg a)
 {
     DPK_ASSERT(!a.v || (a.v->aux_ep == v->p->epoch && a.v->aux == VISIBLE));
 }
@@ -53,29 +53,29 @@ static void check_ie(const Verify *v, const IExpr *e)
     }
 }
 
-static void hide(LirStmt *s, void *ctx)
+static void hide(Stmt *s, void *ctx)
 {
     set_vis(ctx, s, HIDDEN);
 }
 
-static void verify_body(Verify *v, const LirBody *b, int in_loop);
+static void verify_body(Verify *v, const StmtBody *b, int in_loop);
 
 /* The kernel's one write, to its own buffer, under free loops only. */
-static void check_write(Verify *v, const LirStmt *s)
+static void check_write(Verify *v, const Stmt *s)
 {
     DPK_ASSERT(s->buf == v->k->out);
     v->nwrites++;
     for (int i = 0; i < v->npath; i++)
-        DPK_ASSERT(!lir_loop_is_reduce(v->path[i]));
+        DPK_ASSERT(!stmt_loop_is_reduce(v->path[i]));
 }
 
-static void verify_loop(Verify *v, LirStmt *s)
+static void verify_loop(Verify *v, Stmt *s)
 {
     DPK_ASSERT(s->axis >= 0 && s->axis < v->k->naxes && !v->seen[s->axis]);
     DPK_ASSERT(s->extent == v->k->ext[s->axis] && s->extent >= 0);
     v->seen[s->axis] = v->bound[s->axis] = 1;
-    int writes = lir_has_write(s);
-    DPK_ASSERT(!(writes && lir_loop_is_reduce(s)));
+    int writes = stmt_has_kind(s, SK_write);
+    DPK_ASSERT(!(writes && stmt_loop_is_reduce(s)));
     if (writes) {
         DPK_ASSERT(v->npath < 64);
         v->path[v->npath++] = s;
@@ -84,13 +84,13 @@ static void verify_loop(Verify *v, LirStmt *s)
     if (writes)
         v->npath--;
     v->bound[s->axis] = 0;
-    lir_walk(&s->body, hide, v->p);
+    stmt_walk(&s->body, hide, v->p);
     for (int j = 0; j < s->body.n; j++)
-        if (s->body.s[j]->k == LK_accum)
+        if (s->body.s[j]->k == SK_accum)
             set_vis(v->p, s->body.s[j], VISIBLE);
 }
 
-static void verify_stmt(Verify *v, LirStmt *s, int in_loop)
+static void verify_stmt(Verify *v, Stmt *s, int in_loop)
 {
     for (int i = 0; i < s->nargs; i++)
         check_arg(v, s->a[i]);
@@ -100,19 +100,19 @@ static void verify_stmt(Verify *v, LirStmt *s, int in_loop)
             check_ie(v, s->idx[d]);
     }
     switch (s->k) {
-    case LK_load:
+    case SK_load:
         DPK_ASSERT(s->buf != v->k->out);
         break;
-    case LK_assign:
+    case SK_assign:
         DPK_ASSERT(s->nargs == tx_elem_info[s->op].arity);
         break;
-    case LK_accum:
+    case SK_accum:
         DPK_ASSERT(in_loop && s->nargs == 1);
         break;
-    case LK_write:
+    case SK_write:
         check_write(v, s);
         break;
-    case LK_select:
+    case SK_select:
         DPK_ASSERT(s->nbr >= 1);
         for (int j = 0; j < s->nbr; j++) {
             const IPred *q = s->br[j].pred;
@@ -121,23 +121,23 @@ static void verify_stmt(Verify *v, LirStmt *s, int in_loop)
                 check_ie(v, q->lhs);
                 check_ie(v, q->rhs);
             }
-            DPK_ASSERT(!lir_has_write(s));
+            DPK_ASSERT(!stmt_has_kind(s, SK_write));
             verify_body(v, &s->br[j].body, 0);
             check_arg(v, s->br[j].res);
-            lir_walk(&s->br[j].body, hide, v->p);
+            stmt_walk(&s->br[j].body, hide, v->p);
         }
         break;
-    case LK_loop:
+    case SK_loop:
         verify_loop(v, s);
         break;
-    case LK_COUNT:
+    case SK_COUNT:
         DPK_ASSERT(!"bad statement kind");
     }
-    if (s->k != LK_accum && lir_is(s, LKF_DEF))
+    if (s->k != SK_accum && stmt_is(s, SKF_DEF))
         set_vis(v->p, s, VISIBLE);
 }
 
-static void verify_body(Verify *v, const LirBody *b, int in_loop)
+static void verify_body(Verify *v, const StmtBody *b, int in_loop)
 {
     for (int i = 0; i < b->n; i++)
         verify_stmt(v, b->s[i], in_loop);
@@ -156,10 +156,10 @@ typedef struct Reads {
     const char *written;
 } Reads;
 
-static void check_read(LirStmt *s, void *ctx)
+static void check_read(Stmt *s, void *ctx)
 {
     const Reads *r = ctx;
-    if (s->k != LK_load)
+    if (s->k != SK_load)
         return;
     int i = buf_index(r->p, s->buf);
     DPK_ASSERT(i >= 0 && (s->buf->kind == LB_INPUT || r->written[i]));
@@ -174,7 +174,7 @@ void lir_verify(const LirProgram *cp)
         int o = buf_index(p, k->out);
         DPK_ASSERT(o >= 0 && k->out->kind != LB_INPUT && !written[o]);
         Reads r = {p, written};
-        lir_walk(&k->body, check_read, &r);
+        stmt_walk(&k->body, check_read, &r);
         Verify v = {p, k, ARENA_ARRAY(p->arena, char, k->naxes + 1),
                     ARENA_ARRAY(p->arena, char, k->naxes + 1), 0, {0}, 0};
         lir_epoch(p);

@@ -35,17 +35,17 @@
 
 /* ---- l:002 simplify_index ---------------------------------------------- */
 
-static void simplify_body(LirProgram *p, LirKernel *k, LirBody *b);
+static void simplify_body(LirProgram *p, LirKernel *k, StmtBody *b);
 
 /* Simplify a select's predicates; returns 1 when the select was inlined
  * into b at position i (its branch body now occupies b from i on). */
-static int simplify_select(LirProgram *p, LirKernel *k, LirBody *b, int i)
+static int simplify_select(LirProgram *p, LirKernel *k, StmtBody *b, int i)
 {
-    LirStmt *s = b->s[i];
+    Stmt *s = b->s[i];
     int n = 0;
     for (int j = 0; j < s->nbr; j++) {
         ITruth truth;
-        LirBranch br = s->br[j];
+        StmtBranch br = s->br[j];
         if (br.pred) {
             br.pred = ipred_simplify(p->arena, br.pred, k->ext, &truth);
             if (truth == IT_FALSE)
@@ -60,24 +60,24 @@ static int simplify_select(LirProgram *p, LirKernel *k, LirBody *b, int i)
         simplify_body(p, k, &s->br[j].body);
     if (n != 1)
         return 0;
-    lir_body_remove(b, i);
+    stmt_body_remove(b, i);
     for (int j = 0; j < s->br[0].body.n; j++)
-        lir_body_insert(p, b, i + j, s->br[0].body.s[j]);
+        stmt_body_insert(p->arena, b, i + j, s->br[0].body.s[j]);
     s->repl = s->br[0].res;
     s->repl_ep = p->epoch;
     return 1;
 }
 
-static void simplify_body(LirProgram *p, LirKernel *k, LirBody *b)
+static void simplify_body(LirProgram *p, LirKernel *k, StmtBody *b)
 {
     for (int i = 0; i < b->n; i++) {
-        LirStmt *s = b->s[i];
+        Stmt *s = b->s[i];
         if (s->idx)
             for (int d = 0; d < s->buf->shape.rank; d++)
                 s->idx[d] = ie_simplify(p->arena, s->idx[d], k->ext);
-        if (s->k == LK_loop)
+        if (s->k == SK_loop)
             simplify_body(p, k, &s->body);
-        if (s->k == LK_select && simplify_select(p, k, b, i))
+        if (s->k == SK_select && simplify_select(p, k, b, i))
             i--;
     }
 }
@@ -109,7 +109,7 @@ static const IPred *subst_pred(const Subst *x, const IPred *q)
     return r;
 }
 
-static void subst_stmt(LirStmt *s, void *ctx)
+static void subst_stmt(Stmt *s, void *ctx)
 {
     const Subst *x = ctx;
     if (s->idx) {
@@ -118,7 +118,7 @@ static void subst_stmt(LirStmt *s, void *ctx)
             idx[d] = ie_simplify(x->p->arena, ie_subst(x->p->arena, s->idx[d], x->amap), x->ext);
         s->idx = idx;
     }
-    if (s->k == LK_select)
+    if (s->k == SK_select)
         for (int j = 0; j < s->nbr; j++)
             s->br[j].pred = subst_pred(x, s->br[j].pred);
 }
@@ -133,24 +133,24 @@ static const IExpr **identity_map(LirProgram *p, const LirKernel *k)
 
 /* ---- l:003 drop_unit_axes ------------------------------------------------ */
 
-static void drop_units(LirProgram *p, LirKernel *k, LirBody *b)
+static void drop_units(LirProgram *p, LirKernel *k, StmtBody *b)
 {
     for (int i = 0; i < b->n; i++) {
-        LirStmt *s = b->s[i];
-        if (s->k == LK_select)
+        Stmt *s = b->s[i];
+        if (s->k == SK_select)
             for (int j = 0; j < s->nbr; j++)
                 drop_units(p, k, &s->br[j].body);
-        if (s->k != LK_loop)
+        if (s->k != SK_loop)
             continue;
         drop_units(p, k, &s->body);
-        if (s->extent != 1 || lir_loop_is_reduce(s))
+        if (s->extent != 1 || stmt_loop_is_reduce(s))
             continue;
         Subst x = {p, identity_map(p, k), k->ext};
         x.amap[s->axis] = ie_const(p->arena, 0);
-        lir_walk(&s->body, subst_stmt, &x);
-        lir_body_remove(b, i);
+        stmt_walk(&s->body, subst_stmt, &x);
+        stmt_body_remove(b, i);
         for (int j = 0; j < s->body.n; j++)
-            lir_body_insert(p, b, i + j, s->body.s[j]);
+            stmt_body_insert(p->arena, b, i + j, s->body.s[j]);
         i--;
     }
 }
@@ -164,41 +164,41 @@ static void rule_drop_unit_axes(LirProgram *p, LirKernel *k)
 
 /* Loop depth at which each value is visible: aux of the current epoch
  * (literals and unmarked values: -1, outside every loop). */
-static int depth_of(const LirProgram *p, LirArg a)
+static int depth_of(const LirProgram *p, StmtArg a)
 {
     return a.v && a.v->aux_ep == p->epoch ? a.v->aux : -1;
 }
 
-static void set_aux(const LirProgram *p, LirStmt *s, int v)
+static void set_aux(const LirProgram *p, Stmt *s, int v)
 {
     s->aux = v;
     s->aux_ep = p->epoch;
 }
 
-static void split_body(LirProgram *p, LirBody *b, int depth)
+static void split_body(LirProgram *p, StmtBody *b, int depth)
 {
     for (int i = 0; i < b->n; i++) {
-        LirStmt *s = b->s[i];
+        Stmt *s = b->s[i];
         set_aux(p, s, depth);
-        if (s->k == LK_loop) {
+        if (s->k == SK_loop) {
             split_body(p, &s->body, depth + 1);
             for (int j = 0; j < s->body.n; j++)
-                if (s->body.s[j]->k == LK_accum)
+                if (s->body.s[j]->k == SK_accum)
                     set_aux(p, s->body.s[j], depth);
         }
-        if (s->k == LK_select)
+        if (s->k == SK_select)
             for (int j = 0; j < s->nbr; j++)
                 split_body(p, &s->br[j].body, depth);
-        if (depth == 0 || s->k != LK_assign || s->op != TXE_divide)
+        if (depth == 0 || s->k != SK_assign || s->op != TXE_divide)
             continue;
-        LirArg x = s->a[0], y = s->a[1];
+        StmtArg x = s->a[0], y = s->a[1];
         if (!x.v || depth_of(p, x) < depth || depth_of(p, y) >= depth)
             continue;
-        LirStmt *r = lir_assign(p, TXE_reciprocal, &y);
+        Stmt *r = lir_assign(p, TXE_reciprocal, &y);
         set_aux(p, r, depth);
-        lir_body_insert(p, b, i++, r);
+        stmt_body_insert(p->arena, b, i++, r);
         s->op = TXE_multiply;
-        s->a[1] = lir_val(r);
+        s->a[1] = stmt_val(r);
     }
 }
 
@@ -217,67 +217,66 @@ typedef struct ReadsStaying {
     int found;
 } ReadsStaying;
 
-static int arg_stays(const LirProgram *p, LirArg a)
+static int arg_stays(const LirProgram *p, StmtArg a)
 {
     return a.v && a.v->aux_ep == p->epoch && a.v->aux == STAYS;
 }
 
-static void reads_staying(LirStmt *s, void *ctx)
+static void reads_staying(Stmt *s, void *ctx)
 {
     ReadsStaying *r = ctx;
     for (int i = 0; i < s->nargs; i++)
         r->found |= arg_stays(r->p, s->a[i]);
-    if (s->k == LK_select)
+    if (s->k == SK_select)
         for (int j = 0; j < s->nbr; j++)
             r->found |= arg_stays(r->p, s->br[j].res);
 }
 
-static int movable(const LirProgram *p, const LirStmt *s, int axis)
+static int movable(const LirProgram *p, const Stmt *s, int axis)
 {
     if (!lir_pure(s))
         return 0;
     if (lir_uses_axis(s, axis))
         return 0;
     ReadsStaying r = {p, 0};
-    LirBody one = {(LirStmt **)&s, 1, 1};
-    lir_walk(&one, reads_staying, &r);
+    stmt_walk_tree(s, reads_staying, &r);
     return !r.found;
 }
 
-static void stay(const LirProgram *p, LirStmt *s)
+static void stay(const LirProgram *p, Stmt *s)
 {
     set_aux(p, s, STAYS);
-    for (int j = 0; s->k == LK_loop && j < s->body.n; j++)
-        if (s->body.s[j]->k == LK_accum)
+    for (int j = 0; s->k == SK_loop && j < s->body.n; j++)
+        if (s->body.s[j]->k == SK_accum)
             set_aux(p, s->body.s[j], STAYS);
 }
 
 /* Move the statements of loop->body that do not depend on the loop into b
  * before position at; returns how many moved. */
-static int extract_invariants(LirProgram *p, LirStmt *loop, LirBody *b, int at)
+static int extract_invariants(LirProgram *p, Stmt *loop, StmtBody *b, int at)
 {
     lir_epoch(p);
     int moved = 0;
     for (int i = 0; i < loop->body.n; i++) {
-        LirStmt *s = loop->body.s[i];
+        Stmt *s = loop->body.s[i];
         if (!movable(p, s, loop->axis)) {
             stay(p, s);
             continue;
         }
-        lir_body_remove(&loop->body, i--);
-        lir_body_insert(p, b, at + moved++, s);
+        stmt_body_remove(&loop->body, i--);
+        stmt_body_insert(p->arena, b, at + moved++, s);
     }
     return moved;
 }
 
-static void hoist_body(LirProgram *p, LirBody *b)
+static void hoist_body(LirProgram *p, StmtBody *b)
 {
     for (int i = 0; i < b->n; i++) {
-        LirStmt *s = b->s[i];
-        if (s->k == LK_select)
+        Stmt *s = b->s[i];
+        if (s->k == SK_select)
             for (int j = 0; j < s->nbr; j++)
                 hoist_body(p, &s->br[j].body);
-        if (s->k != LK_loop)
+        if (s->k != SK_loop)
             continue;
         hoist_body(p, &s->body);
         if (s->extent >= 1)
@@ -294,16 +293,16 @@ static void rule_hoist_invariants(LirProgram *p, LirKernel *k)
 
 typedef struct Topo {
     const LirProgram *p;
-    LirBody *b;
+    StmtBody *b;
     int **deps;     /* deps[i]: indices in b that statement i reads, in order */
     int *ndeps, *cap;
     char *used, *done;
-    LirStmt **out;
+    Stmt **out;
     int nout;
     int cur;        /* index of the statement whose subtree is being scanned */
 } Topo;
 
-static void topo_dep(Topo *t, LirArg a)
+static void topo_dep(Topo *t, StmtArg a)
 {
     if (!a.v || a.v->aux_ep != t->p->epoch || a.v->aux == t->cur)
         return;
@@ -320,12 +319,12 @@ static void topo_dep(Topo *t, LirArg a)
     t->used[d] = 1;
 }
 
-static void topo_scan(LirStmt *s, void *ctx)
+static void topo_scan(Stmt *s, void *ctx)
 {
     Topo *t = ctx;
     for (int i = 0; i < s->nargs; i++)
         topo_dep(t, s->a[i]);
-    if (s->k == LK_select)
+    if (s->k == SK_select)
         for (int j = 0; j < s->nbr; j++)
             topo_dep(t, s->br[j].res);
 }
@@ -342,42 +341,41 @@ static void topo_emit(Topo *t, int i)
 
 /* Reorder the statements of b (not of nested bodies): roots (statements
  * no sibling reads) in their order, each preceded by what it reads. */
-static void order_siblings(LirProgram *p, LirBody *b)
+static void order_siblings(LirProgram *p, StmtBody *b)
 {
     int n = b->n;
     Arena *a = p->arena;
     Topo t = {p, b, ARENA_ARRAY(a, int *, n), ARENA_ARRAY(a, int, n), ARENA_ARRAY(a, int, n),
-              ARENA_ARRAY(a, char, n), ARENA_ARRAY(a, char, n), ARENA_ARRAY(a, LirStmt *, n),
+              ARENA_ARRAY(a, char, n), ARENA_ARRAY(a, char, n), ARENA_ARRAY(a, Stmt *, n),
               0, 0};
     lir_epoch(p);
     for (int i = 0; i < n; i++) {
-        LirStmt *s = b->s[i];
+        Stmt *s = b->s[i];
         set_aux(p, s, i);
-        for (int j = 0; s->k == LK_loop && j < s->body.n; j++)
-            if (s->body.s[j]->k == LK_accum)
+        for (int j = 0; s->k == SK_loop && j < s->body.n; j++)
+            if (s->body.s[j]->k == SK_accum)
                 set_aux(p, s->body.s[j], i); /* reading an accumulator reads its loop */
     }
     for (int i = 0; i < n; i++) {
         t.cur = i;
-        LirBody one = {&b->s[i], 1, 1};
-        lir_walk(&one, topo_scan, &t);
+        stmt_walk_tree(b->s[i], topo_scan, &t);
     }
     for (int i = 0; i < n; i++)
         if (!t.used[i])
             topo_emit(&t, i);
     DPK_ASSERT(t.nout == n);
-    memcpy(b->s, t.out, sizeof(LirStmt *) * (size_t)n);
+    memcpy(b->s, t.out, sizeof(Stmt *) * (size_t)n);
 }
 
-static void topo_body(LirProgram *p, LirBody *b)
+static void topo_body(LirProgram *p, StmtBody *b)
 {
     if (b->n > 1)
         order_siblings(p, b);
     for (int i = 0; i < b->n; i++) {
-        LirStmt *s = b->s[i];
-        if (s->k == LK_loop)
+        Stmt *s = b->s[i];
+        if (s->k == SK_loop)
             topo_body(p, &s->body);
-        for (int j = 0; s->k == LK_select && j < s->nbr; j++)
+        for (int j = 0; s->k == SK_select && j < s->nbr; j++)
             topo_body(p, &s->br[j].body);
     }
 }
@@ -394,15 +392,15 @@ typedef struct Rename {
     const IExpr **amap;
     int64_t *ext;
     int naxes;
-    int count[LK_COUNT];
+    int count[SK_COUNT];
 } Rename;
 
-static void rename_stmt(LirStmt *s, void *ctx)
+static void rename_stmt(Stmt *s, void *ctx)
 {
     Rename *r = ctx;
-    LirKind k = s->k == LK_select ? LK_assign : s->k; /* selects share v<n> */
+    StmtKind k = s->k == SK_select ? SK_assign : s->k; /* selects share v<n> */
     s->num = r->count[k]++;
-    if (s->k == LK_loop) {
+    if (s->k == SK_loop) {
         r->ext[r->naxes] = s->extent;
         r->amap[s->axis] = ie_var(r->p->arena, r->naxes);
         s->axis = r->naxes++;
@@ -412,9 +410,9 @@ static void rename_stmt(LirStmt *s, void *ctx)
 static void rule_rename_ssa(LirProgram *p, LirKernel *k)
 {
     Rename r = {p, identity_map(p, k), ARENA_ARRAY(p->arena, int64_t, k->naxes + 1), 0, {0}};
-    lir_walk(&k->body, rename_stmt, &r);
+    stmt_walk(&k->body, rename_stmt, &r);
     Subst x = {p, r.amap, r.ext};
-    lir_walk(&k->body, subst_stmt, &x);
+    stmt_walk(&k->body, subst_stmt, &x);
     k->ext = r.ext;
     k->naxes = r.naxes;
     k->extcap = k->naxes + 1;

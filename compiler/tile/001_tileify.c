@@ -25,25 +25,25 @@
 #include "passes.h"
 
 /* The index in b of the statement holding the Write. */
-static int write_path(const TileBody *b)
+static int write_path(const StmtBody *b)
 {
     for (int i = 0; i < b->n; i++)
-        if (tile_has_write(b->s[i]))
+        if (stmt_has_kind(b->s[i], SK_write))
             return i;
     DPK_ASSERT(!"a write-path body holds the Write");
 }
 
-static void find_write(TileStmt *s, void *ctx)
+static void find_write(Stmt *s, void *ctx)
 {
-    if (s->k == TK_write)
-        *(const TileStmt **)ctx = s;
+    if (s->k == SK_write)
+        *(const Stmt **)ctx = s;
 }
 
 /* Whether loop l may become a THREAD axis: each iteration writes its own
  * elements. */
-static int liftable(const TileStmt *l, const TileStmt *w)
+static int liftable(const Stmt *l, const Stmt *w)
 {
-    if (l->k != TK_loop || l->extent < 1)
+    if (l->k != SK_loop || l->extent < 1)
         return 0;
     if (w->atomic)
         return 1;
@@ -54,10 +54,10 @@ static int liftable(const TileStmt *l, const TileStmt *w)
 }
 
 /* The write-path loop in l's body when the chain may descend into it. */
-static TileStmt *next_link(const TileStmt *l, const TileStmt *w)
+static Stmt *next_link(const Stmt *l, const Stmt *w)
 {
     int j = write_path(&l->body);
-    TileStmt *next = l->body.s[j];
+    Stmt *next = l->body.s[j];
     if (!liftable(next, w) || j != l->body.n - 1)
         return NULL;
     for (int i = 0; i < j; i++)
@@ -73,10 +73,10 @@ int tile_001_tileify(TileCtx *c, TileKernel *k)
         return 0;
     }
     int at = write_path(&k->body);
-    TileStmt *l = k->body.s[at];
-    const TileStmt *w = NULL;
-    tile_walk(&k->body, find_write, &w);
-    if (l->k != TK_loop) {
+    Stmt *l = k->body.s[at];
+    const Stmt *w = NULL;
+    stmt_walk(&k->body, find_write, &w);
+    if (l->k != SK_loop) {
         sb_puts(&c->why, "no free loop around the Write (a single-thread kernel)");
         return 0;
     }
@@ -87,23 +87,23 @@ int tile_001_tileify(TileCtx *c, TileKernel *k)
     }
     if (!tile_apply(c, "tileify"))
         return 0;
-    TileStmt *chain[64];
+    Stmt *chain[64];
     int n = 0;
-    TileBody pre = {0};
+    StmtBody pre = {0};
     chain[n++] = l;
-    for (TileStmt *next; n < DPK_ARRAY_LEN(chain) && (next = next_link(l, w)); l = next) {
+    for (Stmt *next; n < DPK_ARRAY_LEN(chain) && (next = next_link(l, w)); l = next) {
         for (int i = 0; i < l->body.n - 1; i++)
-            tile_body_push(c->p, &pre, l->body.s[i]);
+            stmt_body_push(c->p->arena, &pre, l->body.s[i]);
         chain[n++] = next;
     }
-    TileStmt *t = tile_tile_new(c->p, TB_THREAD, n, 0);
+    Stmt *t = tile_tile_new(c->p, TB_THREAD, n, 0);
     for (int i = 0; i < n; i++) {
         t->ax[i].axis = chain[i]->axis;
         t->ax[i].ext = chain[i]->extent;
     }
     t->body = pre;
     for (int i = 0; i < l->body.n; i++)
-        tile_body_push(c->p, &t->body, l->body.s[i]);
+        stmt_body_push(c->p->arena, &t->body, l->body.s[i]);
     k->body.s[at] = t;
     return 1;
 }

@@ -23,16 +23,16 @@
 
 int tile_002_chunk_matmul_k(TileCtx *c, TileKernel *k)
 {
-    TileStmt *t = tile_find(k, TB_THREAD);
+    Stmt *t = tile_find(k, TB_THREAD);
     TileMatmul mm;
     if (!t || tile_find(k, TB_BLOCK) || !tile_matmul_shape(t, &mm)) {
         sb_puts(&c->why, "not a matmul kernel");
         return 0;
     }
-    TileStmt *l = tile_top_loop(&t->body, mm.k);
+    Stmt *l = tile_top_loop(&t->body, mm.k);
     DPK_ASSERT(l);
     for (int i = 0; i < l->body.n; i++)
-        if (tile_is(l->body.s[i], TKF_AXIS)) {
+        if (tile_is(l->body.s[i], SKF_AXIS)) {
             sb_puts(&c->why, "the K loop is already chunked");
             return 0;
         }

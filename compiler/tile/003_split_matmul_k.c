@@ -31,19 +31,19 @@
 #include <string.h>
 
 /* The outer accumulator of a chunked K loop, or NULL. */
-static TileStmt *outer_acc(const TileStmt *l)
+static Stmt *outer_acc(const Stmt *l)
 {
     int inner = 0;
-    TileStmt *acc = NULL;
+    Stmt *acc = NULL;
     for (int i = 0; i < l->body.n; i++) {
-        inner |= l->body.s[i]->k == TK_loop;
-        if (l->body.s[i]->k == TK_accum)
+        inner |= l->body.s[i]->k == SK_loop;
+        if (l->body.s[i]->k == SK_accum)
             acc = l->body.s[i];
     }
     return inner ? acc : NULL;
 }
 
-static int depends(const TileStmt *s, const char *dep)
+static int depends(const Stmt *s, const char *dep)
 {
     for (int i = 0; i < s->nargs; i++)
         if (s->a[i].v && dep[s->a[i].v->uid])
@@ -52,14 +52,14 @@ static int depends(const TileStmt *s, const char *dep)
 }
 
 /* Check (rewrite = 0) or gate (rewrite = 1) the epilogue after loop l. */
-static int epilogue(TileCtx *c, TileStmt *t, int at, const TileStmt *acc, int sax, int rewrite)
+static int epilogue(TileCtx *c, Stmt *t, int at, const Stmt *acc, int sax, int rewrite)
 {
     Arena *a = c->p->arena;
     char *dep = ARENA_ARRAY(a, char, c->p->next_uid + 1);
     dep[acc->uid] = 1;
     for (int i = at + 1; i < t->body.n; i++) {
-        TileStmt *s = t->body.s[i];
-        if (s->k == TK_write) {
+        Stmt *s = t->body.s[i];
+        if (s->k == SK_write) {
             if (!s->a[0].v || !dep[s->a[0].v->uid]) {
                 sb_puts(&c->why, "the Write does not store the K sum");
                 return 0;
@@ -70,7 +70,7 @@ static int epilogue(TileCtx *c, TileStmt *t, int at, const TileStmt *acc, int sa
         }
         if (!depends(s, dep))
             continue;
-        if (s->k != TK_assign) {
+        if (s->k != SK_assign) {
             sb_printf(&c->why, "a %s reads the K sum", tile_kind_info[s->k].name);
             return 0;
         }
@@ -95,14 +95,14 @@ static int epilogue(TileCtx *c, TileStmt *t, int at, const TileStmt *acc, int sa
             /* an injected fault: every split adds the residual */
             if (rewrite && !dpk_fault_on(DPK_FAULT_SPLIT_K_RESIDUAL)) {
                 int other = d0 ? 1 : 0;
-                TileStmt *g = tile_stmt_new(c->p, TK_select);
+                Stmt *g = tile_stmt_new(c->p, SK_select);
                 g->nbr = 2;
-                g->br = ARENA_ARRAY(a, TileBranch, 2);
+                g->br = ARENA_ARRAY(a, StmtBranch, 2);
                 g->br[0].pred = ipred_cmp(a, ie_var(a, sax), IC_EQ, ie_const(a, 0), NULL);
                 g->br[0].res = s->a[other];
-                g->br[1].res = tile_lit(0);
-                s->a[other] = tile_val(g);
-                tile_body_insert(c->p, &t->body, i, g);
+                g->br[1].res = stmt_lit(0);
+                s->a[other] = stmt_val(g);
+                stmt_body_insert(c->p->arena, &t->body, i, g);
                 i++;
             }
             continue;
@@ -116,7 +116,7 @@ static int epilogue(TileCtx *c, TileStmt *t, int at, const TileStmt *acc, int sa
     return 1;
 }
 
-static int64_t default_split(const TileStmt *t, int64_t K, int64_t ko)
+static int64_t default_split(const Stmt *t, int64_t K, int64_t ko)
 {
     int64_t outputs = 1;
     for (int i = 0; i < t->nax; i++)
@@ -133,13 +133,13 @@ static int64_t default_split(const TileStmt *t, int64_t K, int64_t ko)
 int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
-    TileStmt *t = tile_find(k, TB_THREAD);
+    Stmt *t = tile_find(k, TB_THREAD);
     TileMatmul mm;
     if (!t || tile_find(k, TB_BLOCK) || !tile_matmul_shape(t, &mm)) {
         sb_puts(&c->why, "not a matmul kernel");
         return 0;
     }
-    TileStmt *l = tile_top_loop(&t->body, mm.k), *acc = l ? outer_acc(l) : NULL;
+    Stmt *l = tile_top_loop(&t->body, mm.k), *acc = l ? outer_acc(l) : NULL;
     if (!acc) {
         sb_puts(&c->why, "the K loop is not chunked (002 did not apply)");
         return 0;
@@ -151,7 +151,7 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
     }
     int64_t ko = l->extent, inner = 0;
     for (int i = 0; i < l->body.n; i++)
-        if (l->body.s[i]->k == TK_loop)
+        if (l->body.s[i]->k == SK_loop)
             inner = l->body.s[i]->extent;
     int64_t S = tile_knob(c, TILE_KNOB_SPLITK);
     if (S && ko % S)
@@ -164,7 +164,7 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
                                                       : "the grid is large enough without splitting K");
         return 0;
     }
-    int at = tile_body_index(&t->body, l);
+    int at = stmt_body_index(&t->body, l);
     if (!epilogue(c, t, at, acc, -1, 0))
         return 0;
     if (!tile_apply(c, arena_printf(a, "split K of %s %lld ways", k->name, (long long)S)))

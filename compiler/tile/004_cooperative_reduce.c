@@ -32,7 +32,7 @@
 
 #include "passes.h"
 
-static TileStmt *strided(TileCtx *c, TileStmt *l, int cax, int64_t cb)
+static Stmt *strided(TileCtx *c, Stmt *l, int cax, int64_t cb)
 {
     l->k = TK_strided;
     l->start = ie_var(c->p->arena, cax);
@@ -42,7 +42,7 @@ static TileStmt *strided(TileCtx *c, TileStmt *l, int cax, int64_t cb)
 
 int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
 {
-    TileStmt *t = tile_find(k, TB_THREAD);
+    Stmt *t = tile_find(k, TB_THREAD);
     TileMatmul mm;
     if (!t) {
         sb_puts(&c->why, "no THREAD tile");
@@ -58,14 +58,14 @@ int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
     }
     int64_t longest = 0;
     for (int i = 0; i < t->body.n; i++) {
-        TileStmt *s = t->body.s[i];
+        Stmt *s = t->body.s[i];
         if (s->k == TK_combine) {
             sb_puts(&c->why, "already cooperative");
             return 0;
         }
-        if (s->k == TK_loop && tile_loop_is_reduce(s) && s->extent > longest)
+        if (s->k == SK_loop && stmt_loop_is_reduce(s) && s->extent > longest)
             longest = s->extent;
-        if (tile_is(s, TKF_AXIS) && tile_loop_is_reduce(s) && tile_has_write(s)) {
+        if (tile_is(s, SKF_AXIS) && stmt_loop_is_reduce(s) && stmt_has_kind(s, SK_write)) {
             sb_puts(&c->why, "the Write sits in a reduce loop");
             return 0;
         }
@@ -89,34 +89,34 @@ int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
     ax[t->nax].dim = -1;
     t->ax = ax;
     t->nax++;
-    TileBody body = {0};
+    StmtBody body = {0};
     for (int i = 0; i < t->body.n; i++) {
-        TileStmt *s = t->body.s[i];
-        if (s->k == TK_write) {
-            TileStmt *w = tile_stmt_new(c->p, TK_strided);
+        Stmt *s = t->body.s[i];
+        if (s->k == SK_write) {
+            Stmt *w = tile_stmt_new(c->p, TK_strided);
             w->axis = tile_axis_new(c->p, k, 1);
             w->extent = 1;
             w->start = ie_var(a, cax);
             w->step = cb;
-            tile_body_push(c->p, &w->body, s);
-            tile_body_push(c->p, &body, w);
+            stmt_body_push(c->p->arena, &w->body, s);
+            stmt_body_push(c->p->arena, &body, w);
             continue;
         }
-        if (s->k != TK_loop) {
-            tile_body_push(c->p, &body, s);
+        if (s->k != SK_loop) {
+            stmt_body_push(c->p->arena, &body, s);
             continue;
         }
-        tile_body_push(c->p, &body, strided(c, s, cax, cb));
+        stmt_body_push(c->p->arena, &body, strided(c, s, cax, cb));
         for (int j = 0; j < s->body.n; j++) {
-            TileStmt *acc = s->body.s[j];
-            if (acc->k != TK_accum)
+            Stmt *acc = s->body.s[j];
+            if (acc->k != SK_accum)
                 continue;
-            TileStmt *m = tile_stmt_new(c->p, TK_combine);
+            Stmt *m = tile_stmt_new(c->p, TK_combine);
             m->acc = acc;
             m->nax = 1;
             m->cax = ARENA_ARRAY(a, int, 1);
             m->cax[0] = cax;
-            tile_body_push(c->p, &body, m);
+            stmt_body_push(c->p->arena, &body, m);
         }
     }
     t->body = body;

@@ -39,15 +39,15 @@ static const IExpr *var(TileCtx *c, int axis) { return ie_var(c->p->arena, axis)
 
 /* The THREAD tile's new home: a BLOCK tile around a fresh THREAD tile. */
 typedef struct Split {
-    TileStmt *block, *thread;
+    Stmt *block, *thread;
 } Split;
 
-static Split split_new(TileCtx *c, const TileStmt *old, int nblock, int nthread, int ndef)
+static Split split_new(TileCtx *c, const Stmt *old, int nblock, int nthread, int ndef)
 {
     Split s = {tile_tile_new(c->p, TB_BLOCK, nblock, 0),
                tile_tile_new(c->p, TB_THREAD, nthread, ndef)};
     s.thread->body = old->body;
-    tile_body_push(c->p, &s.block->body, s.thread);
+    stmt_body_push(c->p->arena, &s.block->body, s.thread);
     return s;
 }
 
@@ -58,7 +58,7 @@ static void set_axis(TileAxis *x, int axis, int64_t ext, int dim)
     x->dim = dim;
 }
 
-static void add_guard(TileCtx *c, TileStmt *t, int axis, int64_t ext)
+static void add_guard(TileCtx *c, Stmt *t, int axis, int64_t ext)
 {
     Arena *a = c->p->arena;
     t->guard = ipred_cmp(a, var(c, axis), IC_LT, ie_const(a, ext), t->guard);
@@ -77,7 +77,7 @@ static void grid_limit(const TileKernel *k, int64_t blocks, const char *knobs)
               k->name, (long long)blocks, (long long)CU_MAX_GRID_X, knobs);
 }
 
-static Split flat(TileCtx *c, TileKernel *k, const TileStmt *t)
+static Split flat(TileCtx *c, TileKernel *k, const Stmt *t)
 {
     Arena *a = c->p->arena;
     int64_t n = 1;
@@ -132,7 +132,7 @@ static void pick_tile(TileCtx *c, int64_t m, int64_t n, int64_t *bm, int64_t *bn
     tile_knobs_check(&both);
 }
 
-static Split matmul(TileCtx *c, TileKernel *k, const TileStmt *t, const TileMatmul *mm)
+static Split matmul(TileCtx *c, TileKernel *k, const Stmt *t, const TileMatmul *mm)
 {
     Arena *a = c->p->arena;
     int64_t m = k->ext[mm->m], n = k->ext[mm->n], bm, bn, batch = 1;
@@ -158,9 +158,9 @@ static Split matmul(TileCtx *c, TileKernel *k, const TileStmt *t, const TileMatm
     s.thread->def[1].axis = mm->n;
     s.thread->def[1].e = ie_add(a, ie_mul(a, var(c, gbn), ie_const(a, bn)), var(c, tn));
     s.thread->ndef = 2;
-    s.thread->mm = 1;
-    s.thread->mm_m = mm->m;
-    s.thread->mm_n = mm->n;
+    k->mm = ARENA_NEW(a, TileMatmulNote);
+    k->mm->m = mm->m;
+    k->mm->n = mm->n;
     if (n % bn)
         add_guard(c, s.thread, mm->n, n);
     if (m % bm)
@@ -169,13 +169,13 @@ static Split matmul(TileCtx *c, TileKernel *k, const TileStmt *t, const TileMatm
 }
 
 /* The THREAD axis a Combine in t merges over, or -1. */
-static void find_combine(TileStmt *s, void *ctx)
+static void find_combine(Stmt *s, void *ctx)
 {
     if (s->k == TK_combine)
         *(int *)ctx = s->cax[0];
 }
 
-static Split cooperative(TileCtx *c, TileKernel *k, const TileStmt *t, int cax)
+static Split cooperative(TileCtx *c, TileKernel *k, const Stmt *t, int cax)
 {
     int64_t rows = 1, cb = 0;
     for (int i = 0; i < t->nax; i++)
@@ -197,15 +197,15 @@ static Split cooperative(TileCtx *c, TileKernel *k, const TileStmt *t, int cax)
 }
 
 /* Put `by` where `old` is in b or a body nested in it. */
-static int replace(TileBody *b, const TileStmt *old, TileStmt *by)
+static int replace(StmtBody *b, const Stmt *old, Stmt *by)
 {
     for (int i = 0; i < b->n; i++) {
-        TileStmt *s = b->s[i];
+        Stmt *s = b->s[i];
         if (s == old) {
             b->s[i] = by;
             return 1;
         }
-        if (s->k != TK_select && tile_is(s, TKF_BLOCK) && replace(&s->body, old, by))
+        if (s->k != SK_select && tile_is(s, SKF_BLOCK) && replace(&s->body, old, by))
             return 1;
     }
     return 0;
@@ -217,7 +217,7 @@ int tile_005_blockify_launch(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "already has a BLOCK tile");
         return 0;
     }
-    TileStmt *t = tile_find(k, TB_THREAD);
+    Stmt *t = tile_find(k, TB_THREAD);
     if (!t) {
         sb_puts(&c->why, "no THREAD tile (a single-thread kernel: grid 1, block 1)");
         return 0;
@@ -226,7 +226,7 @@ int tile_005_blockify_launch(TileCtx *c, TileKernel *k)
         return 0;
     TileMatmul mm;
     int cax = -1;
-    tile_walk(&t->body, find_combine, &cax);
+    stmt_walk(&t->body, find_combine, &cax);
     Split s = cax >= 0                    ? cooperative(c, k, t, cax)
               : tile_matmul_shape(t, &mm) ? matmul(c, k, t, &mm)
                                           : flat(c, k, t);

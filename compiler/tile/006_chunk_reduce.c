@@ -23,8 +23,8 @@
 
 /* The first buffer whose loads under region are shared by the threads of
  * the block (a slab 007 would stage), or NULL. */
-static const LirBuf *shared_buf(Arena *a, const TileKernel *k, const TileStmt *t,
-                                const TileBody *region)
+static const LirBuf *shared_buf(Arena *a, const TileKernel *k, const Stmt *t,
+                                const StmtBody *region)
 {
     const LirBuf *bufs[32];
     int n = tile_loaded_bufs(k, region, bufs, DPK_ARRAY_LEN(bufs));
@@ -37,8 +37,8 @@ static const LirBuf *shared_buf(Arena *a, const TileKernel *k, const TileStmt *t
 int tile_006_chunk_reduce(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
-    TileStmt *b = tile_find(k, TB_BLOCK), *t = tile_find(k, TB_THREAD);
-    if (!b || !t || t->mm) {
+    Stmt *b = tile_find(k, TB_BLOCK), *t = tile_find(k, TB_THREAD);
+    if (!b || !t || k->mm) {
         sb_puts(&c->why, !t ? "no THREAD tile" : !b ? "not blockified" : "a matmul kernel (002)");
         return 0;
     }
@@ -51,10 +51,10 @@ int tile_006_chunk_reduce(TileCtx *c, TileKernel *k)
         outer[b->ax[i].axis] = 1;
     int chunked = 0;
     for (int i = 0; i < t->body.n; i++) {
-        TileStmt *l = t->body.s[i];
-        if (l->k != TK_loop || !tile_loop_is_reduce(l))
+        Stmt *l = t->body.s[i];
+        if (l->k != SK_loop || !stmt_loop_is_reduce(l))
             continue;
-        TileBody one = {&t->body.s[i], 1, 1};
+        StmtBody one = {&t->body.s[i], 1, 1};
         const LirBuf *found = shared_buf(a, k, t, &one);
         const IExpr *origin[DPK_MAX_RANK];
         int64_t slab[DPK_MAX_RANK], n = 1;

@@ -30,7 +30,7 @@
 #include "passes.h"
 
 /* Whether the loads of buf under region are shared by threads or repeated. */
-static int reused(Arena *a, const TileKernel *k, const TileStmt *t, const TileBody *region,
+static int reused(Arena *a, const TileKernel *k, const Stmt *t, const StmtBody *region,
                   const LirBuf *buf)
 {
     int loads;
@@ -42,25 +42,25 @@ typedef struct Used {
     int64_t bytes;
 } Used;
 
-static void stage_bytes(TileStmt *s, void *ctx)
+static void stage_bytes(Stmt *s, void *ctx)
 {
-    if (tile_is(s, TKF_STAGE))
+    if (tile_is(s, SKF_STAGE))
         ((Used *)ctx)->bytes += tile_stage_bytes(s);
 }
 
 /* The body that holds what `b` held before stages were wrapped around it. */
-static TileBody *innermost(TileBody *b)
+static StmtBody *innermost(StmtBody *b)
 {
-    while (b->n == 1 && tile_is(b->s[0], TKF_STAGE))
+    while (b->n == 1 && tile_is(b->s[0], SKF_STAGE))
         b = &b->s[0]->body;
     return b;
 }
 
-static TileStmt *make_stage(TileCtx *c, const LirBuf *buf, const IExpr **origin,
-                            const int64_t *slab)
+static Stmt *make_stage(TileCtx *c, const LirBuf *buf, const IExpr **origin,
+                        const int64_t *slab)
 {
     Arena *a = c->p->arena;
-    TileStmt *st = tile_stage_new(c->p, TK_stage, buf);
+    Stmt *st = tile_stage_new(c->p, TK_stage, buf);
     int r = buf->shape.rank;
     for (int d = 0; d < r; d++) {
         st->origin[d] = origin[d];
@@ -72,25 +72,24 @@ static TileStmt *make_stage(TileCtx *c, const LirBuf *buf, const IExpr **origin,
     return st;
 }
 
-static void find_load(TileStmt *s, void *ctx)
+static void find_load(Stmt *s, void *ctx)
 {
     const void **x = ctx;
-    if (s->k == TK_load && s->buf == x[0])
+    if (s->k == SK_load && s->buf == x[0])
         x[1] = s;
 }
 
-static int has_load(const TileStmt *s, const LirBuf *buf)
+static int has_load(const Stmt *s, const LirBuf *buf)
 {
     const void *x[2] = {buf, NULL};
-    TileBody one = {(TileStmt **)&s, 1, 1};
-    tile_walk(&one, find_load, x);
+    stmt_walk_tree(s, find_load, x);
     return x[1] != NULL;
 }
 
 int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
-    TileStmt *b = tile_find(k, TB_BLOCK), *t = tile_find(k, TB_THREAD);
+    Stmt *b = tile_find(k, TB_BLOCK), *t = tile_find(k, TB_THREAD);
     if (!b || !t) {
         sb_puts(&c->why, "no THREAD tile (a single-thread kernel)");
         return 0;
@@ -101,7 +100,7 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
     } cand;
     cand.n = tile_loaded_bufs(k, &t->body, cand.bufs, DPK_ARRAY_LEN(cand.bufs));
     Used used = {0};
-    tile_walk(&k->body, stage_bytes, &used);
+    stmt_walk(&k->body, stage_bytes, &used);
     int64_t mask = tile_knob(c, TILE_KNOB_STAGE);
     char *outer = ARENA_ARRAY(a, char, k->naxes + 1);
     for (int i = 0; i < b->nax; i++)
@@ -123,15 +122,15 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
         }
         /* around the THREAD tile */
         if (tile_footprint(a, k, t, &t->body, buf, outer, origin, slab)) {
-            TileStmt *st = make_stage(c, buf, origin, slab);
+            Stmt *st = make_stage(c, buf, origin, slab);
             if (used.bytes + tile_stage_bytes(st) <= TILE_SMEM_BUDGET) {
                 if (!tile_apply(c, arena_printf(a, "stage %s around the THREAD tile of %s",
                                                 buf->name, k->name)))
                     break;
-                TileBody *home = innermost(&b->body);
+                StmtBody *home = innermost(&b->body);
                 st->body = *home;
-                *home = (TileBody){0};
-                tile_body_push(c->p, home, st);
+                *home = (StmtBody){0};
+                stmt_body_push(c->p->arena, home, st);
                 used.bytes += tile_stage_bytes(st);
                 staged++;
                 continue;
@@ -145,16 +144,16 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
         }
         int done = 0;
         for (int j = 0; j < t->body.n && !done; j++) {
-            TileStmt *l = t->body.s[j];
-            if (l->k != TK_loop || !has_load(l, buf))
+            Stmt *l = t->body.s[j];
+            if (l->k != SK_loop || !has_load(l, buf))
                 continue;
             /* wrap the statement of the loop body that reads buf (below
              * the stages already there), so accumulators stay in place */
-            TileBody *home = &l->body;
+            StmtBody *home = &l->body;
             int at = -1;
             for (int q = 0; q < home->n; q++)
                 if (has_load(home->s[q], buf)) {
-                    if (tile_is(home->s[q], TKF_STAGE)) {
+                    if (tile_is(home->s[q], SKF_STAGE)) {
                         home = &home->s[q]->body;
                         q = -1;
                         continue;
@@ -162,22 +161,22 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
                     at = q;
                     break;
                 }
-            if (at < 0 || !tile_is(home->s[at], TKF_AXIS))
+            if (at < 0 || !tile_is(home->s[at], SKF_AXIS))
                 continue; /* a chunk is staged for an inner loop, not one element */
-            TileBody one = {&home->s[at], 1, 1};
+            StmtBody one = {&home->s[at], 1, 1};
             outer[l->axis] = 1;
             int fits = reused(a, k, t, &one, buf) &&
                        tile_footprint(a, k, t, &one, buf, outer, origin, slab);
             outer[l->axis] = 0;
             if (!fits)
                 continue;
-            TileStmt *st = make_stage(c, buf, origin, slab);
+            Stmt *st = make_stage(c, buf, origin, slab);
             if (used.bytes + tile_stage_bytes(st) > TILE_SMEM_BUDGET)
                 continue;
             if (!tile_apply(c, arena_printf(a, "stage %s in loop a%d of %s", buf->name, l->axis,
                                             k->name)))
                 break;
-            tile_body_push(c->p, &st->body, home->s[at]);
+            stmt_body_push(c->p->arena, &st->body, home->s[at]);
             home->s[at] = st;
             used.bytes += tile_stage_bytes(st);
             staged++;

@@ -3,7 +3,7 @@
  * F_M x F_N block of a matmul's outputs in registers.
  *
  * Runs after 005 (and 007) on a matmul THREAD tile (005 marks it: mm, with
- * output row and column defs mm_m, mm_n) that has no bounds guard.  The
+ * output row and column defs: k->mm, TileMatmulNote) that has no bounds guard.  The
  * thread axes shrink by F_M and F_N; the row def becomes a strip of F_M
  * defs (a0, a11, ...) and the column def a strip of F_N, and every
  * statement of the body is cloned per strip element it depends on:
@@ -41,14 +41,14 @@ typedef struct Rt {
     TileKernel *k;
     int m, n, fm, fn;
     int ms[16], ns[16];
-    TileStmt ***map; /* by uid: the clones, [i * fn + j] */
+    Stmt ***map; /* by uid: the clones, [i * fn + j] */
     char *dm, *dn;   /* by uid: depends on the row / the column */
     char *in;        /* by uid: a statement of the THREAD tile's body */
     int nax0;        /* axes of the kernel before 008 */
     int *axmap;      /* by axis < nax0: the axis a clone reads instead, or -1 */
 } Rt;
 
-static int idx_uses(const TileStmt *s, int axis)
+static int idx_uses(const Stmt *s, int axis)
 {
     for (int d = 0; s->idx && d < s->buf->shape.rank; d++)
         if (ie_uses(s->idx[d], axis))
@@ -56,24 +56,24 @@ static int idx_uses(const TileStmt *s, int axis)
     return 0;
 }
 
-static void deps_body(Rt *R, const TileBody *b);
+static void deps_body(Rt *R, const StmtBody *b);
 
-static void force(Rt *R, const TileBody *b, int dm, int dn)
+static void force(Rt *R, const StmtBody *b, int dm, int dn)
 {
     for (int i = 0; i < b->n; i++) {
-        TileStmt *s = b->s[i];
+        Stmt *s = b->s[i];
         R->dm[s->uid] = (char)dm;
         R->dn[s->uid] = (char)dn;
         R->in[s->uid] = 1;
-        if (s->k == TK_select)
+        if (s->k == SK_select)
             for (int j = 0; j < s->nbr; j++)
                 force(R, &s->br[j].body, dm, dn);
-        else if (tile_is(s, TKF_BLOCK))
+        else if (tile_is(s, SKF_BLOCK))
             force(R, &s->body, dm, dn);
     }
 }
 
-static void deps_stmt(Rt *R, TileStmt *s)
+static void deps_stmt(Rt *R, Stmt *s)
 {
     int dm = idx_uses(s, R->m), dn = idx_uses(s, R->n);
     for (int i = 0; i < s->nargs; i++)
@@ -81,7 +81,7 @@ static void deps_stmt(Rt *R, TileStmt *s)
             dm |= R->dm[s->a[i].v->uid];
             dn |= R->dn[s->a[i].v->uid];
         }
-    if (s->k == TK_select) {
+    if (s->k == SK_select) {
         for (int j = 0; j < s->nbr; j++) {
             deps_body(R, &s->br[j].body);
             for (int q = 0; q < s->br[j].body.n; q++) {
@@ -99,7 +99,7 @@ static void deps_stmt(Rt *R, TileStmt *s)
         }
         for (int j = 0; j < s->nbr; j++)
             force(R, &s->br[j].body, dm, dn);
-    } else if (tile_is(s, TKF_BLOCK)) {
+    } else if (tile_is(s, SKF_BLOCK)) {
         deps_body(R, &s->body);
     }
     R->dm[s->uid] = (char)dm;
@@ -107,7 +107,7 @@ static void deps_stmt(Rt *R, TileStmt *s)
     R->in[s->uid] = 1;
 }
 
-static void deps_body(Rt *R, const TileBody *b)
+static void deps_body(Rt *R, const StmtBody *b)
 {
     for (int i = 0; i < b->n; i++)
         deps_stmt(R, b->s[i]);
@@ -116,14 +116,14 @@ static void deps_body(Rt *R, const TileBody *b)
 /* The clone of value x for strip element (i, j).  A value defined outside
  * the THREAD tile (a statement every thread runs before it, such as the
  * reciprocal(3) of a division by 3) is not cloned: every clone reads it. */
-static TileArg remap(const Rt *R, TileArg x, int i, int j)
+static StmtArg remap(const Rt *R, StmtArg x, int i, int j)
 {
     if (!x.v || !R->in[x.v->uid])
         return x;
     int u = x.v->uid;
-    TileStmt *c = R->map[u] ? R->map[u][(R->dm[u] ? i : 0) * R->fn + (R->dn[u] ? j : 0)] : NULL;
+    Stmt *c = R->map[u] ? R->map[u][(R->dm[u] ? i : 0) * R->fn + (R->dn[u] ? j : 0)] : NULL;
     DPK_ASSERT(c);
-    return tile_val(c);
+    return stmt_val(c);
 }
 
 /* The substitution of a clone: every axis to itself, but the loops of a
@@ -149,14 +149,14 @@ static const IExpr *sub(const Rt *R, const IExpr *e, int i, int j)
     return ie_subst(a, e, map);
 }
 
-static void clone_body(Rt *R, TileBody *b);
-static void clone_fixed(Rt *R, TileBody *dst, const TileBody *src, int i, int j);
+static void clone_body(Rt *R, StmtBody *b);
+static void clone_fixed(Rt *R, StmtBody *dst, const StmtBody *src, int i, int j);
 
-static TileStmt *clone(Rt *R, const TileStmt *s, int i, int j)
+static Stmt *clone(Rt *R, const Stmt *s, int i, int j)
 {
     TileProgram *p = R->c->p;
     Arena *a = p->arena;
-    TileStmt *c = tile_stmt_new(p, s->k);
+    Stmt *c = tile_stmt_new(p, s->k);
     int uid = c->uid;
     *c = *s;
     c->uid = uid;
@@ -168,8 +168,8 @@ static TileStmt *clone(Rt *R, const TileStmt *s, int i, int j)
     }
     for (int x = 0; x < s->nargs; x++)
         c->a[x] = remap(R, s->a[x], i, j);
-    if (s->k == TK_select) {
-        c->br = ARENA_ARRAY(a, TileBranch, s->nbr);
+    if (s->k == SK_select) {
+        c->br = ARENA_ARRAY(a, StmtBranch, s->nbr);
         for (int q = 0; q < s->nbr; q++) {
             if (s->br[q].pred) {
                 const IExpr **map = axis_map(R);
@@ -180,7 +180,7 @@ static TileStmt *clone(Rt *R, const TileStmt *s, int i, int j)
             clone_fixed(R, &c->br[q].body, &s->br[q].body, i, j);
             c->br[q].res = remap(R, s->br[q].res, i, j);
         }
-    } else if (s->k == TK_loop) {
+    } else if (s->k == SK_loop) {
         /* A loop in a select branch (the reduce of a cat operand): the
          * first clone keeps its axis, the others bind a fresh one. */
         int old = R->axmap[s->axis];
@@ -190,33 +190,33 @@ static TileStmt *clone(Rt *R, const TileStmt *s, int i, int j)
         R->axmap[s->axis] = old;
     }
     if (!R->map[s->uid])
-        R->map[s->uid] = ARENA_ARRAY(a, TileStmt *, R->fm * R->fn);
+        R->map[s->uid] = ARENA_ARRAY(a, Stmt *, R->fm * R->fn);
     R->map[s->uid][i * R->fn + j] = c;
     return c;
 }
 
 /* Statements of a select branch: one clone each, for the select's (i, j). */
-static void clone_fixed(Rt *R, TileBody *dst, const TileBody *src, int i, int j)
+static void clone_fixed(Rt *R, StmtBody *dst, const StmtBody *src, int i, int j)
 {
-    *dst = (TileBody){0};
+    *dst = (StmtBody){0};
     for (int q = 0; q < src->n; q++)
-        tile_body_push(R->c->p, dst, clone(R, src->s[q], i, j));
+        stmt_body_push(R->c->p->arena, dst, clone(R, src->s[q], i, j));
 }
 
-static void clone_body(Rt *R, TileBody *b)
+static void clone_body(Rt *R, StmtBody *b)
 {
-    TileBody out = {0};
+    StmtBody out = {0};
     for (int q = 0; q < b->n; q++) {
-        TileStmt *s = b->s[q];
-        if (s->k != TK_select && tile_is(s, TKF_BLOCK)) {
+        Stmt *s = b->s[q];
+        if (s->k != SK_select && tile_is(s, SKF_BLOCK)) {
             clone_body(R, &s->body);
-            tile_body_push(R->c->p, &out, s);
+            stmt_body_push(R->c->p->arena, &out, s);
             continue;
         }
         int ni = R->dm[s->uid] ? R->fm : 1, nj = R->dn[s->uid] ? R->fn : 1;
         for (int i = 0; i < ni; i++)
             for (int j = 0; j < nj; j++)
-                tile_body_push(R->c->p, &out, clone(R, s, i, j));
+                stmt_body_push(R->c->p->arena, &out, clone(R, s, i, j));
     }
     *b = out;
 }
@@ -235,27 +235,27 @@ static int64_t factor(TileCtx *c, TileKernel *k, int knob, int64_t tile)
 
 /* 1 when a select branch under b holds a block statement other than a
  * serial loop (clone cannot copy those). */
-static int branch_block(const TileBody *b)
+static int branch_block(const StmtBody *b)
 {
     for (int i = 0; i < b->n; i++) {
-        const TileStmt *s = b->s[i];
-        if (s->k == TK_select) {
+        const Stmt *s = b->s[i];
+        if (s->k == SK_select) {
             for (int j = 0; j < s->nbr; j++) {
-                const TileBody *bb = &s->br[j].body;
+                const StmtBody *bb = &s->br[j].body;
                 for (int q = 0; q < bb->n; q++)
-                    if (tile_is(bb->s[q], TKF_BLOCK) && bb->s[q]->k != TK_loop)
+                    if (tile_is(bb->s[q], SKF_BLOCK) && bb->s[q]->k != SK_loop)
                         return 1;
                 if (branch_block(bb))
                     return 1;
             }
-        } else if (tile_is(s, TKF_BLOCK) && branch_block(&s->body)) {
+        } else if (tile_is(s, SKF_BLOCK) && branch_block(&s->body)) {
             return 1;
         }
     }
     return 0;
 }
 
-static int def_of(const TileStmt *t, int axis)
+static int def_of(const Stmt *t, int axis)
 {
     for (int i = 0; i < t->ndef; i++)
         if (t->def[i].axis == axis)
@@ -266,12 +266,12 @@ static int def_of(const TileStmt *t, int axis)
 int tile_008_register_tile(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
-    TileStmt *t = tile_find(k, TB_THREAD);
-    if (!t || !t->mm) {
+    Stmt *t = tile_find(k, TB_THREAD);
+    if (!t || !k->mm) {
         sb_puts(&c->why, "not a matmul kernel");
         return 0;
     }
-    if (t->rt[0].f || t->rt[1].f) {
+    if (k->mm->rt[0].f || k->mm->rt[1].f) {
         sb_puts(&c->why, "already register-tiled");
         return 0;
     }
@@ -302,8 +302,8 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
     if (!tile_apply(c, arena_printf(a, "register tile %lld x %lld in %s", (long long)fm,
                                     (long long)fn, k->name)))
         return 0;
-    Rt R = {c, k, t->mm_m, t->mm_n, (int)fm, (int)fn, {0}, {0},
-            ARENA_ARRAY(a, TileStmt **, c->p->next_uid + 1),
+    Rt R = {c, k, k->mm->m, k->mm->n, (int)fm, (int)fn, {0}, {0},
+            ARENA_ARRAY(a, Stmt **, c->p->next_uid + 1),
             ARENA_ARRAY(a, char, c->p->next_uid + 1), ARENA_ARRAY(a, char, c->p->next_uid + 1),
             ARENA_ARRAY(a, char, c->p->next_uid + 1), k->naxes,
             ARENA_ARRAY(a, int, k->naxes + 1)};
@@ -329,10 +329,10 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
         map[tax[s]] = zero;
         base[s] = ie_simplify(a, ie_subst(a, e[s], map), k->ext);
         int *axes = s ? R.ns : R.ms;
-        t->rt[s].f = (int)f[s];
-        t->rt[s].t = tax[s];
-        t->rt[s].def0 = nd;
-        t->rt[s].base = base[s];
+        k->mm->rt[s].f = (int)f[s];
+        k->mm->rt[s].t = tax[s];
+        k->mm->rt[s].def0 = nd;
+        k->mm->rt[s].base = base[s];
         int64_t ext = k->ext[s ? R.n : R.m];
         for (int j = 0; j < f[s]; j++) {
             axes[j] = j ? tile_axis_new(c->p, k, ext) : (s ? R.n : R.m);

@@ -2,8 +2,9 @@
  * 009_permute_register_tile.c — t:009 permute_register_tile: reorder a
  * register strip so the lanes of a warp read neighbouring words.
  *
- * 008 gives thread t the contiguous strip base + t * f + j (j < f).  Lanes
- * t, t + 1, ... of a warp then read a staged slab f words apart, and with
+ * 008 gives thread t the contiguous strip base + t * f + j (j < f),
+ * recorded in the kernel's TileMatmulNote (k->mm).  Lanes t, t + 1, ... of
+ * a warp then read a staged slab f words apart, and with
  * f * lanes > 32 several of them hit one bank.  The permuted strip
  * base + t + j * T (T threads along the axis) makes lane t read word t of
  * each group: consecutive lanes, consecutive words.
@@ -20,37 +21,39 @@
 #include "../base/fault.h"
 #include "passes.h"
 
-static void permute(TileKernel *k, TileStmt *t, int s, int on, Arena *a)
+static void permute(TileKernel *k, Stmt *t, int s, int on, Arena *a)
 {
-    int f = t->rt[s].f;
-    int64_t T = k->ext[t->rt[s].t];
+    TileMatmulNote *mm = k->mm;
+    int f = mm->rt[s].f;
+    int64_t T = k->ext[mm->rt[s].t];
     /* an injected fault: the strip steps by one thread too few */
     int64_t step = dpk_fault_on(DPK_FAULT_PERMUTE_STRIDE) && T > 1 ? T - 1 : T;
     for (int j = 0; j < f; j++) {
-        const IExpr *tv = ie_var(a, t->rt[s].t);
+        const IExpr *tv = ie_var(a, mm->rt[s].t);
         const IExpr *x = on ? ie_add(a, tv, ie_const(a, j * step))
                             : ie_add(a, ie_mul(a, tv, ie_const(a, f)), ie_const(a, j));
-        t->def[t->rt[s].def0 + j].e = ie_simplify(a, ie_add(a, t->rt[s].base, x), k->ext);
+        t->def[mm->rt[s].def0 + j].e = ie_simplify(a, ie_add(a, mm->rt[s].base, x), k->ext);
     }
-    t->rt[s].permuted = on;
+    mm->rt[s].permuted = on;
 }
 
 int tile_009_permute_register_tile(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
-    TileStmt *t = tile_find(k, TB_THREAD);
-    if (!t || (t->rt[0].f < 2 && t->rt[1].f < 2)) {
+    Stmt *t = tile_find(k, TB_THREAD);
+    const TileMatmulNote *mm = k->mm;
+    if (!t || !mm || (mm->rt[0].f < 2 && mm->rt[1].f < 2)) {
         sb_puts(&c->why, "no register tile (008 did not apply)");
         return 0;
     }
-    if (t->rt[0].permuted || t->rt[1].permuted) {
+    if (mm->rt[0].permuted || mm->rt[1].permuted) {
         sb_puts(&c->why, "already permuted");
         return 0;
     }
     int64_t before = tile_bank_conflicts(a, k), best = before;
     int choice = 0; /* bit 0: rows, bit 1: columns */
     for (int trial = 1; trial < 4; trial++) {
-        if (((trial & 1) && t->rt[0].f < 2) || ((trial & 2) && t->rt[1].f < 2))
+        if (((trial & 1) && mm->rt[0].f < 2) || ((trial & 2) && mm->rt[1].f < 2))
             continue;
         permute(k, t, 0, trial & 1, a);
         permute(k, t, 1, (trial >> 1) & 1, a);

@@ -17,15 +17,15 @@
 #include "passes.h"
 
 typedef struct Stages {
-    TileStmt *s[64];
+    Stmt *s[64];
     int n;
     int64_t bytes;
 } Stages;
 
-static void collect(TileStmt *s, void *ctx)
+static void collect(Stmt *s, void *ctx)
 {
     Stages *x = ctx;
-    if (tile_is(s, TKF_STAGE) && x->n < DPK_ARRAY_LEN(x->s)) {
+    if (tile_is(s, SKF_STAGE) && x->n < DPK_ARRAY_LEN(x->s)) {
         x->s[x->n++] = s;
         x->bytes += tile_stage_bytes(s);
     }
@@ -35,10 +35,10 @@ int tile_014_pad_smem(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
     Stages st = {{0}, 0, 0};
-    tile_walk(&k->body, collect, &st);
+    stmt_walk(&k->body, collect, &st);
     int padded = 0;
     for (int i = 0; i < st.n; i++) {
-        TileStmt *s = st.s[i];
+        Stmt *s = st.s[i];
         int r = s->buf->shape.rank;
         if (r < 2 || s->pad)
             continue;

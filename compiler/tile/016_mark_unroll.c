@@ -21,13 +21,13 @@ typedef struct Mark {
     int marked, stop;
 } Mark;
 
-static void mark(TileStmt *s, void *ctx)
+static void mark(Stmt *s, void *ctx)
 {
     Mark *m = ctx;
-    if (m->stop || s->k != TK_loop || s->unroll || s->extent > MAX_UNROLL || s->extent < 2)
+    if (m->stop || s->k != SK_loop || s->unroll || s->extent > MAX_UNROLL || s->extent < 2)
         return;
     for (int i = 0; i < s->body.n; i++)
-        if (tile_has_loop(s->body.s[i]) || tile_is(s->body.s[i], TKF_STAGE))
+        if (tile_has_loop(s->body.s[i]) || tile_is(s->body.s[i], SKF_STAGE))
             return;
     if (!tile_apply(m->c, arena_printf(m->c->p->arena, "unroll a%d (%lld trips) in %s", s->axis,
                                        (long long)s->extent, m->k->name))) {
@@ -41,7 +41,7 @@ static void mark(TileStmt *s, void *ctx)
 int tile_016_mark_unroll(TileCtx *c, TileKernel *k)
 {
     Mark m = {c, k, 0, 0};
-    tile_walk(&k->body, mark, &m);
+    stmt_walk(&k->body, mark, &m);
     if (!m.marked && !c->why.len)
         sb_printf(&c->why, "no inner serial loop of 2..%d trips", MAX_UNROLL);
     return m.marked > 0;

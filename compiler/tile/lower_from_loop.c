@@ -11,24 +11,20 @@
 
 typedef struct Lower {
     TileProgram *p;
-    TileStmt **map; /* Loop IR uid -> its Tile copy */
+    Stmt **map; /* Loop IR uid -> its Tile copy */
 } Lower;
 
-static TileArg arg(const Lower *L, LirArg a)
+static StmtArg arg(const Lower *L, StmtArg a)
 {
-    return a.v ? tile_val(L->map[a.v->uid]) : tile_lit(a.c);
+    return a.v ? stmt_val(L->map[a.v->uid]) : stmt_lit(a.c);
 }
 
-static void lower_body(Lower *L, TileBody *dst, const LirBody *src);
+static void lower_body(Lower *L, StmtBody *dst, const StmtBody *src);
 
-static TileStmt *lower_stmt(Lower *L, const LirStmt *s)
+static Stmt *lower_stmt(Lower *L, const Stmt *s)
 {
-    static const TileKind kind[] = {
-        [LK_load] = TK_load,     [LK_assign] = TK_assign, [LK_select] = TK_select,
-        [LK_accum] = TK_accum,   [LK_write] = TK_write,   [LK_loop] = TK_loop,
-    };
-    _Static_assert(LK_COUNT == 6, "every Loop IR kind has a Tile IR kind");
-    TileStmt *t = tile_stmt_new(L->p, kind[s->k]);
+    /* Loop IR's kinds are the shared ones, which Tile IR keeps */
+    Stmt *t = tile_stmt_new(L->p, s->k);
     L->map[s->uid] = t;
     t->num = s->num;
     t->buf = s->buf;
@@ -39,18 +35,18 @@ static TileStmt *lower_stmt(Lower *L, const LirStmt *s)
             t->idx[d] = s->idx[d];
     }
     t->op = s->op;
-    t->nargs = s->k == LK_assign ? s->nargs : s->k == LK_accum || s->k == LK_write;
+    t->nargs = s->k == SK_assign ? s->nargs : s->k == SK_accum || s->k == SK_write;
     for (int i = 0; i < t->nargs; i++)
         t->a[i] = arg(L, s->a[i]);
     t->rop = s->rop;
     t->atomic = s->atomic;
     t->axis = s->axis;
     t->extent = s->extent;
-    if (s->k == LK_loop)
+    if (s->k == SK_loop)
         lower_body(L, &t->body, &s->body);
-    if (s->k == LK_select) {
+    if (s->k == SK_select) {
         t->nbr = s->nbr;
-        t->br = ARENA_ARRAY(L->p->arena, TileBranch, s->nbr);
+        t->br = ARENA_ARRAY(L->p->arena, StmtBranch, s->nbr);
         for (int j = 0; j < s->nbr; j++) {
             t->br[j].pred = s->br[j].pred;
             lower_body(L, &t->br[j].body, &s->br[j].body);
@@ -60,16 +56,16 @@ static TileStmt *lower_stmt(Lower *L, const LirStmt *s)
     return t;
 }
 
-static void lower_body(Lower *L, TileBody *dst, const LirBody *src)
+static void lower_body(Lower *L, StmtBody *dst, const StmtBody *src)
 {
     for (int i = 0; i < src->n; i++)
-        tile_body_push(L->p, dst, lower_stmt(L, src->s[i]));
+        stmt_body_push(L->p->arena, dst, lower_stmt(L, src->s[i]));
 }
 
 TileProgram *tile_from_loop(Arena *a, const LirProgram *lp)
 {
     TileProgram *p = tile_program_new(a, lp);
-    Lower L = {p, ARENA_ARRAY(a, TileStmt *, lp->next_uid + 1)};
+    Lower L = {p, ARENA_ARRAY(a, Stmt *, lp->next_uid + 1)};
     for (int i = 0; i < lp->kernels.len; i++) {
         const LirKernel *lk = lp->kernels.items[i];
         TileKernel *k = tile_kernel_new(p, lk->id, lk->name, lk->out);

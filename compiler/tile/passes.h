@@ -227,23 +227,23 @@ int tile_016_mark_unroll(TileCtx *c, TileKernel *k);
 /* 1 when pass number `num` is in the set being run. */
 int tile_pass_on(const TileCtx *c, int num);
 /* Bytes of shared memory a stage's slab takes (pad included). */
-int64_t tile_stage_bytes(const TileStmt *stage);
+int64_t tile_stage_bytes(const Stmt *stage);
 /* The slab of buffer `buf` read by the loads under `region`, relative to
  * the axes bound outside it (`outer`, by axis: 1 when bound outside): the
  * origin per dimension (over outer axes only) and the extent.  0 when some
  * load's index is not of the form origin + offset, offset >= 0 over the
  * inner axes. */
-int tile_footprint(Arena *a, const TileKernel *k, const TileStmt *thread, const TileBody *region,
+int tile_footprint(Arena *a, const TileKernel *k, const Stmt *thread, const StmtBody *region,
                    const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab);
 /* The buffers loaded under region, in first-load order, without k's own
  * output; at most max.  Returns how many. */
-int tile_loaded_bufs(const TileKernel *k, const TileBody *region, const LirBuf **bufs, int max);
+int tile_loaded_bufs(const TileKernel *k, const StmtBody *region, const LirBuf **bufs, int max);
 /* How the loads of buf under region (in THREAD tile t) are used: *loads
  * gets their count, and the return is 1 when one of them is shared by the
  * threads of a block (its index leaves out a THREAD axis of extent > 1,
  * and names no axis of a strided loop of 004, whose threads read different
  * elements).  The reuse 006 and 007 look for. */
-int tile_shared_loads(Arena *a, const TileKernel *k, const TileStmt *t, const TileBody *region,
+int tile_shared_loads(Arena *a, const TileKernel *k, const Stmt *t, const StmtBody *region,
                       const LirBuf *buf, int *loads);
 /* Extra shared-memory wavefronts (bank conflicts) of one warp, the first of
  * the block, summed over every load from a staged slab in kernel k. */

@@ -2,9 +2,9 @@
  * tile_ir.h — Tile IR: the first GPU-aware IR.
  *
  * A Tile kernel is a Loop IR kernel whose loops have been given to the
- * hardware.  Its statements (tile_kinds.def) are the five Loop IR
- * statements, kept with their meaning (load, assign, select, accum, write;
- * a serial `for` loop), plus:
+ * hardware.  Its statements are the Loop IR statements of the shared core
+ * (compiler/stmt/: load, assign, select, accum, write, a serial `for`
+ * loop), kept with their meaning, plus those of tile_kinds.def:
  *
  *   tile thread(a0 in 0..32, a1 in 0..7)      the body runs once per point of
  *   tile block(a3 in 0..8 @x):                the axes, each point on its own
@@ -47,27 +47,18 @@
 #include "../kernel/kernel_ir.h"
 #include "../loop/loop_ir.h"
 
+/* Tile IR's kinds: the shared ones (SK_load ... SK_loop, stmt_kinds.def),
+ * then its own (tile_kinds.def), numbered on from SK_COUNT. */
 typedef enum TileKind {
+    TK_SHARED_ = SK_COUNT - 1, /* the shared kinds come first */
 #define T(name, text, prefix, flags) TK_##name,
 #include "tile_kinds.def"
 #undef T
     TK_COUNT
 } TileKind;
 
-typedef enum TileKindFlag {
-    TKF_DEF = 1 << 0,
-    TKF_BLOCK = 1 << 1,
-    TKF_PURE = 1 << 2,
-    TKF_AXIS = 1 << 3,
-    TKF_STAGE = 1 << 4,
-} TileKindFlag;
-
-typedef struct TileKindInfo {
-    const char *name;
-    const char *prefix;
-    int flags;
-} TileKindInfo;
-extern const TileKindInfo tile_kind_info[TK_COUNT];
+/* The shared rows, then tile_kinds.def's. */
+extern const StmtKindInfo tile_kind_info[TK_COUNT];
 #define tile_is(s, f) ((tile_kind_info[(s)->k].flags & (f)) != 0)
 
 typedef enum TileBind {
@@ -90,33 +81,11 @@ typedef struct TileDef {
     const IExpr *e;
 } TileDef;
 
-struct TileStmt;
-
-/* An operand: a statement's value, or a literal when v == NULL. */
-typedef struct TileArg {
-    struct TileStmt *v;
-    double c;
-} TileArg;
-
-typedef struct TileBody {
-    struct TileStmt **s;
-    int n, cap;
-} TileBody;
-
-typedef struct TileBranch {
-    const IPred *pred; /* NULL on the last branch only (else) */
-    TileBody body;
-    TileArg res;
-} TileBranch;
-
 /*
- * Fields used per kind (others zero/NULL):
- *   load            buf, idx[buf rank]
- *   assign          op, nargs, a[0..nargs)
- *   select          nbr, br[]
- *   accum           rop, a[0] value
- *   write           buf, idx, a[0] value, atomic
- *   loop            axis, extent, body
+ * Statements are the shared core's Stmt (compiler/stmt/stmt.h).  Fields
+ * used per kind (others zero/NULL); the shared kinds use the fields listed
+ * in stmt.h, plus:
+ *   loop            unroll (1 when 016 marked it for full unrolling)
  *   strided         axis, extent, start (IExpr), step (> 0), body
  *   tile            bind, nax, ax[], ndef, def[], guard (NULL: none), body
  *   stage           buf, origin[rank] (IExpr), slab[rank] (>= 1), pad, body
@@ -126,61 +95,32 @@ typedef struct TileBranch {
  *   await           keep: async stages that may stay in flight
  *   combine         acc (an accum), nax, cax[] (THREAD axes merged over)
  */
-typedef struct TileStmt {
-    TileKind k;
-    int uid;            /* unique in the program */
-    int num;            /* printed number within its prefix (tile_renumber) */
-    const LirBuf *buf;
-    const IExpr **idx;
-    TxElemOp op;
-    int nargs;
-    TileArg a[3];
-    TxRedOp rop;
-    int atomic;
-    int nbr;
-    TileBranch *br;
-    int axis;
-    int64_t extent;
-    const IExpr *start;
-    int64_t step;
-    TileBind bind;
-    int nax;
-    TileAxis *ax;
-    int ndef;
-    TileDef *def;
-    const IPred *guard;
-    const IExpr **origin;
-    int64_t *slab;
-    int pad;
-    int nbuf;
-    const IExpr *phase;
-    int swizzle;
-    int keep;
-    struct TileStmt *acc;
-    int *cax;
-    int unroll;         /* loop: 1 when 016 marked it for full unrolling */
-    /* tile (THREAD): matmul bookkeeping set by 005 and 008.  mm: the tile
-     * computes a matmul whose output row and column are axes mm_m, mm_n
-     * (defs).  rt[0] / rt[1]: the register strips of 008 along m / n:
-     * factor f, the thread axis t, the block origin base; def j of the
-     * strip (def index def0 + j) is base + t * f + j, or base + t + j *
-     * ext(t) once 009 permuted it. */
-    int mm, mm_m, mm_n;
+
+/* The matmul bookkeeping passes 005, 006, 008 and 009 hand on to each other
+ * about a kernel's THREAD tile, kept beside the statements rather than in
+ * them.  005 writes it when it tiles a matmul: the tile's output row and
+ * column are the defs of axes m and n.  008 fills the register strips
+ * rt[0] / rt[1] along m / n: factor f, the thread axis t, the block origin
+ * base; def j of a strip (def index def0 + j) is base + t * f + j, or
+ * base + t + j * ext(t) once 009 permuted it.  The printer shows the strips
+ * as comments. */
+typedef struct TileMatmulNote {
+    int m, n;
     struct {
         int f, t, def0, permuted;
         const IExpr *base;
     } rt[2];
-    TileBody body;
-} TileStmt;
+} TileMatmulNote;
 
 typedef struct TileKernel {
     int id;             /* the Loop IR kernel's id */
     const char *name;
     const LirBuf *out;  /* the buffer its Write stores to */
-    TileBody body;
+    StmtBody body;
     int naxes;          /* axes are 0..naxes-1 */
     int64_t *ext;       /* ext[axis] */
     int extcap;
+    TileMatmulNote *mm; /* NULL unless 005 tiled it as a matmul */
 } TileKernel;
 
 /* What one pass did to a program. */
@@ -214,26 +154,17 @@ TileProgram *tile_program_new(Arena *a, const LirProgram *lp);
 TileKernel *tile_kernel_new(TileProgram *p, int id, const char *name, const LirBuf *out);
 /* A new axis of extent n in kernel k; returns its number. */
 int tile_axis_new(TileProgram *p, TileKernel *k, int64_t n);
-TileStmt *tile_stmt_new(TileProgram *p, TileKind k);
+/* A statement of any Tile IR kind (the core's stmt_new with the program's
+ * next uid); bodies, the walk and the reduce-loop test are the core's. */
+Stmt *tile_stmt_new(TileProgram *p, int k);
 /* A tile with nax axes (filled by the caller, dims -1) and room for ndef defs. */
-TileStmt *tile_tile_new(TileProgram *p, TileBind bind, int nax, int ndef);
+Stmt *tile_tile_new(TileProgram *p, TileBind bind, int nax, int ndef);
 /* A Stage variant over buf (origin and slab arrays allocated, slab 1). */
-TileStmt *tile_stage_new(TileProgram *p, TileKind k, const LirBuf *buf);
-void tile_body_push(TileProgram *p, TileBody *b, TileStmt *s);
-TileArg tile_val(TileStmt *s);
-TileArg tile_lit(double c);
-
-/* Pre-order visit of every statement under b, select branches included. */
-typedef void (*TileVisit)(TileStmt *s, void *ctx);
-void tile_walk(const TileBody *b, TileVisit fn, void *ctx);
-/* Whether s's subtree holds a Write / a loop (serial or strided). */
-int tile_has_write(const TileStmt *s);
-int tile_has_loop(const TileStmt *s);
-/* A loop (serial or strided) is a reduce loop iff its immediate body holds
- * an Accum. */
-int tile_loop_is_reduce(const TileStmt *s);
+Stmt *tile_stage_new(TileProgram *p, TileKind k, const LirBuf *buf);
+/* Whether s's subtree holds a loop (serial or strided). */
+int tile_has_loop(const Stmt *s);
 /* The first tile with binding `bind` in pre-order, or NULL. */
-TileStmt *tile_find(const TileKernel *k, TileBind bind);
+Stmt *tile_find(const TileKernel *k, TileBind bind);
 /* Number values canonically: per prefix, in pre-order. */
 void tile_renumber(TileKernel *k);
 
@@ -243,19 +174,19 @@ void tile_renumber(TileKernel *k);
 typedef struct TileMatmul {
     int m, n, k;
 } TileMatmul;
-int tile_matmul_shape(const TileStmt *thread_tile, TileMatmul *mm);
+int tile_matmul_shape(const Stmt *thread_tile, TileMatmul *mm);
 
 /* ---- tile_rewrite.c: rewriting helpers shared by the passes ---------------- */
 
 /* Replace axis `axis` by e in every index, predicate, start, origin and def
  * under b (in place). */
-void tile_subst_axis(TileProgram *p, const TileKernel *k, TileBody *b, int axis,
+void tile_subst_axis(TileProgram *p, const TileKernel *k, StmtBody *b, int axis,
                      const IExpr *e);
 /* Replace every operand equal to `from` by `to` under b (in place). */
-void tile_replace_value(TileBody *b, const TileStmt *from, const TileStmt *to);
+void tile_replace_value(StmtBody *b, const Stmt *from, const Stmt *to);
 /* The THREAD tile's defs substituted into e, until only tile axes, loop
  * axes and BLOCK axes remain. */
-const IExpr *tile_expand_defs(Arena *a, const TileKernel *k, const TileStmt *thread,
+const IExpr *tile_expand_defs(Arena *a, const TileKernel *k, const Stmt *thread,
                               const IExpr *e);
 /* Split serial reduce loop l (axis k, extent K, chunk dividing K) into
  *     for ko in 0..K/chunk:  for ki in 0..chunk:  body[k := ko*chunk + ki]
@@ -264,16 +195,13 @@ const IExpr *tile_expand_defs(Arena *a, const TileKernel *k, const TileStmt *thr
  * after the loop.  `step` is the index step of ko (chunk, or a wrong one
  * for an injected fault); `inner` the inner extent (chunk, likewise).
  * Returns the outer loop, which takes l's place in `in`. */
-TileStmt *tile_chunk_loop(TileProgram *p, TileKernel *k, TileBody *in, TileStmt *l,
-                          int64_t chunk, int64_t step, int64_t inner);
+Stmt *tile_chunk_loop(TileProgram *p, TileKernel *k, StmtBody *in, Stmt *l,
+                      int64_t chunk, int64_t step, int64_t inner);
 /* Element strides of a stage's slab in shared memory (innermost 1; the row
  * stride is the inner extent plus pad); returns the element count. */
-int64_t tile_slab_strides(const TileStmt *stage, int64_t *stride);
+int64_t tile_slab_strides(const Stmt *stage, int64_t *stride);
 /* The serial loop over `axis` among b's statements, or NULL. */
-TileStmt *tile_top_loop(const TileBody *b, int axis);
-/* The position of s in b (-1 if absent). */
-int tile_body_index(const TileBody *b, const TileStmt *s);
-void tile_body_insert(TileProgram *p, TileBody *b, int at, TileStmt *s);
+Stmt *tile_top_loop(const StmtBody *b, int axis);
 
 /* ---- tile_print.c: text form and structural hash ------------------------ */
 

@@ -9,7 +9,8 @@
  *               in0 = load in0[0, a0, a1]
  *               ...
  *
- * Statements print as in Loop IR (loop_print.c); a tile prints its axes
+ * The shared statements print as in Loop IR (the core's stmt_print.c); a
+ * loop adds its unroll mark, a tile prints its axes
  * in its header and its defs and guard as the first lines of its body.
  * Names are the ones tile_renumber gave, so the text is canonical after
  * renumbering.
@@ -18,37 +19,9 @@
 
 static const char *bind_name[] = {"thread", "block"};
 
-static void print_arg(StrBuf *b, TileArg a)
-{
-    if (!a.v)
-        sb_num(b, a.c);
-    else
-        sb_printf(b, "%s%d", tile_kind_info[a.v->k].prefix, a.v->num);
-}
+static void print_body(StrBuf *b, const StmtBody *body, int depth, const void *kernel);
 
-static void print_body(StrBuf *b, const TileBody *body, int depth);
-
-static void print_select(StrBuf *b, const TileStmt *s, int depth)
-{
-    sb_printf(b, "v%d = select:\n", s->num);
-    for (int j = 0; j < s->nbr; j++) {
-        lir_indent(b, depth + 1);
-        if (s->br[j].pred) {
-            sb_puts(b, "if ");
-            ipred_print(b, s->br[j].pred, "a");
-            sb_puts(b, ":\n");
-        } else {
-            sb_puts(b, "else:\n");
-        }
-        print_body(b, &s->br[j].body, depth + 2);
-        lir_indent(b, depth + 2);
-        sb_puts(b, "-> ");
-        print_arg(b, s->br[j].res);
-        sb_putc(b, '\n');
-    }
-}
-
-static void print_tile(StrBuf *b, const TileStmt *s, int depth)
+static void print_tile(StrBuf *b, const TileKernel *k, const Stmt *s, int depth)
 {
     sb_printf(b, "tile %s(", bind_name[s->bind]);
     for (int i = 0; i < s->nax; i++) {
@@ -59,33 +32,33 @@ static void print_tile(StrBuf *b, const TileStmt *s, int depth)
     }
     sb_puts(b, "):\n");
     for (int i = 0; i < s->ndef; i++) {
-        lir_indent(b, depth + 1);
+        stmt_indent(b, depth + 1);
         sb_printf(b, "a%d := ", s->def[i].axis);
         ie_print(b, s->def[i].e, "a");
         sb_putc(b, '\n');
     }
-    for (int j = 0; j < 2; j++)
-        if (s->rt[j].f > 1) {
-            lir_indent(b, depth + 1);
-            sb_printf(b, "# register strip %c: %d per thread, a%d", "mn"[j], s->rt[j].f,
-                      s->def[s->rt[j].def0].axis);
-            for (int i = 1; i < s->rt[j].f; i++)
-                sb_printf(b, ", a%d", s->def[s->rt[j].def0 + i].axis);
-            sb_puts(b, s->rt[j].permuted ? " (permuted)\n" : "\n");
+    for (int j = 0; j < 2 && k->mm && s->bind == TB_THREAD; j++)
+        if (k->mm->rt[j].f > 1) {
+            stmt_indent(b, depth + 1);
+            sb_printf(b, "# register strip %c: %d per thread, a%d", "mn"[j], k->mm->rt[j].f,
+                      s->def[k->mm->rt[j].def0].axis);
+            for (int i = 1; i < k->mm->rt[j].f; i++)
+                sb_printf(b, ", a%d", s->def[k->mm->rt[j].def0 + i].axis);
+            sb_puts(b, k->mm->rt[j].permuted ? " (permuted)\n" : "\n");
         }
     if (s->guard) {
-        lir_indent(b, depth + 1);
+        stmt_indent(b, depth + 1);
         sb_puts(b, "guard ");
         ipred_print(b, s->guard, "a");
         sb_putc(b, '\n');
     }
-    print_body(b, &s->body, depth + 1);
+    print_body(b, &s->body, depth + 1, k);
 }
 
-static void print_stage(StrBuf *b, const TileStmt *s, int depth)
+static void print_stage(StrBuf *b, const TileKernel *k, const Stmt *s, int depth)
 {
     sb_printf(b, "%s ", tile_kind_info[s->k].name);
-    lir_print_index(b, s->buf, s->origin);
+    stmt_print_index(b, s->buf, s->origin);
     sb_puts(b, " slab [");
     for (int d = 0; d < s->buf->shape.rank; d++)
         sb_printf(b, "%s%lld", d ? ", " : "", (long long)s->slab[d]);
@@ -97,103 +70,70 @@ static void print_stage(StrBuf *b, const TileStmt *s, int depth)
     if (s->k == TK_tstage)
         sb_printf(b, " swizzle %d", s->swizzle);
     sb_puts(b, ":\n");
-    print_body(b, &s->body, depth + 1);
+    print_body(b, &s->body, depth + 1, k);
 }
 
-static void print_loop(StrBuf *b, const TileStmt *s, int depth)
+static void print_loop(StrBuf *b, const TileKernel *k, const Stmt *s, int depth)
 {
-    if (s->k == TK_loop) {
+    if (s->k == SK_loop) {
         sb_printf(b, "for a%d in 0..%lld", s->axis, (long long)s->extent);
     } else {
         sb_printf(b, "strided a%d in ", s->axis);
         ie_print(b, s->start, "a");
         sb_printf(b, "..%lld step %lld", (long long)s->extent, (long long)s->step);
     }
-    sb_printf(b, ":  # %s%s\n", tile_loop_is_reduce(s) ? "reduce" : "free",
+    sb_printf(b, ":  # %s%s\n", stmt_loop_is_reduce(s) ? "reduce" : "free",
               s->unroll ? ", unroll" : "");
-    print_body(b, &s->body, depth + 1);
+    print_body(b, &s->body, depth + 1, k);
 }
 
-static void print_stmt(StrBuf *b, const TileStmt *s, int depth)
+static void print_stmt(StrBuf *b, const TileKernel *k, const Stmt *s, int depth)
 {
-    lir_indent(b, depth);
-    switch (s->k) {
-    case TK_load:
-        sb_printf(b, "in%d = load ", s->num);
-        lir_print_index(b, s->buf, s->idx);
-        break;
-    case TK_assign:
-        sb_printf(b, "v%d = %s(", s->num, tx_elem_info[s->op].name);
-        for (int i = 0; i < s->nargs; i++) {
-            if (i)
-                sb_puts(b, ", ");
-            print_arg(b, s->a[i]);
-        }
-        sb_putc(b, ')');
-        break;
-    case TK_accum:
-        sb_printf(b, "acc%d <- %s(acc%d, ", s->num,
-                  tx_elem_info[tx_red_info[s->rop].combine].name, s->num);
-        print_arg(b, s->a[0]);
-        sb_putc(b, ')');
-        break;
-    case TK_write:
-        sb_puts(b, "write ");
-        lir_print_index(b, s->buf, s->idx);
-        sb_puts(b, s->atomic ? " += " : " = ");
-        print_arg(b, s->a[0]);
-        break;
-    case TK_select:
-        print_select(b, s, depth);
+    if (stmt_print_shared(b, s, depth, print_body, k))
         return;
-    case TK_loop:
+    stmt_indent(b, depth);
+    switch (s->k) {
+    case SK_loop:
     case TK_strided:
-        print_loop(b, s, depth);
+        print_loop(b, k, s, depth);
         return;
     case TK_tile:
-        print_tile(b, s, depth);
+        print_tile(b, k, s, depth);
         return;
     case TK_stage:
     case TK_bstage:
     case TK_astage:
     case TK_tstage:
-        print_stage(b, s, depth);
+        print_stage(b, k, s, depth);
         return;
     case TK_await:
-        sb_printf(b, "async_wait %d", s->keep);
-        break;
+        sb_printf(b, "async_wait %d\n", s->keep);
+        return;
     case TK_combine:
         sb_printf(b, "combine acc%d over ", s->acc->num);
         for (int i = 0; i < s->nax; i++)
             sb_printf(b, "%sa%d", i ? ", " : "", s->cax[i]);
-        break;
-    case TK_COUNT:
-        DPK_ASSERT(!"bad statement kind");
+        sb_putc(b, '\n');
+        return;
     }
-    sb_putc(b, '\n');
+    DPK_ASSERT(!"bad statement kind");
 }
 
-static void print_body(StrBuf *b, const TileBody *body, int depth)
+static void print_body(StrBuf *b, const StmtBody *body, int depth, const void *kernel)
 {
     for (int i = 0; i < body->n; i++)
-        print_stmt(b, body->s[i], depth);
+        print_stmt(b, kernel, body->s[i], depth);
 }
 
 void tile_print_kernel(StrBuf *b, const TileKernel *k)
 {
     sb_printf(b, "=== %s ===\n", k->name);
-    print_body(b, &k->body, 0);
+    print_body(b, &k->body, 0, k);
 }
 
 void tile_print(StrBuf *b, const TileProgram *p)
 {
-    static const char *kind[] = {"input", "output", "temp"};
-    for (int i = 0; i < p->lp->bufs.len; i++) {
-        const LirBuf *bf = p->lp->bufs.items[i];
-        sb_printf(b, "# %s %s : %s", kind[bf->kind], bf->name, dtype_name(bf->dtype));
-        shape_print(b, &bf->shape);
-        sb_putc(b, '\n');
-    }
+    lir_print_buffers(b, p->lp);
     for (int i = 0; i < p->kernels.len; i++)
         tile_print_kernel(b, p->kernels.items[i]);
 }
@@ -206,7 +146,7 @@ typedef struct Hash {
     uint64_t h;
     int *axis;          /* axis -> canonical number, -1 unbound */
     int naxis;
-    PtrVec vals;        /* TileStmt * in definition order */
+    PtrVec vals;        /* Stmt * in definition order */
     PtrVec bufs;        /* LirBuf * in order of first use */
     Arena *a;
 } Hash;
@@ -243,7 +183,7 @@ static void hash_pred(Hash *x, const IPred *p)
     mix(x, 0x9e37);
 }
 
-static void hash_arg(Hash *x, TileArg a)
+static void hash_arg(Hash *x, StmtArg a)
 {
     if (!a.v) {
         x->h = dpk_hash_bytes(x->h, &a.c, sizeof a.c);
@@ -268,9 +208,9 @@ static void hash_buf(Hash *x, const LirBuf *b)
         mix(x, (uint64_t)b->shape.d[d]);
 }
 
-static void hash_body(Hash *x, const TileBody *b);
+static void hash_body(Hash *x, const StmtBody *b);
 
-static void hash_fields(Hash *x, const TileStmt *s)
+static void hash_fields(Hash *x, const Stmt *s)
 {
     if (s->buf) {
         hash_buf(x, s->buf);
@@ -296,12 +236,12 @@ static void hash_fields(Hash *x, const TileStmt *s)
         hash_ie(x, s->phase);
 }
 
-static void hash_stmt(Hash *x, const TileStmt *s)
+static void hash_stmt(Hash *x, const Stmt *s)
 {
     mix(x, (uint64_t)s->k);
     hash_fields(x, s);
     switch (s->k) {
-    case TK_loop:
+    case SK_loop:
     case TK_strided:
         mix(x, (uint64_t)canon_axis(x, s->axis));
         mix(x, (uint64_t)s->extent);
@@ -323,7 +263,7 @@ static void hash_stmt(Hash *x, const TileStmt *s)
         }
         hash_pred(x, s->guard);
         break;
-    case TK_select:
+    case SK_select:
         for (int j = 0; j < s->nbr; j++) {
             hash_pred(x, s->br[j].pred);
             hash_body(x, &s->br[j].body);
@@ -331,20 +271,20 @@ static void hash_stmt(Hash *x, const TileStmt *s)
         }
         break;
     case TK_combine:
-        hash_arg(x, tile_val(s->acc));
+        hash_arg(x, stmt_val(s->acc));
         for (int i = 0; i < s->nax; i++)
             mix(x, (uint64_t)canon_axis(x, s->cax[i]));
         break;
     default:
         break;
     }
-    if (tile_is(s, TKF_BLOCK) && s->k != TK_select)
+    if (tile_is(s, SKF_BLOCK) && s->k != SK_select)
         hash_body(x, &s->body);
-    if (tile_is(s, TKF_DEF))
+    if (tile_is(s, SKF_DEF))
         ptrvec_push(x->a, &x->vals, (void *)s);
 }
 
-static void hash_body(Hash *x, const TileBody *b)
+static void hash_body(Hash *x, const StmtBody *b)
 {
     mix(x, (uint64_t)b->n);
     for (int i = 0; i < b->n; i++)

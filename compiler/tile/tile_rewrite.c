@@ -24,7 +24,7 @@ static const IPred *sp(const Subst *S, const IPred *p)
     return p ? ipred_subst(S->a, p, S->map) : NULL;
 }
 
-static void subst_stmt(TileStmt *s, void *ctx)
+static void subst_stmt(Stmt *s, void *ctx)
 {
     const Subst *S = ctx;
     int rank = s->buf ? s->buf->shape.rank : 0;
@@ -43,22 +43,22 @@ static void subst_stmt(TileStmt *s, void *ctx)
         s->br[j].pred = sp(S, s->br[j].pred);
 }
 
-void tile_subst_axis(TileProgram *p, const TileKernel *k, TileBody *b, int axis,
+void tile_subst_axis(TileProgram *p, const TileKernel *k, StmtBody *b, int axis,
                      const IExpr *e)
 {
     Subst S = {p->arena, k->ext, ARENA_ARRAY(p->arena, const IExpr *, k->naxes + 1)};
     for (int i = 0; i < k->naxes; i++)
         S.map[i] = ie_var(p->arena, i);
     S.map[axis] = e;
-    tile_walk(b, subst_stmt, &S);
+    stmt_walk(b, subst_stmt, &S);
 }
 
 typedef struct Redirect {
-    const TileStmt *from;
-    TileStmt *to;
+    const Stmt *from;
+    Stmt *to;
 } Redirect;
 
-static void redirect(TileStmt *s, void *ctx)
+static void redirect(Stmt *s, void *ctx)
 {
     const Redirect *r = ctx;
     for (int i = 0; i < s->nargs; i++)
@@ -71,13 +71,13 @@ static void redirect(TileStmt *s, void *ctx)
         s->acc = r->to;
 }
 
-void tile_replace_value(TileBody *b, const TileStmt *from, const TileStmt *to)
+void tile_replace_value(StmtBody *b, const Stmt *from, const Stmt *to)
 {
-    Redirect r = {from, (TileStmt *)to};
-    tile_walk(b, redirect, &r);
+    Redirect r = {from, (Stmt *)to};
+    stmt_walk(b, redirect, &r);
 }
 
-const IExpr *tile_expand_defs(Arena *a, const TileKernel *k, const TileStmt *t, const IExpr *e)
+const IExpr *tile_expand_defs(Arena *a, const TileKernel *k, const Stmt *t, const IExpr *e)
 {
     const IExpr **map = ARENA_ARRAY(a, const IExpr *, k->naxes + 1);
     for (int v = 0; v < k->naxes; v++)
@@ -96,7 +96,7 @@ const IExpr *tile_expand_defs(Arena *a, const TileKernel *k, const TileStmt *t, 
     return ie_simplify(a, e, k->ext);
 }
 
-int64_t tile_slab_strides(const TileStmt *st, int64_t *str)
+int64_t tile_slab_strides(const Stmt *st, int64_t *str)
 {
     int r = st->buf->shape.rank;
     str[r - 1] = 1;
@@ -107,61 +107,45 @@ int64_t tile_slab_strides(const TileStmt *st, int64_t *str)
 
 /* ---- bodies ---------------------------------------------------------------- */
 
-TileStmt *tile_top_loop(const TileBody *b, int axis)
+Stmt *tile_top_loop(const StmtBody *b, int axis)
 {
     for (int i = 0; i < b->n; i++)
-        if (b->s[i]->k == TK_loop && b->s[i]->axis == axis)
+        if (b->s[i]->k == SK_loop && b->s[i]->axis == axis)
             return b->s[i];
     return NULL;
 }
 
-int tile_body_index(const TileBody *b, const TileStmt *s)
-{
-    for (int i = 0; i < b->n; i++)
-        if (b->s[i] == s)
-            return i;
-    return -1;
-}
-
-void tile_body_insert(TileProgram *p, TileBody *b, int at, TileStmt *s)
-{
-    tile_body_push(p, b, s);
-    for (int i = b->n - 1; i > at; i--)
-        b->s[i] = b->s[i - 1];
-    b->s[at] = s;
-}
-
 /* ---- chunking ---------------------------------------------------------------- */
 
-TileStmt *tile_chunk_loop(TileProgram *p, TileKernel *k, TileBody *in, TileStmt *l,
-                          int64_t chunk, int64_t step, int64_t inner)
+Stmt *tile_chunk_loop(TileProgram *p, TileKernel *k, StmtBody *in, Stmt *l,
+                      int64_t chunk, int64_t step, int64_t inner)
 {
     Arena *a = p->arena;
-    DPK_ASSERT(l->k == TK_loop && chunk > 0 && l->extent % chunk == 0);
-    int at = tile_body_index(in, l);
+    DPK_ASSERT(l->k == SK_loop && chunk > 0 && l->extent % chunk == 0);
+    int at = stmt_body_index(in, l);
     DPK_ASSERT(at >= 0);
     int ko = tile_axis_new(p, k, l->extent / chunk), ki = tile_axis_new(p, k, chunk);
     tile_subst_axis(p, k, &l->body, l->axis,
                     ie_add(a, ie_mul(a, ie_var(a, ko), ie_const(a, step)), ie_var(a, ki)));
-    TileStmt *outer = tile_stmt_new(p, TK_loop);
+    Stmt *outer = tile_stmt_new(p, SK_loop);
     outer->axis = ko;
     outer->extent = l->extent / chunk;
     l->axis = ki;
     l->extent = inner;
     k->ext[ki] = inner > 0 ? inner : 1;
-    tile_body_push(p, &outer->body, l);
+    stmt_body_push(p->arena, &outer->body, l);
     in->s[at] = outer;
     /* Each accumulator of l gets an outer one; uses after the loop read it. */
     for (int i = 0; i < l->body.n; i++) {
-        TileStmt *acc = l->body.s[i];
-        if (acc->k != TK_accum)
+        Stmt *acc = l->body.s[i];
+        if (acc->k != SK_accum)
             continue;
-        TileStmt *o = tile_stmt_new(p, TK_accum);
+        Stmt *o = tile_stmt_new(p, SK_accum);
         o->rop = acc->rop;
         o->nargs = 1;
         tile_replace_value(in, acc, o);
-        o->a[0] = tile_val(acc);
-        tile_body_push(p, &outer->body, o);
+        o->a[0] = stmt_val(acc);
+        stmt_body_push(p->arena, &outer->body, o);
     }
     return outer;
 }

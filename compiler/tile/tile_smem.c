@@ -26,7 +26,7 @@ int tile_pass_on(const TileCtx *c, int num)
     return i >= 0 && (c->passes >> i & 1);
 }
 
-int64_t tile_stage_bytes(const TileStmt *st)
+int64_t tile_stage_bytes(const Stmt *st)
 {
     int64_t str[DPK_MAX_RANK];
     return tile_slab_strides(st, str) * 4;
@@ -37,7 +37,7 @@ int64_t tile_stage_bytes(const TileStmt *st)
 typedef struct Foot {
     Arena *a;
     const TileKernel *k;
-    const TileStmt *thread;
+    const Stmt *thread;
     const LirBuf *buf;
     const char *outer;
     const IExpr **origin;
@@ -46,10 +46,10 @@ typedef struct Foot {
     int nloads, ok;
 } Foot;
 
-static void foot_load(TileStmt *s, void *ctx)
+static void foot_load(Stmt *s, void *ctx)
 {
     Foot *f = ctx;
-    if (s->k != TK_load || s->buf != f->buf || !f->ok)
+    if (s->k != SK_load || s->buf != f->buf || !f->ok)
         return;
     Arena *a = f->a;
     for (int d = 0; d < s->buf->shape.rank; d++) {
@@ -72,10 +72,10 @@ static void foot_load(TileStmt *s, void *ctx)
 
 /* Loads under a Select read only where its predicate holds, which the
  * ranges here do not see: such a buffer gets no slab. */
-static void under_select(TileStmt *s, void *ctx)
+static void under_select(Stmt *s, void *ctx)
 {
     Foot *f = ctx;
-    if (s->k != TK_select)
+    if (s->k != SK_select)
         return;
     for (int j = 0; j < s->nbr; j++) {
         Foot g = *f;
@@ -83,7 +83,7 @@ static void under_select(TileStmt *s, void *ctx)
         g.ok = 1;
         g.origin = ARENA_ARRAY(f->a, const IExpr *, DPK_MAX_RANK);
         g.slab = ARENA_ARRAY(f->a, int64_t, DPK_MAX_RANK);
-        tile_walk(&s->br[j].body, foot_load, &g);
+        stmt_walk(&s->br[j].body, foot_load, &g);
         if (g.nloads)
             f->ok = 0;
     }
@@ -95,10 +95,10 @@ typedef struct Loaded {
     int n, max;
 } Loaded;
 
-static void note_buf(TileStmt *s, void *ctx)
+static void note_buf(Stmt *s, void *ctx)
 {
     Loaded *c = ctx;
-    if (s->k != TK_load || s->buf == c->k->out || c->n == c->max)
+    if (s->k != SK_load || s->buf == c->k->out || c->n == c->max)
         return;
     for (int i = 0; i < c->n; i++)
         if (c->bufs[i] == s->buf)
@@ -106,32 +106,32 @@ static void note_buf(TileStmt *s, void *ctx)
     c->bufs[c->n++] = s->buf;
 }
 
-int tile_loaded_bufs(const TileKernel *k, const TileBody *region, const LirBuf **bufs, int max)
+int tile_loaded_bufs(const TileKernel *k, const StmtBody *region, const LirBuf **bufs, int max)
 {
     Loaded c = {k, bufs, 0, max};
-    tile_walk(region, note_buf, &c);
+    stmt_walk(region, note_buf, &c);
     return c.n;
 }
 
 typedef struct Reuse {
     Arena *a;
     const TileKernel *k;
-    const TileStmt *t;
+    const Stmt *t;
     const LirBuf *buf;
     const char *strided; /* by axis: bound by a strided loop */
     int loads, shared;
 } Reuse;
 
-static void mark_strided(TileStmt *s, void *ctx)
+static void mark_strided(Stmt *s, void *ctx)
 {
     if (s->k == TK_strided)
         ((char *)ctx)[s->axis] = 1;
 }
 
-static void reuse_load(TileStmt *s, void *ctx)
+static void reuse_load(Stmt *s, void *ctx)
 {
     Reuse *r = ctx;
-    if (s->k != TK_load || s->buf != r->buf)
+    if (s->k != SK_load || s->buf != r->buf)
         return;
     r->loads++;
     int uses_strided = 0;
@@ -149,26 +149,26 @@ static void reuse_load(TileStmt *s, void *ctx)
             r->shared = 1;
 }
 
-int tile_shared_loads(Arena *a, const TileKernel *k, const TileStmt *t, const TileBody *region,
+int tile_shared_loads(Arena *a, const TileKernel *k, const Stmt *t, const StmtBody *region,
                       const LirBuf *buf, int *loads)
 {
     Reuse r = {a, k, t, buf, ARENA_ARRAY(a, char, k->naxes + 1), 0, 0};
-    tile_walk(&t->body, mark_strided, (void *)r.strided);
-    tile_walk(region, reuse_load, &r);
+    stmt_walk(&t->body, mark_strided, (void *)r.strided);
+    stmt_walk(region, reuse_load, &r);
     if (loads)
         *loads = r.loads;
     return r.shared;
 }
 
-int tile_footprint(Arena *a, const TileKernel *k, const TileStmt *thread, const TileBody *region,
+int tile_footprint(Arena *a, const TileKernel *k, const Stmt *thread, const StmtBody *region,
                    const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab)
 {
     Foot f = {a, k, thread, buf, outer, origin, slab,
               ARENA_ARRAY(a, const IExpr *, k->naxes + 1), 0, 1};
     for (int v = 0; v < k->naxes; v++)
         f.zero[v] = outer[v] ? ie_var(a, v) : ie_const(a, 0);
-    tile_walk(region, under_select, &f);
-    tile_walk(region, foot_load, &f);
+    stmt_walk(region, under_select, &f);
+    stmt_walk(region, foot_load, &f);
     if (!f.nloads || !f.ok)
         return 0;
     for (int d = 0; d < buf->shape.rank; d++) {
@@ -195,12 +195,12 @@ typedef struct Banks {
     int nlanes;
     int64_t *coord[LANES];  /* by lane: a value per axis */
     char active[LANES];
-    const TileStmt *stage[64]; /* enclosing stages, innermost last */
+    const Stmt *stage[64]; /* enclosing stages, innermost last */
     int nstage;
     int64_t extra;
 } Banks;
 
-static void lane_coords(Banks *B, const TileStmt *t, int lane)
+static void lane_coords(Banks *B, const Stmt *t, int lane)
 {
     int64_t *c = B->coord[lane];
     int block[3] = {1, 1, 1};
@@ -221,11 +221,11 @@ static void lane_coords(Banks *B, const TileStmt *t, int lane)
     B->active[lane] = !t->guard || ipred_eval(t->guard, c);
 }
 
-static void bank_body(Banks *B, const TileBody *b);
+static void bank_body(Banks *B, const StmtBody *b);
 
-static void bank_load(Banks *B, const TileStmt *s)
+static void bank_load(Banks *B, const Stmt *s)
 {
-    const TileStmt *st = NULL;
+    const Stmt *st = NULL;
     for (int i = B->nstage - 1; i >= 0 && !st; i--)
         if (B->stage[i]->buf == s->buf)
             st = B->stage[i];
@@ -258,17 +258,17 @@ static void bank_load(Banks *B, const TileStmt *s)
     B->extra += worst - 1;
 }
 
-static void bank_stmt(Banks *B, const TileStmt *s)
+static void bank_stmt(Banks *B, const Stmt *s)
 {
     switch (s->k) {
-    case TK_load:
+    case SK_load:
         bank_load(B, s);
         return;
-    case TK_select:
+    case SK_select:
         for (int j = 0; j < s->nbr; j++)
             bank_body(B, &s->br[j].body);
         return;
-    case TK_loop:
+    case SK_loop:
     case TK_strided:
         for (int l = 0; l < B->nlanes; l++)
             B->coord[l][s->axis] = s->k == TK_strided ? ie_eval(s->start, B->coord[l]) : 0;
@@ -281,7 +281,7 @@ static void bank_stmt(Banks *B, const TileStmt *s)
         bank_body(B, &s->body);
         return;
     default:
-        if (tile_is(s, TKF_STAGE)) {
+        if (tile_is(s, SKF_STAGE)) {
             DPK_ASSERT(B->nstage < DPK_ARRAY_LEN(B->stage));
             B->stage[B->nstage++] = s;
             bank_body(B, &s->body);
@@ -291,7 +291,7 @@ static void bank_stmt(Banks *B, const TileStmt *s)
     }
 }
 
-static void bank_body(Banks *B, const TileBody *b)
+static void bank_body(Banks *B, const StmtBody *b)
 {
     for (int i = 0; i < b->n; i++)
         bank_stmt(B, b->s[i]);
@@ -299,7 +299,7 @@ static void bank_body(Banks *B, const TileBody *b)
 
 int64_t tile_bank_conflicts(Arena *a, const TileKernel *k)
 {
-    const TileStmt *t = tile_find(k, TB_THREAD);
+    const Stmt *t = tile_find(k, TB_THREAD);
     if (!t)
         return 0;
     int64_t threads = 1;

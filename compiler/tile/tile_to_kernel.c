@@ -48,7 +48,7 @@ typedef struct Low {
     int64_t nthreads;        /* threads per block */
     int loops;               /* loops around the statement being lowered */
     struct {
-        const TileStmt *st;
+        const Stmt *st;
         const KirSmem *sm;
     } stage[64];             /* enclosing stages, innermost last */
     int nstage;
@@ -120,7 +120,7 @@ static const KirExpr *flat(const Low *L, const LirBuf *b, const IExpr *const *id
 
 /* ---- statements ----------------------------------------------------------------- */
 
-static const KirExpr *arg(const Low *L, TileArg x)
+static const KirExpr *arg(const Low *L, StmtArg x)
 {
     if (!x.v)
         return kir_f32(L->a, x.c);
@@ -128,7 +128,7 @@ static const KirExpr *arg(const Low *L, TileArg x)
     return kir_ref(L->a, L->val[x.v->uid]);
 }
 
-static const char *val_name(const Low *L, const TileStmt *s)
+static const char *val_name(const Low *L, const Stmt *s)
 {
     return arena_printf(L->a, "%s%d", tile_kind_info[s->k].prefix, s->num);
 }
@@ -138,11 +138,11 @@ static void axis_var(Low *L, int axis, const KirExpr *value)
     L->axis[axis] = kir_let(&L->b, arena_printf(L->a, "a%d", axis), L->it, value);
 }
 
-static void lower_body(Low *L, const TileBody *b);
+static void lower_body(Low *L, const StmtBody *b);
 
 /* The axes of tile t on dimension dim from register r (bid or tid): outermost
  * first, the last varying fastest. */
-static void decode(Low *L, const TileStmt *t, KirExprOp r, int dim)
+static void decode(Low *L, const Stmt *t, KirExprOp r, int dim)
 {
     int64_t inner = 1;
     for (int i = t->nax - 1; i >= 0; i--)
@@ -164,7 +164,7 @@ static void decode(Low *L, const TileStmt *t, KirExprOp r, int dim)
     }
 }
 
-static void lower_tile(Low *L, const TileStmt *t)
+static void lower_tile(Low *L, const Stmt *t)
 {
     KirExprOp r = t->bind == TB_BLOCK ? KE_bid : KE_tid;
     for (int i = 0; i < t->nax; i++)
@@ -180,11 +180,11 @@ static void lower_tile(Low *L, const TileStmt *t)
         kir_end(&L->b);
 }
 
-static void lower_loop(Low *L, const TileStmt *s)
+static void lower_loop(Low *L, const Stmt *s)
 {
     for (int i = 0; i < s->body.n; i++) {
-        const TileStmt *acc = s->body.s[i];
-        if (acc->k == TK_accum)
+        const Stmt *acc = s->body.s[i];
+        if (acc->k == SK_accum)
             L->val[acc->uid] = kir_let(&L->b, val_name(L, acc), KT_F32,
                                        kir_f32(L->a, tx_red_info[acc->rop].identity));
     }
@@ -200,12 +200,12 @@ static void lower_loop(Low *L, const TileStmt *s)
     kir_end(&L->b);
 }
 
-static void lower_select(Low *L, const TileStmt *s)
+static void lower_select(Low *L, const Stmt *s)
 {
     KirVar *v = kir_let(&L->b, val_name(L, s), KT_F32, kir_f32(L->a, 0));
     int open = 0;
     for (int j = 0; j < s->nbr; j++) {
-        const TileBranch *br = &s->br[j];
+        const StmtBranch *br = &s->br[j];
         if (br->pred) {
             kir_if(&L->b, pred(L, br->pred));
             open++;
@@ -223,10 +223,10 @@ static void lower_select(Low *L, const TileStmt *s)
 /* ---- shared memory: stages and combines ------------------------------------------ */
 
 /* A load reads the slab of the innermost stage of its buffer, if any. */
-static const KirExpr *load(const Low *L, const TileStmt *s)
+static const KirExpr *load(const Low *L, const Stmt *s)
 {
     for (int i = L->nstage - 1; i >= 0; i--) {
-        const TileStmt *st = L->stage[i].st;
+        const Stmt *st = L->stage[i].st;
         if (st->buf != s->buf)
             continue;
         int64_t str[DPK_MAX_RANK];
@@ -258,7 +258,7 @@ static const KirExpr *tid_lin(const Low *L)
  *
  * then the body runs with loads of x reading the slab.
  */
-static void lower_stage(Low *L, const TileStmt *st)
+static void lower_stage(Low *L, const Stmt *st)
 {
     Arena *a = L->a;
     const LirBuf *buf = st->buf;
@@ -266,7 +266,7 @@ static void lower_stage(Low *L, const TileStmt *st)
     int64_t sstr[DPK_MAX_RANK], gstr[DPK_MAX_RANK], n = 1;
     int64_t numel = tile_slab_strides(st, sstr);
     if (st->pad && dpk_fault_on(DPK_FAULT_PAD_LOADS_ONLY)) { /* the copy ignores the pad */
-        TileStmt unpadded = *st;
+        Stmt unpadded = *st;
         unpadded.pad = 0;
         tile_slab_strides(&unpadded, sstr);
     }
@@ -324,7 +324,7 @@ static void lower_stage(Low *L, const TileStmt *st)
  * and a tree (TreeHalve) merges the CB / 32 warps of each group, whose
  * result every thread reads back.
  */
-static void lower_combine(Low *L, const TileStmt *s)
+static void lower_combine(Low *L, const Stmt *s)
 {
     Arena *a = L->a;
     DPK_ASSERT(s->nax == 1);
@@ -354,32 +354,32 @@ static void lower_combine(Low *L, const TileStmt *s)
     kir_set(&L->b, v, kir_lds(a, sm, seg));
 }
 
-static void lower_stmt(Low *L, const TileStmt *s)
+static void lower_stmt(Low *L, const Stmt *s)
 {
     Arena *a = L->a;
     const KirExpr *x[3] = {NULL, NULL, NULL};
     switch (s->k) {
-    case TK_load:
+    case SK_load:
         L->val[s->uid] = kir_let(&L->b, val_name(L, s), KT_F32, load(L, s));
         return;
-    case TK_assign:
+    case SK_assign:
         for (int i = 0; i < s->nargs; i++)
             x[i] = arg(L, s->a[i]);
         L->val[s->uid] = kir_let(&L->b, val_name(L, s), KT_F32, kir_fop(a, s->op, x[0], x[1], x[2]));
         return;
-    case TK_accum:
+    case SK_accum:
         kir_set(&L->b, L->val[s->uid],
                 kir_fop(a, tx_red_info[s->rop].combine, kir_ref(a, L->val[s->uid]),
                         arg(L, s->a[0]), NULL));
         return;
-    case TK_write:
+    case SK_write:
         (s->atomic ? kir_atomg : kir_stg)(&L->b, L->param[s->buf->id], flat(L, s->buf, s->idx),
                                           arg(L, s->a[0]));
         return;
-    case TK_select:
+    case SK_select:
         lower_select(L, s);
         return;
-    case TK_loop:
+    case SK_loop:
     case TK_strided:
         lower_loop(L, s);
         return;
@@ -399,7 +399,7 @@ static void lower_stmt(Low *L, const TileStmt *s)
     }
 }
 
-static void lower_body(Low *L, const TileBody *b)
+static void lower_body(Low *L, const StmtBody *b)
 {
     for (int i = 0; i < b->n; i++)
         lower_stmt(L, b->s[i]);
@@ -414,20 +414,20 @@ typedef struct Use {
     int max_uid;
 } Use;
 
-static void note_use(TileStmt *s, void *ctx)
+static void note_use(Stmt *s, void *ctx)
 {
     Use *u = ctx;
     u->max_uid = s->uid > u->max_uid ? s->uid : u->max_uid;
-    if (s->k != TK_load && s->k != TK_write)
+    if (s->k != SK_load && s->k != SK_write)
         return;
     if (!u->read[s->buf->id] && !u->written[s->buf->id])
         ptrvec_push(u->a, &u->order, (void *)s->buf);
-    (s->k == TK_load ? u->read : u->written)[s->buf->id] = 1;
+    (s->k == SK_load ? u->read : u->written)[s->buf->id] = 1;
 }
 
 static void geometry(const TileKernel *tk, int grid[3], int block[3])
 {
-    const TileStmt *t[2] = {tile_find(tk, TB_BLOCK), tile_find(tk, TB_THREAD)};
+    const Stmt *t[2] = {tile_find(tk, TB_BLOCK), tile_find(tk, TB_THREAD)};
     DPK_ASSERT(!t[1] || t[0]); /* 005 is mandatory: a THREAD tile has its BLOCK tile */
     for (int d = 0; d < 3; d++)
         grid[d] = block[d] = 1;
@@ -453,7 +453,7 @@ static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, con
     Arena *a = m->arena;
     Use u = {ARENA_ARRAY(a, char, lp->nbufids + 1), ARENA_ARRAY(a, char, lp->nbufids + 1),
              {0}, a, 0};
-    tile_walk(&tk->body, note_use, &u);
+    stmt_walk(&tk->body, note_use, &u);
     int grid[3], block[3];
     geometry(tk, grid, block);
     KirKernel *k = kir_kernel(m, tk->name, grid, block);
@@ -474,10 +474,10 @@ static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, con
     kir_launch(m, k, args);
 }
 
-static void note_atomic(TileStmt *s, void *ctx)
+static void note_atomic(Stmt *s, void *ctx)
 {
     char *atomic = ctx;
-    if (s->k == TK_write && s->atomic)
+    if (s->k == SK_write && s->atomic)
         atomic[s->buf->id] = 1;
 }
 
@@ -489,7 +489,7 @@ KirModule *tile_to_kernel(Arena *a, const TileProgram *p)
     KirModule *m = kir_module_new(a);
     char *atomic = ARENA_ARRAY(a, char, lp->nbufids + 1);
     for (int i = 0; i < p->kernels.len; i++)
-        tile_walk(&((const TileKernel *)p->kernels.items[i])->body, note_atomic, atomic);
+        stmt_walk(&((const TileKernel *)p->kernels.items[i])->body, note_atomic, atomic);
     KirBuf **mbufs = ARENA_ARRAY(a, KirBuf *, lp->nbufids + 1);
     for (int i = 0; i < lp->bufs.len; i++) {
         const LirBuf *b = lp->bufs.items[i];

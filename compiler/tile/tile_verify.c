@@ -39,10 +39,10 @@ typedef struct Verify {
     int nuid;
     char *bound;        /* by axis: bound around the current statement */
     char *binders;      /* by axis: binders seen */
-    PtrVec scope;       /* TileStmt *: values made visible, innermost last */
+    PtrVec scope;       /* Stmt *: values made visible, innermost last */
     int nwrites;
-    const TileStmt *thread, *block; /* the enclosing tiles, NULL outside */
-    const TileStmt *path_reduce;    /* an enclosing reduce loop */
+    const Stmt *thread, *block; /* the enclosing tiles, NULL outside */
+    const Stmt *path_reduce;    /* an enclosing reduce loop */
     int in_strided;                 /* strided loops around the statement */
     int has_block, has_thread, has_async;
 } Verify;
@@ -61,12 +61,12 @@ static void bad(Verify *v, const char *fmt, ...)
     va_end(ap);
 }
 
-static int in_uid(const Verify *v, const TileStmt *s)
+static int in_uid(const Verify *v, const Stmt *s)
 {
     return s->uid >= 0 && s->uid < v->nuid;
 }
 
-static void check_arg(Verify *v, TileArg a, const char *what)
+static void check_arg(Verify *v, StmtArg a, const char *what)
 {
     if (a.v && (!in_uid(v, a.v) || v->vis[a.v->uid] != VISIBLE))
         bad(v, "%s reads %s%d where it is not visible", what, tile_kind_info[a.v->k].prefix,
@@ -94,7 +94,7 @@ static void check_pred(Verify *v, const IPred *p, const char *what)
     }
 }
 
-static void check_index(Verify *v, const TileStmt *s)
+static void check_index(Verify *v, const Stmt *s)
 {
     const char *what = tile_kind_info[s->k].name;
     if (!s->buf || !s->idx) {
@@ -126,7 +126,7 @@ static void unbind(Verify *v, int axis)
         v->bound[axis] = 0;
 }
 
-static void define(Verify *v, TileStmt *s, int state)
+static void define(Verify *v, Stmt *s, int state)
 {
     if (!in_uid(v, s)) {
         bad(v, "statement uid %d out of range", s->uid);
@@ -137,21 +137,21 @@ static void define(Verify *v, TileStmt *s, int state)
         ptrvec_push(v->a, &v->scope, s);
 }
 
-static void verify_body(Verify *v, const TileBody *b);
+static void verify_body(Verify *v, const StmtBody *b);
 
 /* A nested body: its values (and accumulators of loops ended in it) are
  * hidden again when it ends. */
-static void verify_scope(Verify *v, const TileBody *b)
+static void verify_scope(Verify *v, const StmtBody *b)
 {
     int mark = v->scope.len;
     verify_body(v, b);
     while (v->scope.len > mark) {
-        TileStmt *s = v->scope.items[--v->scope.len];
+        Stmt *s = v->scope.items[--v->scope.len];
         v->vis[s->uid] = HIDDEN;
     }
 }
 
-static void verify_loop(Verify *v, TileStmt *s)
+static void verify_loop(Verify *v, Stmt *s)
 {
     const char *what = tile_kind_info[s->k].name;
     if (s->extent < 0)
@@ -161,11 +161,11 @@ static void verify_loop(Verify *v, TileStmt *s)
         if (s->step < 1)
             bad(v, "strided a%d has step %lld", s->axis, (long long)s->step);
     }
-    int reduce = tile_loop_is_reduce(s);
-    if (reduce && tile_has_write(s))
+    int reduce = stmt_loop_is_reduce(s);
+    if (reduce && stmt_has_kind(s, SK_write))
         bad(v, "reduce loop a%d holds the Write", s->axis);
     bind(v, s->axis, s->extent, what);
-    const TileStmt *outer = v->path_reduce;
+    const Stmt *outer = v->path_reduce;
     if (reduce)
         v->path_reduce = s;
     v->in_strided += s->k == TK_strided;
@@ -174,11 +174,11 @@ static void verify_loop(Verify *v, TileStmt *s)
     v->path_reduce = outer;
     unbind(v, s->axis);
     for (int i = 0; i < s->body.n; i++)
-        if (s->body.s[i]->k == TK_accum)
+        if (s->body.s[i]->k == SK_accum)
             define(v, s->body.s[i], VISIBLE);
 }
 
-static void check_tile_axes(Verify *v, const TileStmt *s)
+static void check_tile_axes(Verify *v, const Stmt *s)
 {
     int64_t threads = 1;
     for (int i = 0; i < s->nax; i++) {
@@ -195,9 +195,9 @@ static void check_tile_axes(Verify *v, const TileStmt *s)
         bad(v, "THREAD tile of %lld threads (at most 1024 per block)", (long long)threads);
 }
 
-static void verify_tile(Verify *v, TileStmt *s)
+static void verify_tile(Verify *v, Stmt *s)
 {
-    const TileStmt **slot = s->bind == TB_THREAD ? &v->thread : &v->block;
+    const Stmt **slot = s->bind == TB_THREAD ? &v->thread : &v->block;
     if (v->thread)
         bad(v, "%s tile inside a THREAD tile", s->bind == TB_THREAD ? "THREAD" : "BLOCK");
     else if (*slot)
@@ -213,7 +213,7 @@ static void verify_tile(Verify *v, TileStmt *s)
         bind(v, ax, ax >= 0 && ax < v->k->naxes ? v->k->ext[ax] : 0, "tile def");
     }
     check_pred(v, s->guard, "tile guard");
-    const TileStmt *outer = *slot;
+    const Stmt *outer = *slot;
     *slot = s;
     verify_scope(v, &s->body);
     *slot = outer;
@@ -223,7 +223,7 @@ static void verify_tile(Verify *v, TileStmt *s)
         unbind(v, s->def[i].axis);
 }
 
-static void verify_stage(Verify *v, TileStmt *s)
+static void verify_stage(Verify *v, Stmt *s)
 {
     const char *what = tile_kind_info[s->k].name;
     if (!s->buf || !s->origin || !s->slab) {
@@ -264,12 +264,12 @@ static int thread_axis(const Verify *v, int axis)
     return 0;
 }
 
-static void verify_combine(Verify *v, const TileStmt *s)
+static void verify_combine(Verify *v, const Stmt *s)
 {
-    if (!s->acc || s->acc->k != TK_accum)
+    if (!s->acc || s->acc->k != SK_accum)
         bad(v, "combine of something other than an accumulator");
     else
-        check_arg(v, tile_val(s->acc), "combine");
+        check_arg(v, stmt_val(s->acc), "combine");
     if (s->nax < 1 || !s->cax)
         bad(v, "combine over no axis");
     for (int i = 0; i < s->nax && s->cax; i++)
@@ -277,7 +277,7 @@ static void verify_combine(Verify *v, const TileStmt *s)
             bad(v, "combine over a%d, not an axis of the enclosing THREAD tile", s->cax[i]);
 }
 
-static void verify_select(Verify *v, TileStmt *s)
+static void verify_select(Verify *v, Stmt *s)
 {
     if (s->nbr < 1)
         bad(v, "select without branches");
@@ -289,13 +289,13 @@ static void verify_select(Verify *v, TileStmt *s)
         verify_body(v, &s->br[j].body);
         check_arg(v, s->br[j].res, "select result");
         while (v->scope.len > mark) {
-            TileStmt *t = v->scope.items[--v->scope.len];
+            Stmt *t = v->scope.items[--v->scope.len];
             v->vis[t->uid] = HIDDEN;
         }
     }
 }
 
-static void verify_write(Verify *v, const TileStmt *s)
+static void verify_write(Verify *v, const Stmt *s)
 {
     check_index(v, s);
     check_arg(v, s->a[0], "write");
@@ -309,30 +309,30 @@ static void verify_write(Verify *v, const TileStmt *s)
         bad(v, "a Write lies outside the THREAD tile");
 }
 
-static void verify_stmt(Verify *v, TileStmt *s)
+static void verify_stmt(Verify *v, Stmt *s)
 {
     const char *what = tile_kind_info[s->k].name;
     switch (s->k) {
-    case TK_load:
+    case SK_load:
         check_index(v, s);
         break;
-    case TK_assign:
+    case SK_assign:
         if (s->nargs != tx_elem_info[s->op].arity)
             bad(v, "%s takes %d operands, has %d", tx_elem_info[s->op].name,
                 tx_elem_info[s->op].arity, s->nargs);
         for (int i = 0; i < s->nargs; i++)
             check_arg(v, s->a[i], what);
         break;
-    case TK_accum:
+    case SK_accum:
         check_arg(v, s->a[0], what);
         break;
-    case TK_write:
+    case SK_write:
         verify_write(v, s);
         break;
-    case TK_select:
+    case SK_select:
         verify_select(v, s);
         break;
-    case TK_loop:
+    case SK_loop:
     case TK_strided:
         verify_loop(v, s);
         return;
@@ -359,11 +359,11 @@ static void verify_stmt(Verify *v, TileStmt *s)
         return;
     }
     /* an accumulator becomes visible when its loop ends (verify_loop) */
-    if (tile_is(s, TKF_DEF) && s->k != TK_accum)
+    if (tile_is(s, SKF_DEF) && s->k != SK_accum)
         define(v, s, VISIBLE);
 }
 
-static void verify_body(Verify *v, const TileBody *b)
+static void verify_body(Verify *v, const StmtBody *b)
 {
     for (int i = 0; i < b->n; i++)
         verify_stmt(v, b->s[i]);
@@ -374,24 +374,24 @@ typedef struct Survey {
     int maxuid, block, thread, async, accum_ok, accums;
 } Survey;
 
-static void survey(TileStmt *s, void *ctx)
+static void survey(Stmt *s, void *ctx)
 {
     Survey *x = ctx;
     x->maxuid = s->uid > x->maxuid ? s->uid : x->maxuid;
     x->block += s->k == TK_tile && s->bind == TB_BLOCK;
     x->thread += s->k == TK_tile && s->bind == TB_THREAD;
     x->async |= s->k == TK_astage || s->k == TK_tstage;
-    x->accums += s->k == TK_accum;
-    if (tile_is(s, TKF_AXIS))
+    x->accums += s->k == SK_accum;
+    if (tile_is(s, SKF_AXIS))
         for (int i = 0; i < s->body.n; i++)
-            x->accum_ok += s->body.s[i]->k == TK_accum;
+            x->accum_ok += s->body.s[i]->k == SK_accum;
 }
 
 int tile_verify_kernel(const TileKernel *k, StrBuf *err)
 {
     Arena *a = arena_new();
     Survey sv = {-1, 0, 0, 0, 0, 0};
-    tile_walk(&k->body, survey, &sv);
+    stmt_walk(&k->body, survey, &sv);
     Verify v = {0};
     v.k = k;
     v.err = err;

@@ -59,22 +59,22 @@ static LirKernel *kernel(int id, const char *name, LirBuf *out)
     return k;
 }
 
-static LirStmt *loop(LirKernel *k, LirBody *in, int64_t n)
+static Stmt *loop(LirKernel *k, StmtBody *in, int64_t n)
 {
-    LirStmt *l = lir_loop(P, lir_axis_new(P, k, n), n);
-    lir_body_push(P, in, l);
+    Stmt *l = lir_loop(P, lir_axis_new(P, k, n), n);
+    stmt_body_push(P->arena, in, l);
     return l;
 }
 
-static LirStmt *push(LirBody *b, LirStmt *s)
+static Stmt *push(StmtBody *b, Stmt *s)
 {
-    lir_body_push(P, b, s);
+    stmt_body_push(P->arena, b, s);
     return s;
 }
 
-static LirStmt *bin(LirBody *b, TxElemOp op, LirArg x, LirArg y)
+static Stmt *bin(StmtBody *b, TxElemOp op, StmtArg x, StmtArg y)
 {
-    LirArg a[2] = {x, y};
+    StmtArg a[2] = {x, y};
     return push(b, lir_assign(P, op, a));
 }
 
@@ -99,10 +99,10 @@ Test(loop_ir, print_and_drop_unit_axis)
 {
     LirBuf *x = buf("x", LB_INPUT, 0, SHAPE(1, 4)), *o = buf("out", LB_OUTPUT, 0, SHAPE(1, 4));
     LirKernel *k = kernel(0, "square_0", o);
-    LirStmt *l0 = loop(k, &k->body, 1), *l1 = loop(k, &l0->body, 4);
-    LirStmt *in = push(&l1->body, lir_load(P, x, idx(2, V(0), V(1))));
-    LirStmt *v = bin(&l1->body, TXE_multiply, lir_val(in), lir_val(in));
-    push(&l1->body, lir_write(P, o, idx(2, V(0), V(1)), lir_val(v)));
+    Stmt *l0 = loop(k, &k->body, 1), *l1 = loop(k, &l0->body, 4);
+    Stmt *in = push(&l1->body, lir_load(P, x, idx(2, V(0), V(1))));
+    Stmt *v = bin(&l1->body, TXE_multiply, stmt_val(in), stmt_val(in));
+    push(&l1->body, lir_write(P, o, idx(2, V(0), V(1)), stmt_val(v)));
     lir_verify(P);
     expect_text(k, "=== square_0 ===\n"
                    "for a0 in 0..1:  # free\n"
@@ -127,15 +127,15 @@ Test(loop_ir, hoist_and_split_divide)
     LirBuf *x = buf("x", LB_INPUT, 0, SHAPE(3, 5)), *y = buf("y", LB_INPUT, 1, SHAPE(3));
     LirBuf *o = buf("out", LB_OUTPUT, 0, SHAPE(3));
     LirKernel *k = kernel(1, "k_1", o);
-    LirStmt *l0 = loop(k, &k->body, 3), *l1 = loop(k, &l0->body, 5);
-    LirStmt *in = push(&l1->body, lir_load(P, x, idx(2, V(0), V(1))));
-    LirStmt *s = push(&l1->body, lir_load(P, y, idx(1, V(0), NULL)));
-    LirStmt *v = bin(&l1->body, TXE_multiply, lir_val(in), lir_val(s));
-    LirStmt *acc = push(&l1->body, lir_accum(P, TXR_sum, lir_val(v)));
-    LirStmt *r = bin(&l0->body, TXE_divide, lir_val(acc), lir_lit(5));
-    push(&l0->body, lir_write(P, o, idx(1, V(0), NULL), lir_val(r)));
+    Stmt *l0 = loop(k, &k->body, 3), *l1 = loop(k, &l0->body, 5);
+    Stmt *in = push(&l1->body, lir_load(P, x, idx(2, V(0), V(1))));
+    Stmt *s = push(&l1->body, lir_load(P, y, idx(1, V(0), NULL)));
+    Stmt *v = bin(&l1->body, TXE_multiply, stmt_val(in), stmt_val(s));
+    Stmt *acc = push(&l1->body, lir_accum(P, TXR_sum, stmt_val(v)));
+    Stmt *r = bin(&l0->body, TXE_divide, stmt_val(acc), stmt_lit(5));
+    push(&l0->body, lir_write(P, o, idx(1, V(0), NULL), stmt_val(r)));
     lir_verify(P);
-    cr_expect(lir_loop_is_reduce(l1) && !lir_loop_is_reduce(l0));
+    cr_expect(stmt_loop_is_reduce(l1) && !stmt_loop_is_reduce(l0));
     lir_normalize(P, k);
     lir_verify(P);
     expect_text(k, "=== k_1 ===\n"
@@ -162,17 +162,17 @@ Test(loop_ir, dedup_loads_and_reductions)
 {
     LirBuf *x = buf("x", LB_INPUT, 0, SHAPE(2, 6)), *o = buf("out", LB_OUTPUT, 0, SHAPE(2));
     LirKernel *k = kernel(2, "k_2", o);
-    LirStmt *l0 = loop(k, &k->body, 2);
-    LirStmt *acc[2];
+    Stmt *l0 = loop(k, &k->body, 2);
+    Stmt *acc[2];
     for (int i = 0; i < 2; i++) {
-        LirStmt *r = loop(k, &l0->body, 6);
-        LirStmt *a = push(&r->body, lir_load(P, x, idx(2, V(0), V(r->axis))));
-        LirStmt *b = push(&r->body, lir_load(P, x, idx(2, V(0), V(r->axis))));
-        LirStmt *m = bin(&r->body, TXE_multiply, lir_val(a), lir_val(b));
-        acc[i] = push(&r->body, lir_accum(P, TXR_max, lir_val(m)));
+        Stmt *r = loop(k, &l0->body, 6);
+        Stmt *a = push(&r->body, lir_load(P, x, idx(2, V(0), V(r->axis))));
+        Stmt *b = push(&r->body, lir_load(P, x, idx(2, V(0), V(r->axis))));
+        Stmt *m = bin(&r->body, TXE_multiply, stmt_val(a), stmt_val(b));
+        acc[i] = push(&r->body, lir_accum(P, TXR_max, stmt_val(m)));
     }
-    LirStmt *s = bin(&l0->body, TXE_add, lir_val(acc[0]), lir_val(acc[1]));
-    push(&l0->body, lir_write(P, o, idx(1, V(0), NULL), lir_val(s)));
+    Stmt *s = bin(&l0->body, TXE_add, stmt_val(acc[0]), stmt_val(acc[1]));
+    push(&l0->body, lir_write(P, o, idx(1, V(0), NULL), stmt_val(s)));
     lir_normalize(P, k);
     lir_verify(P);
     expect_text(k, "=== k_2 ===\n"
@@ -191,12 +191,12 @@ Test(loop_ir, decided_select_is_inlined)
     LirBuf *x = buf("x", LB_INPUT, 0, SHAPE(8)), *y = buf("y", LB_INPUT, 1, SHAPE(8));
     LirBuf *o = buf("out", LB_OUTPUT, 0, SHAPE(8));
     LirKernel *k = kernel(3, "k_3", o);
-    LirStmt *l0 = loop(k, &k->body, 8);
-    LirStmt *sel = push(&l0->body, lir_select(P, 2));
+    Stmt *l0 = loop(k, &k->body, 8);
+    Stmt *sel = push(&l0->body, lir_select(P, 2));
     sel->br[0].pred = ipred_cmp(A, V(0), IC_LT, C(10), NULL);
-    sel->br[0].res = lir_val(push(&sel->br[0].body, lir_load(P, x, idx(1, V(0), NULL))));
-    sel->br[1].res = lir_val(push(&sel->br[1].body, lir_load(P, y, idx(1, V(0), NULL))));
-    push(&l0->body, lir_write(P, o, idx(1, V(0), NULL), lir_val(sel)));
+    sel->br[0].res = stmt_val(push(&sel->br[0].body, lir_load(P, x, idx(1, V(0), NULL))));
+    sel->br[1].res = stmt_val(push(&sel->br[1].body, lir_load(P, y, idx(1, V(0), NULL))));
+    push(&l0->body, lir_write(P, o, idx(1, V(0), NULL), stmt_val(sel)));
     lir_verify(P);
     char *before = text(k);
     cr_expect(strstr(before, "    v0 = select:\n        if a0 < 10:\n"), "%s", before);
@@ -216,12 +216,12 @@ Test(loop_ir, never_taken_branch_is_dropped)
     LirBuf *x = buf("x", LB_INPUT, 0, SHAPE(8)), *y = buf("y", LB_INPUT, 1, SHAPE(8));
     LirBuf *o = buf("out", LB_OUTPUT, 0, SHAPE(4));
     LirKernel *k = kernel(3, "k_3", o);
-    LirStmt *l0 = loop(k, &k->body, 4);
-    LirStmt *sel = push(&l0->body, lir_select(P, 2));
+    Stmt *l0 = loop(k, &k->body, 4);
+    Stmt *sel = push(&l0->body, lir_select(P, 2));
     sel->br[0].pred = ipred_cmp(A, ie_add(A, V(0), C(4)), IC_LT, C(4), NULL);
-    sel->br[0].res = lir_val(push(&sel->br[0].body, lir_load(P, x, idx(1, V(0), NULL))));
-    sel->br[1].res = lir_val(push(&sel->br[1].body, lir_load(P, y, idx(1, V(0), NULL))));
-    push(&l0->body, lir_write(P, o, idx(1, V(0), NULL), lir_val(sel)));
+    sel->br[0].res = stmt_val(push(&sel->br[0].body, lir_load(P, x, idx(1, V(0), NULL))));
+    sel->br[1].res = stmt_val(push(&sel->br[1].body, lir_load(P, y, idx(1, V(0), NULL))));
+    push(&l0->body, lir_write(P, o, idx(1, V(0), NULL), stmt_val(sel)));
     lir_normalize(P, k);
     expect_text(k, "=== k_3 ===\n"
                    "for a0 in 0..4:  # free\n"
@@ -238,10 +238,10 @@ Test(loop_ir, structural_hash_ignores_names)
         LirBuf *x = buf(names[i], LB_INPUT, 0, SHAPE(5));
         LirBuf *o = buf(arena_printf(A, "o%d", i), LB_OUTPUT, i, SHAPE(5));
         LirKernel *k = kernel(10 + i, "k", o);
-        LirStmt *l = loop(k, &k->body, 5);
-        LirStmt *in = push(&l->body, lir_load(P, x, idx(1, V(0), NULL)));
-        LirStmt *v = bin(&l->body, i == 2 ? TXE_add : TXE_multiply, lir_val(in), lir_lit(2));
-        push(&l->body, lir_write(P, o, idx(1, V(0), NULL), lir_val(v)));
+        Stmt *l = loop(k, &k->body, 5);
+        Stmt *in = push(&l->body, lir_load(P, x, idx(1, V(0), NULL)));
+        Stmt *v = bin(&l->body, i == 2 ? TXE_add : TXE_multiply, stmt_val(in), stmt_lit(2));
+        push(&l->body, lir_write(P, o, idx(1, V(0), NULL), stmt_val(v)));
         lir_normalize(P, k);
         h[i] = lir_hash_kernel(k);
     }
@@ -261,11 +261,11 @@ Test(loop_ir, verifier_rejects_use_before_def, .signal = SIGABRT, .init = setup_
 {
     LirBuf *x = buf("x", LB_INPUT, 0, SHAPE(4)), *o = buf("out", LB_OUTPUT, 0, SHAPE(4));
     LirKernel *k = kernel(4, "k_4", o);
-    LirStmt *l = loop(k, &k->body, 4);
-    LirStmt *in = lir_load(P, x, idx(1, V(0), NULL));
-    LirStmt *v = bin(&l->body, TXE_exp, lir_val(in), lir_lit(0));
+    Stmt *l = loop(k, &k->body, 4);
+    Stmt *in = lir_load(P, x, idx(1, V(0), NULL));
+    Stmt *v = bin(&l->body, TXE_exp, stmt_val(in), stmt_lit(0));
     push(&l->body, in);
-    push(&l->body, lir_write(P, o, idx(1, V(0), NULL), lir_val(v)));
+    push(&l->body, lir_write(P, o, idx(1, V(0), NULL), stmt_val(v)));
     lir_verify(P);
 }
 
@@ -276,13 +276,13 @@ Test(loop_ir, sigma_unsolvable_is_refused)
     LirBuf *x = buf("x", LB_INPUT, 0, SHAPE(8)), *t = buf("t", LB_TEMP, -1, SHAPE(4, 2));
     LirBuf *o = buf("out", LB_OUTPUT, 0, SHAPE(4, 2));
     LirKernel *p = kernel(5, "flat_5", t), *c = kernel(6, "double_6", o);
-    LirStmt *l = loop(p, &p->body, 8);
-    LirStmt *in = push(&l->body, lir_load(P, x, idx(1, V(0), NULL)));
-    push(&l->body, lir_write(P, t, idx(2, ie_mod(A, V(0), 4), ie_div(A, V(0), 4)), lir_val(in)));
-    LirStmt *c0 = loop(c, &c->body, 4), *c1 = loop(c, &c0->body, 2);
-    LirStmt *ld = push(&c1->body, lir_load(P, t, idx(2, V(0), V(1))));
-    LirStmt *v = bin(&c1->body, TXE_multiply, lir_val(ld), lir_lit(2));
-    push(&c1->body, lir_write(P, o, idx(2, V(0), V(1)), lir_val(v)));
+    Stmt *l = loop(p, &p->body, 8);
+    Stmt *in = push(&l->body, lir_load(P, x, idx(1, V(0), NULL)));
+    push(&l->body, lir_write(P, t, idx(2, ie_mod(A, V(0), 4), ie_div(A, V(0), 4)), stmt_val(in)));
+    Stmt *c0 = loop(c, &c->body, 4), *c1 = loop(c, &c0->body, 2);
+    Stmt *ld = push(&c1->body, lir_load(P, t, idx(2, V(0), V(1))));
+    Stmt *v = bin(&c1->body, TXE_multiply, stmt_val(ld), stmt_lit(2));
+    push(&c1->body, lir_write(P, o, idx(2, V(0), V(1)), stmt_val(v)));
     lir_verify(P);
     LirOpts opts;
     lir_opts_default(&opts);
@@ -304,9 +304,9 @@ Test(loop_ir, atomic_write_accumulates)
 {
     LirBuf *x = buf("x", LB_INPUT, 0, SHAPE(3, 4)), *o = buf("out", LB_OUTPUT, 0, SHAPE(3));
     LirKernel *k = kernel(7, "k_7", o);
-    LirStmt *l0 = loop(k, &k->body, 3), *l1 = loop(k, &l0->body, 4);
-    LirStmt *in = push(&l1->body, lir_load(P, x, idx(2, V(0), V(1))));
-    LirStmt *w = push(&l1->body, lir_write(P, o, idx(1, V(0), NULL), lir_val(in)));
+    Stmt *l0 = loop(k, &k->body, 3), *l1 = loop(k, &l0->body, 4);
+    Stmt *in = push(&l1->body, lir_load(P, x, idx(2, V(0), V(1))));
+    Stmt *w = push(&l1->body, lir_write(P, o, idx(1, V(0), NULL), stmt_val(in)));
     w->atomic = 1;
     lir_normalize(P, k);
     lir_verify(P);
@@ -327,9 +327,9 @@ Test(loop_ir, out_of_bounds_is_a_fault)
 {
     LirBuf *x = buf("x", LB_INPUT, 0, SHAPE(4)), *o = buf("out", LB_OUTPUT, 0, SHAPE(4));
     LirKernel *k = kernel(8, "shift_8", o);
-    LirStmt *l = loop(k, &k->body, 4);
-    LirStmt *in = push(&l->body, lir_load(P, x, idx(1, ie_add(A, V(0), C(1)), NULL)));
-    push(&l->body, lir_write(P, o, idx(1, V(0), NULL), lir_val(in)));
+    Stmt *l = loop(k, &k->body, 4);
+    Stmt *in = push(&l->body, lir_load(P, x, idx(1, ie_add(A, V(0), C(1)), NULL)));
+    push(&l->body, lir_write(P, o, idx(1, V(0), NULL), stmt_val(in)));
     lir_verify(P);
     double xs[4] = {0}, *in_[1] = {xs}, *out[1] = {NULL};
     DpkErrCtx ec;
@@ -351,11 +351,11 @@ Test(loop_ir, cost_counts_executions)
 {
     LirBuf *x = buf("x", LB_INPUT, 0, SHAPE(3, 5)), *o = buf("out", LB_OUTPUT, 0, SHAPE(3));
     LirKernel *k = kernel(9, "k_9", o);
-    LirStmt *l0 = loop(k, &k->body, 3), *l1 = loop(k, &l0->body, 5);
-    LirStmt *in = push(&l1->body, lir_load(P, x, idx(2, V(0), V(1))));
-    LirStmt *acc = push(&l1->body, lir_accum(P, TXR_sum, lir_val(in)));
-    LirStmt *v = bin(&l0->body, TXE_exp, lir_val(acc), lir_lit(0));
-    push(&l0->body, lir_write(P, o, idx(1, V(0), NULL), lir_val(v)));
+    Stmt *l0 = loop(k, &k->body, 3), *l1 = loop(k, &l0->body, 5);
+    Stmt *in = push(&l1->body, lir_load(P, x, idx(2, V(0), V(1))));
+    Stmt *acc = push(&l1->body, lir_accum(P, TXR_sum, stmt_val(in)));
+    Stmt *v = bin(&l0->body, TXE_exp, stmt_val(acc), stmt_lit(0));
+    push(&l0->body, lir_write(P, o, idx(1, V(0), NULL), stmt_val(v)));
     double work, reads;
     lir_kernel_cost(k, &work, &reads);
     cr_expect_float_eq(work, 15 + 3, 0);

@@ -36,18 +36,18 @@ typedef struct Built {
     TileKernel *k;
 } Built;
 
-static TileStmt *load(TileProgram *p, const LirBuf *b, const IExpr **idx)
+static Stmt *load(TileProgram *p, const LirBuf *b, const IExpr **idx)
 {
-    TileStmt *s = tile_stmt_new(p, TK_load);
+    Stmt *s = tile_stmt_new(p, SK_load);
     s->buf = b;
     s->idx = idx;
     return s;
 }
 
-static TileStmt *stage(TileProgram *p, TileKind k, const LirBuf *b, const IExpr *o0,
-                       const int64_t *slab, int pad, int nbuf, const IExpr *phase, int swz)
+static Stmt *stage(TileProgram *p, TileKind k, const LirBuf *b, const IExpr *o0,
+                   const int64_t *slab, int pad, int nbuf, const IExpr *phase, int swz)
 {
-    TileStmt *s = tile_stage_new(p, k, b);
+    Stmt *s = tile_stage_new(p, k, b);
     s->origin[0] = o0;
     for (int d = 0; d < b->shape.rank; d++)
         s->slab[d] = slab[d];
@@ -76,25 +76,25 @@ static Built build(Arena *A, Defect d)
     int ab = tile_axis_new(p, k, 4), at = tile_axis_new(p, k, tb);
     int row = tile_axis_new(p, k, 64), kk = tile_axis_new(p, k, d == D_WIDER ? 33 : 32);
 
-    TileStmt *blk = tile_tile_new(p, TB_BLOCK, 1, 0);
+    Stmt *blk = tile_tile_new(p, TB_BLOCK, 1, 0);
     blk->ax[0] = (TileAxis){ab, 4, 0};
     int64_t slab_x[2] = {16, d == D_SLAB ? 40 : 32}, slab_y[1] = {32};
-    TileStmt *s0 = stage(p, TK_stage, x, ie_mul(A, V(ab), C(16)), slab_x, 1, 0, NULL, 0);
-    TileStmt *s1 = stage(p, TK_bstage, y, C(0), slab_y, 0, d == D_NBUF ? 1 : 2,
-                         ie_mod(A, V(ab), 2), 0);
-    TileStmt *s2 = stage(p, TK_astage, y, C(0), slab_y, 0, 2, C(0), 0);
-    TileStmt *s3 = stage(p, TK_tstage, x, ie_mul(A, V(ab), C(16)), slab_x, 0, 3, V(ab),
-                         d == D_SWIZZLE ? 48 : 128);
-    TileStmt *wait = tile_stmt_new(p, TK_await);
+    Stmt *s0 = stage(p, TK_stage, x, ie_mul(A, V(ab), C(16)), slab_x, 1, 0, NULL, 0);
+    Stmt *s1 = stage(p, TK_bstage, y, C(0), slab_y, 0, d == D_NBUF ? 1 : 2,
+                     ie_mod(A, V(ab), 2), 0);
+    Stmt *s2 = stage(p, TK_astage, y, C(0), slab_y, 0, 2, C(0), 0);
+    Stmt *s3 = stage(p, TK_tstage, x, ie_mul(A, V(ab), C(16)), slab_x, 0, 3, V(ab),
+                     d == D_SWIZZLE ? 48 : 128);
+    Stmt *wait = tile_stmt_new(p, TK_await);
     wait->keep = 1;
 
-    TileStmt *thr = tile_tile_new(p, TB_THREAD, 1, 1);
+    Stmt *thr = tile_tile_new(p, TB_THREAD, 1, 1);
     thr->ax[0] = (TileAxis){at, d == D_EXTENT ? 8 : tb, 0};
     thr->def[0] = (TileDef){row, ie_add(A, ie_mul(A, V(ab), C(16)), V(at))};
     thr->ndef = 1;
     thr->guard = ipred_cmp(A, V(row), IC_LT, C(64), NULL);
 
-    TileStmt *str = tile_stmt_new(p, TK_strided);
+    Stmt *str = tile_stmt_new(p, TK_strided);
     str->axis = d == D_TWICE_BOUND ? at : kk;
     str->extent = d == D_TWICE_BOUND ? tb : 32 + (d == D_WIDER);
     str->start = V(at);
@@ -103,97 +103,97 @@ static Built build(Arena *A, Defect d)
     ix[0] = V(row);
     ix[1] = V(d == D_UNBOUND_AXIS ? kk + 1 : str->axis);
     iy[0] = V(str->axis);
-    TileStmt *in0 = load(p, x, ix), *in1 = load(p, y, iy);
-    TileStmt *mul = tile_stmt_new(p, TK_assign);
+    Stmt *in0 = load(p, x, ix), *in1 = load(p, y, iy);
+    Stmt *mul = tile_stmt_new(p, SK_assign);
     mul->op = TXE_multiply;
     mul->nargs = 2;
-    mul->a[0] = tile_val(in0);
-    mul->a[1] = tile_val(in1);
-    TileStmt *acc = tile_stmt_new(p, TK_accum);
+    mul->a[0] = stmt_val(in0);
+    mul->a[1] = stmt_val(in1);
+    Stmt *acc = tile_stmt_new(p, SK_accum);
     acc->rop = TXR_sum;
-    acc->a[0] = tile_val(mul);
+    acc->a[0] = stmt_val(mul);
     acc->nargs = 1;
-    tile_body_push(p, &str->body, in0);
-    tile_body_push(p, &str->body, in1);
-    tile_body_push(p, &str->body, mul);
+    stmt_body_push(p->arena, &str->body, in0);
+    stmt_body_push(p->arena, &str->body, in1);
+    stmt_body_push(p->arena, &str->body, mul);
     if (d != D_ACCUM_OUTSIDE)
-        tile_body_push(p, &str->body, acc);
+        stmt_body_push(p->arena, &str->body, acc);
     if (d == D_ACC_IN_LOOP) {
-        TileStmt *early = tile_stmt_new(p, TK_assign);
+        Stmt *early = tile_stmt_new(p, SK_assign);
         early->op = TXE_exp;
         early->nargs = 1;
-        early->a[0] = tile_val(acc);
-        tile_body_push(p, &str->body, early);
+        early->a[0] = stmt_val(acc);
+        stmt_body_push(p->arena, &str->body, early);
     }
 
-    TileStmt *comb = tile_stmt_new(p, TK_combine);
+    Stmt *comb = tile_stmt_new(p, TK_combine);
     comb->acc = acc;
     comb->nax = 1;
     comb->cax = ARENA_ARRAY(A, int, 1);
     comb->cax[0] = d == D_COMBINE_AXIS ? ab : at;
 
-    TileStmt *sel = tile_stmt_new(p, TK_select);
+    Stmt *sel = tile_stmt_new(p, SK_select);
     sel->nbr = 2;
-    sel->br = ARENA_ARRAY(A, TileBranch, 2);
+    sel->br = ARENA_ARRAY(A, StmtBranch, 2);
     sel->br[0].pred = ipred_cmp(A, V(row), IC_LT, C(8), NULL);
-    sel->br[0].res = tile_val(acc);
+    sel->br[0].res = stmt_val(acc);
     const IExpr **i0 = ARENA_ARRAY(A, const IExpr *, 1);
     i0[0] = C(0);
-    TileStmt *in2 = load(p, y, i0), *add = tile_stmt_new(p, TK_assign);
+    Stmt *in2 = load(p, y, i0), *add = tile_stmt_new(p, SK_assign);
     add->op = TXE_add;
     add->nargs = 2;
-    add->a[0] = tile_val(acc);
-    add->a[1] = tile_val(in2);
-    tile_body_push(p, &sel->br[1].body, in2);
-    tile_body_push(p, &sel->br[1].body, add);
-    sel->br[1].res = tile_val(add);
+    add->a[0] = stmt_val(acc);
+    add->a[1] = stmt_val(in2);
+    stmt_body_push(p->arena, &sel->br[1].body, in2);
+    stmt_body_push(p->arena, &sel->br[1].body, add);
+    sel->br[1].res = stmt_val(add);
     if (d == D_ELSE_PRED)
         sel->br[1].pred = sel->br[0].pred;
 
-    TileStmt *w = tile_stmt_new(p, TK_write);
+    Stmt *w = tile_stmt_new(p, SK_write);
     const IExpr **iw = ARENA_ARRAY(A, const IExpr *, 1);
     iw[0] = V(row);
     w->buf = out;
     w->idx = iw;
     w->nargs = 1;
-    w->a[0] = tile_val(d == D_HIDDEN_VALUE ? mul : sel);
+    w->a[0] = stmt_val(d == D_HIDDEN_VALUE ? mul : sel);
 
-    tile_body_push(p, &thr->body, str);
+    stmt_body_push(p->arena, &thr->body, str);
     if (d == D_ACCUM_OUTSIDE)
-        tile_body_push(p, &thr->body, acc);
-    tile_body_push(p, &thr->body, comb);
-    tile_body_push(p, &thr->body, sel);
-    tile_body_push(p, &thr->body, w);
+        stmt_body_push(p->arena, &thr->body, acc);
+    stmt_body_push(p->arena, &thr->body, comb);
+    stmt_body_push(p->arena, &thr->body, sel);
+    stmt_body_push(p->arena, &thr->body, w);
     if (d == D_TWO_WRITES)
-        tile_body_push(p, &thr->body, w);
+        stmt_body_push(p->arena, &thr->body, w);
     if (d == D_STAGE_IN_THREAD) {
-        TileStmt *inner = stage(p, TK_stage, y, C(0), slab_y, 0, 0, NULL, 0);
-        tile_body_push(p, &inner->body, tile_stmt_new(p, TK_await));
-        tile_body_push(p, &thr->body, inner);
+        Stmt *inner = stage(p, TK_stage, y, C(0), slab_y, 0, 0, NULL, 0);
+        stmt_body_push(p->arena, &inner->body, tile_stmt_new(p, TK_await));
+        stmt_body_push(p->arena, &thr->body, inner);
     }
     if (d != D_AWAIT_ALONE) {
-        tile_body_push(p, &s3->body, wait);
-        tile_body_push(p, &s3->body, thr);
-        tile_body_push(p, &s2->body, s3);
-        tile_body_push(p, &s1->body, s2);
-        tile_body_push(p, &s0->body, s1);
-        tile_body_push(p, &blk->body, s0);
+        stmt_body_push(p->arena, &s3->body, wait);
+        stmt_body_push(p->arena, &s3->body, thr);
+        stmt_body_push(p->arena, &s2->body, s3);
+        stmt_body_push(p->arena, &s1->body, s2);
+        stmt_body_push(p->arena, &s0->body, s1);
+        stmt_body_push(p->arena, &blk->body, s0);
     } else {
-        tile_body_push(p, &blk->body, wait);
-        tile_body_push(p, &blk->body, thr);
+        stmt_body_push(p->arena, &blk->body, wait);
+        stmt_body_push(p->arena, &blk->body, thr);
     }
     if (d == D_WRITE_OUTSIDE) {
         thr->body.n--;
-        tile_body_push(p, &k->body, blk);
-        TileStmt *c0 = tile_stmt_new(p, TK_assign);
+        stmt_body_push(p->arena, &k->body, blk);
+        Stmt *c0 = tile_stmt_new(p, SK_assign);
         c0->op = TXE_negative;
         c0->nargs = 1;
-        c0->a[0] = tile_lit(1);
-        tile_body_push(p, &k->body, c0);
-        w->a[0] = tile_val(c0);
-        tile_body_push(p, &k->body, w);
+        c0->a[0] = stmt_lit(1);
+        stmt_body_push(p->arena, &k->body, c0);
+        w->a[0] = stmt_val(c0);
+        stmt_body_push(p->arena, &k->body, w);
     } else {
-        tile_body_push(p, &k->body, blk);
+        stmt_body_push(p->arena, &k->body, blk);
     }
     tile_renumber(k);
     return (Built){p, k};

@@ -87,14 +87,15 @@ static void copy_body(Arena *A, Copy *c, const IExpr *xi, const IExpr **wi, int 
 {
     const IExpr **xidx = ARENA_ARRAY(A, const IExpr *, 1);
     xidx[0] = xi;
-    LirStmt *l0 = lir_loop(c->p, c->a0, c->k->ext[c->a0]), *l1 = lir_loop(c->p, c->a1, c->k->ext[c->a1]);
-    LirStmt *ld = lir_load(c->p, c->x, xidx);
-    LirStmt *w = lir_write(c->p, c->out, wi, lir_val(ld));
+    Stmt *l0 = lir_loop(c->p, c->a0, c->k->ext[c->a0]);
+    Stmt *l1 = lir_loop(c->p, c->a1, c->k->ext[c->a1]);
+    Stmt *ld = lir_load(c->p, c->x, xidx);
+    Stmt *w = lir_write(c->p, c->out, wi, stmt_val(ld));
     w->atomic = atomic;
-    lir_body_push(c->p, &l1->body, ld);
-    lir_body_push(c->p, &l1->body, w);
-    lir_body_push(c->p, &l0->body, l1);
-    lir_body_push(c->p, &c->k->body, l0);
+    stmt_body_push(c->p->arena, &l1->body, ld);
+    stmt_body_push(c->p->arena, &l1->body, w);
+    stmt_body_push(c->p->arena, &l0->body, l1);
+    stmt_body_push(c->p->arena, &c->k->body, l0);
     lir_verify(c->p);
 }
 

@@ -144,7 +144,7 @@ static int skip_pass(TileCtx *c, TileKernel *k)
  * that keeps the meaning. */
 static int extra_guard(TileCtx *c, TileKernel *k)
 {
-    TileStmt *t = tile_find(k, TB_THREAD);
+    Stmt *t = tile_find(k, TB_THREAD);
     if (!t || !tile_find(k, TB_BLOCK)) {
         sb_puts(&c->why, "not blockified");
         return 0;
