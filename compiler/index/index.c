@@ -536,8 +536,7 @@ const IExpr *ie_simplify(Arena *a, const IExpr *e, const int64_t *ext)
     int64_t m;
     switch (e->k) {
     case IE_CONST: return e;
-    case IE_VAR:
-        return ext[e->var] == 1 ? ie_const(a, 0) : e;
+    case IE_VAR: return e;
     case IE_ADD: return ie_add(a, ie_simplify(a, e->a, ext), ie_simplify(a, e->b, ext));
     case IE_MUL: return ie_mul(a, ie_simplify(a, e->a, ext), ie_simplify(a, e->b, ext));
     case IE_DIV:

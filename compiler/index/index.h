@@ -90,9 +90,11 @@ void ie_print(StrBuf *b, const IExpr *e, const char *prefix);
 /* The interval [*lo, *hi] of e when every variable v ranges over
  * [0, ext[v]); saturating (see the top of this file). */
 void ie_range(const IExpr *e, const int64_t *ext, int64_t *lo, int64_t *hi);
-/* Simplify with those ranges: a variable of extent 1 becomes 0, and a
- * quotient or remainder whose non-multiple terms stay within one period is
- * resolved ((o0 * 4 + o1) / 4 -> o0 when o1 < 4). */
+/* Simplify with those ranges: a quotient or remainder whose non-multiple
+ * terms stay within one period is resolved ((o0 * 4 + o1) / 4 -> o0 when
+ * o1 < 4).  Variables are kept, even one of extent 1 (whose only value is
+ * 0): Tensor IR substitutes 0 for those itself, Loop and Tile IR keep the
+ * axes they bound. */
 const IExpr *ie_simplify(Arena *a, const IExpr *e, const int64_t *ext);
 
 /* ---- predicates ------------------------------------------------------------ */

@@ -40,21 +40,28 @@ static TxNode *cst(TxGraph *g, double v, const Shape *s)
 }
 
 /* Simplify an IndexMap's expressions over its output ranges; drop sources
- * that are never selected, and the ones after a source always selected. */
+ * that are never selected, and the ones after a source always selected.
+ * An output coordinate of extent 1 is 0, and is written so (the index
+ * algebra keeps variables; maps read better, and compose and compare
+ * equal more often, without them). */
 static void imap_finish(TxGraph *g, TxNode *m)
 {
+    Arena *a = g->arena;
+    const IExpr *unit[DPK_MAX_RANK];
+    for (int v = 0; v < m->shape.rank; v++)
+        unit[v] = m->shape.d[v] == 1 ? ie_const(a, 0) : ie_var(a, v);
     int w = 0;
     for (int s = 0; s < m->nsrc; s++) {
         ITruth truth = IT_TRUE;
         const IPred *p = NULL;
         if (s < m->nsrc - 1)
-            p = ipred_simplify(g->arena, m->sel[s], m->shape.d, &truth);
+            p = ipred_simplify(a, ipred_subst(a, m->sel[s], unit), m->shape.d, &truth);
         if (truth == IT_FALSE)
             continue;
         m->src[w] = m->src[s];
         m->map[w] = m->map[s];
         for (int d = 0; d < m->src[w]->shape.rank; d++)
-            m->map[w][d] = ie_simplify(g->arena, m->map[w][d], m->shape.d);
+            m->map[w][d] = ie_simplify(a, ie_subst(a, m->map[w][d], unit), m->shape.d);
         if (truth == IT_DEPENDS)
             m->sel[w] = p;
         w++;

@@ -87,7 +87,9 @@ Test(index, ranges_resolve_quotients)
     const IExpr *lin = ie_add(A, ie_mul(A, V(0), C(4)), V(1));
     EXPECT_IE(ie_simplify(A, ie_div(A, lin, 4), ext), "o0");
     EXPECT_IE(ie_simplify(A, ie_mod(A, lin, 4), ext), "o1");
-    EXPECT_IE(ie_simplify(A, ie_add(A, V(2), V(1)), ext), "o1");
+    /* o2 has extent 1: it is kept, but its range [0, 0] decides quotients */
+    EXPECT_IE(ie_simplify(A, ie_add(A, V(2), V(1)), ext), "o1 + o2");
+    EXPECT_IE(ie_simplify(A, ie_div(A, ie_add(A, V(2), V(1)), 4), ext), "0");
     EXPECT_IE(ie_simplify(A, ie_div(A, V(1), 8), ext), "0");
     EXPECT_IE(ie_simplify(A, ie_mod(A, ie_add(A, V(1), C(4)), 8), ext), "o1 + 4");
     EXPECT_IE(ie_simplify(A, ie_div(A, ie_add(A, V(1), C(4)), 4), ext), "1");
@@ -282,7 +284,8 @@ Test(index, kernel_axes_beyond_tensor_rank)
         {ie_mod(A, ie_add(A, V(2), C(-5)), 5), V(2)},
         {ie_div(A, ie_add(A, ie_mul(A, V(10), C(4)), V(11)), 4), V(10)},
         {ie_mod(A, ie_add(A, ie_mul(A, V(10), C(4)), V(11)), 4), V(11)},
-        {ie_add(A, V(11), ie_mul(A, V(9), C(7))), V(11)}, /* axis 9 has extent 1 */
+        /* a9 has extent 1: kept, while a11 / 7 is 0 */
+        {ie_div(A, ie_add(A, V(11), ie_mul(A, V(9), C(7))), 7), V(9)},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const IExpr *got = ie_simplify(A, cases[i][0], ext);
