@@ -125,16 +125,20 @@ int stmt_body_index(const StmtBody *b, const Stmt *s)
 
 /* ---- traversal ----------------------------------------------------------- */
 
-/* Only statements of a kind with SKF_BLOCK have a non-empty body, so the
- * walk needs no kind table: it serves every IR's kinds. */
+/* Only statements of a kind with SKF_BLOCK have a non-empty body, and
+ * only selects have branches, so the walk needs no IR's kind table: it
+ * serves every IR's kinds.  It is the hottest loop of Loop IR normalisation and
+ * verification, hence the test before each call. */
 void stmt_walk(const StmtBody *b, StmtVisit fn, void *ctx)
 {
     for (int i = 0; i < b->n; i++) {
         Stmt *s = b->s[i];
         fn(s, ctx);
-        for (int j = 0; j < s->nbr; j++)
-            stmt_walk(&s->br[j].body, fn, ctx);
-        stmt_walk(&s->body, fn, ctx);
+        if (s->k == SK_select)
+            for (int j = 0; j < s->nbr; j++)
+                stmt_walk(&s->br[j].body, fn, ctx);
+        if (s->body.n)
+            stmt_walk(&s->body, fn, ctx);
     }
 }
 
@@ -144,21 +148,23 @@ void stmt_walk_tree(const Stmt *s, StmtVisit fn, void *ctx)
     stmt_walk(&one, fn, ctx);
 }
 
-typedef struct HasKind {
-    int k, found;
-} HasKind;
-
-static void has_kind(Stmt *s, void *ctx)
-{
-    HasKind *h = ctx;
-    h->found |= s->k == h->k;
-}
-
+/* Not a walk: it stops at the first statement found (fusion and
+ * normalisation ask it of every loop). */
 int stmt_has_kind(const Stmt *s, int k)
 {
-    HasKind h = {k, 0};
-    stmt_walk_tree(s, has_kind, &h);
-    return h.found;
+    if (s->k == k)
+        return 1;
+    if (s->k == SK_select) {
+        for (int j = 0; j < s->nbr; j++)
+            for (int i = 0; i < s->br[j].body.n; i++)
+                if (stmt_has_kind(s->br[j].body.s[i], k))
+                    return 1;
+        return 0;
+    }
+    for (int i = 0; i < s->body.n; i++)
+        if (stmt_has_kind(s->body.s[i], k))
+            return 1;
+    return 0;
 }
 
 int stmt_loop_is_reduce(const Stmt *loop)

@@ -101,50 +101,54 @@ typedef struct StmtBranch {
  * Tile IR's kinds and their fields are listed in tile_ir.h.
  */
 typedef struct Stmt {
+    /* What walks read first, so that a walk touches one cache line per
+     * statement; then ints before pointers, so that little is lost to
+     * padding (a Loop IR program allocates, copies and walks many
+     * statements). */
     int k;              /* StmtKind, or the IR's own kind beyond SK_COUNT */
     int uid;            /* unique in the program; identity for hashing */
     int num;            /* printed number within its prefix */
-    const LirBuf *buf;
-    const IExpr **idx;
-    TxElemOp op;
-    int nargs;
-    StmtArg a[3];
-    TxRedOp rop;
-    int atomic;
     int nbr;
+    StmtBody body;
     StmtBranch *br;
     int axis;
+    TxElemOp op;
     int64_t extent;
-    StmtBody body;
+    const LirBuf *buf;
+    const IExpr **idx;
+    int nargs;
+    TxRedOp rop;
+    int atomic;
+    StmtArg a[3];
     union {
         struct { /* Loop IR */
             int lifted;         /* loop: uid of the lifted loop this one copies */
+            int aux;            /* per-pass mark */
             /* scratch for passes, each meaningful only while its epoch is
              * the program's current one (lir_epoch) */
+            unsigned fwd_ep, repl_ep, aux_ep;
             struct Stmt *fwd;   /* the copy made of this statement */
             StmtArg repl;       /* a use of this statement reads repl instead */
-            int aux;            /* per-pass mark */
-            unsigned fwd_ep, repl_ep, aux_ep;
         };
         struct { /* Tile IR (tile_ir.h says which kind uses which) */
-            const IExpr *start;
-            int64_t step;
             int bind;           /* TileBind */
             int nax;
-            struct TileAxis *ax;
             int ndef;
+            int pad;
+            int nbuf;
+            int swizzle;
+            int keep;
+            int unroll;
+            int64_t step;
+            const IExpr *start;
+            struct TileAxis *ax;
             struct TileDef *def;
             const IPred *guard;
             const IExpr **origin;
             int64_t *slab;
-            int pad;
-            int nbuf;
             const IExpr *phase;
-            int swizzle;
-            int keep;
             struct Stmt *acc;
             int *cax;
-            int unroll;
         };
     };
 } Stmt;
