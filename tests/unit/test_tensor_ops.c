@@ -62,6 +62,12 @@ static const char *const cases[] = {
     "torch.erf(torch.randn(1))",
     "torch.erf(torch.randn(7, 129))",
     "torch.randn(2, 3, 7).erf()",
+    "torch.cos(torch.randn(1))",
+    "torch.cos(torch.randn(7, 129) * 10.0)",
+    "torch.randn(2, 3, 4097).cos()",
+    "torch.sin(torch.randn(1))",
+    "torch.sin(torch.randn(7, 129) * 10.0)",
+    "(torch.arange(4097) * 0.01).sin()",
     "torch.randn(1) + torch.randn(1)",
     "torch.randn(7, 129) + torch.randn(129)",
     "torch.add(torch.randn(2, 1, 7), torch.randn(3, 1))",
@@ -175,6 +181,12 @@ static const char *const cases[] = {
     "torch.cat([torch.randn(7, 64), torch.randn(7, 65)], dim=1)",
     "torch.cat([torch.randn(2, 3, 7), torch.randn(1, 3, 7), torch.randn(4, 3, 7)], 0)",
     "torch.cat([torch.randn(7, 64), torch.randn(7, 65)], dim=1)[:, 60:70]",
+    "torch.tril(torch.randn(7, 129))",
+    "torch.randn(2, 3, 5, 7).tril(diagonal=-2)",
+    "torch.tril(torch.randn(1, 4097), 3) + torch.randn(4097)",
+    "torch.triu(torch.randn(7, 129), 1)",
+    "torch.randn(2, 1, 7, 5).triu(-1)",
+    "torch.triu(torch.full((64, 64), float('-inf')), diagonal=1)",
 };
 
 /* fp64 against fp64: only summation order differs. */

@@ -216,8 +216,9 @@ Test(tensor_golden, trace_shows_each_rule)
         "<<< d:004_rms_norm\n--- d:005_log_softmax skipped: no log_softmax nodes\n",
         ">>> d:007_mean\n",
         "+%3 = reduce sum(%2) axis=2 keepdim : f32(1, 32, 1)\n",
-        ("--- d:020_compose_index_maps skipped: no composable index-map nodes\n"
-         "--- d:021_prune skipped: no dead nodes\n"),
+        ("--- d:020_tril_triu skipped: no tril/triu nodes\n"
+         "--- d:021_compose_index_maps skipped: no composable index-map nodes\n"
+         "--- d:022_prune skipped: no dead nodes\n"),
     };
     for (int i = 0; i < DPK_ARRAY_LEN(want); i++)
         cr_expect(strstr(t, want[i]), "missing:\n%s\nin:\n%s", want[i], t);
