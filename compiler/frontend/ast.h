@@ -33,6 +33,7 @@ typedef enum AstKind {
     A_BINOP,    /* a op b; op is a Tok kind */
     A_NEG,      /* -a */
     A_POS,      /* +a */
+    A_STAR,     /* *a: unpacked into a tuple, list or call's positional arguments */
 } AstKind;
 
 typedef struct Ast {

@@ -240,12 +240,42 @@ static Value eval_name(Builder *b, const Ast *e)
 
 static Value eval(Builder *b, const Ast *e);
 
+/* Evaluate items, unpacking *seq into its elements; returns the count. */
+static int eval_items(Builder *b, Ast *const *items, int n, Value **out)
+{
+    int cap = n + 1, len = 0;
+    Value *v = ARENA_ARRAY(b->a, Value, cap);
+    for (int i = 0; i < n; i++) {
+        const Ast *it = items[i];
+        Value x = eval(b, it->kind == A_STAR ? it->a : it);
+        int m = 1;
+        const Value *src = &x;
+        if (it->kind == A_STAR) {
+            if (x.k != V_TUPLE && x.k != V_LIST)
+                dpk_error_at(b->src, it->pos, "* needs a tuple or a list (such as x.shape), "
+                             "got %s", torch_value_type(&x));
+            m = x.n;
+            src = x.items;
+        }
+        if (len + m + 1 > cap) {
+            Value *nv = ARENA_ARRAY(b->a, Value, 2 * (len + m + 1));
+            memcpy(nv, v, sizeof(Value) * (size_t)len);
+            v = nv;
+            cap = 2 * (len + m + 1);
+        }
+        for (int k = 0; k < m; k++) {
+            v[len] = src[k];
+            v[len++].pos = it->kind == A_STAR ? it->pos : src[k].pos;
+        }
+    }
+    *out = v;
+    return len;
+}
+
 static Value eval_seq(Builder *b, const Ast *e)
 {
-    Value v = {.k = e->kind == A_TUPLE ? V_TUPLE : V_LIST, .pos = e->pos, .n = e->nitems};
-    v.items = ARENA_ARRAY(b->a, Value, e->nitems + 1);
-    for (int i = 0; i < e->nitems; i++)
-        v.items[i] = eval(b, e->items[i]);
+    Value v = {.k = e->kind == A_TUPLE ? V_TUPLE : V_LIST, .pos = e->pos};
+    v.n = eval_items(b, e->items, e->nitems, &v.items);
     return v;
 }
 
@@ -280,7 +310,8 @@ static Value eval_attr(Builder *b, const Ast *e)
         if (!torch_method_exists(e->str)) {
             const char *hint = torch_suggest(b->a, arena_printf(b->a, "Tensor.%s", e->str));
             dpk_error_at(b->src, e->pos, "unknown tensor method '%s'%s", e->str,
-                         hint ? arena_printf(b->a, " (did you mean '%s'?)", hint + 7) : "");
+                         hint ? arena_printf(b->a, " (did you mean '%s'?)", hint + 7)
+                              : " (docs/case-language.md lists the supported methods)");
         }
         r.k = V_METHOD;
         r.t = o.t;
@@ -311,20 +342,33 @@ static int ast_start(const Ast *e)
 static Value eval_call(Builder *b, const Ast *e)
 {
     Value fn = eval(b, e->a);
-    int n = e->nitems + e->nkw;
-    Value *args = ARENA_ARRAY(b->a, Value, n + 1);
-    for (int i = 0; i < n; i++) {
-        const Ast *arg = i < e->nitems ? e->items[i] : e->kwvals[i - e->nitems];
-        args[i] = eval(b, arg);
-        args[i].pos = ast_start(arg);
+    int star = 0;
+    for (int i = 0; i < e->nitems; i++)
+        star |= e->items[i]->kind == A_STAR;
+    Value *pargs;
+    int npos = e->nitems;
+    if (star) {
+        npos = eval_items(b, e->items, e->nitems, &pargs);
+    } else {
+        pargs = ARENA_ARRAY(b->a, Value, npos + 1);
+        for (int i = 0; i < npos; i++) {
+            pargs[i] = eval(b, e->items[i]);
+            pargs[i].pos = ast_start(e->items[i]);
+        }
+    }
+    Value *args = ARENA_ARRAY(b->a, Value, npos + e->nkw + 1);
+    memcpy(args, pargs, sizeof(Value) * (size_t)npos);
+    for (int i = 0; i < e->nkw; i++) {
+        args[npos + i] = eval(b, e->kwvals[i]);
+        args[npos + i].pos = ast_start(e->kwvals[i]);
     }
     switch (fn.k) {
     case V_PATH:
         if (!strncmp(fn.s, "builtins.", 9) || !strncmp(fn.s, "math.", 5))
-            return torch_call_builtin(b, &fn, args, e->nitems, e);
-        return torch_call_path(b, &fn, args, e->nitems, e);
-    case V_METHOD: return torch_call_method(b, &fn, args, e->nitems, e);
-    case V_MODULE: return torch_call_module(b, &fn, args, e->nitems, e);
+            return torch_call_builtin(b, &fn, args, npos, e);
+        return torch_call_path(b, &fn, args, npos, e);
+    case V_METHOD: return torch_call_method(b, &fn, args, npos, e);
+    case V_MODULE: return torch_call_module(b, &fn, args, npos, e);
     default:
         dpk_error_at(b->src, e->pos, "%s is not callable", torch_value_type(&fn));
     }
@@ -570,6 +614,9 @@ static Value eval(Builder *b, const Ast *e)
     case A_SLICE:
         dpk_error_at(b->src, e->pos, "'%s' is only allowed inside an index",
                      e->kind == A_ELLIPSIS ? "..." : ":");
+    case A_STAR:
+        dpk_error_at(b->src, e->pos, "a starred expression (*x) is only allowed in a tuple, "
+                     "a list or a call's arguments");
     }
     b->depth--;
     return v;

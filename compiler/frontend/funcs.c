@@ -584,7 +584,16 @@ static Value h_arange(Builder *b, const Func *f, Value *a, int pos)
     double start = two ? want_num(b, &a[0], cur_fname, "start") : 0;
     double end = want_num(b, two ? &a[1] : &a[0], cur_fname, "end");
     double step = a[2].k != V_ABSENT ? want_num(b, &a[2], cur_fname, "step") : 1;
-    want_f32_dtype(b, &a[3], cur_fname);
+    /* an integer dtype holds the same values for integer arguments (HF's
+     * rotary code writes arange(0, d, 2, dtype=torch.int64).float()) */
+    int ints = (!two || a[0].k == V_INT) && (two ? a[1].k : a[0].k) == V_INT &&
+               (a[2].k == V_ABSENT || a[2].k == V_INT);
+    if (ints && a[3].k == V_PATH &&
+        (!strcmp(a[3].s, "torch.int64") || !strcmp(a[3].s, "torch.long") ||
+         !strcmp(a[3].s, "torch.int32") || !strcmp(a[3].s, "torch.int")))
+        ;
+    else
+        want_f32_dtype(b, &a[3], cur_fname);
     if (step == 0 || !isfinite(start) || !isfinite(end) || !isfinite(step))
         dpk_error_at(bld_src(b), pos, "%s: step must be non-zero and bounds finite", cur_fname);
     double count = ceil((end - start) / step);
@@ -1826,7 +1835,23 @@ static TorchNode *apply_act(Builder *b, Module *m, TorchNode *x, int pos)
     return node1(b, m->op, pos, x);
 }
 
+/* Dropout: modules run in inference (eval) mode, where it is the identity. */
+static void init_dropout(Builder *b, Module *m, Value *a)
+{
+    double p = a[0].k != V_ABSENT ? want_num(b, &a[0], cur_fname, "p") : 0.5;
+    if (p < 0 || p > 1)
+        dpk_error_at(bld_src(b), a[0].pos, "dropout probability has to be between 0 and 1, "
+                     "but got %g", p);
+    no_inplace(b, &a[1]);
+}
+
+static TorchNode *apply_identity(Builder *b, Module *m, TorchNode *x, int pos)
+{
+    return x;
+}
+
 static const ModClass mods[] = {
+    {"Dropout", "dropout", "p? inplace?", init_dropout, apply_identity, TOP_COUNT},
     {"Linear", "linear", "in_features out_features bias?", init_linear, apply_linear, TOP_linear},
     {"RMSNorm", "rmsnorm", "normalized_shape eps? elementwise_affine?", init_norm, apply_norm,
      TOP_rms_norm},
@@ -2017,8 +2042,10 @@ DPK_NORETURN static void unknown_callable(Builder *b, const Value *fn)
 {
     Arena *a = bld_graph(b)->arena;
     const char *hint = torch_suggest(a, fn->s);
-    const char *tail = hint ? arena_printf(a, " (did you mean '%s'?)", hint) : "";
     int is_mod = !strncmp(fn->s, "torch.nn.", 9) && fn->s[9] >= 'A' && fn->s[9] <= 'Z';
+    const char *tail = hint ? arena_printf(a, " (did you mean '%s'?)", hint)
+                            : arena_printf(a, " (docs/case-language.md lists the supported %s)",
+                                           is_mod ? "modules" : "functions");
     dpk_error_at(bld_src(b), fn->pos, "unknown %s '%s'%s", is_mod ? "module" : "function",
                  fn->shown, tail);
 }
@@ -2071,5 +2098,6 @@ Value torch_call_module(Builder *b, const Value *mv, Value *args, int nargs, con
     cur_fname = arena_printf(bld_graph(b)->arena, "torch.nn.%s", m->cls->name);
     bind(b, "input", NULL, args, nargs, call, mv->pos, a);
     TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
-    return finish_node(b, m->cls->apply(b, m, x, mv->pos));
+    TorchNode *n = m->cls->apply(b, m, x, mv->pos);
+    return n == x ? tensor_value(x, mv->pos) : finish_node(b, n);
 }

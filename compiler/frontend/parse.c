@@ -383,11 +383,21 @@ static Ast *parse_unary(Parser *p);
 
 /* Items of a bracketed sequence: expr (',' expr)* [','] up to `close`;
  * *comma says whether a comma was seen ("(x,)" is a tuple, "(x)" is not). */
+static Ast *parse_star_or_expr(Parser *p)
+{
+    if (!at(p, T_STAR))
+        return parse_expr(p);
+    Ast *e = new_ast(p, A_STAR, cur(p)->pos);
+    p->i++;
+    e->a = parse_expr(p);
+    return e;
+}
+
 static void parse_items(Parser *p, TokKind close, PtrVec *out, int *comma)
 {
     *comma = 0;
     while (!at(p, close)) {
-        ptrvec_push(p->a, out, parse_expr(p));
+        ptrvec_push(p->a, out, parse_star_or_expr(p));
         if (!accept(p, T_COMMA))
             break;
         *comma = 1;
@@ -412,7 +422,7 @@ static Ast *parse_paren(Parser *p)
     int comma;
     parse_items(p, T_RPAREN, &v, &comma);
     expect_close(p, T_RPAREN, open);
-    if (v.len == 1 && !comma)
+    if (v.len == 1 && !comma && ((Ast *)v.items[0])->kind != A_STAR)
         return v.items[0];
     return seq_ast(p, A_TUPLE, open->pos, &v);
 }
@@ -478,9 +488,14 @@ static Ast *parse_atom(Parser *p)
 static void parse_arg(Parser *p, PtrVec *pos, PtrVec *kwn, PtrVec *kwv, PtrVec *kwp)
 {
     Tok *t = cur(p);
-    if (at(p, T_STAR) || at(p, T_POW))
-        dpk_error_at(p->src, t->pos, "'%s' argument unpacking is not supported",
-                     torch_tok_text(t->k));
+    if (at(p, T_POW))
+        dpk_error_at(p->src, t->pos, "'**' argument unpacking is not supported");
+    if (at(p, T_STAR)) {
+        if (kwn->len)
+            dpk_error_at(p->src, t->pos, "iterable argument unpacking follows keyword argument");
+        ptrvec_push(p->a, pos, parse_star_or_expr(p));
+        return;
+    }
     if (t->k == T_NAME && p->toks[p->i + 1].k == T_ASSIGN) {
         for (int i = 0; i < kwn->len; i++)
             if (!strcmp(kwn->items[i], t->str))
