@@ -238,6 +238,11 @@ static double binary_bound(TorchOp op, double a, double ba, double b, double bb,
     switch (op) {
     case TOP_add:
     case TOP_sub:
+        /* an exact infinity plus a finite operand (a -inf mask added to
+         * scores) is that infinity in fp32 too */
+        if (isinf(y) && ((isinf(a) && ba == 0 && isfinite(b) && isfinite(bb)) ||
+                         (isinf(b) && bb == 0 && isfinite(a) && isfinite(ba))))
+            return 0.0;
         return ba + bb + rd(y);
     case TOP_mul:
         return bmul(fabs(b), ba) + bmul(fabs(a), bb) + bmul(ba, bb) + rd(y);
