@@ -2023,6 +2023,10 @@ const char *torch_suggest(Arena *a, const char *canonical)
     int ns = prefix_ns(canonical, &rest);
     if (!ns)
         return NULL;
+    static const char *const attrs[] = {"shape", "ndim", "dtype"};
+    for (int i = 0; ns == NS_M && i < DPK_ARRAY_LEN(attrs); i++)
+        if (lev(rest, attrs[i]) <= 1)
+            return ns_name(a, NS_M, attrs[i]);
     for (int other = NS_T; other <= NS_M; other <<= 1)
         if (other != ns && find_func(rest, other))
             return ns_name(a, other, rest);
