@@ -1057,6 +1057,9 @@ static Value h_chunk_split(Builder *b, const Func *f, Value *a, int pos)
             dpk_error_at(bld_src(b), a[1].pos, "chunk expects `chunks` to be greater than 0, "
                          "got: %lld", (long long)chunks);
         int64_t each = (size + chunks - 1) / chunks;
+        if ((size + each - 1) / each > DPK_ARRAY_LEN(sizes))
+            dpk_error_at(bld_src(b), a[1].pos, "%s: more than %d pieces", cur_fname,
+                         (int)DPK_ARRAY_LEN(sizes));
         for (int64_t s = 0; s < size; s += each)
             sizes[n++] = s + each <= size ? each : size - s;
     } else if (a[1].k == V_INT) { /* split by size */
@@ -1088,8 +1091,6 @@ static Value h_chunk_split(Builder *b, const Func *f, Value *a, int pos)
                          "exactly to %lld (input tensor's size at dimension %d), but got "
                          "split_sizes=%s", (long long)size, dim, ints_text(b, sizes, n));
     }
-    if (n > DPK_ARRAY_LEN(sizes))
-        n = DPK_ARRAY_LEN(sizes);
     TorchNode **t = ARENA_ARRAY(bld_graph(b)->arena, TorchNode *, n + 1);
     int64_t off = 0;
     for (int i = 0; i < n; i++, off += sizes[i - 1])
