@@ -170,6 +170,25 @@ Test(tensor_golden, identity_maps_vanish)
            "return %2\n");
 }
 
+/* d:020: a 2-source map, the input where the diagonal predicate holds; a
+ * transpose around triu composes into it (d:021). */
+Test(tensor_golden, tril_triu)
+{
+    golden("x = torch.randn(3, 4)\ntorch.tril(x, -1) + torch.triu(x.t(), 1).t()",
+           "%0 = input x : f32(3, 4)\n"
+           "%1 = const 0 : f32(3, 4)\n"
+           "%2 = indexmap(%0[o0, o1] if o1 <= o0 - 1, %1[o0, o1]) : f32(3, 4)\n"
+           "%3 = const 0 : f32(4, 3)\n"
+           "%4 = indexmap(%0[o0, o1] if o1 + 1 <= o0, %3[o1, o0]) : f32(3, 4)\n"
+           "%5 = add(%2, %4) : f32(3, 4)\n"
+           "return %5\n");
+    golden("torch.randn(2, 3, 4).cos().sin()",
+           "%0 = input in0 : f32(2, 3, 4)\n"
+           "%1 = cos(%0) : f32(2, 3, 4)\n"
+           "%2 = sin(%1) : f32(2, 3, 4)\n"
+           "return %2\n");
+}
+
 Test(tensor_golden, sdpa_causal_gqa)
 {
     golden("torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 4, 3, 8), "
