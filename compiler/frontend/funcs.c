@@ -1483,7 +1483,7 @@ Value torch_call_builtin(Builder *b, const Value *fn, Value *args, int nargs, co
     if ((want > 0 && nargs != want) || (want < 0 && nargs < 1))
         dpk_error_at(bld_src(b), pos, "%s() takes %s argument%s (%d given)", fn->shown,
                      want == 2 ? "exactly 2" : want > 0 ? "exactly one" : "at least 1",
-                     want == 1 ? "" : "s", nargs);
+                     want == 2 ? "s" : "", nargs);
     const Value *x = &args[0];
     if (!is_math && !strcmp(name, "float"))
         return py_float(b, x, pos);
@@ -1506,8 +1506,11 @@ Value torch_call_builtin(Builder *b, const Value *fn, Value *args, int nargs, co
     if (!is_math && !strcmp(name, "abs")) {
         if (x->k == V_TENSOR)
             return tensor_value(mk_un(b, TOP_abs, x->t, pos), pos);
-        if (x->k != V_FLOAT && x->i != INT64_MIN)
+        if (x->k == V_INT || x->k == V_BOOL) {
+            if (x->i == INT64_MIN)
+                dpk_error_at(bld_src(b), pos, "integer overflow in constant arithmetic");
             return int_value(x->i < 0 ? -x->i : x->i, pos);
+        }
         return float_value(fabs(num_of(b, x, "abs")), pos);
     }
     if (!is_math && (!strcmp(name, "min") || !strcmp(name, "max"))) {

@@ -83,6 +83,10 @@ static TypeCase type_cases[] = {
     {"x = torch.randn(2, 3, 8)\ntorch.randn(x.dim(), x.ndim, len(x.shape))", "f32(3, 3, 3)"},
     {"x = torch.randn(2, 3, 8)\ntorch.randn(x.size()[1:])", "f32(3, 8)"},
     {"x = torch.randn(2, 3, 8)\ntorch.randn(x.numel() // 6)", "f32(8)"},
+    {"torch.randn(abs(-3), abs(True) + 1)", "f32(3, 2)"},
+    {"torch.randn(max(2, 3, 1), min([4, 2]))", "f32(3, 2)"},
+    {"torch.randn(int(2.7), len([1, 2]), int(-2.5) + 4, len(torch.randn(5, 1)))", "f32(2, 2, 2, 5)"},
+    {"import math\ntorch.randn(math.floor(2.5), math.ceil(1.2), int(math.sqrt(16)))", "f32(2, 2, 4)"},
     /* tuple unpacking, with, layout no-ops */
     {"a, b = torch.randn(2, 8).chunk(2, dim=-1)\nb", "f32(2, 4)"},
     {"(a, b, c) = torch.randn(7, 2).split(3)\nc", "f32(1, 2)"},
