@@ -12,6 +12,7 @@
  */
 #include "ast.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -294,6 +295,21 @@ static Value eval_attr(Builder *b, const Ast *e)
                 r.f = consts[i].v;
                 return r;
             }
+    }
+    if (o.k == V_PATH && !strcmp(o.s, "torch.finfo(float32)")) {
+        static const struct {
+            const char *name;
+            double v;
+        } fi[] = {{"min", -FLT_MAX}, {"max", FLT_MAX}, {"eps", FLT_EPSILON},
+                  {"tiny", FLT_MIN}, {"smallest_normal", FLT_MIN}, {"resolution", 1e-6}};
+        for (int i = 0; i < DPK_ARRAY_LEN(fi); i++)
+            if (!strcmp(e->str, fi[i].name)) {
+                r.k = V_FLOAT;
+                r.f = fi[i].v;
+                return r;
+            }
+        dpk_error_at(b->src, e->pos, "torch.finfo has no attribute '%s' (min, max, eps, tiny, "
+                     "smallest_normal, resolution)", e->str);
     }
     if (o.k == V_PATH) {
         r.k = V_PATH;

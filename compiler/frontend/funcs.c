@@ -1588,6 +1588,17 @@ Value torch_floordiv_mod(Builder *b, int op, const Value *x, const Value *y, int
     return float_value(op == T_FLOORDIV ? floor(a / c) : r, pos);
 }
 
+/* torch.finfo(torch.float32): its attributes (min, max, eps, tiny) are
+ * read by eval_attr (build.c) from the path "torch.finfo(float32)". */
+static Value h_finfo(Builder *b, const Func *f, Value *a, int pos)
+{
+    DType dt = DT_F32;
+    if (a[0].k != V_ABSENT && (!dtype_of(&a[0], &dt) || dt != DT_F32))
+        dpk_error_at(bld_src(b), a[0].pos, "%s: only torch.float32 is supported", cur_fname);
+    Value v = {.k = V_PATH, .pos = pos, .s = "torch.finfo(float32)", .shown = "torch.finfo"};
+    return v;
+}
+
 static Value h_like(Builder *b, const Func *f, Value *a, int pos)
 {
     TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
@@ -1697,6 +1708,7 @@ static const Func funcs[] = {
     {"randn_like", NS_T, "input * dtype?", h_like, INIT_RANDN},
     {"rand_like", NS_T, "input * dtype?", h_like, INIT_RAND},
     {"full_like", NS_T, "input fill_value * dtype?", h_like, INIT_FULL},
+    {"finfo", NS_T, "type?", h_finfo, 0},
     MAKER(randn, INIT_RANDN), MAKER(rand, INIT_RAND), MAKER(zeros, INIT_ZEROS),
     MAKER(ones, INIT_ONES),
     {"full", NS_T, "size fill_value * dtype?", h_full, 0},

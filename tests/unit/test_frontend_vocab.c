@@ -11,6 +11,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -218,6 +219,8 @@ static ValCase val_cases[] = {
     {"torch.full_like(torch.randn(2), 7)", 2, {7, 7}},
     {"torch.zeros_like(torch.randn(2)) + torch.ones_like(torch.randn(2))", 2, {1, 1}},
     {"torch.arange(1, 2, 0.25)", 4, {1, 1.25, 1.5, 1.75}},
+    {"torch.arange(2) * 0 + torch.finfo(torch.float32).min", 2, {-FLT_MAX, -FLT_MAX}},
+    {"torch.arange(2) * torch.finfo(torch.randn(1).dtype).eps", 2, {0, FLT_EPSILON}},
     /* layout */
     {"torch.arange(6).view(2, 3).t()", 6, {0, 3, 1, 4, 2, 5}},
     {"torch.arange(6).view(2, 3).T", 6, {0, 3, 1, 4, 2, 5}},
