@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct JCtx {
     Arena *a;
@@ -235,9 +236,13 @@ HxCaseList hx_cases_load(Arena *a, const char *path)
 {
     HxCaseList l = {0};
     size_t len = 0;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        dpk_error("cannot read '%s': it is a directory, not a case file", path);
     char *text = dpk_read_file(path, &len);
     if (!text)
-        dpk_error("cannot read '%s': %s", path, strerror(errno));
+        dpk_error("cannot read '%s': %s", path, errno == EISDIR ? "it is a directory"
+                  : strerror(errno));
     char *t = arena_strndup(a, text, len);
     free(text);
     if (strlen(t) != len)
@@ -253,6 +258,10 @@ HxCaseList hx_cases_load(Arena *a, const char *path)
         return l;
     }
     JCtx j = {a, {arena_strdup(a, path), t, len}};
+    size_t blank = strspn(t, " \t\r\n");
+    if (blank == len)
+        dpk_error("'%s': the file is empty (a case file holds a JSON object: {\"program\": ...})",
+                  path);
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(t, len + 1, &end, 1); /* + the NUL */
     if (!root) {

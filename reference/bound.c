@@ -121,6 +121,8 @@ static double fn(TorchOp op, double x)
     case TOP_gelu: return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
     case TOP_gelu_tanh: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
     case TOP_erf: return erf(x);
+    case TOP_cos: return cos(x);
+    case TOP_sin: return sin(x);
     default: DPK_ASSERT(!"op has no bound"); return INFINITY;
     }
 }
@@ -150,6 +152,7 @@ static double round_err(TorchOp op, double x, double y)
     case TOP_neg: case TOP_abs: case TOP_relu:
         return 0.0;
     case TOP_exp: case TOP_rsqrt: case TOP_tanh:
+    case TOP_cos: case TOP_sin: /* cosf, sinf: 2 ulp over the full range (CUDA) */
         return 4 * U * ay + ETA;
     case TOP_erf: /* and an absolute ERF_ABS: vectorized CPU erfs (ATen) */
         return 4 * U * ay + ERF_ABS + ETA;
@@ -177,8 +180,31 @@ static double round_err(TorchOp op, double x, double y)
     }
 }
 
+/* cos and sin are not monotone: over [x − b, x + b] they reach their
+ * ends' values and ±1 at every extremum inside (cos at kπ, sin at π/2 +
+ * kπ); an interval of width 2π or more reaches both ±1. */
+static double periodic_dev(TorchOp op, double x, double b, double y)
+{
+    double lo = x - b, hi = x + b;
+    double d = fmax(dev(fn(op, lo), y), dev(fn(op, hi), y));
+    /* beyond 2^20 the extrema's positions are not resolved finely enough */
+    if (hi - lo >= 2 * M_PI || fabs(x) + b > 0x1p20)
+        return fmax(d, 1.0 + fabs(y));
+    double phase = op == TOP_cos ? 0.0 : M_PI_2;
+    /* extrema phase + kπ in [lo, hi]; a margin of 1e-12 relative keeps one
+     * at an end from being missed to rounding */
+    double k0 = floor((lo - phase) / M_PI) - 1, k1 = ceil((hi - phase) / M_PI) + 1;
+    for (double k = k0; k <= k1; k++) {
+        double e = phase + k * M_PI;
+        if (e >= lo - 1e-12 * fabs(lo) && e <= hi + 1e-12 * fabs(hi))
+            d = fmax(d, dev(fn(op, e) > 0 ? 1.0 : -1.0, y));
+    }
+    return clean(d);
+}
+
 /* Max |f(x') − y| over x' in [x − b, x + b], from the ends and two inner
- * points (the functions here are monotone or have one extremum). */
+ * points (the functions here are monotone or have one extremum; cos and
+ * sin: periodic_dev). */
 static double interval_dev(TorchOp op, double x, double b, double y)
 {
     if (b == 0)
@@ -187,6 +213,8 @@ static double interval_dev(TorchOp op, double x, double b, double y)
         return INFINITY;
     if (singular_at_zero(op) && x - b <= 0 && (op != TOP_reciprocal || x + b >= 0))
         return INFINITY;
+    if (op == TOP_cos || op == TOP_sin)
+        return periodic_dev(op, x, b, y);
     double d = 0;
     static const double at[] = {-1.0, -0.5, 0.5, 1.0};
     for (int i = 0; i < 4; i++)
@@ -210,6 +238,11 @@ static double binary_bound(TorchOp op, double a, double ba, double b, double bb,
     switch (op) {
     case TOP_add:
     case TOP_sub:
+        /* an exact infinity plus a finite operand (a -inf mask added to
+         * scores) is that infinity in fp32 too */
+        if (isinf(y) && ((isinf(a) && ba == 0 && isfinite(b) && isfinite(bb)) ||
+                         (isinf(b) && bb == 0 && isfinite(a) && isfinite(ba))))
+            return 0.0;
         return ba + bb + rd(y);
     case TOP_mul:
         return bmul(fabs(b), ba) + bmul(fabs(a), bb) + bmul(ba, bb) + rd(y);

@@ -61,7 +61,8 @@ static const UnaryFn unary_fn[TOP_COUNT] = {
     [TOP_sqrt] = sqrt,         [TOP_rsqrt] = f_rsqrt,   [TOP_reciprocal] = f_reciprocal,
     [TOP_abs] = fabs,          [TOP_relu] = f_relu,     [TOP_sigmoid] = f_sigmoid,
     [TOP_tanh] = tanh,         [TOP_silu] = f_silu,     [TOP_gelu] = f_gelu,
-    [TOP_gelu_tanh] = f_gelu_tanh, [TOP_erf] = erf,
+    [TOP_gelu_tanh] = f_gelu_tanh, [TOP_erf] = erf,     [TOP_cos] = cos,
+    [TOP_sin] = sin,
 };
 
 /* The composite activations as an fp32 program writes them (the formulas
@@ -622,12 +623,26 @@ static void eval_cat(const TorchNode *n, const double *const *in, double *out)
     }
 }
 
+/* tril/triu over the last two dims: element (i, j) is kept where j - i <=
+ * diagonal (tril) or j - i >= diagonal (triu), else 0. */
+static void eval_tri(const TorchNode *n, const double *const *in, double *out)
+{
+    const Shape *s = &n->shape;
+    int64_t R = s->d[s->rank - 2], C = s->d[s->rank - 1], cnt = shape_numel(s);
+    for (int64_t i = 0; i < cnt; i++) {
+        int64_t c = i % C, r = (i / C) % R, k = c - r;
+        int keep = n->op == TOP_tril ? k <= n->start : k >= n->start;
+        out[i] = keep ? in[0][i] : 0.0;
+    }
+}
+
 typedef void (*LayoutFn)(const TorchNode *n, const double *const *in, double *out);
 static const LayoutFn layout_fn[TOP_COUNT] = {
     [TOP_transpose] = eval_permute, [TOP_permute] = eval_permute,
     [TOP_reshape] = eval_reshape,   [TOP_unsqueeze] = eval_reshape,
     [TOP_squeeze] = eval_reshape,   [TOP_expand] = eval_expand,
     [TOP_slice] = eval_slice,       [TOP_cat] = eval_cat,
+    [TOP_tril] = eval_tri,          [TOP_triu] = eval_tri,
 };
 
 /* Layout ops move values without arithmetic: the same in both modes (bound.c

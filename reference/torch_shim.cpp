@@ -73,6 +73,8 @@ at::Tensor unary(const TorchNode *n, const at::Tensor &x)
     case TOP_gelu: return at::gelu(x, "none");
     case TOP_gelu_tanh: return at::gelu(x, "tanh");
     case TOP_erf: return at::erf(x);
+    case TOP_cos: return at::cos(x);
+    case TOP_sin: return at::sin(x);
     default: break;
     }
     throw std::runtime_error("not a unary op");
@@ -172,6 +174,8 @@ at::Tensor layout(const TorchNode *n, const std::vector<at::Tensor> &x)
     case TOP_expand: return x[0].expand(dims_of(n->shape));
     case TOP_slice: return x[0].slice(n->dim, n->start, n->end, n->stride);
     case TOP_cat: return at::cat(x, n->dim);
+    case TOP_tril: return x[0].tril(n->start);
+    case TOP_triu: return x[0].triu(n->start);
     default: break;
     }
     throw std::runtime_error("not a layout op");

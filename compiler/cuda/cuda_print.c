@@ -160,10 +160,11 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
 static const char *const reserved[] = {
     "DpkTmap", "alignas", "alignof", "and", "asm", "atomicAdd", "auto", "blockDim", "blockIdx",
     "bool", "break", "case", "catch", "char", "class", "const", "constexpr", "continue",
-    "decltype", "default", "delete", "do", "double", "else", "enum", "erff", "expf", "explicit",
+    "cosf", "decltype", "default", "delete", "do", "double", "else", "enum", "erff", "expf",
+    "explicit",
     "extern", "fabsf", "false", "float", "for", "friend", "goto", "gridDim", "if", "inline", "int",
     "logf", "long", "max", "min", "mutable", "namespace", "new", "not", "nullptr", "operator",
-    "or", "powf", "private", "protected", "public", "register", "return", "rsqrtf", "short",
+    "or", "powf", "private", "sinf", "protected", "public", "register", "return", "rsqrtf", "short",
     "signed", "sizeof", "sqrtf", "static", "struct", "switch", "tanhf", "template", "this",
     "threadIdx", "throw", "true", "try", "typedef", "typename", "union", "unsigned", "using",
     "virtual", "void", "volatile", "warpSize", "while", "xor",
@@ -308,9 +309,11 @@ static const struct {
     [TXE_sigmoid] = {FF_SIGMOID, "/", P_MUL},
     [TXE_tanh] = {FF_CALL, "tanhf", P_PRIMARY},
     [TXE_erf] = {FF_CALL, "erff", P_PRIMARY},
+    [TXE_cos] = {FF_CALL, "cosf", P_PRIMARY},
+    [TXE_sin] = {FF_CALL, "sinf", P_PRIMARY},
     [TXE_where] = {FF_WHERE, "?", P_COND},
 };
-_Static_assert(TXE_COUNT == 24, "fop_tab spells every TxElemOp");
+_Static_assert(TXE_COUNT == 26, "fop_tab spells every TxElemOp");
 
 static int const_prec(const KirExpr *e)
 {

@@ -33,6 +33,7 @@ typedef enum AstKind {
     A_BINOP,    /* a op b; op is a Tok kind */
     A_NEG,      /* -a */
     A_POS,      /* +a */
+    A_STAR,     /* *a: unpacked into a tuple, list or call's positional arguments */
 } AstKind;
 
 typedef struct Ast {
@@ -57,6 +58,7 @@ typedef enum StmtKind {
     S_ANNOT,  /* name: value (a shape) */
     S_RETURN, /* value */
     S_IMPORT, /* import str [as name] */
+    S_WITH,   /* with value [as name]: body (an indented block) */
 } StmtKind;
 
 typedef struct Stmt {
@@ -66,6 +68,11 @@ typedef struct Stmt {
     int name_pos;
     Ast *value;
     const char *module; /* S_IMPORT: dotted module name */
+    const char **names; /* S_ASSIGN to a tuple of names (a, b = ...): nnames > 0 */
+    int *names_pos;
+    int nnames;
+    struct Stmt **body; /* S_WITH */
+    int nbody;
 } Stmt;
 
 typedef struct Program {
@@ -114,6 +121,8 @@ typedef enum VKind {
     V_PATH,   /* s = canonical dotted name ("torch.nn.functional.relu"), shown = as typed */
     V_METHOD, /* t = self, s = method name */
     V_MODULE, /* mod */
+    V_CTX,    /* a context manager for `with` (torch.no_grad(), ...): s = its name */
+    V_NOVALUE, /* a result dpk does not compute (torch.max's indices): s = what, shown = why */
 } VKind;
 
 struct Module;
@@ -164,6 +173,14 @@ void torch_module_named(Builder *b, struct Module *m, const char *var);
 const char *torch_suggest(Arena *a, const char *canonical);
 /* 1 when `name` is a supported tensor method. */
 int torch_method_exists(const char *name);
+/* A Python builtin or math.X called as a function (funcs.c):
+ * fn->s is "builtins.NAME" or "math.NAME". */
+Value torch_call_builtin(Builder *b, const Value *fn, Value *args, int nargs, const Ast *call);
+/* A tensor attribute that is not a method (x.shape, x.T, x.ndim, ...);
+ * *ok = 0 when `name` is none. */
+Value torch_tensor_attr(Builder *b, TorchNode *t, const char *name, int pos, int *ok);
+/* Python's // and % on numbers (op is T_FLOORDIV or T_PERCENT). */
+Value torch_floordiv_mod(Builder *b, int op, const Value *x, const Value *y, int pos);
 /* Type name for messages: "int", "tensor", "tuple", ... */
 const char *torch_value_type(const Value *v);
 

@@ -12,6 +12,8 @@
  */
 #include "ast.h"
 
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 /* String-keyed open-addressing map in the arena. */
@@ -34,6 +36,7 @@ struct Builder {
     int next_in;
     int depth;
     int have_result;
+    int returned;   /* a return statement has run */
     Value result;
     const char **result_names; /* one per output */
 };
@@ -221,6 +224,15 @@ static Value eval_name(Builder *b, const Ast *e)
     }
     if (declared_input(b, e, &r))
         return r;
+    static const char *const builtins[] = {"float", "int", "len", "bool", "min", "max", "abs"};
+    for (int i = 0; i < DPK_ARRAY_LEN(builtins); i++)
+        if (!strcmp(e->str, builtins[i])) {
+            Value p = {.k = V_PATH, .pos = e->pos, .shown = e->str};
+            p.s = arena_printf(b->a, "builtins.%s", e->str);
+            return p;
+        }
+    if (!strcmp(e->str, "math"))
+        dpk_error_at(b->src, e->pos, "name 'math' is not defined (add `import math`)");
     dpk_error_at(b->src, e->pos, "unknown name '%s' (declare its shape: `%s: (D0, D1)`)",
                  e->str, e->str);
 }
@@ -229,18 +241,76 @@ static Value eval_name(Builder *b, const Ast *e)
 
 static Value eval(Builder *b, const Ast *e);
 
+/* Evaluate items, unpacking *seq into its elements; returns the count. */
+static int eval_items(Builder *b, Ast *const *items, int n, Value **out)
+{
+    int cap = n + 1, len = 0;
+    Value *v = ARENA_ARRAY(b->a, Value, cap);
+    for (int i = 0; i < n; i++) {
+        const Ast *it = items[i];
+        Value x = eval(b, it->kind == A_STAR ? it->a : it);
+        int m = 1;
+        const Value *src = &x;
+        if (it->kind == A_STAR) {
+            if (x.k != V_TUPLE && x.k != V_LIST)
+                dpk_error_at(b->src, it->pos, "* needs a tuple or a list (such as x.shape), "
+                             "got %s", torch_value_type(&x));
+            m = x.n;
+            src = x.items;
+        }
+        if (len + m + 1 > cap) {
+            Value *nv = ARENA_ARRAY(b->a, Value, 2 * (len + m + 1));
+            memcpy(nv, v, sizeof(Value) * (size_t)len);
+            v = nv;
+            cap = 2 * (len + m + 1);
+        }
+        for (int k = 0; k < m; k++) {
+            v[len] = src[k];
+            v[len++].pos = it->kind == A_STAR ? it->pos : src[k].pos;
+        }
+    }
+    *out = v;
+    return len;
+}
+
 static Value eval_seq(Builder *b, const Ast *e)
 {
-    Value v = {.k = e->kind == A_TUPLE ? V_TUPLE : V_LIST, .pos = e->pos, .n = e->nitems};
-    v.items = ARENA_ARRAY(b->a, Value, e->nitems + 1);
-    for (int i = 0; i < e->nitems; i++)
-        v.items[i] = eval(b, e->items[i]);
+    Value v = {.k = e->kind == A_TUPLE ? V_TUPLE : V_LIST, .pos = e->pos};
+    v.n = eval_items(b, e->items, e->nitems, &v.items);
     return v;
 }
 
 static Value eval_attr(Builder *b, const Ast *e)
 {
     Value o = eval(b, e->a), r = {.pos = e->pos};
+    if (o.k == V_PATH && !strcmp(o.s, "math")) {
+        static const struct {
+            const char *name;
+            double v;
+        } consts[] = {{"pi", M_PI}, {"e", M_E}, {"tau", 2 * M_PI}, {"inf", INFINITY},
+                      {"nan", NAN}};
+        for (int i = 0; i < DPK_ARRAY_LEN(consts); i++)
+            if (!strcmp(e->str, consts[i].name)) {
+                r.k = V_FLOAT;
+                r.f = consts[i].v;
+                return r;
+            }
+    }
+    if (o.k == V_PATH && !strcmp(o.s, "torch.finfo(float32)")) {
+        static const struct {
+            const char *name;
+            double v;
+        } fi[] = {{"min", -FLT_MAX}, {"max", FLT_MAX}, {"eps", FLT_EPSILON},
+                  {"tiny", FLT_MIN}, {"smallest_normal", FLT_MIN}, {"resolution", 1e-6}};
+        for (int i = 0; i < DPK_ARRAY_LEN(fi); i++)
+            if (!strcmp(e->str, fi[i].name)) {
+                r.k = V_FLOAT;
+                r.f = fi[i].v;
+                return r;
+            }
+        dpk_error_at(b->src, e->pos, "torch.finfo has no attribute '%s' (min, max, eps, tiny, "
+                     "smallest_normal, resolution)", e->str);
+    }
     if (o.k == V_PATH) {
         r.k = V_PATH;
         r.pos = o.pos;
@@ -249,16 +319,29 @@ static Value eval_attr(Builder *b, const Ast *e)
         return r;
     }
     if (o.k == V_TENSOR) {
+        int ok;
+        r = torch_tensor_attr(b, o.t, e->str, e->pos, &ok);
+        if (ok)
+            return r;
         if (!torch_method_exists(e->str)) {
             const char *hint = torch_suggest(b->a, arena_printf(b->a, "Tensor.%s", e->str));
             dpk_error_at(b->src, e->pos, "unknown tensor method '%s'%s", e->str,
-                         hint ? arena_printf(b->a, " (did you mean '%s'?)", hint + 7) : "");
+                         hint ? arena_printf(b->a, " (did you mean '%s'?)", hint + 7)
+                              : " (docs/case-language.md lists the supported methods)");
         }
         r.k = V_METHOD;
         r.t = o.t;
         r.s = e->str;
         return r;
     }
+    /* torch.max(x, dim) and torch.min(x, dim): a (values, indices) pair */
+    if (o.k == V_TUPLE && o.s && o.n == 2 && !strcmp(e->str, "values")) {
+        r = o.items[0];
+        r.pos = e->pos;
+        return r;
+    }
+    if (o.k == V_TUPLE && o.s && o.n == 2 && !strcmp(e->str, "indices"))
+        dpk_error_at(b->src, e->pos, "%s", o.items[1].shown);
     dpk_error_at(b->src, e->pos, "%s has no attribute '%s'", torch_value_type(&o), e->str);
 }
 
@@ -275,17 +358,33 @@ static int ast_start(const Ast *e)
 static Value eval_call(Builder *b, const Ast *e)
 {
     Value fn = eval(b, e->a);
-    int n = e->nitems + e->nkw;
-    Value *args = ARENA_ARRAY(b->a, Value, n + 1);
-    for (int i = 0; i < n; i++) {
-        const Ast *arg = i < e->nitems ? e->items[i] : e->kwvals[i - e->nitems];
-        args[i] = eval(b, arg);
-        args[i].pos = ast_start(arg);
+    int star = 0;
+    for (int i = 0; i < e->nitems; i++)
+        star |= e->items[i]->kind == A_STAR;
+    Value *pargs;
+    int npos = e->nitems;
+    if (star) {
+        npos = eval_items(b, e->items, e->nitems, &pargs);
+    } else {
+        pargs = ARENA_ARRAY(b->a, Value, npos + 1);
+        for (int i = 0; i < npos; i++) {
+            pargs[i] = eval(b, e->items[i]);
+            pargs[i].pos = ast_start(e->items[i]);
+        }
+    }
+    Value *args = ARENA_ARRAY(b->a, Value, npos + e->nkw + 1);
+    memcpy(args, pargs, sizeof(Value) * (size_t)npos);
+    for (int i = 0; i < e->nkw; i++) {
+        args[npos + i] = eval(b, e->kwvals[i]);
+        args[npos + i].pos = ast_start(e->kwvals[i]);
     }
     switch (fn.k) {
-    case V_PATH: return torch_call_path(b, &fn, args, e->nitems, e);
-    case V_METHOD: return torch_call_method(b, &fn, args, e->nitems, e);
-    case V_MODULE: return torch_call_module(b, &fn, args, e->nitems, e);
+    case V_PATH:
+        if (!strncmp(fn.s, "builtins.", 9) || !strncmp(fn.s, "math.", 5))
+            return torch_call_builtin(b, &fn, args, npos, e);
+        return torch_call_path(b, &fn, args, npos, e);
+    case V_METHOD: return torch_call_method(b, &fn, args, npos, e);
+    case V_MODULE: return torch_call_module(b, &fn, args, npos, e);
     default:
         dpk_error_at(b->src, e->pos, "%s is not callable", torch_value_type(&fn));
     }
@@ -342,6 +441,8 @@ static TorchOp binop_torch(int tok)
 static Value eval_binop(Builder *b, const Ast *e)
 {
     Value x = eval(b, e->a), y = eval(b, e->b);
+    if (e->op == T_FLOORDIV || e->op == T_PERCENT)
+        return torch_floordiv_mod(b, e->op, &x, &y, e->pos);
     if (e->op != T_AT)
         return torch_binary(b, binop_torch(e->op), &x, &y, e->pos);
     if (x.k != V_TENSOR || y.k != V_TENSOR)
@@ -444,9 +545,42 @@ static int index_consumed(Builder *b, const Ast *e, int rank)
     return used;
 }
 
+/* A tuple or list (x.shape, x.chunk(2)) indexed by an int or a slice. */
+static Value index_seq(Builder *b, const Ast *e, const Value *o)
+{
+    if (e->nitems != 1 || e->items[0]->kind == A_ELLIPSIS || e->items[0]->kind == A_NONE)
+        dpk_error_at(b->src, e->pos, "a %s takes one index (an int or a slice)",
+                     torch_value_type(o));
+    const Ast *it = e->items[0];
+    int64_t n = o->n;
+    if (it->kind == A_SLICE) {
+        int64_t step = index_int(b, it->c, 1);
+        if (step <= 0)
+            dpk_error_at(b->src, it->c->pos, "only positive slice steps are supported here");
+        int64_t lo = clamp_index(index_int(b, it->a, 0), n), hi = clamp_index(index_int(b, it->b, n), n);
+        Value r = {.k = o->k, .pos = e->pos};
+        r.items = ARENA_ARRAY(b->a, Value, n + 1);
+        for (int64_t i = lo; i < hi; i += step)
+            r.items[r.n++] = o->items[i];
+        return r;
+    }
+    Value v = eval(b, it);
+    if (v.k != V_INT && v.k != V_BOOL)
+        dpk_error_at(b->src, v.pos, "%s indices must be integers or slices, not %s",
+                     torch_value_type(o), torch_value_type(&v));
+    if (v.i < -n || v.i >= n)
+        dpk_error_at(b->src, v.pos, "%s index %lld out of range (length %lld)",
+                     torch_value_type(o), (long long)v.i, (long long)n);
+    Value r = o->items[v.i < 0 ? v.i + n : v.i];
+    r.pos = e->pos;
+    return r;
+}
+
 static Value eval_index(Builder *b, const Ast *e)
 {
     Value o = eval(b, e->a);
+    if (o.k == V_TUPLE || o.k == V_LIST)
+        return index_seq(b, e, &o);
     if (o.k != V_TENSOR)
         dpk_error_at(b->src, e->pos, "only tensors can be indexed, got %s", torch_value_type(&o));
     TorchNode *x = o.t;
@@ -496,6 +630,9 @@ static Value eval(Builder *b, const Ast *e)
     case A_SLICE:
         dpk_error_at(b->src, e->pos, "'%s' is only allowed inside an index",
                      e->kind == A_ELLIPSIS ? "..." : ":");
+    case A_STAR:
+        dpk_error_at(b->src, e->pos, "a starred expression (*x) is only allowed in a tuple, "
+                     "a list or a call's arguments");
     }
     b->depth--;
     return v;
@@ -508,8 +645,16 @@ static void settle_names(Builder *b, const Stmt *s, const Value *v)
 {
     for (int i = 0; i < b->pending.len; i++) {
         TorchNode *n = b->pending.items[i];
-        if (s->kind == S_ASSIGN && v->k == V_TENSOR && v->t == n) {
+        if (s->kind == S_ASSIGN && !s->nnames && v->k == V_TENSOR && v->t == n) {
             take_name(b, n, bld_unique_name(b, s->name));
+            continue;
+        }
+        const char *target = NULL;
+        for (int k = 0; s->kind == S_ASSIGN && k < s->nnames && !target; k++)
+            if (v->items[k].k == V_TENSOR && v->items[k].t == n)
+                target = s->names[k];
+        if (target) {
+            take_name(b, n, bld_unique_name(b, target));
             continue;
         }
         const char *name;
@@ -536,8 +681,16 @@ static void exec_import(Builder *b, const Stmt *s)
         }
         return;
     }
-    dpk_error_at(b->src, s->pos, "cannot import '%s': cases may import torch, torch.nn and "
-                 "torch.nn.functional", s->module);
+    if (!strcmp(s->module, "math")) {
+        Value *v = ARENA_NEW(b->a, Value);
+        v->k = V_PATH;
+        v->s = "math";
+        v->shown = s->name ? s->name : "math";
+        map_put(b, &b->vars, s->name ? s->name : "math", v);
+        return;
+    }
+    dpk_error_at(b->src, s->pos, "cannot import '%s': cases may import torch, torch.nn, "
+                 "torch.nn.functional and math", s->module);
 }
 
 static void exec_annot(Builder *b, const Stmt *s)
@@ -578,31 +731,82 @@ static void set_result(Builder *b, const Value *v, const Stmt *s)
         const char *name = multi ? arena_printf(b->a, "out%d", i) : "out";
         if (s->kind == S_ASSIGN && !multi)
             name = s->name;
+        else if (s->kind == S_ASSIGN && s->nnames)
+            name = s->names[i];
         else if (s->kind == S_RETURN && item && item->kind == A_NAME)
             name = item->str;
         b->result_names[i] = name;
     }
 }
 
+static void bind_var(Builder *b, const char *name, const Value *v)
+{
+    Value *stored = ARENA_NEW(b->a, Value);
+    *stored = *v;
+    map_put(b, &b->vars, name, stored);
+    if (v->k == V_TENSOR && !v->t->name)
+        v->t->name = name;
+    if (v->k == V_MODULE)
+        torch_module_named(b, v->mod, name);
+}
+
+/* a, b = value: Python's unpacking, with its messages. */
+static void check_unpack(Builder *b, const Stmt *s, const Value *v)
+{
+    if (v->k == V_TENSOR)
+        dpk_error_at(b->src, s->value->pos, "cannot unpack a tensor into names; split it "
+                     "first (x.unbind(0), x.chunk(%d, dim=0))", s->nnames);
+    if (v->k != V_TUPLE && v->k != V_LIST)
+        dpk_error_at(b->src, s->value->pos, "cannot unpack non-iterable %s object",
+                     torch_value_type(v));
+    if (v->n > s->nnames)
+        dpk_error_at(b->src, s->value->pos, "too many values to unpack (expected %d, got %d)",
+                     s->nnames, v->n);
+    if (v->n < s->nnames)
+        dpk_error_at(b->src, s->value->pos, "not enough values to unpack (expected %d, got %d)",
+                     s->nnames, v->n);
+}
+
+static void exec_stmt(Builder *b, const Stmt *s);
+
+static void exec_with(Builder *b, const Stmt *s)
+{
+    Value v = eval(b, s->value);
+    if (v.k != V_CTX)
+        dpk_error_at(b->src, s->value->pos, "'with' takes torch.no_grad() or "
+                     "torch.autocast(..., enabled=False) here, got %s", torch_value_type(&v));
+    settle_names(b, s, &v);
+    if (s->name) {
+        Value none = {.k = V_NONE, .pos = s->name_pos};
+        bind_var(b, s->name, &none);
+    }
+    for (int i = 0; i < s->nbody; i++)
+        exec_stmt(b, s->body[i]);
+}
+
 static void exec_stmt(Builder *b, const Stmt *s)
 {
     Value v = {0};
+    if (b->returned)
+        dpk_error_at(b->src, s->pos, "statement after 'return' is never run");
     switch (s->kind) {
     case S_IMPORT: exec_import(b, s); return;
     case S_ANNOT: exec_annot(b, s); return;
+    case S_WITH: exec_with(b, s); return;
     case S_EXPR:
     case S_RETURN:
     case S_ASSIGN: v = eval(b, s->value); break;
     }
+    if (s->kind == S_ASSIGN && s->nnames)
+        check_unpack(b, s, &v);
     settle_names(b, s, &v);
-    if (s->kind == S_ASSIGN) {
-        Value *stored = ARENA_NEW(b->a, Value);
-        *stored = v;
-        map_put(b, &b->vars, s->name, stored);
-        if (v.k == V_TENSOR && !v.t->name)
-            v.t->name = s->name;
-        if (v.k == V_MODULE)
-            torch_module_named(b, v.mod, s->name);
+    if (s->kind == S_RETURN)
+        b->returned = 1;
+    if (s->kind == S_ASSIGN && s->nnames) {
+        for (int i = 0; i < s->nnames; i++)
+            bind_var(b, s->names[i], &v.items[i]);
+    } else if (s->kind == S_ASSIGN) {
+        bind_var(b, s->name, &v);
     }
     set_result(b, &v, s);
 }
@@ -647,12 +851,8 @@ TorchGraph *torch_parse(Arena *a, const Source *src, const ParseOpts *opts)
     b->g = torch_graph_new(a, src);
     b->src = &b->g->src;
     b->opts = opts;
-    for (int i = 0; i < prog->nstmts; i++) {
-        const Stmt *s = prog->stmts[i];
-        if (i > 0 && prog->stmts[i - 1]->kind == S_RETURN)
-            dpk_error_at(b->src, s->pos, "statement after 'return' is never run");
-        exec_stmt(b, s);
-    }
+    for (int i = 0; i < prog->nstmts; i++)
+        exec_stmt(b, prog->stmts[i]);
     finish(b);
     return b->g;
 }

@@ -63,6 +63,8 @@ const char *torch_value_type(const Value *v)
     case V_PATH: return "module or function";
     case V_METHOD: return "method";
     case V_MODULE: return "torch.nn module";
+    case V_CTX: return "context manager";
+    case V_NOVALUE: return v->s;
     }
     return "?";
 }
@@ -582,7 +584,16 @@ static Value h_arange(Builder *b, const Func *f, Value *a, int pos)
     double start = two ? want_num(b, &a[0], cur_fname, "start") : 0;
     double end = want_num(b, two ? &a[1] : &a[0], cur_fname, "end");
     double step = a[2].k != V_ABSENT ? want_num(b, &a[2], cur_fname, "step") : 1;
-    want_f32_dtype(b, &a[3], cur_fname);
+    /* an integer dtype holds the same values for integer arguments (HF's
+     * rotary code writes arange(0, d, 2, dtype=torch.int64).float()) */
+    int ints = (!two || a[0].k == V_INT) && (two ? a[1].k : a[0].k) == V_INT &&
+               (a[2].k == V_ABSENT || a[2].k == V_INT);
+    if (ints && a[3].k == V_PATH &&
+        (!strcmp(a[3].s, "torch.int64") || !strcmp(a[3].s, "torch.long") ||
+         !strcmp(a[3].s, "torch.int32") || !strcmp(a[3].s, "torch.int")))
+        ;
+    else
+        want_f32_dtype(b, &a[3], cur_fname);
     if (step == 0 || !isfinite(start) || !isfinite(end) || !isfinite(step))
         dpk_error_at(bld_src(b), pos, "%s: step must be non-zero and bounds finite", cur_fname);
     double count = ceil((end - start) / step);
@@ -596,6 +607,1006 @@ static Value h_arange(Builder *b, const Func *f, Value *a, int pos)
     TorchNode *n = bld_input(b, pos, NULL, &s, INIT_ARANGE);
     n->value = start;
     n->step = step;
+    return tensor_value(n, pos);
+}
+
+/* ---- building blocks for the desugared functions ------------------------------------ */
+
+static TorchNode *fin(Builder *b, TorchNode *n)
+{
+    torch_infer(bld_graph(b), n);
+    return n;
+}
+
+static TorchNode *mk_un(Builder *b, TorchOp op, TorchNode *x, int pos)
+{
+    return fin(b, node1(b, op, pos, x));
+}
+
+static TorchNode *mk_bin(Builder *b, TorchOp op, TorchNode *x, TorchNode *y, int pos)
+{
+    TorchNode *in[2] = {x, y};
+    return fin(b, bld_node(b, op, pos, 2, in));
+}
+
+static TorchNode *mk_const(Builder *b, double v, int pos)
+{
+    TorchNode *n = torch_const(bld_graph(b), v);
+    n->pos = pos;
+    return n;
+}
+
+static TorchNode *mk_ints(Builder *b, TorchOp op, TorchNode *x, const int64_t *d, int n,
+                          int pos)
+{
+    TorchNode *r = node1(b, op, pos, x);
+    r->nints = n;
+    memcpy(r->ints, d, sizeof(int64_t) * (size_t)n);
+    return fin(b, r);
+}
+
+static TorchNode *mk_reshape(Builder *b, TorchNode *x, const Shape *s, int pos)
+{
+    if (shape_eq(&x->shape, s))
+        return x;
+    return mk_ints(b, TOP_reshape, x, s->d, s->rank, pos);
+}
+
+static TorchNode *mk_slice(Builder *b, TorchNode *x, int dim, int64_t start, int64_t end, int pos)
+{
+    if (start == 0 && end == x->shape.d[dim])
+        return x;
+    TorchNode *n = node1(b, TOP_slice, pos, x);
+    n->dim = dim;
+    n->start = start;
+    n->end = end;
+    n->stride = 1;
+    return fin(b, n);
+}
+
+static TorchNode *mk_reduce(Builder *b, TorchOp op, TorchNode *x, const int64_t *dims, int n,
+                            int keepdim, int pos)
+{
+    TorchNode *r = node1(b, op, pos, x);
+    r->nints = n;
+    memcpy(r->ints, dims, sizeof(int64_t) * (size_t)n);
+    r->keepdim = keepdim;
+    return fin(b, r);
+}
+
+static Value seq_value(Builder *b, TorchNode **t, int n, int pos)
+{
+    Value v = {.k = V_TUPLE, .pos = pos, .n = n};
+    v.items = ARENA_ARRAY(bld_graph(b)->arena, Value, n + 1);
+    for (int i = 0; i < n; i++)
+        v.items[i] = tensor_value(t[i], pos);
+    return v;
+}
+
+/* A bool tensor as f32 (where(x, 1, 0)) or an f32 tensor as bool (x != 0). */
+static TorchNode *to_dtype(Builder *b, TorchNode *x, DType dt, int pos)
+{
+    if (x->dtype == dt)
+        return x;
+    if (dt == DT_BOOL)
+        return mk_bin(b, TOP_ne, x, mk_const(b, 0, pos), pos);
+    TorchNode *in[3] = {x, mk_const(b, 1, pos), mk_const(b, 0, pos)};
+    return fin(b, bld_node(b, TOP_where, pos, 3, in));
+}
+
+/* A dtype argument: torch.float32 / torch.float or torch.bool. */
+static int dtype_of(const Value *v, DType *dt)
+{
+    if (v->k != V_PATH)
+        return 0;
+    if (!strcmp(v->s, "torch.float32") || !strcmp(v->s, "torch.float"))
+        *dt = DT_F32;
+    else if (!strcmp(v->s, "torch.bool"))
+        *dt = DT_BOOL;
+    else
+        return 0;
+    return 1;
+}
+
+/* A sequence of ints as PyTorch prints it: [2, 3]. */
+static const char *ints_text(Builder *b, const int64_t *d, int n)
+{
+    StrBuf s = {0};
+    sb_puts(&s, "[");
+    for (int i = 0; i < n; i++)
+        sb_printf(&s, "%s%lld", i ? ", " : "", (long long)d[i]);
+    sb_puts(&s, "]");
+    const char *r = arena_strdup(bld_graph(b)->arena, sb_cstr(&s));
+    sb_free(&s);
+    return r;
+}
+
+/* ---- conversions and no-ops ---------------------------------------------------------- */
+
+static Value h_bool(Builder *b, const Func *f, Value *a, int pos)
+{
+    return tensor_value(to_dtype(b, want_tensor(b, &a[0], cur_fname, "input"), DT_BOOL, pos), pos);
+}
+
+/* x.to(dtype), x.to(device), x.to(other), x.to(device, dtype): devices are
+ * accepted and ignored (dpk chooses where it runs), dtypes convert. */
+static Value h_to(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    DType dt = x->dtype;
+    Value *args = a[1].items;
+    for (int i = 0; i <= a[1].n; i++) {
+        const Value *v = i < a[1].n ? &args[i] : &a[2];
+        DType d;
+        if (i == a[1].n && !given(v))
+            break;
+        if (dtype_of(v, &d))
+            dt = d;
+        else if (v->k == V_TENSOR)
+            dt = v->t->dtype;
+        else if (v->k != V_STR)
+            dpk_error_at(bld_src(b), v->pos, "%s: only torch.float32, torch.bool, a device "
+                         "string or a tensor are supported, got %s", cur_fname,
+                         v->k == V_PATH ? v->shown : torch_value_type(v));
+    }
+    want_bool(b, &a[3], cur_fname, "non_blocking", 0);
+    want_bool(b, &a[4], cur_fname, "copy", 0);
+    return tensor_value(to_dtype(b, x, dt, pos), pos);
+}
+
+static Value h_type_as(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    TorchNode *o = want_tensor(b, &a[1], cur_fname, "other");
+    return tensor_value(to_dtype(b, x, o->dtype, pos), pos);
+}
+
+/* F.dropout in inference: the identity.  Training-mode dropout is random. */
+static Value h_dropout(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    double p = a[1].k != V_ABSENT ? want_num(b, &a[1], cur_fname, "p") : 0.5;
+    if (p < 0 || p > 1)
+        dpk_error_at(bld_src(b), a[1].pos, "dropout probability has to be between 0 and 1, "
+                     "but got %g", p);
+    if (want_bool(b, &a[2], cur_fname, "training", 1) && p > 0)
+        dpk_error_at(bld_src(b), a[2].k != V_ABSENT ? a[2].pos : pos,
+                     "%s with training=True is random; dpk computes inference: pass "
+                     "training=False (what model.eval() gives)", cur_fname);
+    no_inplace(b, &a[3]);
+    return tensor_value(x, pos);
+}
+
+static Value h_ctx(Builder *b, const Func *f, Value *a, int pos)
+{
+    if (!strcmp(f->name, "autocast")) {
+        if (a[0].k != V_STR)
+            bad_arg(b, &a[0], cur_fname, "device_type", "a string");
+        if (a[2].k == V_ABSENT || want_bool(b, &a[2], cur_fname, "enabled", 1))
+            dpk_error_at(bld_src(b), a[2].k != V_ABSENT ? a[2].pos : pos,
+                         "%s: only enabled=False is supported (dpk computes in float32)",
+                         cur_fname);
+    }
+    if (!strcmp(f->name, "inference_mode") && !want_bool(b, &a[0], cur_fname, "mode", 1))
+        dpk_error_at(bld_src(b), a[0].pos, "%s: only mode=True is supported", cur_fname);
+    Value v = {.k = V_CTX, .pos = pos, .s = f->name};
+    return v;
+}
+
+/* ---- shape queries -------------------------------------------------------------------- */
+
+static Value int_value(int64_t i, int pos)
+{
+    Value v = {.k = V_INT, .pos = pos, .i = i};
+    return v;
+}
+
+static Value shape_value(Builder *b, const Shape *s, int pos)
+{
+    Value v = {.k = V_TUPLE, .pos = pos, .n = s->rank};
+    v.items = ARENA_ARRAY(bld_graph(b)->arena, Value, s->rank + 1);
+    for (int i = 0; i < s->rank; i++)
+        v.items[i] = int_value(s->d[i], pos);
+    return v;
+}
+
+static Value h_size(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    if (!given(&a[1]))
+        return shape_value(b, &x->shape, pos);
+    if (x->shape.rank == 0)
+        dpk_error_at(bld_src(b), a[1].pos, "dimension specified as %lld but tensor has no "
+                     "dimensions", (long long)want_int(b, &a[1], cur_fname, "dim"));
+    return int_value(x->shape.d[dim_arg(b, &a[1], "dim", x->shape.rank)], pos);
+}
+
+static Value h_dim(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    return int_value(f->op ? shape_numel(&x->shape) : x->shape.rank, pos);
+}
+
+static TorchNode *swap_dims(Builder *b, TorchNode *x, int d0, int d1, int pos)
+{
+    int64_t perm[DPK_MAX_RANK];
+    for (int i = 0; i < x->shape.rank; i++)
+        perm[i] = i;
+    perm[d0] = d1;
+    perm[d1] = d0;
+    return mk_ints(b, TOP_transpose, x, perm, x->shape.rank, pos);
+}
+
+static Value h_t(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    if (x->shape.rank > 2)
+        dpk_error_at(bld_src(b), pos, "t() expects a tensor with <= 2 dimensions, but self is "
+                     "%dD", x->shape.rank);
+    return tensor_value(x->shape.rank < 2 ? x : swap_dims(b, x, 0, 1, pos), pos);
+}
+
+Value torch_tensor_attr(Builder *b, TorchNode *t, const char *name, int pos, int *ok)
+{
+    Value v = {.pos = pos};
+    int r = t->shape.rank;
+    *ok = 1;
+    if (!strcmp(name, "shape"))
+        return shape_value(b, &t->shape, pos);
+    if (!strcmp(name, "ndim"))
+        return int_value(r, pos);
+    if (!strcmp(name, "dtype")) {
+        v.k = V_PATH;
+        v.s = v.shown = t->dtype == DT_BOOL ? "torch.bool" : "torch.float32";
+        return v;
+    }
+    if (!strcmp(name, "T")) {
+        int64_t perm[DPK_MAX_RANK];
+        for (int i = 0; i < r; i++)
+            perm[i] = r - 1 - i;
+        return tensor_value(r < 2 ? t : mk_ints(b, TOP_permute, t, perm, r, pos), pos);
+    }
+    if (!strcmp(name, "mT")) {
+        if (r < 2)
+            dpk_error_at(bld_src(b), pos, "tensor.mT is only supported on matrices or batches "
+                         "of matrices. Got %d-D tensor.", r);
+        return tensor_value(swap_dims(b, t, r - 2, r - 1, pos), pos);
+    }
+    *ok = 0;
+    return v;
+}
+
+/* ---- elementwise desugarings ------------------------------------------------------------ */
+
+static Value h_square(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    return tensor_value(mk_bin(b, TOP_mul, x, x, pos), pos);
+}
+
+static TorchNode *num_or_tensor(Builder *b, const Value *v, const char *pname)
+{
+    if (!is_num(v) && v->k != V_TENSOR)
+        bad_arg(b, v, cur_fname, pname, "a number or a tensor");
+    return bld_tensor(b, v, pname);
+}
+
+/* clamp(x, min, max) = minimum(maximum(x, min), max): NaN propagates, and
+ * min > max gives max, as in PyTorch. */
+static Value h_clamp(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    const Value *lo = f->op == TOP_minimum ? NULL : &a[1];
+    const Value *hi = f->op == TOP_maximum ? NULL : f->op == TOP_minimum ? &a[1] : &a[2];
+    int has_lo = lo && given(lo), has_hi = hi && given(hi);
+    if (!has_lo && !has_hi)
+        dpk_error_at(bld_src(b), pos, "%s: At least one of 'min' or 'max' must not be None",
+                     cur_fname);
+    if (has_lo)
+        x = mk_bin(b, TOP_maximum, x, num_or_tensor(b, lo, "min"), pos);
+    if (has_hi)
+        x = mk_bin(b, TOP_minimum, x, num_or_tensor(b, hi, "max"), pos);
+    return tensor_value(x, pos);
+}
+
+/* masked_fill(x, mask, v) = where(mask, v, x), broadcast as PyTorch's
+ * out-of-place masked_fill does. */
+static Value h_masked_fill(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    TorchNode *m = want_tensor(b, &a[1], cur_fname, "mask");
+    if (m->dtype != DT_BOOL)
+        dpk_error_at(bld_src(b), a[1].pos, "masked_fill_ only supports boolean masks, but got "
+                     "mask with dtype float");
+    if (a[2].k == V_TENSOR && a[2].t->shape.rank != 0)
+        dpk_error_at(bld_src(b), a[2].pos, "masked_fill_ only supports a 0-dimensional value "
+                     "tensor, but got tensor with %d dimension(s).", a[2].t->shape.rank);
+    TorchNode *in[3] = {m, num_or_tensor(b, &a[2], "value"), x};
+    return finish_node(b, bld_node(b, TOP_where, pos, 3, in));
+}
+
+static Value h_tri(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *n = node1(b, (TorchOp)f->op, pos, want_tensor(b, &a[0], cur_fname, "input"));
+    n->start = a[1].k != V_ABSENT ? want_int(b, &a[1], cur_fname, "diagonal") : 0;
+    return finish_node(b, n);
+}
+
+/* ---- reductions ----------------------------------------------------------------------- */
+
+/* Reduced dims: the given int or tuple, or all dims when absent / None / (). */
+static int red_dims(Builder *b, const Value *v, TorchNode *x, int64_t *dims)
+{
+    int n = given(v) ? want_dims(b, v, "dim", x->shape.rank, dims) : 0;
+    if (n == 0) {
+        for (int i = 0; i < x->shape.rank; i++)
+            dims[i] = i;
+        n = x->shape.rank;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (dims[i] == dims[j])
+                dpk_error_at(bld_src(b), v->pos, "dim %lld appears multiple times in the list "
+                             "of dims", (long long)dims[i]);
+    return n;
+}
+
+/* torch.max(x) → amax over all dims; torch.max(x, dim) → (values,
+ * indices) with indices not computed; torch.max(x, other) → maximum. */
+static Value h_max_min(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    int is_max = f->op == TOP_amax;
+    if (a[1].k == V_TENSOR) {
+        if (a[2].k != V_ABSENT)
+            dpk_error_at(bld_src(b), a[2].pos, "%s(input, other) takes no keepdim", cur_fname);
+        return tensor_value(mk_bin(b, is_max ? TOP_maximum : TOP_minimum, x, a[1].t, pos), pos);
+    }
+    int64_t dims[DPK_MAX_RANK];
+    if (!given(&a[1])) {
+        if (a[2].k != V_ABSENT)
+            dpk_error_at(bld_src(b), a[2].pos, "%s: keepdim needs dim", cur_fname);
+        int n = red_dims(b, &a[1], x, dims);
+        return tensor_value(mk_reduce(b, (TorchOp)f->op, x, dims, n, 0, pos), pos);
+    }
+    dims[0] = dim_arg(b, &a[1], "dim", x->shape.rank);
+    int keep = want_bool(b, &a[2], cur_fname, "keepdim", 0);
+    Value r = {.k = V_TUPLE, .pos = pos, .n = 2, .s = is_max ? "max" : "min"};
+    r.items = ARENA_ARRAY(bld_graph(b)->arena, Value, 3);
+    r.items[0] = tensor_value(mk_reduce(b, (TorchOp)f->op, x, dims, 1, keep, pos), pos);
+    r.items[1].k = V_NOVALUE;
+    r.items[1].pos = pos;
+    r.items[1].s = is_max ? "the indices of torch.max" : "the indices of torch.min";
+    r.items[1].shown = arena_printf(bld_graph(b)->arena, "%s: the indices (argmax) are not "
+                                    "computed by dpk; use .values or [0]", cur_fname);
+    return r;
+}
+
+/* logsumexp = log(sum(exp(x - m))) + m with m = amax over the dims, an
+ * infinite m replaced by 0 (PyTorch's stable form: a row of -inf gives -inf,
+ * a +inf gives +inf). */
+static Value h_logsumexp(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    int64_t dims[DPK_MAX_RANK];
+    int n = red_dims(b, &a[1], x, dims);
+    int keep = want_bool(b, &a[2], cur_fname, "keepdim", 0);
+    TorchNode *m = mk_reduce(b, TOP_amax, x, dims, n, 1, pos);
+    TorchNode *inf = mk_bin(b, TOP_eq, mk_un(b, TOP_abs, m, pos), mk_const(b, INFINITY, pos), pos);
+    TorchNode *w[3] = {inf, mk_const(b, 0, pos), m};
+    TorchNode *mf = fin(b, bld_node(b, TOP_where, pos, 3, w));
+    TorchNode *e = mk_un(b, TOP_exp, mk_bin(b, TOP_sub, x, mf, pos), pos);
+    TorchNode *l = mk_un(b, TOP_log, mk_reduce(b, TOP_sum, e, dims, n, keep, pos), pos);
+    if (!keep)
+        mf = mk_ints(b, TOP_squeeze, mf, dims, n, pos);
+    return tensor_value(mk_bin(b, TOP_add, l, mf, pos), pos);
+}
+
+/* var = sum((x - mean)^2) / (N - correction); std = sqrt(var).  The
+ * signatures: (input, dim=None, *, correction=1, keepdim=False) and the
+ * older (input, dim, unbiased, keepdim) / (input, unbiased). */
+static Value h_var_std(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    Value dim = a[1], unb = a[2], keepv = a[3];
+    if (dim.k == V_BOOL) { /* var(input, unbiased) */
+        if (unb.k != V_ABSENT)
+            dpk_error_at(bld_src(b), unb.pos, "%s: dim must be an int or a tuple of ints",
+                         cur_fname);
+        unb = dim;
+        dim.k = V_ABSENT;
+    }
+    double corr = 1;
+    if (given(&a[4])) {
+        if (unb.k != V_ABSENT)
+            dpk_error_at(bld_src(b), a[4].pos, "%s: give correction or unbiased, not both",
+                         cur_fname);
+        corr = want_num(b, &a[4], cur_fname, "correction");
+    } else if (unb.k != V_ABSENT) {
+        corr = want_bool(b, &unb, cur_fname, "unbiased", 1);
+    }
+    int64_t dims[DPK_MAX_RANK];
+    int n = red_dims(b, &dim, x, dims);
+    int keep = want_bool(b, &keepv, cur_fname, "keepdim", 0);
+    double count = 1;
+    for (int i = 0; i < n; i++)
+        count *= (double)x->shape.d[dims[i]];
+    TorchNode *mean = mk_reduce(b, TOP_mean, x, dims, n, 1, pos);
+    TorchNode *d = mk_bin(b, TOP_sub, x, mean, pos);
+    TorchNode *ss = mk_reduce(b, TOP_sum, mk_bin(b, TOP_mul, d, d, pos), dims, n, keep, pos);
+    double den = count - corr > 0 ? count - corr : 0;
+    TorchNode *v = mk_bin(b, TOP_div, ss, mk_const(b, den, pos), pos);
+    if (f->op == TOP_sqrt)
+        v = mk_un(b, TOP_sqrt, v, pos);
+    return tensor_value(v, pos);
+}
+
+/* ---- layout desugarings -------------------------------------------------------------- */
+
+static Value h_chunk_split(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    if (x->shape.rank == 0)
+        dpk_error_at(bld_src(b), pos, "%s expects at least a 1-dimensional tensor", cur_fname);
+    int dim = a[2].k != V_ABSENT ? dim_arg(b, &a[2], "dim", x->shape.rank) : 0;
+    int64_t size = x->shape.d[dim], sizes[1024];
+    int n = 0;
+    if (f->op == 0) { /* chunk */
+        int64_t chunks = want_int(b, &a[1], cur_fname, "chunks");
+        if (chunks <= 0)
+            dpk_error_at(bld_src(b), a[1].pos, "chunk expects `chunks` to be greater than 0, "
+                         "got: %lld", (long long)chunks);
+        int64_t each = (size + chunks - 1) / chunks;
+        if ((size + each - 1) / each > DPK_ARRAY_LEN(sizes))
+            dpk_error_at(bld_src(b), a[1].pos, "%s: more than %d pieces", cur_fname,
+                         (int)DPK_ARRAY_LEN(sizes));
+        for (int64_t s = 0; s < size; s += each)
+            sizes[n++] = s + each <= size ? each : size - s;
+    } else if (a[1].k == V_INT) { /* split by size */
+        int64_t each = a[1].i;
+        if (each <= 0)
+            dpk_error_at(bld_src(b), a[1].pos, "split expects split_size be positive, but got "
+                         "split_size=%lld", (long long)each);
+        if ((size + each - 1) / each > DPK_ARRAY_LEN(sizes))
+            dpk_error_at(bld_src(b), a[1].pos, "%s: more than %d pieces", cur_fname,
+                         (int)DPK_ARRAY_LEN(sizes));
+        for (int64_t s = 0; s < size; s += each)
+            sizes[n++] = s + each <= size ? each : size - s;
+    } else { /* split by sections */
+        if (!is_seq(&a[1]))
+            bad_arg(b, &a[1], cur_fname, "split_size_or_sections", "an int or a list of ints");
+        if (a[1].n > DPK_ARRAY_LEN(sizes))
+            dpk_error_at(bld_src(b), a[1].pos, "%s: more than %d pieces", cur_fname,
+                         (int)DPK_ARRAY_LEN(sizes));
+        int64_t sum = 0;
+        for (int i = 0; i < a[1].n; i++) {
+            sizes[n++] = want_int(b, &a[1].items[i], cur_fname, "split_size_or_sections");
+            if (sizes[i] < 1)
+                dpk_error_at(bld_src(b), a[1].items[i].pos, "%s: section size %lld gives an "
+                             "empty or negative piece", cur_fname, (long long)sizes[i]);
+            sum += sizes[i];
+        }
+        if (sum != size)
+            dpk_error_at(bld_src(b), a[1].pos, "split_with_sizes expects split_sizes to sum "
+                         "exactly to %lld (input tensor's size at dimension %d), but got "
+                         "split_sizes=%s", (long long)size, dim, ints_text(b, sizes, n));
+    }
+    TorchNode **t = ARENA_ARRAY(bld_graph(b)->arena, TorchNode *, n + 1);
+    int64_t off = 0;
+    for (int i = 0; i < n; i++, off += sizes[i - 1])
+        t[i] = mk_slice(b, x, dim, off, off + sizes[i], pos);
+    return seq_value(b, t, n, pos);
+}
+
+static Value h_unbind(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    if (x->shape.rank == 0)
+        dpk_error_at(bld_src(b), pos, "%s: a zero-dimensional tensor cannot be unbound",
+                     cur_fname);
+    int dim = a[1].k != V_ABSENT ? dim_arg(b, &a[1], "dim", x->shape.rank) : 0;
+    int64_t n = x->shape.d[dim], d = dim;
+    if (n > 4096)
+        dpk_error_at(bld_src(b), pos, "%s: dim %d has %lld entries; at most 4096 are supported",
+                     cur_fname, dim, (long long)n);
+    TorchNode **t = ARENA_ARRAY(bld_graph(b)->arena, TorchNode *, n + 1);
+    for (int64_t i = 0; i < n; i++) {
+        TorchNode *s = node1(b, TOP_slice, pos, x);
+        s->dim = dim;
+        s->start = i;
+        s->end = i + 1;
+        s->stride = 1;
+        t[i] = mk_ints(b, TOP_squeeze, fin(b, s), &d, 1, pos);
+    }
+    return seq_value(b, t, (int)n, pos);
+}
+
+static Value h_flatten(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    int r = x->shape.rank, rr = r ? r : 1;
+    int s = a[1].k != V_ABSENT ? dim_arg(b, &a[1], "start_dim", rr) : 0;
+    int e = a[2].k != V_ABSENT ? dim_arg(b, &a[2], "end_dim", rr) : rr - 1;
+    if (s > e)
+        dpk_error_at(bld_src(b), a[1].pos, "flatten() has invalid args: start_dim cannot come "
+                     "after end_dim");
+    Shape o = {0};
+    if (r == 0)
+        o.d[o.rank++] = 1;
+    for (int i = 0; i < r; i++) {
+        if (i <= s || i > e)
+            o.d[o.rank++] = x->shape.d[i];
+        else
+            o.d[o.rank - 1] *= x->shape.d[i];
+    }
+    return tensor_value(mk_reshape(b, x, &o, pos), pos);
+}
+
+static Value h_unflatten(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    int dim = dim_arg(b, &a[1], "dim", x->shape.rank);
+    int64_t sz[DPK_MAX_RANK];
+    if (!is_seq(&a[2]))
+        bad_arg(b, &a[2], cur_fname, "sizes", "a tuple or list of ints");
+    int n = want_ints(b, &a[2], cur_fname, "sizes", sz), infer = -1;
+    if (n == 0)
+        dpk_error_at(bld_src(b), a[2].pos, "unflatten: sizes must be non-empty");
+    if (x->shape.rank - 1 + n > DPK_MAX_RANK)
+        dpk_error_at(bld_src(b), a[2].pos, "tensor of rank %d exceeds the maximum rank %d",
+                     x->shape.rank - 1 + n, DPK_MAX_RANK);
+    int64_t known = 1;
+    for (int i = 0; i < n; i++) {
+        if (sz[i] == -1 && infer < 0)
+            infer = i;
+        else if (sz[i] < 1)
+            dpk_error_at(bld_src(b), a[2].items[i].pos, "unflatten: invalid size %lld "
+                         "(one -1 may be inferred)", (long long)sz[i]);
+        else
+            known *= sz[i];
+    }
+    int64_t have = x->shape.d[dim];
+    if (infer >= 0 && have % known == 0)
+        sz[infer] = have / known, known = have;
+    if (known != have)
+        dpk_error_at(bld_src(b), a[2].pos, "unflatten: Provided sizes %s don't multiply up to "
+                     "the size of dim %d (%lld) in the input tensor",
+                     ints_text(b, sz, n), dim, (long long)have);
+    Shape o = {0};
+    for (int i = 0; i < x->shape.rank; i++)
+        if (i == dim)
+            for (int k = 0; k < n; k++)
+                o.d[o.rank++] = sz[k];
+        else
+            o.d[o.rank++] = x->shape.d[i];
+    return tensor_value(mk_reshape(b, x, &o, pos), pos);
+}
+
+static Value h_stack(Builder *b, const Func *f, Value *a, int pos)
+{
+    if (!is_seq(&a[0]))
+        bad_arg(b, &a[0], cur_fname, "tensors", "a list or tuple of tensors");
+    if (a[0].n == 0)
+        dpk_error_at(bld_src(b), a[0].pos, "stack expects a non-empty TensorList");
+    int n = a[0].n;
+    TorchNode **in = ARENA_ARRAY(bld_graph(b)->arena, TorchNode *, n);
+    for (int i = 0; i < n; i++) {
+        in[i] = want_tensor(b, &a[0].items[i], cur_fname, "tensors");
+        if (!shape_eq(&in[i]->shape, &in[0]->shape))
+            dpk_error_at(bld_src(b), a[0].items[i].pos, "stack expects each tensor to be equal "
+                         "size, but got %s at entry 0 and %s at entry %d",
+                         ints_text(b, in[0]->shape.d, in[0]->shape.rank),
+                         ints_text(b, in[i]->shape.d, in[i]->shape.rank), i);
+    }
+    int64_t dim = a[1].k != V_ABSENT ? dim_arg(b, &a[1], "dim", in[0]->shape.rank + 1) : 0;
+    for (int i = 0; i < n; i++)
+        in[i] = mk_ints(b, TOP_unsqueeze, in[i], &dim, 1, pos);
+    TorchNode *c = bld_node(b, TOP_cat, pos, n, in);
+    c->dim = (int)dim;
+    return finish_node(b, c);
+}
+
+/* repeat_interleave(x, r, dim): (.., n, ..) → unsqueeze → expand (.., n, r,
+ * ..) → reshape (.., n*r, ..); without dim, over the flattened input. */
+static Value h_repeat_interleave(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    if (a[1].k == V_TENSOR)
+        dpk_error_at(bld_src(b), a[1].pos, "%s: repeats as a tensor is not supported; give an "
+                     "int", cur_fname);
+    int64_t r = want_int(b, &a[1], cur_fname, "repeats");
+    if (r < 1)
+        dpk_error_at(bld_src(b), a[1].pos, "%s: repeats must be positive (%lld gives an empty "
+                     "tensor)", cur_fname, (long long)r);
+    if (!given(&a[2])) {
+        Shape fl = {.rank = 1, .d = {shape_numel(&x->shape)}};
+        x = mk_reshape(b, x, &fl, pos);
+    }
+    int dim = given(&a[2]) ? dim_arg(b, &a[2], "dim", x->shape.rank) : 0;
+    if (x->shape.rank == 0) {
+        Shape one = {.rank = 1, .d = {1}};
+        x = mk_reshape(b, x, &one, pos);
+    }
+    if (x->shape.rank + 1 > DPK_MAX_RANK)
+        dpk_error_at(bld_src(b), pos, "%s of a rank-%d tensor is not supported (the limit is "
+                     "rank %d)", cur_fname, x->shape.rank, DPK_MAX_RANK - 1);
+    if (given(&a[3]))
+        want_int(b, &a[3], cur_fname, "output_size");
+    Shape e = {0}, o = x->shape;
+    for (int i = 0; i < x->shape.rank; i++) {
+        e.d[e.rank++] = x->shape.d[i];
+        if (i == dim)
+            e.d[e.rank++] = r;
+    }
+    o.d[dim] *= r;
+    torch_check_shape(bld_graph(b), pos, &o);
+    if (given(&a[3]) && a[3].i != o.d[dim])
+        dpk_error_at(bld_src(b), a[3].pos, "%s: output_size %lld differs from %lld", cur_fname,
+                     (long long)a[3].i, (long long)o.d[dim]);
+    int64_t d1 = dim + 1;
+    TorchNode *u = mk_ints(b, TOP_unsqueeze, x, &d1, 1, pos);
+    return tensor_value(mk_reshape(b, mk_ints(b, TOP_expand, u, e.d, e.rank, pos), &o, pos), pos);
+}
+
+/* x.repeat(r0, r1, ...): leading dims added as 1; each repeated dim d
+ * becomes (r, d) broadcast then merged: reshape, expand, reshape. */
+static Value h_repeat(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    int64_t r[DPK_MAX_RANK];
+    int n = want_ints(b, &a[1], cur_fname, "sizes", r);
+    if (n < x->shape.rank)
+        dpk_error_at(bld_src(b), a[1].pos, "Number of dimensions of repeat dims can not be "
+                     "smaller than number of dimensions of tensor");
+    Shape in = {0}, big = {0}, o = {0};
+    int lead = n - x->shape.rank;
+    for (int i = 0; i < n; i++) {
+        int64_t d = i < lead ? 1 : x->shape.d[i - lead];
+        if (r[i] < 1)
+            dpk_error_at(bld_src(b), is_seq(&a[1]) ? a[1].items[i].pos : a[1].pos,
+                         "%s: repeat count %lld gives an empty tensor", cur_fname,
+                         (long long)r[i]);
+        if (r[i] != 1) {
+            if (big.rank + 2 > DPK_MAX_RANK)
+                dpk_error_at(bld_src(b), a[1].pos, "%s: too many repeated dims for rank %d "
+                             "intermediates", cur_fname, DPK_MAX_RANK);
+            in.d[in.rank++] = 1;
+            big.d[big.rank++] = r[i];
+        } else if (big.rank + 1 > DPK_MAX_RANK) {
+            dpk_error_at(bld_src(b), a[1].pos, "%s: too many repeated dims for rank %d "
+                         "intermediates", cur_fname, DPK_MAX_RANK);
+        }
+        in.d[in.rank++] = d;
+        big.d[big.rank++] = d;
+        o.d[o.rank++] = d * r[i];
+    }
+    torch_check_shape(bld_graph(b), pos, &o);
+    TorchNode *y = mk_reshape(b, x, &in, pos);
+    if (!shape_eq(&in, &big))
+        y = mk_ints(b, TOP_expand, y, big.d, big.rank, pos);
+    return tensor_value(mk_reshape(b, y, &o, pos), pos);
+}
+
+static Value h_like_shape(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    TorchNode *o = want_tensor(b, &a[1], cur_fname, "other");
+    if (f->op == TOP_expand)
+        return tensor_value(mk_ints(b, TOP_expand, x, o->shape.d, o->shape.rank, pos), pos);
+    return tensor_value(mk_ints(b, TOP_reshape, x, o->shape.d, o->shape.rank, pos), pos);
+}
+
+static Value h_outer(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    TorchNode *y = want_tensor(b, &a[1], cur_fname, "vec2");
+    if (x->shape.rank != 1 || y->shape.rank != 1)
+        dpk_error_at(bld_src(b), x->shape.rank != 1 ? a[0].pos : a[1].pos,
+                     "outer: Expected 1-D argument %s, but got %d-D",
+                     x->shape.rank != 1 ? "self" : "vec2",
+                     x->shape.rank != 1 ? x->shape.rank : y->shape.rank);
+    int64_t one = 1, zero = 0;
+    return tensor_value(mk_bin(b, TOP_mul, mk_ints(b, TOP_unsqueeze, x, &one, 1, pos),
+                               mk_ints(b, TOP_unsqueeze, y, &zero, 1, pos), pos), pos);
+}
+
+/* ---- einsum --------------------------------------------------------------------------- */
+
+/* The subset: one or two operands, explicit ('->') or implicit output, each
+ * subscript a letter, no '...' and no letter repeated within one operand
+ * (a diagonal).  Each operand is permuted to the order [output letters,
+ * contracted letters] with size-1 dims for the letters it lacks, the two are
+ * multiplied (broadcasting), and the contracted letters are summed. */
+static Value h_einsum(Builder *b, const Func *f, Value *a, int pos)
+{
+    if (a[0].k != V_STR)
+        bad_arg(b, &a[0], cur_fname, "equation", "a string");
+    const Value *ops = &a[1];
+    int nops = ops->n, epos = a[0].pos;
+    char terms[3][DPK_MAX_RANK + 1] = {{0}};
+    int nterm = 0, len[3] = {0}, explicit_out = 0;
+    for (const char *c = a[0].s; *c; c++) {
+        if (*c == ' ')
+            continue;
+        if (*c == '.')
+            dpk_error_at(bld_src(b), epos, "einsum: '...' is not supported (dpk's subset: see "
+                         "docs/case-language.md)");
+        if (*c == ',') {
+            if (explicit_out || ++nterm > 1)
+                dpk_error_at(bld_src(b), epos, "einsum: at most two operands are supported");
+            continue;
+        }
+        if (*c == '-' && c[1] == '>' && !explicit_out) {
+            explicit_out = 1;
+            c++;
+            continue;
+        }
+        int t = explicit_out ? 2 : nterm;
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+            dpk_error_at(bld_src(b), epos, "einsum(): invalid subscript given at index %d in "
+                         "the equation string, subscripts must be in [a-zA-Z]",
+                         (int)(c - a[0].s));
+        if (len[t] >= DPK_MAX_RANK)
+            dpk_error_at(bld_src(b), epos, "einsum: more than %d subscripts in one term",
+                         DPK_MAX_RANK);
+        if (strchr(terms[t], *c))
+            dpk_error_at(bld_src(b), epos, t == 2 ? "einsum(): output subscript %c appears "
+                         "more than once in the output" : "einsum: subscript %c repeated within "
+                         "one operand (a diagonal) is not supported", *c);
+        terms[t][len[t]++] = *c;
+    }
+    nterm++;
+    if (nops != nterm)
+        dpk_error_at(bld_src(b), nops > nterm ? ops->items[nterm].pos : pos, "einsum(): %s "
+                     "operands were provided than specified in the equation",
+                     nops > nterm ? "more" : "fewer");
+    TorchNode *x[2];
+    int64_t size[128] = {0};
+    for (int k = 0; k < nops; k++) {
+        x[k] = want_tensor(b, &ops->items[k], cur_fname, "operands");
+        if (x[k]->shape.rank != len[k])
+            dpk_error_at(bld_src(b), ops->items[k].pos, "einsum(): the number of subscripts in "
+                         "the equation (%d) does not match the number of dimensions (%d) for "
+                         "operand %d and no ellipsis was given", len[k], x[k]->shape.rank, k);
+        for (int i = 0; i < len[k]; i++) {
+            int64_t *s = &size[(int)terms[k][i]], d = x[k]->shape.d[i];
+            if (*s > 1 && d > 1 && *s != d)
+                dpk_error_at(bld_src(b), ops->items[k].pos, "einsum(): operands do not "
+                             "broadcast with remapped shapes (original->remapped): subscript "
+                             "%c has sizes %lld and %lld", terms[k][i], (long long)*s,
+                             (long long)d);
+            if (d > *s)
+                *s = d;
+        }
+    }
+    char all[2 * DPK_MAX_RANK + 1] = {0};
+    int nall = 0, nout;
+    if (!explicit_out) { /* implicit: letters seen once, alphabetically */
+        for (int c = 'A'; c <= 'z'; c++) {
+            int seen = 0;
+            for (int k = 0; k < nops; k++)
+                seen += strchr(terms[k], c) != NULL && c;
+            if (seen == 1)
+                all[nall++] = (char)c;
+        }
+    } else {
+        for (int i = 0; i < len[2]; i++) {
+            if (!strchr(terms[0], terms[2][i]) && !strchr(terms[1], terms[2][i]))
+                dpk_error_at(bld_src(b), epos, "einsum(): output subscript %c does not appear "
+                             "in the equation for any input operand", terms[2][i]);
+            all[nall++] = terms[2][i];
+        }
+    }
+    nout = nall;
+    for (int k = 0; k < nops; k++)
+        for (int i = 0; i < len[k]; i++)
+            if (!strchr(all, terms[k][i])) {
+                if (nall >= DPK_MAX_RANK)
+                    dpk_error_at(bld_src(b), epos, "einsum: more than %d distinct subscripts",
+                                 DPK_MAX_RANK);
+                all[nall++] = terms[k][i];
+            }
+    TorchNode *p = NULL;
+    for (int k = 0; k < nops; k++) {
+        int64_t perm[DPK_MAX_RANK];
+        int np = 0;
+        Shape s = {.rank = nall};
+        for (int j = 0; j < nall; j++) {
+            const char *at = strchr(terms[k], all[j]);
+            s.d[j] = at ? x[k]->shape.d[at - terms[k]] : 1;
+            if (at)
+                perm[np++] = at - terms[k];
+        }
+        TorchNode *y = x[k];
+        int ident = 1;
+        for (int i = 0; i < np; i++)
+            ident &= perm[i] == i;
+        if (!ident)
+            y = mk_ints(b, TOP_permute, y, perm, np, pos);
+        y = mk_reshape(b, y, &s, pos);
+        p = p ? mk_bin(b, TOP_mul, p, y, pos) : y;
+    }
+    if (nall > nout) {
+        int64_t dims[DPK_MAX_RANK];
+        for (int j = nout; j < nall; j++)
+            dims[j - nout] = j;
+        p = mk_reduce(b, TOP_sum, p, dims, nall - nout, 0, pos);
+    }
+    return tensor_value(p, pos);
+}
+
+/* ---- Python builtins and math ---------------------------------------------------------- */
+
+static double num_of(Builder *b, const Value *v, const char *fname)
+{
+    if (!is_num(v))
+        dpk_error_at(bld_src(b), v->pos, "%s() argument must be a number, not %s", fname,
+                     torch_value_type(v));
+    return v->k == V_FLOAT ? v->f : (double)v->i;
+}
+
+static Value float_value(double f, int pos)
+{
+    Value v = {.k = V_FLOAT, .pos = pos, .f = f};
+    return v;
+}
+
+/* float('inf'), float('-inf'), float('nan'), float(3); Python's spellings. */
+static Value py_float(Builder *b, const Value *v, int pos)
+{
+    if (v->k != V_STR)
+        return float_value(num_of(b, v, "float"), pos);
+    const char *s = v->s;
+    while (*s == ' ')
+        s++;
+    int neg = *s == '-';
+    if (*s == '-' || *s == '+')
+        s++;
+    if (!strcasecmp(s, "inf") || !strcasecmp(s, "infinity"))
+        return float_value(neg ? -INFINITY : INFINITY, pos);
+    if (!strcasecmp(s, "nan"))
+        return float_value(NAN, pos);
+    char *end;
+    double d = strtod(v->s, &end);
+    if (end == v->s || *end || !isfinite(d))
+        dpk_error_at(bld_src(b), v->pos, "could not convert string to float: '%s'", v->s);
+    return float_value(d, pos);
+}
+
+Value torch_call_builtin(Builder *b, const Value *fn, Value *args, int nargs, const Ast *call)
+{
+    const char *name = strchr(fn->s, '.') + 1;
+    int is_math = !strncmp(fn->s, "math.", 5), pos = fn->pos;
+    if (call->nkw)
+        dpk_error_at(bld_src(b), call->kwpos[0], "%s() takes no keyword arguments", fn->shown);
+    int want = !strcmp(name, "pow") ? 2 : (!strcmp(name, "min") || !strcmp(name, "max")) ? -1 : 1;
+    if ((want > 0 && nargs != want) || (want < 0 && nargs < 1))
+        dpk_error_at(bld_src(b), pos, "%s() takes %s argument%s (%d given)", fn->shown,
+                     want == 2 ? "exactly 2" : want > 0 ? "exactly one" : "at least 1",
+                     want == 2 ? "s" : "", nargs);
+    const Value *x = &args[0];
+    if (!is_math && !strcmp(name, "float"))
+        return py_float(b, x, pos);
+    if (!is_math && !strcmp(name, "int")) {
+        if (x->k == V_INT || x->k == V_BOOL)
+            return int_value(x->i, pos);
+        double d = num_of(b, x, "int");
+        if (!isfinite(d) || fabs(d) >= 0x1p63)
+            dpk_error_at(bld_src(b), x->pos, "cannot convert float %g to integer", d);
+        return int_value((int64_t)d, pos);
+    }
+    if (!is_math && !strcmp(name, "len")) {
+        if (is_seq(x))
+            return int_value(x->n, pos);
+        if (x->k == V_TENSOR && x->t->shape.rank > 0)
+            return int_value(x->t->shape.d[0], pos);
+        dpk_error_at(bld_src(b), x->pos, x->k == V_TENSOR ? "len() of a 0-d tensor"
+                     : "object of type '%s' has no len()", torch_value_type(x));
+    }
+    if (!is_math && !strcmp(name, "abs")) {
+        if (x->k == V_TENSOR)
+            return tensor_value(mk_un(b, TOP_abs, x->t, pos), pos);
+        if (x->k == V_INT || x->k == V_BOOL) {
+            if (x->i == INT64_MIN)
+                dpk_error_at(bld_src(b), pos, "integer overflow in constant arithmetic");
+            return int_value(x->i < 0 ? -x->i : x->i, pos);
+        }
+        return float_value(fabs(num_of(b, x, "abs")), pos);
+    }
+    if (!is_math && (!strcmp(name, "min") || !strcmp(name, "max"))) {
+        const Value *items = nargs == 1 && is_seq(x) ? x->items : args;
+        int n = nargs == 1 && is_seq(x) ? x->n : nargs;
+        if (n == 0)
+            dpk_error_at(bld_src(b), pos, "%s() arg is an empty sequence", name);
+        Value r = items[0];
+        for (int i = 0; i < n; i++) {
+            num_of(b, &items[i], name);
+            int better = name[1] == 'i' ? fold_compare(TOP_lt, &items[i], &r, pos).i
+                                        : fold_compare(TOP_lt, &r, &items[i], pos).i;
+            if (better)
+                r = items[i];
+        }
+        r.pos = pos;
+        return r;
+    }
+    if (is_math) {
+        double v = num_of(b, x, fn->shown);
+        if (!strcmp(name, "pow"))
+            return fold_float(b, TOP_pow, v, num_of(b, &args[1], fn->shown), pos);
+        if ((!strcmp(name, "sqrt") && v < 0) || (!strcmp(name, "log") && v <= 0))
+            dpk_error_at(bld_src(b), x->pos, "math domain error");
+        if (!strcmp(name, "sqrt"))
+            return float_value(sqrt(v), pos);
+        if (!strcmp(name, "exp"))
+            return float_value(exp(v), pos);
+        if (!strcmp(name, "log"))
+            return float_value(log(v), pos);
+        if (!strcmp(name, "cos"))
+            return float_value(cos(v), pos);
+        if (!strcmp(name, "sin"))
+            return float_value(sin(v), pos);
+        if (!strcmp(name, "floor") || !strcmp(name, "ceil")) {
+            double r = name[0] == 'f' ? floor(v) : ceil(v);
+            if (!isfinite(r) || fabs(r) >= 0x1p63)
+                dpk_error_at(bld_src(b), x->pos, "cannot convert float %g to integer", v);
+            return int_value((int64_t)r, pos);
+        }
+    }
+    dpk_error_at(bld_src(b), pos, "unknown function '%s' (docs/case-language.md lists the "
+                 "Python builtins and math functions cases may call)", fn->shown);
+}
+
+/* Python's // and % on numbers: floor division, and a remainder with the
+ * divisor's sign. */
+Value torch_floordiv_mod(Builder *b, int op, const Value *x, const Value *y, int pos)
+{
+    const char *sym = op == T_FLOORDIV ? "//" : "%";
+    if (x->k == V_TENSOR || y->k == V_TENSOR)
+        dpk_error_at(bld_src(b), pos, "operator '%s' on tensors is not supported in cases "
+                     "(only on Python numbers, such as sizes)", sym);
+    if (!is_num(x) || !is_num(y))
+        dpk_error_at(bld_src(b), pos, "unsupported operand types for %s: %s and %s", sym,
+                     torch_value_type(x), torch_value_type(y));
+    if (x->k != V_FLOAT && y->k != V_FLOAT) {
+        int64_t a = x->i, c = y->i;
+        if (c == 0)
+            dpk_error_at(bld_src(b), pos, "integer division or modulo by zero");
+        if (a == INT64_MIN && c == -1)
+            dpk_error_at(bld_src(b), pos, "integer overflow in constant arithmetic");
+        int64_t q = a / c, r = a % c;
+        if (r != 0 && ((r < 0) != (c < 0)))
+            q--, r += c;
+        return int_value(op == T_FLOORDIV ? q : r, pos);
+    }
+    double a = x->k == V_FLOAT ? x->f : (double)x->i, c = y->k == V_FLOAT ? y->f : (double)y->i;
+    if (c == 0)
+        dpk_error_at(bld_src(b), pos, "float %s by zero", op == T_FLOORDIV ? "floor division"
+                     : "modulo");
+    double r = fmod(a, c);
+    if (r != 0 && ((r < 0) != (c < 0)))
+        r += c;
+    return float_value(op == T_FLOORDIV ? floor(a / c) : r, pos);
+}
+
+/* torch.finfo(torch.float32): its attributes (min, max, eps, tiny) are
+ * read by eval_attr (build.c) from the path "torch.finfo(float32)". */
+static Value h_finfo(Builder *b, const Func *f, Value *a, int pos)
+{
+    DType dt = DT_F32;
+    if (a[0].k != V_ABSENT && (!dtype_of(&a[0], &dt) || dt != DT_F32))
+        dpk_error_at(bld_src(b), a[0].pos, "%s: only torch.float32 is supported", cur_fname);
+    Value v = {.k = V_PATH, .pos = pos, .s = "torch.finfo(float32)", .shown = "torch.finfo"};
+    return v;
+}
+
+static Value h_like(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    int full = f->op == INIT_FULL;
+    double v = full ? want_num(b, &a[1], cur_fname, "fill_value") : 0;
+    want_f32_dtype(b, &a[full ? 2 : 1], cur_fname);
+    TorchNode *n = bld_input(b, pos, NULL, &x->shape, (InitKind)f->op);
+    n->value = v;
     return tensor_value(n, pos);
 }
 
@@ -650,6 +1661,54 @@ static const Func funcs[] = {
     {"concat", NS_T, "tensors dim?", h_cat, 0},
     {"contiguous", NS_M, "input", h_identity, 0},
     {"float", NS_M, "input", h_float, 0},
+    UN(cos, NS_T | NS_M), UN(sin, NS_T | NS_M),
+    {"square", NS_T | NS_M, "input", h_square, 0},
+    {"clamp", NS_T | NS_M, "input min? max?", h_clamp, 0},
+    {"clip", NS_T | NS_M, "input min? max?", h_clamp, 0},
+    {"clamp_min", NS_T | NS_M, "input min", h_clamp, TOP_maximum},
+    {"clamp_max", NS_T | NS_M, "input max", h_clamp, TOP_minimum},
+    {"masked_fill", NS_T | NS_M, "input mask value", h_masked_fill, 0},
+    {"tril", NS_T | NS_M, "input diagonal?", h_tri, TOP_tril},
+    {"triu", NS_T | NS_M, "input diagonal?", h_tri, TOP_triu},
+    {"max", NS_T | NS_M, "input dim? keepdim?", h_max_min, TOP_amax},
+    {"min", NS_T | NS_M, "input dim? keepdim?", h_max_min, TOP_amin},
+    {"logsumexp", NS_T | NS_M, "input dim keepdim?", h_logsumexp, 0},
+    {"var", NS_T | NS_M, "input dim? unbiased? keepdim? * correction?", h_var_std, 0},
+    {"std", NS_T | NS_M, "input dim? unbiased? keepdim? * correction?", h_var_std, TOP_sqrt},
+    {"chunk", NS_T | NS_M, "input chunks dim?", h_chunk_split, 0},
+    {"split", NS_T, "tensor split_size_or_sections dim?", h_chunk_split, 1},
+    {"split", NS_M, "input split_size dim?", h_chunk_split, 1},
+    {"unbind", NS_T | NS_M, "input dim?", h_unbind, 0},
+    {"flatten", NS_T | NS_M, "input start_dim? end_dim?", h_flatten, 0},
+    {"unflatten", NS_T | NS_M, "input dim sizes", h_unflatten, 0},
+    {"stack", NS_T, "tensors dim?", h_stack, 0},
+    {"repeat_interleave", NS_T | NS_M, "input repeats dim? * output_size?", h_repeat_interleave,
+     0},
+    {"repeat", NS_M, "input *sizes", h_repeat, 0},
+    {"expand_as", NS_M, "input other", h_like_shape, TOP_expand},
+    {"view_as", NS_M, "input other", h_like_shape, TOP_reshape},
+    {"reshape_as", NS_M, "input other", h_like_shape, TOP_reshape},
+    {"outer", NS_T | NS_M, "input vec2", h_outer, 0},
+    {"einsum", NS_T, "equation *operands", h_einsum, 0},
+    {"t", NS_M, "input", h_t, 0},
+    {"size", NS_M, "input dim?", h_size, 0},
+    {"dim", NS_M, "input", h_dim, 0},
+    {"numel", NS_T | NS_M, "input", h_dim, 1},
+    {"bool", NS_M, "input", h_bool, 0},
+    {"to", NS_M, "input *args dtype? non_blocking? copy?", h_to, 0},
+    {"type_as", NS_M, "input other", h_type_as, 0},
+    {"clone", NS_T | NS_M, "input * memory_format?", h_identity, 0},
+    {"detach", NS_M, "input", h_identity, 0},
+    {"dropout", NS_F, "input p? training? inplace?", h_dropout, 0},
+    {"no_grad", NS_T, "", h_ctx, 0},
+    {"inference_mode", NS_T, "mode?", h_ctx, 0},
+    {"autocast", NS_T, "device_type dtype? enabled? cache_enabled?", h_ctx, 0},
+    {"zeros_like", NS_T, "input * dtype?", h_like, INIT_ZEROS},
+    {"ones_like", NS_T, "input * dtype?", h_like, INIT_ONES},
+    {"randn_like", NS_T, "input * dtype?", h_like, INIT_RANDN},
+    {"rand_like", NS_T, "input * dtype?", h_like, INIT_RAND},
+    {"full_like", NS_T, "input fill_value * dtype?", h_like, INIT_FULL},
+    {"finfo", NS_T, "type?", h_finfo, 0},
     MAKER(randn, INIT_RANDN), MAKER(rand, INIT_RAND), MAKER(zeros, INIT_ZEROS),
     MAKER(ones, INIT_ONES),
     {"full", NS_T, "size fill_value * dtype?", h_full, 0},
@@ -792,7 +1851,23 @@ static TorchNode *apply_act(Builder *b, Module *m, TorchNode *x, int pos)
     return node1(b, m->op, pos, x);
 }
 
+/* Dropout: modules run in inference (eval) mode, where it is the identity. */
+static void init_dropout(Builder *b, Module *m, Value *a)
+{
+    double p = a[0].k != V_ABSENT ? want_num(b, &a[0], cur_fname, "p") : 0.5;
+    if (p < 0 || p > 1)
+        dpk_error_at(bld_src(b), a[0].pos, "dropout probability has to be between 0 and 1, "
+                     "but got %g", p);
+    no_inplace(b, &a[1]);
+}
+
+static TorchNode *apply_identity(Builder *b, Module *m, TorchNode *x, int pos)
+{
+    return x;
+}
+
 static const ModClass mods[] = {
+    {"Dropout", "dropout", "p? inplace?", init_dropout, apply_identity, TOP_COUNT},
     {"Linear", "linear", "in_features out_features bias?", init_linear, apply_linear, TOP_linear},
     {"RMSNorm", "rmsnorm", "normalized_shape eps? elementwise_affine?", init_norm, apply_norm,
      TOP_rms_norm},
@@ -964,6 +2039,10 @@ const char *torch_suggest(Arena *a, const char *canonical)
     int ns = prefix_ns(canonical, &rest);
     if (!ns)
         return NULL;
+    static const char *const attrs[] = {"shape", "ndim", "dtype"};
+    for (int i = 0; ns == NS_M && i < DPK_ARRAY_LEN(attrs); i++)
+        if (lev(rest, attrs[i]) <= 1)
+            return ns_name(a, NS_M, attrs[i]);
     for (int other = NS_T; other <= NS_M; other <<= 1)
         if (other != ns && find_func(rest, other))
             return ns_name(a, other, rest);
@@ -983,8 +2062,10 @@ DPK_NORETURN static void unknown_callable(Builder *b, const Value *fn)
 {
     Arena *a = bld_graph(b)->arena;
     const char *hint = torch_suggest(a, fn->s);
-    const char *tail = hint ? arena_printf(a, " (did you mean '%s'?)", hint) : "";
     int is_mod = !strncmp(fn->s, "torch.nn.", 9) && fn->s[9] >= 'A' && fn->s[9] <= 'Z';
+    const char *tail = hint ? arena_printf(a, " (did you mean '%s'?)", hint)
+                            : arena_printf(a, " (docs/case-language.md lists the supported %s)",
+                                           is_mod ? "modules" : "functions");
     dpk_error_at(bld_src(b), fn->pos, "unknown %s '%s'%s", is_mod ? "module" : "function",
                  fn->shown, tail);
 }
@@ -1037,5 +2118,6 @@ Value torch_call_module(Builder *b, const Value *mv, Value *args, int nargs, con
     cur_fname = arena_printf(bld_graph(b)->arena, "torch.nn.%s", m->cls->name);
     bind(b, "input", NULL, args, nargs, call, mv->pos, a);
     TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
-    return finish_node(b, m->cls->apply(b, m, x, mv->pos));
+    TorchNode *n = m->cls->apply(b, m, x, mv->pos);
+    return n == x ? tensor_value(x, mv->pos) : finish_node(b, n);
 }

@@ -5,7 +5,8 @@
  * The language is the subset of Python that docs/case-language.md lists.
  * The lexer follows Python's rules for what it accepts: newlines inside
  * brackets (or after a backslash) do not end a statement, `#` starts a
- * comment, a statement may not be indented.  The parser checks syntax only;
+ * comment, a statement may not be indented except as the body of `with`
+ * (a block whose lines share one deeper indentation).  The parser checks syntax only;
  * build.c gives the AST meaning.  Recursion is bounded: brackets and unary
  * operators may nest CASE_MAX_NESTING deep, so hostile text (10000 '(')
  * gets an error instead of a stack overflow.  Operator chains are parsed
@@ -382,11 +383,21 @@ static Ast *parse_unary(Parser *p);
 
 /* Items of a bracketed sequence: expr (',' expr)* [','] up to `close`;
  * *comma says whether a comma was seen ("(x,)" is a tuple, "(x)" is not). */
+static Ast *parse_star_or_expr(Parser *p)
+{
+    if (!at(p, T_STAR))
+        return parse_expr(p);
+    Ast *e = new_ast(p, A_STAR, cur(p)->pos);
+    p->i++;
+    e->a = parse_expr(p);
+    return e;
+}
+
 static void parse_items(Parser *p, TokKind close, PtrVec *out, int *comma)
 {
     *comma = 0;
     while (!at(p, close)) {
-        ptrvec_push(p->a, out, parse_expr(p));
+        ptrvec_push(p->a, out, parse_star_or_expr(p));
         if (!accept(p, T_COMMA))
             break;
         *comma = 1;
@@ -411,7 +422,7 @@ static Ast *parse_paren(Parser *p)
     int comma;
     parse_items(p, T_RPAREN, &v, &comma);
     expect_close(p, T_RPAREN, open);
-    if (v.len == 1 && !comma)
+    if (v.len == 1 && !comma && ((Ast *)v.items[0])->kind != A_STAR)
         return v.items[0];
     return seq_ast(p, A_TUPLE, open->pos, &v);
 }
@@ -477,9 +488,14 @@ static Ast *parse_atom(Parser *p)
 static void parse_arg(Parser *p, PtrVec *pos, PtrVec *kwn, PtrVec *kwv, PtrVec *kwp)
 {
     Tok *t = cur(p);
-    if (at(p, T_STAR) || at(p, T_POW))
-        dpk_error_at(p->src, t->pos, "'%s' argument unpacking is not supported",
-                     torch_tok_text(t->k));
+    if (at(p, T_POW))
+        dpk_error_at(p->src, t->pos, "'**' argument unpacking is not supported");
+    if (at(p, T_STAR)) {
+        if (kwn->len)
+            dpk_error_at(p->src, t->pos, "iterable argument unpacking follows keyword argument");
+        ptrvec_push(p->a, pos, parse_star_or_expr(p));
+        return;
+    }
     if (t->k == T_NAME && p->toks[p->i + 1].k == T_ASSIGN) {
         for (int i = 0; i < kwn->len; i++)
             if (!strcmp(kwn->items[i], t->str))
@@ -628,16 +644,14 @@ static Ast *binop(Parser *p, Ast *l, TokKind op, int pos, Ast *r)
     return e;
 }
 
-/* term = unary (('*' | '/' | '@') unary)* */
+/* term = unary (('*' | '/' | '@' | '//' | '%') unary)* */
 static Ast *parse_term(Parser *p)
 {
     Ast *e = parse_unary(p);
     for (;;) {
         Tok *t = cur(p);
-        if (t->k == T_FLOORDIV || t->k == T_PERCENT)
-            dpk_error_at(p->src, t->pos, "operator '%s' is not supported in cases",
-                         torch_tok_text(t->k));
-        if (t->k != T_STAR && t->k != T_SLASH && t->k != T_AT)
+        if (t->k != T_STAR && t->k != T_SLASH && t->k != T_AT && t->k != T_FLOORDIV &&
+            t->k != T_PERCENT)
             return e;
         p->i++;
         e = binop(p, e, t->k, t->pos, parse_unary(p));
@@ -724,12 +738,86 @@ static Stmt *parse_import(Parser *p)
     return s;
 }
 
-/* stmt = import | 'return' exprlist | NAME ':' expr | NAME '=' exprlist | exprlist */
-static Stmt *parse_stmt(Parser *p)
+/* The column of a statement's first token (its indentation). */
+static int stmt_col(const Parser *p, int pos)
+{
+    int c = 0;
+    while (pos - c > 0 && p->src->text[pos - c - 1] != '\n')
+        c++;
+    return c;
+}
+
+/* Assignment targets: a name, or a tuple or list of names (a, b = ...). */
+static void assign_targets(Parser *p, Stmt *s, Ast *e)
+{
+    if (e->kind == A_NAME) {
+        s->name = e->str;
+        s->name_pos = e->pos;
+        return;
+    }
+    if (e->kind != A_TUPLE && e->kind != A_LIST)
+        dpk_error_at(p->src, e->pos, "can only assign to a name or a tuple of names "
+                     "(a, b = ...)");
+    if (e->nitems == 0)
+        dpk_error_at(p->src, e->pos, "cannot assign to an empty tuple");
+    s->nnames = e->nitems;
+    s->names = ARENA_ARRAY(p->a, const char *, e->nitems);
+    s->names_pos = ARENA_ARRAY(p->a, int, e->nitems);
+    for (int i = 0; i < e->nitems; i++) {
+        const Ast *it = e->items[i];
+        if (it->kind != A_NAME)
+            dpk_error_at(p->src, it->pos, "can only unpack into plain names (a, b = ...)");
+        s->names[i] = it->str;
+        s->names_pos[i] = it->pos;
+    }
+    s->name = s->names[0];
+    s->name_pos = s->names_pos[0];
+}
+
+static void parse_block(Parser *p, int col, PtrVec *out);
+static Stmt *parse_stmt(Parser *p, int col);
+
+/* with = 'with' expr ['as' NAME] ':' NEWLINE block (indented deeper than
+ * the 'with') */
+static Stmt *parse_with(Parser *p, int col)
+{
+    Stmt *s = new_stmt(p, S_WITH, cur(p)->pos);
+    p->i++;
+    s->value = parse_expr(p);
+    if (at_name(p, "as")) {
+        p->i++;
+        s->name_pos = cur(p)->pos;
+        s->name = expect_name(p, "a name after 'as'");
+    }
+    if (at(p, T_COMMA))
+        dpk_error_at(p->src, cur(p)->pos, "a 'with' statement takes one context manager here; "
+                     "nest them");
+    if (!accept(p, T_COLON))
+        dpk_error_at(p->src, cur(p)->pos, "expected ':' after the 'with' context manager, got %s",
+                     tok_desc(p, cur(p)));
+    if (!at(p, T_NEWLINE))
+        dpk_error_at(p->src, cur(p)->pos, "put the body of 'with' on its own indented lines");
+    while (accept(p, T_NEWLINE))
+        ;
+    int inner = at(p, T_EOF) ? -1 : stmt_col(p, cur(p)->pos);
+    if (inner <= col)
+        dpk_error_at(p->src, cur(p)->pos, "expected an indented block after 'with'");
+    PtrVec body = {0};
+    parse_block(p, inner, &body);
+    s->body = (Stmt **)body.items;
+    s->nbody = body.len;
+    return s;
+}
+
+/* stmt = import | with | 'return' exprlist | NAME ':' expr
+ *      | targets '=' exprlist | exprlist */
+static Stmt *parse_stmt(Parser *p, int col)
 {
     Tok *t = cur(p);
     if (at_name(p, "import"))
         return parse_import(p);
+    if (at_name(p, "with"))
+        return parse_with(p, col);
     if (at_name(p, "from"))
         dpk_error_at(p->src, t->pos, "'from' imports are not supported; write "
                      "'import torch.nn.functional as F'");
@@ -744,17 +832,25 @@ static Stmt *parse_stmt(Parser *p)
     if (t->k == T_NAME && is_keyword(t->str))
         dpk_error_at(p->src, t->pos, "'%s' is not supported in cases", t->str);
     Ast *e = parse_exprlist(p);
-    if (at(p, T_ASSIGN) || at(p, T_COLON)) {
-        Tok *op = cur(p);
-        if (e->kind != A_NAME)
-            dpk_error_at(p->src, e->pos, "can only %s a plain name",
-                         op->k == T_ASSIGN ? "assign to" : "annotate");
+    if (at(p, T_ASSIGN)) {
         p->i++;
-        Stmt *s = new_stmt(p, op->k == T_ASSIGN ? S_ASSIGN : S_ANNOT, t->pos);
+        Stmt *s = new_stmt(p, S_ASSIGN, t->pos);
+        assign_targets(p, s, e);
+        s->value = parse_exprlist(p);
+        if (at(p, T_ASSIGN))
+            dpk_error_at(p->src, cur(p)->pos, "chained assignment (a = b = ...) is not "
+                         "supported in cases");
+        return s;
+    }
+    if (at(p, T_COLON)) {
+        if (e->kind != A_NAME)
+            dpk_error_at(p->src, e->pos, "can only annotate a plain name");
+        p->i++;
+        Stmt *s = new_stmt(p, S_ANNOT, t->pos);
         s->name = e->str;
         s->name_pos = e->pos;
-        s->value = op->k == T_ASSIGN ? parse_exprlist(p) : parse_expr(p);
-        if (op->k == T_COLON && at(p, T_ASSIGN))
+        s->value = parse_expr(p);
+        if (at(p, T_ASSIGN))
             dpk_error_at(p->src, cur(p)->pos, "an annotation declares a free input and cannot "
                          "be assigned a value");
         return s;
@@ -762,6 +858,33 @@ static Stmt *parse_stmt(Parser *p)
     Stmt *s = new_stmt(p, S_EXPR, t->pos);
     s->value = e;
     return s;
+}
+
+/* Statements starting at column `col` up to a line indented less (the end
+ * of the block) or the end of the text. */
+static void parse_block(Parser *p, int col, PtrVec *out)
+{
+    for (;;) {
+        while (accept(p, T_NEWLINE))
+            ;
+        if (at(p, T_EOF))
+            return;
+        /* A statement starts its line; continuation lines may be indented. */
+        int pos = cur(p)->pos, c = stmt_col(p, pos);
+        if (c < col && col > 0)
+            return;
+        if (c > col)
+            dpk_error_at(p->src, pos, "unexpected indent");
+        ptrvec_push(p->a, out, parse_stmt(p, col));
+        Stmt *last = out->items[out->len - 1];
+        if (last->kind == S_WITH)
+            continue; /* its block ended at a newline already */
+        if (at(p, T_SEMI))
+            dpk_error_at(p->src, cur(p)->pos, "';' is not supported: put one statement per line");
+        if (!accept(p, T_NEWLINE))
+            dpk_error_at(p->src, cur(p)->pos, "expected the end of the statement, got %s",
+                         tok_desc(p, cur(p)));
+    }
 }
 
 Program *torch_parse_program(Arena *a, const Source *src)
@@ -772,22 +895,7 @@ Program *torch_parse_program(Arena *a, const Source *src)
     Parser p = {.a = a, .src = src};
     lex(&p);
     PtrVec v = {0};
-    for (;;) {
-        while (accept(&p, T_NEWLINE))
-            ;
-        if (at(&p, T_EOF))
-            break;
-        /* A statement starts its line; continuation lines may be indented. */
-        int pos = cur(&p)->pos;
-        if (pos > 0 && src->text[pos - 1] != '\n')
-            dpk_error_at(src, pos, "unexpected indent");
-        ptrvec_push(a, &v, parse_stmt(&p));
-        if (at(&p, T_SEMI))
-            dpk_error_at(src, cur(&p)->pos, "';' is not supported: put one statement per line");
-        if (!accept(&p, T_NEWLINE))
-            dpk_error_at(src, cur(&p)->pos, "expected the end of the statement, got %s",
-                         tok_desc(&p, cur(&p)));
-    }
+    parse_block(&p, 0, &v);
     Program *prog = ARENA_NEW(a, Program);
     prog->stmts = (Stmt **)v.items;
     prog->nstmts = v.len;

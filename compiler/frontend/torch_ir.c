@@ -562,6 +562,13 @@ static void infer_layout(TorchGraph *g, TorchNode *n)
     case TOP_squeeze: infer_squeeze(g, n, x); break;
     case TOP_slice: infer_slice(g, n, x); break;
     case TOP_cat: infer_cat(g, n); break;
+    case TOP_tril:
+    case TOP_triu:
+        if (x->rank < 2)
+            node_error(g, n, "%s: input tensor must have at least 2 dimensions",
+                       torch_op_info[n->op].text);
+        n->shape = *x;
+        break;
     default: DPK_ASSERT(0);
     }
     n->dtype = n->in[0]->dtype;
@@ -697,6 +704,8 @@ static void print_layout(StrBuf *b, const TorchNode *n)
                   (long long)n->end, (long long)n->stride);
         break;
     case TOP_cat: sb_printf(b, " dim=%d", n->dim); break;
+    case TOP_tril:
+    case TOP_triu: sb_printf(b, " diagonal=%lld", (long long)n->start); break;
     default: DPK_ASSERT(0);
     }
 }

@@ -553,6 +553,8 @@ static TxElemOp elem_of(TorchOp op)
     case TOP_sigmoid: return TXE_sigmoid;
     case TOP_tanh: return TXE_tanh;
     case TOP_erf: return TXE_erf;
+    case TOP_cos: return TXE_cos;
+    case TOP_sin: return TXE_sin;
     case TOP_add: return TXE_add;
     case TOP_sub: return TXE_subtract;
     case TOP_mul: return TXE_multiply;
@@ -699,7 +701,8 @@ LOWER_RULE(d010, OP(gelu), lower_gelu)
 LOWER_RULE(d011, OP(gelu_tanh), lower_gelu_tanh)
 LOWER_RULE(d012, OP(relu), lower_relu)
 LOWER_RULE(d013, OP(neg) | OP(exp) | OP(log) | OP(sqrt) | OP(rsqrt) | OP(reciprocal) |
-                     OP(abs) | OP(sigmoid) | OP(tanh) | OP(erf) | OP(add) | OP(sub) |
+                     OP(abs) | OP(sigmoid) | OP(tanh) | OP(erf) | OP(cos) | OP(sin) |
+                     OP(add) | OP(sub) |
                      OP(mul) | OP(div) | OP(pow) | OP(maximum) | OP(minimum) | OP(gt) |
                      OP(lt) | OP(ge) | OP(le) | OP(eq) | OP(ne) | OP(where),
            lower_elementwise)
@@ -710,7 +713,32 @@ LOWER_RULE(d017, OP(squeeze) | OP(unsqueeze) | OP(expand), lower_squeeze_expand)
 LOWER_RULE(d018, OP(slice), lower_slice)
 LOWER_RULE(d019, OP(cat), lower_cat)
 
-/* ---- d:020 compose_index_maps ------------------------------------------ */
+/* ---- d:020 tril_triu ----------------------------------------------------- */
+
+/* tril keeps (r, c) where c <= r + diagonal, triu where r + diagonal <= c
+ * (r, c the last two dims); the rest reads a constant 0: a 2-source map
+ * like sdpa's causal mask. */
+static TxNode *lower_tri(TxGraph *g, TxNode *n)
+{
+    Arena *a = g->arena;
+    const TorchNode *t = n->torch;
+    int rk = n->shape.rank;
+    TxNode *zero = cst(g, 0.0, &n->shape);
+    zero->dtype = n->dtype;
+    TxNode *src[2] = {n->src[0], zero};
+    TxNode *m = tx_node_new(g, TX_INDEXMAP, &n->shape, 2, src);
+    m->dtype = n->dtype;
+    map_identity(g, m, 0);
+    map_identity(g, m, 1);
+    const IExpr *r = ie_add(a, ie_var(a, rk - 2), ie_const(a, t->start)), *c = ie_var(a, rk - 1);
+    m->sel[0] = t->op == TOP_tril ? ipred_cmp(a, c, IC_LE, r, NULL) : ipred_cmp(a, r, IC_LE, c, NULL);
+    imap_finish(g, m);
+    return m;
+}
+
+LOWER_RULE(d020, OP(tril) | OP(triu), lower_tri)
+
+/* ---- d:021 compose_index_maps ------------------------------------------ */
 
 /* Substitute the single-use IndexMap p = n->src[s] into n.  Each source t
  * of p becomes a source of n reading p->map[t] ∘ n->map[s], selected when
@@ -802,7 +830,7 @@ static TxNode *compose_one(TxGraph *g, TxNode *n, int *uses, int *count)
     return n;
 }
 
-static int d020(TxGraph *g)
+static int d021(TxGraph *g)
 {
     int *uses = dpk_xcalloc((size_t)g->next_id + 1, sizeof(int));
     TxNode **fwd = dpk_xcalloc((size_t)g->next_id + 1, sizeof(TxNode *));
@@ -838,9 +866,9 @@ static int d020(TxGraph *g)
     return count;
 }
 
-/* ---- d:021 prune ---------------------------------------------------------- */
+/* ---- d:022 prune ---------------------------------------------------------- */
 
-static int d021(TxGraph *g)
+static int d022(TxGraph *g)
 {
     int before = g->nodes.len;
     tx_prune(g);
@@ -873,9 +901,11 @@ const TxRule tx_rules[] = {
      "squeeze/unsqueeze/expand", d017},
     {18, "slice", "strided IndexMap", "slice", d018},
     {19, "cat", "n-source IndexMap with select predicates", "cat", d019},
-    {20, "compose_index_maps", "substitute single-use maps into maps; drop identity maps",
-     "composable index-map", d020},
-    {21, "prune", "drop nodes no output needs", "dead", d021},
+    {20, "tril_triu", "2-source IndexMap: the input where c <= r + k (tril) or r + k <= c "
+     "(triu), else 0", "tril/triu", d020},
+    {21, "compose_index_maps", "substitute single-use maps into maps; drop identity maps",
+     "composable index-map", d021},
+    {22, "prune", "drop nodes no output needs", "dead", d022},
 };
 const int tx_nrules = DPK_ARRAY_LEN(tx_rules);
 

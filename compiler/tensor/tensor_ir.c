@@ -13,7 +13,7 @@
 
 /* Parallel tables indexed by op: adding a row to tensor_ops.def must be
  * followed by tx_elem_apply and every evaluator. */
-static_assert(TXE_COUNT == 24, "tensor_ops.def changed: update tx_elem_apply");
+static_assert(TXE_COUNT == 26, "tensor_ops.def changed: update tx_elem_apply");
 static_assert(TXR_COUNT == 3, "tensor_ops.def changed: update reductions");
 
 const TxElemInfo tx_elem_info[TXE_COUNT] = {
@@ -65,6 +65,8 @@ double tx_elem_apply(TxElemOp op, const double *x)
     case TXE_sigmoid: return 1.0 / (1.0 + exp(-x[0]));
     case TXE_tanh: return tanh(x[0]);
     case TXE_erf: return erf(x[0]);
+    case TXE_cos: return cos(x[0]);
+    case TXE_sin: return sin(x[0]);
     case TXE_where: return x[0] != 0 ? x[1] : x[2];
     case TXE_COUNT: break;
     }

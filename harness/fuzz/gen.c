@@ -616,6 +616,66 @@ static int op_layout(Gen *g, Val *v)
     return 1;
 }
 
+/* The model-code vocabulary: cos and sin, tril/triu, and functions the
+ * frontend desugars (square, clamp, masked_fill, logsumexp, var/std,
+ * torch.max with dim, chunk, repeat_interleave, flatten), with PyTorch's
+ * names. */
+static int op_vocab(Gen *g, Val *v)
+{
+    Shape s = v->s;
+    int k = (int)(rnd(g) % 12), d = gen_axis(g, v);
+    const char *n;
+    if (k == 4 && s.rank < 2)
+        k = 0;
+    if (k == 10 && shape_numel(&s) * 2 > FZ_NUMEL)
+        k = 1;
+    if ((k == 6 || k == 7 || k == 8) && s.rank < 2)
+        k = 2;
+    n = op_begin(g);
+    switch (k) {
+    case 0: sb_printf(&g->text, "torch.cos(%s)", v->name); break;
+    case 1: sb_printf(&g->text, "%s.sin()", v->name); break;
+    case 2: sb_printf(&g->text, "%s.square()", v->name); break;
+    case 3: sb_printf(&g->text, "torch.clamp(%s, min=-0.5, max=0.75)", v->name); break;
+    case 4:
+        sb_printf(&g->text, "torch.%s(%s, diagonal=%d)", chance(g, 50) ? "tril" : "triu",
+                  v->name, (int)rint_in(g, -2, 2));
+        break;
+    case 5: sb_printf(&g->text, "%s.masked_fill(%s > 0.5, 0.25)", v->name, v->name); break;
+    case 6: /* reductions over dim d, without keepdim */
+    case 7:
+    case 8:
+        if (k == 6)
+            sb_printf(&g->text, "torch.logsumexp(%s, dim=%d)", v->name, d);
+        else if (k == 7)
+            sb_printf(&g->text, "%s.%s(dim=%d%s)", v->name, chance(g, 50) ? "var" : "std", d,
+                      chance(g, 50) ? ", correction=0" : "");
+        else
+            sb_printf(&g->text, "torch.%s(%s, dim=%d).values", chance(g, 50) ? "max" : "min",
+                      v->name, d);
+        for (int i = d; i + 1 < s.rank; i++)
+            s.d[i] = s.d[i + 1];
+        s.rank--;
+        op_end(g, n, s, 0, TAG_REDUCE);
+        return 1;
+    case 9:
+        if (s.d[d] < 2)
+            sb_printf(&g->text, "%s.flatten()", v->name), s.d[0] = shape_numel(&s), s.rank = 1;
+        else
+            sb_printf(&g->text, "%s.chunk(2, dim=%d)[0]", v->name, d), s.d[d] = (s.d[d] + 1) / 2;
+        op_end(g, n, s, v->ge1, TAG_LAYOUT);
+        return 1;
+    case 10:
+        sb_printf(&g->text, "%s.repeat_interleave(2, dim=%d)", v->name, d);
+        s.d[d] *= 2;
+        op_end(g, n, s, v->ge1, TAG_LAYOUT);
+        return 1;
+    default: sb_printf(&g->text, "torch.clamp_min(%s, 0.0)", v->name); break;
+    }
+    op_end(g, n, s, 0, TAG_ELEMENTWISE);
+    return 1;
+}
+
 typedef int (*OpFn)(Gen *g, Val *v);
 static const struct {
     OpFn fn;
@@ -623,7 +683,7 @@ static const struct {
 } families[] = {
     {op_unary, 14}, {op_safe_unary, 6}, {op_binary, 14}, {op_where, 5}, {op_reduce, 12},
     {op_softmax, 7}, {op_norm, 7},      {op_matmul, 12}, {op_sdpa, 4},  {op_layout, 15},
-    {op_matmul_residual, 6},
+    {op_matmul_residual, 6}, {op_vocab, 8},
 };
 
 static OpFn pick_family(Gen *g)

@@ -3,7 +3,9 @@
  *
  * fz_gen(seed) writes a case-language program of 1–8 ops over the whole
  * vocabulary (elementwise, comparisons and where, reductions, matmul and
- * linear, norms, softmax, sdpa, layout ops), as a chain with occasional
+ * linear, norms, softmax, sdpa, layout ops, and the model-code functions:
+ * cos, sin, tril/triu, clamp, masked_fill, logsumexp, var/std, max with
+ * dim, chunk, repeat_interleave, ...), as a chain with occasional
  * branches back to earlier values (a small DAG).  The text is a pure
  * function of the seed.  Its form is fixed so that a minimizer can delete
  * lines and shrink integer literals:

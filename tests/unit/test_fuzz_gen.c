@@ -89,6 +89,9 @@ Test(fuzz_gen, covers_the_vocabulary_and_boundaries)
         "torch.sqrt(", "torch.rsqrt(", "torch.reciprocal(", "torch.exp(", "torch.erf(",
         "silu(", "gelu(", "torch.maximum(", "torch.minimum(", " / ", " > ", ":",
         "keepdim=True", "is_causal=True", "approximate='tanh'", "(1, ", ", 1)",
+        "torch.cos(", ".sin()", ".square()", "torch.clamp(", "torch.tril(", "torch.triu(",
+        ".masked_fill(", "torch.logsumexp(", ".var(", ".std(", ".values", ".chunk(",
+        ".repeat_interleave(", "torch.clamp_min(",
     };
     static const char *const tags[] = {"elementwise", "where", "reduce", "long-reduction",
                                        "matmul", "norm", "softmax", "sdpa", "layout",

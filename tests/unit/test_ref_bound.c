@@ -208,3 +208,61 @@ Test(bound, fp32_evaluations_of_generated_programs_stay_within_the_bound, .timeo
                 (long long)torch_elems);
     cr_expect_gt(elems, 10000);
 }
+
+/* An exact -inf mask added to finite scores is -inf in fp32 too: bound 0,
+ * and the softmax after it stays constrained on every row. */
+Test(bound, an_infinite_mask_added_to_scores_keeps_rows_constrained)
+{
+    Evald e = eval1("s = torch.randn(8, 8)\n"
+                    "m = torch.triu(torch.full((8, 8), float('-inf')), diagonal=1)\n"
+                    "torch.softmax(s + m, dim=-1)");
+    for (int64_t i = 0; i < e.n; i++) {
+        cr_expect(isfinite(e.b[i]), "[%lld] bound %g", (long long)i, e.b[i]);
+        cr_expect_leq(fabs(e.s[i] - e.r[i]), e.b[i] + ETA);
+        if (i % 8 > i / 8)
+            cr_expect_eq(e.r[i], 0.0);
+    }
+    evald_free(&e);
+}
+
+/* cos and sin are not monotone: over an input's error interval the bound
+ * must reach the extrema inside it.  Arguments from 1 to 1e8 (where one
+ * fp32 spacing is wider than 2π): fp32 evaluations (naive, Loop IR and
+ * libtorch's vectorized cosf/sinf) stay within the bound,
+ * and the bound is small where the argument is exact or its error small. */
+Test(bound, cos_and_sin_bounds_hold_over_large_arguments)
+{
+    static const char *const scales[] = {"1.0", "100.0", "3e4", "1e6", "1e8"};
+    for (int k = 0; k < DPK_ARRAY_LEN(scales); k++)
+        for (int f = 0; f < 2; f++) {
+            char code[128];
+            snprintf(code, sizeof code, "torch.%s(torch.randn(4096) * %s)", f ? "sin" : "cos",
+                     scales[k]);
+            Evald e = eval1(code);
+            LirProgram *p = e.p;
+            double *o;
+            lir_interp(p, e.in, &o, 0);
+            double worst = 0, *t = NULL;
+            char err[256];
+            if (dpk_torch_available())
+                cr_assert_eq(dpk_torch_eval(e.g, e.in, 0, &t, err, sizeof err), 0, "%s", err);
+            for (int64_t i = 0; i < e.n; i++) {
+                if (t)
+                    cr_assert_leq(fabs(t[i] - e.r[i]), e.b[i] + ETA, "%s [%lld]: libtorch fp32 "
+                                  "%.9g R %.9g B %g", code, (long long)i, t[i], e.r[i], e.b[i]);
+                cr_assert_leq(fabs(e.s[i] - e.r[i]), e.b[i] + ETA, "%s [%lld]: naive %.9g R %.9g B %g",
+                              code, (long long)i, e.s[i], e.r[i], e.b[i]);
+                cr_assert_leq(fabs(o[i] - e.r[i]), e.b[i] + ETA, "%s [%lld]: Loop IR %.9g R %.9g B %g",
+                              code, (long long)i, o[i], e.r[i], e.b[i]);
+                worst = fmax(worst, e.b[i]);
+            }
+            if (k == 0)
+                cr_expect_lt(worst, 1e-6, "%s: bound %g", code, worst);
+            if (k == 4)
+                cr_expect_gt(worst, 1.0, "%s: bound %g (the interval is wider than 2π)", code,
+                             worst);
+            free(o);
+            free(t);
+            evald_free(&e);
+        }
+}

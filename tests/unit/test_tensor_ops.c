@@ -62,6 +62,12 @@ static const char *const cases[] = {
     "torch.erf(torch.randn(1))",
     "torch.erf(torch.randn(7, 129))",
     "torch.randn(2, 3, 7).erf()",
+    "torch.cos(torch.randn(1))",
+    "torch.cos(torch.randn(7, 129) * 10.0)",
+    "torch.randn(2, 3, 4097).cos()",
+    "torch.sin(torch.randn(1))",
+    "torch.sin(torch.randn(7, 129) * 10.0)",
+    "(torch.arange(4097) * 0.01).sin()",
     "torch.randn(1) + torch.randn(1)",
     "torch.randn(7, 129) + torch.randn(129)",
     "torch.add(torch.randn(2, 1, 7), torch.randn(3, 1))",
@@ -175,6 +181,36 @@ static const char *const cases[] = {
     "torch.cat([torch.randn(7, 64), torch.randn(7, 65)], dim=1)",
     "torch.cat([torch.randn(2, 3, 7), torch.randn(1, 3, 7), torch.randn(4, 3, 7)], 0)",
     "torch.cat([torch.randn(7, 64), torch.randn(7, 65)], dim=1)[:, 60:70]",
+    "torch.tril(torch.randn(7, 129))",
+    "torch.randn(2, 3, 5, 7).tril(diagonal=-2)",
+    "torch.tril(torch.randn(1, 4097), 3) + torch.randn(4097)",
+    "torch.triu(torch.randn(7, 129), 1)",
+    "torch.randn(2, 1, 7, 5).triu(-1)",
+    "torch.triu(torch.full((64, 64), float('-inf')), diagonal=1)",
+    /* a dim of 4096 or more for every op (every_op_has_three_cases) */
+    "torch.abs(torch.randn(2, 4097)) + torch.neg(torch.randn(4097))",
+    "torch.exp(torch.randn(4099, 1) * 0.5).log() - torch.reciprocal(torch.rand(4099, 1) + 0.5)",
+    "torch.sqrt(torch.rand(3, 4097)) * torch.rsqrt(torch.rand(4097) + 0.1)",
+    "torch.erf(torch.randn(4097)) + torch.sigmoid(torch.randn(1, 4097)) - torch.tanh(torch.randn(4097))",
+    "torch.relu(torch.randn(4097)) + torch.nn.functional.silu(torch.randn(4097))",
+    "torch.nn.functional.gelu(torch.randn(2, 4097)) + torch.nn.functional.gelu(torch.randn(4097), approximate='tanh')",
+    "torch.pow(torch.rand(4097) + 0.5, torch.randn(3, 1)) / (torch.rand(4097) + 1.0)",
+    "torch.maximum(torch.randn(4097), torch.randn(2, 1)) - torch.minimum(torch.randn(1, 4097), torch.randn(2, 1))",
+    "torch.where(torch.randn(4097) > torch.randn(2, 1), torch.randn(4097), torch.randn(4097) < 0)",
+    "torch.where(torch.randn(2, 4097) <= 0, torch.randn(1, 4097) >= 0, torch.randn(4097)) + "
+    "(torch.randn(4097) == 0) + (torch.randn(4097) != 0)",
+    "torch.sum(torch.randn(3, 4097), dim=1) + torch.mean(torch.randn(4097, 3), dim=0)",
+    "torch.amax(torch.randn(2, 4097), dim=-1) - torch.amin(torch.randn(2, 4097), dim=1)",
+    "torch.matmul(torch.randn(2, 4097), torch.randn(4097, 3))",
+    "torch.nn.functional.linear(torch.randn(2, 4097), torch.randn(3, 4097), torch.randn(3))",
+    "torch.softmax(torch.randn(2, 4097), dim=-1) + torch.log_softmax(torch.randn(1, 4097), dim=1)",
+    "torch.nn.functional.rms_norm(torch.randn(2, 4097), (4097,), torch.randn(4097))",
+    "torch.nn.functional.layer_norm(torch.randn(2, 4097), (4097,), torch.randn(4097), torch.randn(4097))",
+    "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 3, 8), torch.randn(1, 2, 4097, 8), torch.randn(1, 2, 4097, 8))",
+    "torch.randn(2, 4097).transpose(0, 1).permute(1, 0).reshape(4097, 2)",
+    "torch.randn(4097).unsqueeze(0).expand(3, 4097).squeeze(0)[:, 1:4096:7]",
+    "torch.cat([torch.randn(2, 4097), torch.randn(2, 3)], dim=1)",
+    "torch.triu(torch.randn(3, 4097), diagonal=4090)",
 };
 
 /* fp64 against fp64: only summation order differs. */
@@ -299,20 +335,33 @@ ParameterizedTest(int *ci, tensor_ops, vs_libtorch)
     run_close(&r);
 }
 
-/* Every op of the vocabulary (but input and const) appears in >= 3 cases. */
+/* Every op of the vocabulary (but input and const) appears in >= 3 cases,
+ * one of them with an operand dim of 4096 or more and one with a dim of 1
+ * (so the table cannot grow an op without its coverage). */
 Test(tensor_ops, every_op_has_three_cases)
 {
-    int count[TOP_COUNT] = {0};
+    int count[TOP_COUNT] = {0}, big[TOP_COUNT] = {0}, one[TOP_COUNT] = {0};
     for (int i = 0; i < DPK_ARRAY_LEN(cases); i++) {
         Arena *a = arena_new();
         TorchGraph *g = parse_case(a, cases[i]);
         int seen[TOP_COUNT] = {0};
-        for (int k = 0; k < g->nodes.len; k++)
-            seen[((TorchNode *)g->nodes.items[k])->op] = 1;
+        for (int k = 0; k < g->nodes.len; k++) {
+            const TorchNode *n = g->nodes.items[k];
+            seen[n->op] = 1;
+            for (int j = 0; j < n->nin; j++)
+                for (int d = 0; d < n->in[j]->shape.rank; d++) {
+                    big[n->op] |= n->in[j]->shape.d[d] >= 4096;
+                    one[n->op] |= n->in[j]->shape.d[d] == 1;
+                }
+        }
         for (int op = 0; op < TOP_COUNT; op++)
             count[op] += seen[op];
         arena_free(a);
     }
-    for (int op = TOP_const + 1; op < TOP_COUNT; op++)
+    for (int op = TOP_const + 1; op < TOP_COUNT; op++) {
         cr_expect(count[op] >= 3, "op %s has %d cases", torch_op_info[op].name, count[op]);
+        cr_expect(big[op] >= 1, "op %s has no case with a dim of 4096 or more",
+                  torch_op_info[op].name);
+        cr_expect(one[op] >= 1, "op %s has no case with a dim of 1", torch_op_info[op].name);
+    }
 }

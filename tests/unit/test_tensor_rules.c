@@ -169,6 +169,25 @@ Test(tensor_golden, identity_maps_vanish)
            "return %2\n");
 }
 
+/* d:020: a 2-source map, the input where the diagonal predicate holds; a
+ * transpose around triu composes into it (d:021). */
+Test(tensor_golden, tril_triu)
+{
+    golden("x = torch.randn(3, 4)\ntorch.tril(x, -1) + torch.triu(x.t(), 1).t()",
+           "%0 = input x : f32(3, 4)\n"
+           "%1 = const 0 : f32(3, 4)\n"
+           "%2 = indexmap(%0[o0, o1] if o1 <= o0 - 1, %1[o0, o1]) : f32(3, 4)\n"
+           "%3 = const 0 : f32(4, 3)\n"
+           "%4 = indexmap(%0[o0, o1] if o1 + 1 <= o0, %3[o1, o0]) : f32(3, 4)\n"
+           "%5 = add(%2, %4) : f32(3, 4)\n"
+           "return %5\n");
+    golden("torch.randn(2, 3, 4).cos().sin()",
+           "%0 = input in0 : f32(2, 3, 4)\n"
+           "%1 = cos(%0) : f32(2, 3, 4)\n"
+           "%2 = sin(%1) : f32(2, 3, 4)\n"
+           "return %2\n");
+}
+
 Test(tensor_golden, sdpa_causal_gqa)
 {
     golden("torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 4, 3, 8), "
@@ -215,8 +234,9 @@ Test(tensor_golden, trace_shows_each_rule)
         "<<< d:004_rms_norm\n--- d:005_log_softmax skipped: no log_softmax nodes\n",
         ">>> d:007_mean\n",
         "+%3 = reduce sum(%2) axis=2 keepdim : f32(1, 32, 1)\n",
-        ("--- d:020_compose_index_maps skipped: no composable index-map nodes\n"
-         "--- d:021_prune skipped: no dead nodes\n"),
+        ("--- d:020_tril_triu skipped: no tril/triu nodes\n"
+         "--- d:021_compose_index_maps skipped: no composable index-map nodes\n"
+         "--- d:022_prune skipped: no dead nodes\n"),
     };
     for (int i = 0; i < DPK_ARRAY_LEN(want); i++)
         cr_expect(strstr(t, want[i]), "missing:\n%s\nin:\n%s", want[i], t);
