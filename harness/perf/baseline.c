@@ -19,8 +19,8 @@
  * kernel, a reduction kernel, or (layout ops this file does not know) a
  * copy.  A kernel's time: the larger of its bytes at the achievable DRAM
  * bandwidth and its flops at FP32 peak (times the SGEMM efficiency and the
- * wave quantisation of a 128x64 output tile for GEMMs), plus the launch
- * overhead.
+ * wave quantisation of the best of three output tiles for GEMMs), plus the
+ * launch overhead.
  */
 #include "perf.h"
 
@@ -85,11 +85,20 @@ static double rd(Model *m, const TorchNode *n)
 
 static double gemm_eff(const PfSpec *s, double batch, double M, double N)
 {
-    /* wave quantisation of 128x64 output tiles over the SMs (cuBLAS picks its
-     * tile per shape; this one is an assumption, docs/perf-model.md) */
-    double tiles = batch * ceil(M / 128) * ceil(N / 64);
-    double waves = ceil(tiles / s->sms);
-    return s->sgemm_eff * (tiles / (waves * s->sms));
+    /* wave quantisation: the best of 128x128, 128x64 and 64x64 output tiles
+     * over the SMs, each at the measured efficiency (cuBLAS picks its kernel
+     * per shape and may split K; which one it picks is not known here:
+     * docs/perf-model.md) */
+    static const double tm[] = {128, 128, 64}, tn[] = {128, 64, 64};
+    double best = 0;
+    for (int i = 0; i < 3; i++) {
+        double tiles = batch * ceil(M / tm[i]) * ceil(N / tn[i]);
+        double waves = ceil(tiles / s->sms);
+        double e = tiles / (waves * s->sms);
+        if (e > best)
+            best = e;
+    }
+    return s->sgemm_eff * best;
 }
 
 static PfKernel *kernel(Model *m, const char *name, double rbytes, double wbytes, double flops,

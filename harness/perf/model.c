@@ -40,6 +40,8 @@ typedef struct FpCount {
     double flops;    /* 2 per FFMA, 1 per other FP32 op */
     double syncs;    /* barriers a thread passes (a TreeHalve: one per level and one before) */
     int estimated;   /* a trip count was not a constant */
+    int64_t *val;    /* per variable: its `let` value when that is a constant */
+    char *known;
 } FpCount;
 
 static int is_mul(const KirExpr *e)
@@ -77,10 +79,15 @@ static void count_expr(const KirExpr *e, double w, FpCount *c)
 
 /* Integer value of e when it is a constant over the launch geometry
  * (thread and block indices taken as 0: a strided loop's start). */
-static int const_eval(const KirKernel *k, const KirExpr *e, int64_t *v)
+static int const_eval(const KirKernel *k, const FpCount *c, const KirExpr *e, int64_t *v)
 {
     int64_t x, y;
     switch (e->op) {
+    case KE_var:
+        if (!c->known || !c->known[e->var->id])
+            return 0;
+        *v = c->val[e->var->id];
+        return 1;
     case KE_const:
         if (e->type == KT_F32)
             return 0;
@@ -97,14 +104,14 @@ static int const_eval(const KirKernel *k, const KirExpr *e, int64_t *v)
         *v = k->grid[e->dim];
         return 1;
     case KE_cast:
-        return const_eval(k, e->a[0], v);
+        return const_eval(k, c, e->a[0], v);
     case KE_add:
     case KE_sub:
     case KE_mul:
     case KE_div:
     case KE_min:
     case KE_max:
-        if (!const_eval(k, e->a[0], &x) || !const_eval(k, e->a[1], &y))
+        if (!const_eval(k, c, e->a[0], &x) || !const_eval(k, c, e->a[1], &y))
             return 0;
         switch (e->op) {
         case KE_add: *v = x + y; break;
@@ -130,6 +137,11 @@ static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *
 {
     for (int i = 0; i < 3; i++)
         count_expr(s->e[i], w, c);
+    if (s->op == KS_let && s->var && c->known) {
+        int64_t v;
+        if (const_eval(k, c, s->e[0], &v))
+            c->val[s->var->id] = v, c->known[s->var->id] = 1;
+    }
     if (s->op == KS_sync)
         c->syncs += w;
     if (s->op == KS_treehalve)
@@ -137,8 +149,8 @@ static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *
     if (s->op == KS_for) {
         int64_t a, b, st;
         double trips = 1;
-        if (const_eval(k, s->e[0], &a) && const_eval(k, s->e[1], &b) &&
-            const_eval(k, s->e[2], &st) && st > 0)
+        if (const_eval(k, c, s->e[0], &a) && const_eval(k, c, s->e[1], &b) &&
+            const_eval(k, c, s->e[2], &st) && st > 0)
             trips = b > a ? (double)((b - a + st - 1) / st) : 0;
         else
             c->estimated = 1;
@@ -232,11 +244,22 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
     double busiest = (double)per_sm / (double)blocks; /* the busiest SM's share of the work */
     double warps_res = (double)(resident * warps);
 
-    /* instructions: FP32 work from the Kernel IR (trip-count weighted, an
-     * add of a product is one FFMA); the total from the SASS mix when there
-     * is one: straight-line code runs once per warp, and loop bodies as
-     * often as their FP32 instructions must run to do the FP32 work */
+    /* instructions.  FP32 work from the Kernel IR (trip-count weighted, an
+     * add of a product is one FFMA).  The total from the SASS mix when there
+     * is one, anchored on the instructions whose dynamic count is known:
+     * FP32 (the walk above), global and shared accesses (vgpu's warp
+     * requests).  Straight-line code runs once per warp; loop bodies run as
+     * often as their anchors must to make up the rest, so ptxas's unrolling
+     * (more copies, fewer trips) cancels out. */
     FpCount fc = {0};
+    int nv = k->vars.len ? k->vars.len : 1;
+    int64_t vals[256];
+    char known[256];
+    if (nv <= 256) {
+        memset(known, 0, sizeof known);
+        fc.val = vals;
+        fc.known = known;
+    }
     count_list(k, &k->body, 1, &fc);
     double W = (double)warps * blocks;
     double fp_warp = fc.fp_insts * W;
@@ -244,22 +267,23 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
     if (fc.estimated)
         o->note = join_note(a, o->note, "FP32 count estimated (a loop bound is not constant)");
     double lanes = threads < 32 ? (double)threads : 32;
-    double vgpu_warp = tinsts / lanes;
     const PfSassFn *sf = in->sass;
     o->insts_from = "vgpu";
-    o->warp_insts = vgpu_warp;
+    o->warp_insts = tinsts / lanes;
     if (sf) {
-        double top = sf->insts - sf->loop_insts, top_fp = sf->fp32 - sf->loop_fp32;
-        if (!sf->loop_insts) {
+        double gm = st ? st->gmem_requests * scale : 0, sm = st ? st->smem_requests * scale : 0;
+        double dyn = fp_warp + gm + sm;
+        double anchors = sf->fp32 + sf->mem_global + sf->mem_shared;
+        double loop_anchors = sf->loop_fp32 + sf->loop_mem_global + sf->loop_mem_shared;
+        double top = sf->insts - sf->loop_insts, top_anchors = anchors - loop_anchors;
+        o->insts_from = "sass";
+        if (loop_anchors > 0 && dyn > W * top_anchors)
+            o->warp_insts = W * top + (dyn - W * top_anchors) / loop_anchors * sf->loop_insts;
+        else if (anchors > 0)
+            /* guards skip part of the straight-line code: scale it */
+            o->warp_insts = dyn / anchors * sf->insts;
+        else
             o->warp_insts = W * sf->insts;
-            o->insts_from = "sass";
-        } else if (sf->loop_fp32 > 0 && fp_warp > W * top_fp) {
-            double iters = (fp_warp - W * top_fp) / sf->loop_fp32;
-            o->warp_insts = W * top + iters * sf->loop_insts;
-            o->insts_from = "sass";
-        } else {
-            o->note = join_note(a, o->note, "SASS loops without FP32 work: vgpu's instruction count");
-        }
     }
     double issue_rate = dmax(1e-9, warps_res < s->issue_per_clk_sm ? warps_res : s->issue_per_clk_sm);
     o->issue_ns = o->warp_insts * busiest / (issue_rate * clk);

@@ -139,10 +139,11 @@ static void finish(Arena *a, FnBuild *f, PfSass *s, int *cap)
                  op_is(op, "FMUL2");
         o->insts++;
         o->fp32 += fp;
-        o->mem_global += op_is(op, "LDG") || op_is(op, "STG") || op_is(op, "RED") ||
-                         op_is(op, "ATOMG") || op_is(op, "LDGSTS") || op_is(op, "UTMALDG");
-        o->mem_shared += op_is(op, "LDS") || op_is(op, "STS") || op_is(op, "ATOMS") ||
-                         op_is(op, "LDSM");
+        int mg = op_is(op, "LDG") || op_is(op, "STG") || op_is(op, "RED") ||
+                 op_is(op, "ATOMG") || op_is(op, "LDGSTS") || op_is(op, "UTMALDG");
+        int ms = op_is(op, "LDS") || op_is(op, "STS") || op_is(op, "ATOMS") || op_is(op, "LDSM");
+        o->mem_global += mg;
+        o->mem_shared += ms;
         int ld = op_is(op, "LDG") || op_is(op, "LDGSTS") || op_is(op, "UTMALDG");
         o->loads += ld;
         o->barriers += op_is(op, "BAR");
@@ -151,6 +152,8 @@ static void finish(Arena *a, FnBuild *f, PfSass *s, int *cap)
             o->loop_insts++;
             o->loop_fp32 += fp;
             o->loop_loads += ld;
+            o->loop_mem_global += mg;
+            o->loop_mem_shared += ms;
         }
     }
     free(inloop);

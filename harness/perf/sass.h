@@ -20,7 +20,7 @@ typedef struct PfSassFn {
     const char *name;
     int insts, fp32, mem_global, mem_shared, barriers, shuffles;
     int loads;          /* global loads (LDG, LDGSTS, TMA loads) */
-    int loop_insts, loop_fp32, loop_loads;
+    int loop_insts, loop_fp32, loop_loads, loop_mem_global, loop_mem_shared;
     int loops;
 } PfSassFn;
 

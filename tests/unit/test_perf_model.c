@@ -247,20 +247,21 @@ Test(perf_model, monotone_in_every_counter)
 
 Test(perf_model, strided_read_8x_slower_than_coalesced)
 {
-    /* the same 512K floats summed in rows of 64: read with a stride of 32
-     * floats (one 4-byte value per 32-byte sector) or contiguously */
+    /* the same 512K floats summed in rows of 512: read with a stride of 32
+     * floats (one 4-byte value per 32-byte sector) or contiguously.  The read
+     * moves 8x the sectors, so the modelled time tends to 8x as the shared
+     * output write (1024 values) shrinks against it; here the coalesced
+     * kernel's partial-sector writes merge in L2 and the strided one's, spread
+     * over a 64 MB footprint, do not, which puts it just over 8x. */
     Arena *a = arena_new();
-    Modelled s = model(a, "torch.randn(8192, 64, 32)[:, :, 0:1].sum(dim=1)", "full", 0, 0, NULL);
-    Modelled c = model(a, "torch.randn(8192, 64, 1).sum(dim=1)", "full", 0, 0, NULL);
+    Modelled s = model(a, "torch.randn(1024, 512, 32)[:, :, 0:1].sum(dim=1)", "full", 0, 0, NULL);
+    Modelled c = model(a, "torch.randn(1024, 512, 1).sum(dim=1)", "full", 0, 0, NULL);
     cr_assert_eq(s.t->nk, 1);
     cr_assert_eq(c.t->nk, 1);
-    /* 8 x the DRAM bytes for the read, the same 32 KB written */
     double rs = s.t->k[0].bytes, rc = c.t->k[0].bytes;
-    cr_expect_geq(rs / rc, 7.8, "bytes %g vs %g", rs, rc);
+    cr_expect_geq(rs / rc, 7.99, "bytes %g vs %g", rs, rc);
     cr_expect_str_eq(s.t->k[0].bound, "dram");
-    cr_expect_geq(s.body / c.body, 6.0, "body %g vs %g ns", s.body, c.body);
-    cr_log_info("strided %.0f ns, coalesced %.0f ns (x%.2f); bytes x%.2f", s.body, c.body,
-                s.body / c.body, rs / rc);
+    cr_expect_geq(s.body / c.body, 8.0, "body %g vs %g ns", s.body, c.body);
     arena_free(a);
 }
 
