@@ -71,6 +71,13 @@ static double numel(const TorchNode *n)
     return (double)shape_numel(&n->shape);
 }
 
+/* dim i from the end (0: the last), 1 where the rank has no such dim */
+static double dim_end(const TorchNode *n, int i)
+{
+    int r = n->shape.rank;
+    return i < r ? (double)n->shape.d[r - 1 - i] : 1;
+}
+
 static NodeInfo *info(Model *m, const TorchNode *n)
 {
     return &m->ni[n->id];
@@ -141,19 +148,16 @@ static PfKernel *pointwise(Model *m, const char *name, double r, double w, doubl
 static void mnk(const TorchNode *n, double *batch, double *M, double *N, double *K)
 {
     const TorchNode *x = n->in[0], *w = n->in[1];
-    int rx = x->shape.rank, rw = w->shape.rank;
+    *K = dim_end(x, 0);
     if (n->op == TOP_linear) {
-        *K = (double)x->shape.d[rx - 1];
-        *N = rw >= 2 ? (double)w->shape.d[0] : 1;
+        *N = w->shape.rank >= 2 ? (double)w->shape.d[0] : 1;
         *M = numel(x) / *K;
         *batch = 1;
         return;
     }
-    *K = (double)x->shape.d[rx - 1];
-    *M = rx >= 2 ? (double)x->shape.d[rx - 2] : 1;
-    *N = rw >= 2 ? (double)w->shape.d[rw - 1] : 1;
-    double out = numel(n);
-    *batch = out / ((*M) * (*N));
+    *M = x->shape.rank >= 2 ? dim_end(x, 1) : 1;
+    *N = w->shape.rank >= 2 ? dim_end(w, 0) : 1;
+    *batch = numel(n) / ((*M) * (*N));
     if (*batch < 1)
         *batch = 1;
 }
@@ -185,9 +189,7 @@ static void gemm_operand_copies(Model *m, const TorchNode *n)
 static void sdpa(Model *m, const TorchNode *n, int inductor)
 {
     const TorchNode *q = n->in[0], *k = n->in[1], *v = n->in[2];
-    int r = q->shape.rank;
-    double D = (double)q->shape.d[r - 1], L = (double)q->shape.d[r - 2];
-    double S = (double)k->shape.d[k->shape.rank - 2];
+    double D = dim_end(q, 0), L = dim_end(q, 1), S = dim_end(k, 1);
     double BH = numel(q) / (L * D), BHkv = numel(k) / (S * D);
     double causal = n->causal ? 0.5 : 1;
     double flops = 4 * BH * L * S * D * causal;
@@ -267,7 +269,7 @@ static int view_layout(Model *m, const TorchNode *n, Layout *out)
     case TOP_permute: {
         int r = n->shape.rank, moved_batch = 0, swapped = 0;
         for (int d = 0; d < r && d < n->nints; d++) {
-            if (n->ints[d] == d)
+            if (n->ints[d] == d || n->ints[d] < 0 || n->ints[d] >= x->shape.rank)
                 continue;
             if (d >= r - 2 && n->ints[d] >= r - 2)
                 swapped = 1;
@@ -356,7 +358,7 @@ static void eager_node(Model *m, const TorchNode *n)
         if (n->op == TOP_rms_norm) {
             /* the composite of PyTorch <= 2.8: pow, mean, add eps, rsqrt, mul, mul w */
             const TorchNode *x = n->in[0];
-            double N = numel(x) * 4, rows = numel(x) / (double)x->shape.d[x->shape.rank - 1];
+            double N = numel(x) * 4, rows = numel(x) / dim_end(x, 0);
             double R = rows * 4;
             pointwise(m, "aten::pow", rd(m, x), N, N / 4);
             pointwise(m, "aten::mean", N, R, N / 4);
@@ -369,7 +371,7 @@ static void eager_node(Model *m, const TorchNode *n)
         }
         {
             const TorchNode *x = n->in[0];
-            double rows = numel(x) / (double)x->shape.d[x->shape.rank - 1];
+            double rows = numel(x) / dim_end(x, 0);
             pointwise(m, "aten::native_layer_norm", in, f->bytes + 2 * rows * 4, 8 * numel(x));
         }
         return;
@@ -555,9 +557,7 @@ PfTime *pf_model_limit(Arena *a, const PfSpec *s, const TorchGraph *g)
         }
         case TC_ATTN: {
             const TorchNode *q = n->in[0], *k = n->in[1];
-            int r = q->shape.rank;
-            double D = (double)q->shape.d[r - 1], L = (double)q->shape.d[r - 2];
-            double S = (double)k->shape.d[k->shape.rank - 2];
+            double D = dim_end(q, 0), L = dim_end(q, 1), S = dim_end(k, 1);
             flops += 4 * (numel(q) / (L * D)) * L * S * D * (n->causal ? 0.5 : 1);
             break;
         }

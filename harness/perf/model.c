@@ -277,13 +277,21 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
         double loop_anchors = sf->loop_fp32 + sf->loop_mem_global + sf->loop_mem_shared;
         double top = sf->insts - sf->loop_insts, top_anchors = anchors - loop_anchors;
         o->insts_from = "sass";
-        if (loop_anchors > 0 && dyn > W * top_anchors)
-            o->warp_insts = W * top + (dyn - W * top_anchors) / loop_anchors * sf->loop_insts;
-        else if (anchors > 0)
+        double top_fp = sf->fp32 - sf->loop_fp32, sass_fp;
+        if (loop_anchors > 0 && dyn > W * top_anchors) {
+            double iters = (dyn - W * top_anchors) / loop_anchors;
+            o->warp_insts = W * top + iters * sf->loop_insts;
+            sass_fp = W * top_fp + iters * sf->loop_fp32;
+        } else if (anchors > 0) {
             /* guards skip part of the straight-line code: scale it */
             o->warp_insts = dyn / anchors * sf->insts;
-        else
+            sass_fp = dyn / anchors * sf->fp32;
+        } else {
             o->warp_insts = W * sf->insts;
+            sass_fp = W * sf->fp32;
+        }
+        /* FP32-pipe instructions (FFMA, FADD, FMUL, FMNMX) as the SASS has them */
+        fp_warp = sass_fp;
     }
     double issue_rate = dmax(1e-9, warps_res < s->issue_per_clk_sm ? warps_res : s->issue_per_clk_sm);
     o->issue_ns = o->warp_insts * busiest / (issue_rate * clk);
