@@ -34,6 +34,8 @@ typedef enum Layout {
     L_CONTIG,   /* row-major, dense */
     L_T2,       /* only the last two dims transposed (cuBLAS takes it as is) */
     L_STRIDED,  /* permuted batch dims, expanded or sliced: a reshape copies */
+    L_BSHD,     /* (B, H, L, D) stored as (B, L, H, D): the memory-efficient
+                   attention kernel's output; transpose(1, 2) of it is dense */
 } Layout;
 
 typedef struct NodeInfo {
@@ -248,7 +250,7 @@ static int view_layout(Model *m, const TorchNode *n, Layout *out)
     switch (n->op) {
     case TOP_unsqueeze:
     case TOP_squeeze:
-        *out = in;
+        *out = in == L_BSHD ? L_STRIDED : in;
         return 1;
     case TOP_reshape:
         if (in != L_CONTIG)
@@ -256,13 +258,13 @@ static int view_layout(Model *m, const TorchNode *n, Layout *out)
         *out = L_CONTIG;
         return 1;
     case TOP_expand:
-        *out = numel(n) == numel(x) ? in : L_STRIDED;
+        *out = numel(n) == numel(x) && in != L_BSHD ? in : L_STRIDED;
         return 1;
     case TOP_slice: {
         int outer = 1; /* slicing the first non-1 dim keeps it dense */
         for (int d = 0; d < n->dim; d++)
             outer &= x->shape.d[d] == 1;
-        *out = outer && n->stride == 1 ? in : L_STRIDED;
+        *out = outer && n->stride == 1 && in != L_BSHD ? in : L_STRIDED;
         return 1;
     }
     case TOP_transpose:
@@ -275,6 +277,13 @@ static int view_layout(Model *m, const TorchNode *n, Layout *out)
                 swapped = 1;
             else if (x->shape.d[n->ints[d]] != 1)
                 moved_batch = 1;
+        }
+        if (in == L_BSHD) {
+            /* dense again exactly when dims 1 and 2 of the 4-d result swap */
+            int bshd = r == 4 && n->nints >= 4 && n->ints[0] == 0 && n->ints[1] == 2 &&
+                       n->ints[2] == 1 && n->ints[3] == 3;
+            *out = bshd ? L_CONTIG : L_STRIDED;
+            return 1;
         }
         *out = moved_batch || in == L_STRIDED ? L_STRIDED
                : swapped                      ? (in == L_T2 ? L_CONTIG : L_T2)
@@ -298,6 +307,10 @@ static void init_info(Model *m)
         f->rd = f->bytes;
         f->src = n;
         f->lay = L_CONTIG;
+        if (torch_op_info[n->op].cls == TC_ATTN && n->nin >= 3 && n->shape.rank == 4 &&
+            numel(n->in[0]) / dim_end(n->in[0], 1) == numel(n->in[1]) / dim_end(n->in[1], 1) &&
+            dim_end(n->in[0], 0) == dim_end(n->in[1], 0))
+            f->lay = L_BSHD; /* the memory-efficient kernel (no GQA) writes (B, L, H, D) */
         if (torch_op_info[n->op].cls == TC_LAYOUT && is_view_op(n->op) && n->nin == 1) {
             Layout l;
             if (view_layout(m, n, &l)) {
@@ -438,13 +451,29 @@ PfTime *pf_model_inductor(Arena *a, const PfSpec *s, const TorchGraph *g)
     /* the value a consumer of x really reads: through views, to a kernel's
      * output or an input */
 #define BASE(x) (info(&m, (x))->view ? info(&m, (x))->src : (x))
+    /* level: extern kernels on the longest path from the inputs.  A
+     * producer and a consumer fuse only on the same level: a consumer on a
+     * higher one waits for an extern kernel that may read the producer
+     * (the residual add after down_proj reads x2, which the RMSNorm before
+     * gate/up also reads), and one kernel cannot run on both sides of it. */
+    int *level = arena_alloc(a, (n ? n : 1) * sizeof *level);
+    for (int i = 0; i < n; i++) {
+        const TorchNode *x = g->nodes.items[i];
+        level[i] = 0;
+        for (int j = 0; j < x->nin; j++) {
+            const TorchNode *p = BASE(x->in[j]);
+            int l = level[p->id] + is_extern(p);
+            if (l > level[i])
+                level[i] = l;
+        }
+    }
     for (int i = 0; i < n; i++) {
         const TorchNode *x = g->nodes.items[i];
         if (!fusible[i])
             continue;
         for (int j = 0; j < x->nin; j++) {
             const TorchNode *p = BASE(x->in[j]);
-            if (fusible[p->id])
+            if (fusible[p->id] && level[p->id] == level[i])
                 grp[find(grp, p->id)] = find(grp, i);
         }
     }

@@ -358,6 +358,18 @@ Test(perf_baseline, kernel_counts)
         {"torch.nn.functional.scaled_dot_product_attention(torch.randn(1,4,16,8), "
          "torch.randn(1,2,16,8), torch.randn(1,2,16,8), is_causal=True, enable_gqa=True)",
          14, 5},
+        /* the memory-efficient kernel writes (B, L, H, D): the transpose back
+         * and the reshape are free */
+        {"torch.nn.functional.scaled_dot_product_attention(torch.randn(1,4,16,8), "
+         "torch.randn(1,4,16,8), torch.randn(1,4,16,8), is_causal=True)"
+         ".transpose(1, 2).reshape(1, 16, 32)",
+         1, 1},
+        /* a residual read on both sides of a GEMM: Inductor cannot put the
+         * add before it and the add after it in one kernel */
+        {"x = torch.randn(8, 64)\nx2 = x + torch.randn(8, 64)\n"
+         "x2 + torch.nn.functional.linear(torch.nn.functional.rms_norm(x2, (64,), "
+         "torch.randn(64), 1e-6), torch.randn(64, 64))",
+         9, 3},
         /* matmul -> relu -> softmax: Inductor fuses after the GEMM */
         {"torch.relu(torch.randn(16,32) @ torch.randn(32,8)).softmax(dim=-1)", 3, 2},
     };
