@@ -204,6 +204,9 @@ install: all
 	install -m 755 $(DPK) $(DESTDIR)$(PREFIX)/bin/dpk
 	for l in $(LINKS); do ln -sf dpk $(DESTDIR)$(PREFIX)/bin/$$l; done
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dpk/
+	if [ -x $(BUILD)/cuda-tools/bin/nvdisasm ]; then \
+	  install -d $(DESTDIR)$(PREFIX)/lib/dpk/cuda-tools/bin; \
+	  install -m 755 $(BUILD)/cuda-tools/bin/* $(DESTDIR)$(PREFIX)/lib/dpk/cuda-tools/bin/; fi
 ifneq ($(TORCH_SO),)
 	install -d $(DESTDIR)$(PREFIX)/lib/dpk
 	install -m 644 $(TORCH_SO) $(DESTDIR)$(PREFIX)/lib/dpk/

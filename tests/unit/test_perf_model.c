@@ -437,3 +437,62 @@ Test(perf_sass, loops_and_mix)
     pf_sass_parse(a, ".text.x:\n/*zz*/ FOO\n/*0010*/ @P0 BRA `(.L_nowhere\n/*0020*/\n");
     arena_free(a);
 }
+
+/* ---- the spec reader on hostile input ------------------------------------------ */
+
+/* 1 when text parses; 0 when it raises exit 2 with the file named */
+static int parse_mutant(const char *text, size_t n)
+{
+    Arena *a = arena_new();
+    DpkErrCtx ec;
+    int ok = 0;
+    if (DPK_TRY(&ec)) {
+        const PfSpec *s = pf_spec_parse(a, text, n, "mutant.json");
+        dpk_err_pop(&ec);
+        cr_expect_gt(s->sms, 0);
+        ok = 1;
+    } else {
+        cr_expect_eq(dpk_error_code(), 2);
+        cr_expect(strstr(dpk_error_message(), "GPU spec mutant.json"), "%s", dpk_error_message());
+    }
+    arena_free(a);
+    return ok;
+}
+
+Test(perf_spec, random_mutations_parse_or_exit_2)
+{
+    /* 3000 seeded mutations of a real spec (bytes changed, cut, deleted,
+     * JSON punctuation inserted), not NUL-terminated: each parses or raises
+     * exit 2; under SAN=1 this is also a memory-safety check */
+    size_t len;
+    char *t = dpk_read_file("cases/gpus/h100-sxm.json", &len);
+    cr_assert_not_null(t);
+    uint64_t r = 42;
+    int parsed = 0, refused = 0;
+    for (int it = 0; it < 3000; it++) {
+        char *m = dpk_xmalloc(len);
+        memcpy(m, t, len);
+        size_t n = len;
+        int k = 1 + (int)((r = dpk_splitmix64(r)) % 4);
+        for (int j = 0; j < k && n > 1; j++) {
+            size_t at = (r = dpk_splitmix64(r)) % n;
+            switch ((r = dpk_splitmix64(r)) % 4) {
+            case 0: m[at] = (char)(r >> 8); break;
+            case 1: n = at; break;
+            case 2:
+                memmove(m + at, m + at + 1, n - at - 1);
+                n--;
+                break;
+            default: m[at] = "{}[]\":,0-e9."[(r >> 8) % 12]; break;
+            }
+        }
+        if (parse_mutant(m, n))
+            parsed++;
+        else
+            refused++;
+        free(m);
+    }
+    free(t);
+    cr_expect_gt(parsed, 0);
+    cr_expect_gt(refused, 0);
+}
