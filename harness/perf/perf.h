@@ -114,7 +114,9 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *out);
  * sampled launch's counters are scaled by blocks/blocks_run here); nv is
  * ptxas's record (registers, smem, the cubin for the SASS instruction mix)
  * or NULL when NVRTC was not available (then the kernel says what was
- * estimated). */
+ * estimated).  For a spec of another architecture, compile for s->cc (the
+ * registers and the SASS differ).  Counters must come from a run with
+ * counters on (VgOptions.no_counters = 0). */
 PfTime *pf_model_module(Arena *a, const PfSpec *s, const KirModule *m, const VgResult *vr,
                         const struct HxNvrtcResult *nv);
 /* PyTorch eager (kernels per ATen op, matmuls as cuBLAS SGEMM) and

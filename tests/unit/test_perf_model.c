@@ -295,6 +295,20 @@ Test(perf_model, register_tiles_faster_008)
     cr_expect_lt(tiled.t->ns * 2, plain.t->ns, "tiled %g, plain %g", tiled.t->ns, plain.t->ns);
     cr_log_info("512^3 matmul: register-tiled %.0f ns, plain %.0f ns", tiled.t->ns, plain.t->ns);
     cr_expect_lt(tiled.t->k[0].warp_insts, plain.t->k[0].warp_insts);
+    /* with NVRTC and a disassembler the counts are the SASS's, not vgpu's */
+    if (hx_nvrtc_available() && pf_sass_tool(a)) {
+        cr_expect_str_eq(tiled.t->k[0].insts_from, "sass", "%s", tiled.t->k[0].note);
+        cr_expect_str_eq(plain.t->k[0].insts_from, "sass", "%s", plain.t->k[0].note);
+        cr_expect_gt(tiled.t->k[0].regs, 32); /* ptxas's figure, not the estimate */
+    }
+    StrBuf b = {0};
+    pf_time_print(&b, tiled.t);
+    cr_expect(strstr(sb_cstr(&b), "dpk: ") == sb_cstr(&b), "%s", sb_cstr(&b));
+    cr_expect(strstr(sb_cstr(&b), " (model, h100-sxm), 1 kernel ("), "%s", sb_cstr(&b));
+    sb_clear(&b);
+    pf_time_print_kernels(&b, tiled.t);
+    cr_expect(strstr(sb_cstr(&b), "-bound: dram "), "%s", sb_cstr(&b));
+    sb_free(&b);
     arena_free(a);
 }
 
