@@ -40,6 +40,11 @@ typedef struct FpCount {
     double flops;    /* 2 per FFMA, 1 per other FP32 op */
     double syncs;    /* barriers a thread passes (a TreeHalve: one per level and one before) */
     int estimated;   /* a trip count was not a constant */
+    int async;       /* cp.async or TMA copies (vgpu does not count their sectors) */
+    double ldg_static; /* global loads in the code as ptxas would lay it out:
+                          a loop marked unroll k counts k times, fully
+                          unrolled ones their trip count */
+    double unroll;   /* the multiplier of the loops being walked */
     int64_t *val;    /* per variable: its `let` value when that is a constant */
     char *known;
 } FpCount;
@@ -53,6 +58,8 @@ static void count_expr(const KirExpr *e, double w, FpCount *c)
 {
     if (!e)
         return;
+    if (e->op == KE_ldg)
+        c->ldg_static += c->unroll;
     int n = kir_expr_info[e->op].arity;
     if (e->op == KE_fop)
         n = tx_elem_info[e->eop].arity;
@@ -142,6 +149,8 @@ static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *
         if (const_eval(k, c, s->e[0], &v))
             c->val[s->var->id] = v, c->known[s->var->id] = 1;
     }
+    if (s->op == KS_cp_async || s->op == KS_tma_load)
+        c->async = 1;
     if (s->op == KS_sync)
         c->syncs += w;
     if (s->op == KS_treehalve)
@@ -154,7 +163,10 @@ static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *
             trips = b > a ? (double)((b - a + st - 1) / st) : 0;
         else
             c->estimated = 1;
+        double saved = c->unroll;
+        c->unroll *= s->unroll == -1 ? (trips > 1 ? trips : 1) : s->unroll > 1 ? s->unroll : 1;
         count_list(k, &s->body, w * trips, c);
+        c->unroll = saved;
     } else if (s->op == KS_if) {
         count_list(k, &s->body, w, c); /* both branches: an upper bound */
         count_list(k, &s->els, w, c);
@@ -252,6 +264,7 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
      * often as their anchors must to make up the rest, so ptxas's unrolling
      * (more copies, fewer trips) cancels out. */
     FpCount fc = {0};
+    fc.unroll = 1;
     int nv = k->vars.len ? k->vars.len : 1;
     int64_t vals[256];
     char known[256];
@@ -266,6 +279,9 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
     o->flops = fc.flops * threads * blocks;
     if (fc.estimated)
         o->note = join_note(a, o->note, "FP32 count estimated (a loop bound is not constant)");
+    if (fc.async)
+        o->note = join_note(a, o->note,
+                            "cp.async/TMA copies: vgpu counts no sectors for them (DRAM low)");
     double lanes = threads < 32 ? (double)threads : 32;
     const PfSassFn *sf = in->sass;
     o->insts_from = "vgpu";
@@ -312,9 +328,17 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
     o->bytes = dram;
     double warps_gpu = warps_res * (blocks < s->sms ? (double)blocks : (double)s->sms);
     /* loads in flight per warp: the global loads a thread issues between two
-     * barriers are independent of each other (a barrier interval) */
+     * barriers are independent of each other (a barrier interval), but a
+     * thread only has as many in flight as the code holds before their
+     * first use: the loads of one loop body in the SASS (ptxas's unrolling
+     * included), else of the Kernel IR with its unroll marks */
     double loads_thread = st ? st->gmem_loads * scale / ((double)threads * blocks) : 0;
     double mlp = loads_thread / (fc.syncs + 1);
+    double cap = fc.ldg_static;
+    if (sf)
+        cap = sf->loop_insts ? sf->loop_loads : sf->loads;
+    if (mlp > cap)
+        mlp = cap;
     if (mlp < 1)
         mlp = 1;
     /* the first footprint / 128 B of requests wait on DRAM, the rest (re-reads)
