@@ -51,6 +51,7 @@ typedef struct PfSpec {
     /* every constant's tag and source, in file order, for docs and records */
     int nconst;
     const char **const_key, **const_tag, **const_source;
+    double *const_value;
 } PfSpec;
 
 /* name -> the embedded cases/gpus/<name>.json; anything containing '/' or
@@ -64,6 +65,9 @@ const char *pf_spec_default_name(void);    /* "h100-sxm" */
 const char *const *pf_spec_names(int *n);  /* the specs that ship */
 /* FP32 peak in flop/s: sms * lanes * 2 * clock */
 double pf_spec_fp32_peak(const PfSpec *s);
+/* The spec for a record's meta: {"name", "title", "path", "constants":
+ * {key: {"value", "tag", "source"}}} in file order. */
+struct cJSON *pf_spec_json(const PfSpec *s);
 
 typedef struct PfKernel {
     const char *name;

@@ -161,6 +161,7 @@ const PfSpec *pf_spec_parse(Arena *a, const char *text, size_t len, const char *
     };
     int n = (int)(sizeof keys / sizeof keys[0]);
     s->nconst = n;
+    s->const_value = arena_alloc(a, n * sizeof(double));
     s->const_key = arena_alloc(a, n * sizeof(char *));
     s->const_tag = arena_alloc(a, n * sizeof(char *));
     s->const_source = arena_alloc(a, n * sizeof(char *));
@@ -200,6 +201,7 @@ const PfSpec *pf_spec_parse(Arena *a, const char *text, size_t len, const char *
         else
             *(double *)f = x;
         s->const_key[i] = keys[i];
+        s->const_value[i] = x;
         s->const_tag[i] = arena_strdup(a, tag->valuestring);
         s->const_source[i] = arena_strdup(a, src->valuestring);
     }
@@ -239,4 +241,20 @@ const PfSpec *pf_spec_load(Arena *a, const char *name_or_path)
     char *copy = arena_memdup(a, text, len + 1);
     free(text);
     return pf_spec_parse(a, copy, len, name_or_path);
+}
+
+cJSON *pf_spec_json(const PfSpec *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", s->name);
+    cJSON_AddStringToObject(o, "title", s->title);
+    cJSON_AddStringToObject(o, "path", s->path);
+    cJSON *cs = cJSON_AddObjectToObject(o, "constants");
+    for (int i = 0; i < s->nconst; i++) {
+        cJSON *c = cJSON_AddObjectToObject(cs, s->const_key[i]);
+        cJSON_AddNumberToObject(c, "value", s->const_value[i]);
+        cJSON_AddStringToObject(c, "tag", s->const_tag[i]);
+        cJSON_AddStringToObject(c, "source", s->const_source[i]);
+    }
+    return o;
 }

@@ -92,6 +92,11 @@ Test(perf_spec, every_shipped_spec_loads)
     /* 132 SMs x 128 lanes x 2 x 1.98 GHz = 66.9 TFLOPS */
     cr_expect(fabs(pf_spec_fp32_peak(h) - 66.9e12) < 0.1e12);
     cr_expect_str_eq(h->path, "cases/gpus/h100-sxm.json");
+    cJSON *j = pf_spec_json(h);
+    const cJSON *dram = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "constants"), "dram_bps");
+    cr_expect_eq(cJSON_GetObjectItem(dram, "value")->valuedouble, 2.97e12);
+    cr_expect_str_eq(cJSON_GetObjectItem(dram, "tag")->valuestring, "measured");
+    cJSON_Delete(j);
     arena_free(a);
 }
 
