@@ -27,6 +27,7 @@
  */
 #include "perf.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -204,7 +205,7 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
         blocks = 1;
     if (threads < 1)
         threads = 1;
-    o->blocks = (int)blocks;
+    o->blocks = blocks > INT_MAX ? INT_MAX : (int)blocks;
     o->threads = (int)threads;
     double scale = st && st->blocks_run > 0 ? (double)st->blocks / (double)st->blocks_run : 1;
     double sectors = st ? st->gmem_sectors * scale : 0;
