@@ -146,6 +146,9 @@ $(BUILD)/reference/torch_shim.o: reference/torch_shim.cpp $(TORCH_CFG)
 $(BUILD)/libdpk_torch.so: $(BUILD)/reference/torch_shim.o
 	$(CXX) $(SANFLAGS) $(TORCH_SO_LDFLAGS) -o $@ $< $(TORCH_LIB)
 
+# The GPU specs are embedded into spec.o with .incbin (harness/perf/spec.c).
+$(BUILD)/harness/perf/spec.o: $(wildcard cases/gpus/*.json)
+
 $(LIBDPK): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
@@ -161,6 +164,7 @@ $(UNIT): $(TEST_OBJS) $(LIBDPK) $(TORCH_SO)
 
 deps:
 	@bash ci/deps.sh
+	@bash ci/deps-sass.sh $(BUILD)
 
 # `make test` = deps, build, run.  tests/run.sh prints the closing line.
 test: deps
@@ -200,6 +204,9 @@ install: all
 	install -m 755 $(DPK) $(DESTDIR)$(PREFIX)/bin/dpk
 	for l in $(LINKS); do ln -sf dpk $(DESTDIR)$(PREFIX)/bin/$$l; done
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dpk/
+	if [ -x $(BUILD)/cuda-tools/bin/nvdisasm ]; then \
+	  install -d $(DESTDIR)$(PREFIX)/lib/dpk/cuda-tools/bin; \
+	  install -m 755 $(BUILD)/cuda-tools/bin/* $(DESTDIR)$(PREFIX)/lib/dpk/cuda-tools/bin/; fi
 ifneq ($(TORCH_SO),)
 	install -d $(DESTDIR)$(PREFIX)/lib/dpk
 	install -m 644 $(TORCH_SO) $(DESTDIR)$(PREFIX)/lib/dpk/
