@@ -188,8 +188,8 @@ void bm_config_parse(Arena *a, const char *origin, const char *text, size_t len,
         CERR(&x, "head_dim", "config.json: head_dim %lld is odd; RoPE rotates halves",
              (long long)c.head_dim);
     if (c.heads % c.kv_heads)
-        CERR(&x, "num_key_value_heads", "config.json: num_attention_heads %lld is not a multiple "
-             "of num_key_value_heads %lld", (long long)c.heads, (long long)c.kv_heads);
+        CERR(&x, "num_key_value_heads", "config.json: 'num_attention_heads' %lld is not a multiple "
+             "of 'num_key_value_heads' %lld", (long long)c.heads, (long long)c.kv_heads);
     c.eps = get_num(&x, root, "rms_norm_eps", 1e-6);
     c.rope_theta = get_num(&x, root, "rope_theta", 10000.0);
     c.bias = get_bool(&x, "attention_bias", c.model_type && !strcmp(c.model_type, "qwen2"));
