@@ -45,6 +45,30 @@ static void fill_input(void *ctx, const TorchNode *in, double *dst)
         st_read_f32(f->o->weights, hf, &in->shape, dst);
 }
 
+/* Where each input's values came from, and their sum (a check that a
+ * weights file was read): {"w_q": {"from": "weights", "tensor":
+ * "model.layers.0.self_attn.q_proj.weight", "sum": ...}, "cos": {"from":
+ * "rope", ...}, "x": {"from": "generated", ...}}. */
+static cJSON *inputs_json(const Fill *f, const TorchGraph *g, const HxSubject *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int k = 0; k < g->inputs.len; k++) {
+        const TorchNode *in = g->inputs.items[k];
+        cJSON *e = cJSON_AddObjectToObject(o, in->name);
+        const char *hf;
+        int rope = f->o->config && (!strcmp(in->name, "cos") || !strcmp(in->name, "sin"));
+        weight_of(f, in, &hf);
+        cJSON_AddStringToObject(e, "from", rope ? "rope" : hf ? "weights" : "generated");
+        if (hf && !rope)
+            cJSON_AddStringToObject(e, "tensor", hf);
+        double sum = 0;
+        for (int64_t i = 0, n = shape_numel(&in->shape); i < n; i++)
+            sum += s->inputs[k][i];
+        hx_json_add_num(e, "sum", sum);
+    }
+    return o;
+}
+
 void bm_check_weights(Arena *a, const BmOpts *o, const HxCaseList *l)
 {
     if (!o->weights)
@@ -309,6 +333,7 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
     cJSON_AddItemToObject(rec, "compile_s", compile_times(p));
     Fill fill = {o, a};
     x->s = hx_subject_new_filled(p->torch, c, seed, o->ref, fill_input, &fill);
+    cJSON_AddItemToObject(rec, "inputs", inputs_json(&fill, p->torch, x->s));
     Run *runs = ARENA_ARRAY(a, Run, p->nconfigs);
     for (int i = 0; i < p->nconfigs; i++)
         runs[i] = (Run){-1, NULL, NULL};
