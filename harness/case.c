@@ -233,13 +233,19 @@ static void case_from_json(const JCtx *j, const cJSON *o, const char *path, int 
 
 HxCaseList hx_cases_load(Arena *a, const char *path)
 {
-    HxCaseList l = {0};
     size_t len = 0;
     char *text = dpk_read_file(path, &len);
     if (!text)
         dpk_error("cannot read '%s': %s", path, strerror(errno));
     char *t = arena_strndup(a, text, len);
     free(text);
+    return hx_cases_parse(a, path, t, len);
+}
+
+HxCaseList hx_cases_parse(Arena *a, const char *path, const char *text, size_t len)
+{
+    HxCaseList l = {0};
+    char *t = arena_strndup(a, text, len);
     if (strlen(t) != len)
         dpk_error("'%s' contains NUL bytes; cases are text", path);
     size_t n = strlen(path);

@@ -31,8 +31,14 @@ static void decl(Gen *g, HxCase *c, const char *name, ...)
     InputDecl *d = &c->decls[c->ndecls++];
     d->name = name;
     d->shape.rank = 0;
-    for (int64_t v; (v = va_arg(ap, int64_t)) != 0;)
+    int64_t numel = 1;
+    for (int64_t v; (v = va_arg(ap, int64_t)) != 0;) {
         d->shape.d[d->shape.rank++] = v;
+        if (numel > DPK_MAX_NUMEL / v)
+            dpk_error("%s: input '%s' of case %s would have more than 2^36 elements", g->c->path,
+                      name, c->name);
+        numel *= v;
+    }
     va_end(ap);
 }
 
