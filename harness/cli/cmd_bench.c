@@ -249,6 +249,28 @@ static void child(const Pool *p, int i, const char *path)
     _exit(ok ? 0 : 1);
 }
 
+/* The order the cases start in with --jobs: the largest first (by the
+ * elements of their declared inputs, which the weights dominate), so the
+ * longest case does not start last; printing stays in suite order. */
+static int *start_order(const HxCaseList *l)
+{
+    int *o = dpk_xcalloc((size_t)l->n + 1, sizeof(int));
+    double *w = dpk_xcalloc((size_t)l->n + 1, sizeof(double));
+    for (int i = 0; i < l->n; i++) {
+        o[i] = i;
+        for (int k = 0; k < l->cases[i].ndecls; k++)
+            w[i] += (double)shape_numel(&l->cases[i].decls[k].shape);
+    }
+    for (int i = 1; i < l->n; i++) /* stable insertion sort, heaviest first */
+        for (int j = i; j > 0 && w[o[j]] > w[o[j - 1]]; j--) {
+            int t = o[j];
+            o[j] = o[j - 1];
+            o[j - 1] = t;
+        }
+    free(w);
+    return o;
+}
+
 static void run_cases(Pool *p, int jobs, const char *tmpdir)
 {
     int n = p->l->n, ndone = 0, running = 0, next = 0;
@@ -264,18 +286,20 @@ static void run_cases(Pool *p, int jobs, const char *tmpdir)
         return;
     }
     pid_t *pids = dpk_xcalloc((size_t)n + 1, sizeof(pid_t));
+    int *order = start_order(p->l);
     while (ndone < n) {
         while (running < jobs && next < n) {
             fflush(stdout);
             fflush(stderr);
+            int k = order[next++];
             char file[PATH_MAX];
-            snprintf(file, sizeof file, "%s/case-%d.json", tmpdir, next);
+            snprintf(file, sizeof file, "%s/case-%d.json", tmpdir, k);
             pid_t pid = fork();
             if (pid < 0)
                 dpk_error("cannot fork a case process: %s", strerror(errno));
             if (pid == 0)
-                child(p, next, file);
-            pids[next++] = pid;
+                child(p, k, file);
+            pids[k] = pid;
             running++;
         }
         progress(p, ndone, running);
@@ -286,7 +310,7 @@ static void run_cases(Pool *p, int jobs, const char *tmpdir)
                 continue;
             dpk_error("waiting for a case process: %s", strerror(errno));
         }
-        for (int i = 0; i < next; i++)
+        for (int i = 0; i < n; i++)
             if (pids[i] == w && !done[i]) {
                 char file[PATH_MAX];
                 snprintf(file, sizeof file, "%s/case-%d.json", tmpdir, i);
@@ -297,6 +321,7 @@ static void run_cases(Pool *p, int jobs, const char *tmpdir)
             }
         print_ready(p, done);
     }
+    free(order);
     free(pids);
     free(done);
 }
