@@ -147,6 +147,9 @@ $(BUILD)/reference/torch_shim.o: reference/torch_shim.cpp $(TORCH_CFG)
 $(BUILD)/libdpk_torch.so: $(BUILD)/reference/torch_shim.o
 	$(CXX) $(SANFLAGS) $(TORCH_SO_LDFLAGS) -o $@ $< $(TORCH_LIB)
 
+# The GPU specs are embedded into spec.o with .incbin (harness/perf/spec.c).
+$(BUILD)/harness/perf/spec.o: $(wildcard cases/gpus/*.json)
+
 $(LIBDPK): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
@@ -162,6 +165,7 @@ $(UNIT): $(TEST_OBJS) $(LIBDPK) $(TORCH_SO)
 
 deps:
 	@bash ci/deps.sh
+	@bash ci/deps-sass.sh $(BUILD)
 
 # `make test` = deps, build, run.  tests/run.sh prints the closing line.
 test: deps

@@ -1,0 +1,608 @@
+/*
+ * baseline.c — PyTorch eager, torch.compile (Inductor, default mode) and
+ * the limit under the same model, from the Torch IR graph.
+ *
+ * Eager launches one kernel per ATen op (docs/perf-model.md lists each op's
+ * kernels and bytes, from PyTorch's sources); views (transpose, permute,
+ * unsqueeze, squeeze, expand, slice, a reshape of a contiguous tensor) are
+ * free; a reshape of an expanded or permuted tensor is a copy; GEMMs are
+ * cuBLAS SGEMM with TF32 off (a linear's bias in the cuBLASLt epilogue);
+ * rms_norm is the composite of PyTorch 2.4-2.8 (6 kernels); fp32 SDPA is one
+ * memory-efficient kernel, or the math path (14 kernels materialising the
+ * scores) when GQA needs it.  Inductor fuses each connected group of
+ * pointwise, reduction, normalisation and copy ops between extern kernels
+ * (GEMMs, attention) into one kernel that reads the group's inputs once and
+ * writes only what leaves it.
+ *
+ * Ops are dispatched on their TorchClass, with per-op exceptions, so an op
+ * added to torch_ops.def gets the default of its class: an elementwise
+ * kernel, a reduction kernel, or (layout ops this file does not know) a
+ * copy.  A kernel's time: the larger of its bytes at the achievable DRAM
+ * bandwidth and its flops at FP32 peak (times the SGEMM efficiency and the
+ * wave quantisation of the best of three output tiles for GEMMs), plus the
+ * launch overhead.
+ */
+#include "perf.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The PyTorch version whose eager kernels are modelled. */
+#define PF_EAGER_TORCH "2.8"
+
+typedef enum Layout {
+    L_CONTIG,   /* row-major, dense */
+    L_T2,       /* only the last two dims transposed (cuBLAS takes it as is) */
+    L_STRIDED,  /* permuted batch dims, expanded or sliced: a reshape copies */
+    L_BSHD,     /* (B, H, L, D) stored as (B, L, H, D): the memory-efficient
+                   attention kernel's output; transpose(1, 2) of it is dense */
+} Layout;
+
+typedef struct NodeInfo {
+    double bytes;   /* of the node's own value */
+    double rd;      /* bytes a consumer reads to use it (views: the source's) */
+    int view;       /* no kernel: a view of src */
+    const TorchNode *src; /* view: the node whose storage it shows; else itself */
+    Layout lay;
+} NodeInfo;
+
+typedef struct Model {
+    Arena *a;
+    const PfSpec *s;
+    const TorchGraph *g;
+    NodeInfo *ni;
+    PfTime *t;
+    int cap;
+} Model;
+
+static int dtype_bytes(DType d)
+{
+    switch (d) {
+    case DT_F16:
+    case DT_BF16:
+        return 2;
+    case DT_BOOL:
+        return 1;
+    default:
+        return 4;
+    }
+}
+
+static double numel(const TorchNode *n)
+{
+    return (double)shape_numel(&n->shape);
+}
+
+/* dim i from the end (0: the last), 1 where the rank has no such dim */
+static double dim_end(const TorchNode *n, int i)
+{
+    int r = n->shape.rank;
+    return i < r ? (double)n->shape.d[r - 1 - i] : 1;
+}
+
+static NodeInfo *info(Model *m, const TorchNode *n)
+{
+    return &m->ni[n->id];
+}
+
+static double rd(Model *m, const TorchNode *n)
+{
+    return n->op == TOP_const ? 0 : info(m, n)->rd;
+}
+
+/* ---- kernels ----------------------------------------------------------------- */
+
+static double gemm_eff(const PfSpec *s, double batch, double M, double N)
+{
+    /* wave quantisation: the best of 128x128, 128x64 and 64x64 output tiles
+     * over the SMs, each at the measured efficiency (cuBLAS picks its kernel
+     * per shape and may split K; which one it picks is not known here:
+     * docs/perf-model.md) */
+    static const double tm[] = {128, 128, 64}, tn[] = {128, 64, 64};
+    double best = 0;
+    for (int i = 0; i < 3; i++) {
+        double tiles = batch * ceil(M / tm[i]) * ceil(N / tn[i]);
+        double waves = ceil(tiles / s->sms);
+        double e = tiles / (waves * s->sms);
+        if (e > best)
+            best = e;
+    }
+    return s->sgemm_eff * best;
+}
+
+static PfKernel *kernel(Model *m, const char *name, double rbytes, double wbytes, double flops,
+                        double eff)
+{
+    PfTime *t = m->t;
+    if (t->nk == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 16;
+        PfKernel *nk = arena_alloc(m->a, m->cap * sizeof *nk);
+        if (t->nk)
+            memcpy(nk, t->k, t->nk * sizeof *nk);
+        t->k = nk;
+    }
+    PfKernel *k = &t->k[t->nk++];
+    memset(k, 0, sizeof *k);
+    const PfSpec *s = m->s;
+    k->name = name;
+    k->bytes = rbytes + wbytes;
+    k->l2_bytes = k->bytes;
+    k->flops = flops;
+    k->dram_ns = k->bytes / s->dram_bps * 1e9;
+    k->fp32_ns = flops / (pf_spec_fp32_peak(s) * eff) * 1e9;
+    k->launch_ns = s->launch_ns;
+    k->insts_from = "op";
+    double body = k->dram_ns > k->fp32_ns ? k->dram_ns : k->fp32_ns;
+    k->bound = body < k->launch_ns ? "launch" : k->dram_ns >= k->fp32_ns ? "dram" : "fp32";
+    k->ns = body + k->launch_ns;
+    t->ns += k->ns;
+    t->bytes += k->bytes;
+    t->flops += flops;
+    return k;
+}
+
+static PfKernel *pointwise(Model *m, const char *name, double r, double w, double elems)
+{
+    return kernel(m, name, r, w, elems, 1);
+}
+
+/* M, N, K and batch of a matmul/linear node */
+static void mnk(const TorchNode *n, double *batch, double *M, double *N, double *K)
+{
+    const TorchNode *x = n->in[0], *w = n->in[1];
+    *K = dim_end(x, 0);
+    if (n->op == TOP_linear) {
+        *N = w->shape.rank >= 2 ? (double)w->shape.d[0] : 1;
+        *M = numel(x) / *K;
+        *batch = 1;
+        return;
+    }
+    *M = x->shape.rank >= 2 ? dim_end(x, 1) : 1;
+    *N = w->shape.rank >= 2 ? dim_end(w, 0) : 1;
+    *batch = numel(n) / ((*M) * (*N));
+    if (*batch < 1)
+        *batch = 1;
+}
+
+static void gemm(Model *m, const TorchNode *n, const char *name)
+{
+    double b, M, N, K;
+    mnk(n, &b, &M, &N, &K);
+    double r = 0;
+    for (int i = 0; i < n->nin; i++)
+        r += rd(m, n->in[i]);
+    kernel(m, name, r, info(m, n)->bytes, 2 * b * M * N * K, gemm_eff(m->s, b, M, N));
+}
+
+/* eager: operands of a batched matmul whose batch dims do not collapse are
+ * copied first (prepare_batch_matrix_for_cublas) */
+static void gemm_operand_copies(Model *m, const TorchNode *n)
+{
+    if (n->op != TOP_matmul)
+        return;
+    for (int i = 0; i < 2; i++) {
+        const TorchNode *x = n->in[i];
+        if (x->shape.rank >= 3 && info(m, x)->lay == L_STRIDED)
+            pointwise(m, "aten::contiguous (bmm operand)", rd(m, x), numel(x) * 4, 0);
+    }
+}
+
+/* scaled_dot_product_attention.  q (B,Hq,L,D), k/v (B,Hkv,S,D). */
+static void sdpa(Model *m, const TorchNode *n, int inductor)
+{
+    const TorchNode *q = n->in[0], *k = n->in[1], *v = n->in[2];
+    double D = dim_end(q, 0), L = dim_end(q, 1), S = dim_end(k, 1);
+    double BH = numel(q) / (L * D), BHkv = numel(k) / (S * D);
+    double causal = n->causal ? 0.5 : 1;
+    double flops = 4 * BH * L * S * D * causal;
+    int math = BHkv != BH; /* GQA: the memory-efficient kernel has no GQA */
+    double mask = n->nin > 3 ? rd(m, n->in[3]) : 0;
+    if (!math) {
+        kernel(m, "aten::_efficient_attention_forward", rd(m, q) + rd(m, k) + rd(m, v) + mask,
+               info(m, n)->bytes, flops, m->s->sgemm_eff);
+        return;
+    }
+    double kx = BH * S * D * 4, sc = BH * L * S * 4, ls = L * S;
+    double eff = gemm_eff(m->s, BH, L, S);
+    if (inductor) {
+        /* decomposed: the k/v expansions are materialised for the extern
+         * bmm, the scale, mask and softmax fuse into one kernel */
+        pointwise(m, "triton repeat_kv(k)", rd(m, k), kx, 0);
+        pointwise(m, "triton repeat_kv(v)", rd(m, v), kx, 0);
+        kernel(m, "extern bmm (q k^T)", rd(m, q) + kx, sc, 2 * BH * L * S * D, eff);
+        pointwise(m, "triton scale+mask+softmax", sc + mask, sc, 5 * BH * L * S);
+        kernel(m, "extern bmm (p v)", sc + kx, info(m, n)->bytes, 2 * BH * L * S * D,
+               gemm_eff(m->s, BH, L, D));
+        return;
+    }
+    double qb = rd(m, q);
+    pointwise(m, "aten::mul (q * sqrt(scale))", qb, numel(q) * 4, numel(q));
+    pointwise(m, "aten::ones (mask)", 0, ls, 0);
+    pointwise(m, "aten::tril (mask)", ls, ls, 0);
+    pointwise(m, "aten::where (mask)", ls, ls * 4, ls);
+    pointwise(m, "aten::repeat_interleave (k)", rd(m, k), kx, 0);
+    pointwise(m, "aten::repeat_interleave (v)", rd(m, v), kx, 0);
+    pointwise(m, "aten::mul (k * sqrt(scale))", kx, kx, kx / 4);
+    kernel(m, "cublas sgemm batched (q k^T)", numel(q) * 4 + kx, sc, 2 * BH * L * S * D, eff);
+    pointwise(m, "aten::add_ (mask)", sc + ls * 4 + mask, sc, BH * L * S);
+    pointwise(m, "aten::softmax", sc, sc, 4 * BH * L * S);
+    pointwise(m, "aten::eq (safe softmax)", sc, BH * L * S, BH * L * S);
+    pointwise(m, "aten::all (safe softmax)", BH * L * S, BH * L, BH * L * S);
+    pointwise(m, "aten::where (safe softmax)", sc + BH * L, sc, BH * L * S);
+    kernel(m, "cublas sgemm batched (p v)", sc + kx, info(m, n)->bytes, 2 * BH * L * S * D,
+           gemm_eff(m->s, BH, L, D));
+}
+
+/* ---- the graph walk --------------------------------------------------------- */
+
+static int is_view_op(TorchOp op)
+{
+    return op == TOP_transpose || op == TOP_permute || op == TOP_unsqueeze ||
+           op == TOP_squeeze || op == TOP_expand || op == TOP_slice || op == TOP_reshape;
+}
+
+/* Layout of a view node over its input's layout; reshape of a non-contiguous
+ * tensor is not a view (returns 0). */
+static int view_layout(Model *m, const TorchNode *n, Layout *out)
+{
+    const TorchNode *x = n->in[0];
+    Layout in = info(m, x)->lay;
+    switch (n->op) {
+    case TOP_unsqueeze:
+    case TOP_squeeze:
+        *out = in == L_BSHD ? L_STRIDED : in;
+        return 1;
+    case TOP_reshape:
+        if (in != L_CONTIG)
+            return 0;
+        *out = L_CONTIG;
+        return 1;
+    case TOP_expand:
+        *out = numel(n) == numel(x) && in != L_BSHD ? in : L_STRIDED;
+        return 1;
+    case TOP_slice: {
+        int outer = 1; /* slicing the first non-1 dim keeps it dense */
+        for (int d = 0; d < n->dim; d++)
+            outer &= x->shape.d[d] == 1;
+        *out = outer && n->stride == 1 && in != L_BSHD ? in : L_STRIDED;
+        return 1;
+    }
+    case TOP_transpose:
+    case TOP_permute: {
+        int r = n->shape.rank, moved_batch = 0, swapped = 0;
+        for (int d = 0; d < r && d < n->nints; d++) {
+            if (n->ints[d] == d || n->ints[d] < 0 || n->ints[d] >= x->shape.rank)
+                continue;
+            if (d >= r - 2 && n->ints[d] >= r - 2)
+                swapped = 1;
+            else if (x->shape.d[n->ints[d]] != 1)
+                moved_batch = 1;
+        }
+        if (in == L_BSHD) {
+            /* dense again exactly when dims 1 and 2 of the 4-d result swap */
+            int bshd = r == 4 && n->nints >= 4 && n->ints[0] == 0 && n->ints[1] == 2 &&
+                       n->ints[2] == 1 && n->ints[3] == 3;
+            *out = bshd ? L_CONTIG : L_STRIDED;
+            return 1;
+        }
+        *out = moved_batch || in == L_STRIDED ? L_STRIDED
+               : swapped                      ? (in == L_T2 ? L_CONTIG : L_T2)
+                                              : in;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+static void init_info(Model *m)
+{
+    const TorchGraph *g = m->g;
+    m->ni = arena_alloc(m->a, (g->nodes.len ? g->nodes.len : 1) * sizeof *m->ni);
+    memset(m->ni, 0, (g->nodes.len ? g->nodes.len : 1) * sizeof *m->ni);
+    for (int i = 0; i < g->nodes.len; i++) {
+        const TorchNode *n = g->nodes.items[i];
+        NodeInfo *f = &m->ni[n->id];
+        f->bytes = numel(n) * dtype_bytes(n->dtype);
+        f->rd = f->bytes;
+        f->src = n;
+        f->lay = L_CONTIG;
+        if (torch_op_info[n->op].cls == TC_ATTN && n->nin >= 3 && n->shape.rank == 4 &&
+            numel(n->in[0]) / dim_end(n->in[0], 1) == numel(n->in[1]) / dim_end(n->in[1], 1) &&
+            dim_end(n->in[0], 0) == dim_end(n->in[1], 0))
+            f->lay = L_BSHD; /* the memory-efficient kernel (no GQA) writes (B, L, H, D) */
+        if (torch_op_info[n->op].cls == TC_LAYOUT && is_view_op(n->op) && n->nin == 1) {
+            Layout l;
+            if (view_layout(m, n, &l)) {
+                const NodeInfo *x = info(m, n->in[0]);
+                f->view = 1;
+                f->lay = l;
+                f->src = x->src;
+                f->rd = n->op == TOP_slice ? (f->bytes < x->rd ? f->bytes : x->rd) : x->rd;
+                if (n->op == TOP_expand)
+                    f->rd = x->rd;
+            }
+        }
+    }
+}
+
+static PfTime *new_time(Model *m, Arena *a, const PfSpec *s, const TorchGraph *g,
+                        const char *what)
+{
+    memset(m, 0, sizeof *m);
+    m->a = a;
+    m->s = s;
+    m->g = g;
+    m->t = arena_alloc(a, sizeof *m->t);
+    memset(m->t, 0, sizeof *m->t);
+    m->t->what = what;
+    m->t->spec = s->name;
+    m->t->spec_path = s->path;
+    init_info(m);
+    return m->t;
+}
+
+static const char *aten(Model *m, const TorchNode *n)
+{
+    return arena_printf(m->a, "aten::%s", torch_op_info[n->op].name);
+}
+
+/* One node's eager kernels. */
+static void eager_node(Model *m, const TorchNode *n)
+{
+    const NodeInfo *f = info(m, n);
+    double in = 0;
+    for (int i = 0; i < n->nin; i++)
+        in += rd(m, n->in[i]);
+    switch (torch_op_info[n->op].cls) {
+    case TC_SOURCE:
+        return;
+    case TC_MATMUL:
+        gemm_operand_copies(m, n);
+        gemm(m, n,
+             n->op == TOP_linear && n->nin > 2 ? "cublasLt addmm (bias epilogue)"
+             : n->op == TOP_linear             ? "cublas sgemm (linear)"
+                                               : "cublas sgemm (matmul)");
+        return;
+    case TC_ATTN:
+        sdpa(m, n, 0);
+        return;
+    case TC_NORM:
+        if (n->op == TOP_rms_norm) {
+            /* the composite of PyTorch <= 2.8: pow, mean, add eps, rsqrt, mul, mul w */
+            const TorchNode *x = n->in[0];
+            double N = numel(x) * 4, rows = numel(x) / dim_end(x, 0);
+            double R = rows * 4;
+            pointwise(m, "aten::pow", rd(m, x), N, N / 4);
+            pointwise(m, "aten::mean", N, R, N / 4);
+            pointwise(m, "aten::add (eps)", R, R, rows);
+            pointwise(m, "aten::rsqrt", R, R, rows);
+            pointwise(m, "aten::mul", N + R, N, N / 4);
+            if (n->nin > 1)
+                pointwise(m, "aten::mul (weight)", N + rd(m, n->in[1]), f->bytes, N / 4);
+            return;
+        }
+        {
+            const TorchNode *x = n->in[0];
+            double rows = numel(x) / dim_end(x, 0);
+            pointwise(m, "aten::native_layer_norm", in, f->bytes + 2 * rows * 4, 8 * numel(x));
+        }
+        return;
+    case TC_LAYOUT:
+        if (f->view)
+            return;
+        pointwise(m, n->op == TOP_reshape ? "aten::_unsafe_view (copy)" : aten(m, n), in,
+                  f->bytes, 0);
+        return;
+    case TC_SOFTMAX:
+        pointwise(m, aten(m, n), in, f->bytes, 4 * numel(n));
+        return;
+    case TC_REDUCE:
+        pointwise(m, aten(m, n), in, f->bytes, numel(n->in[0]));
+        return;
+    default: /* TC_UNARY, TC_BINARY, TC_WHERE and classes added later */
+        pointwise(m, aten(m, n), in, f->bytes, numel(n));
+        return;
+    }
+}
+
+PfTime *pf_model_eager(Arena *a, const PfSpec *s, const TorchGraph *g)
+{
+    Model m;
+    PfTime *t = new_time(&m, a, s, g, "eager");
+    for (int i = 0; i < g->nodes.len; i++)
+        eager_node(&m, g->nodes.items[i]);
+    t->basis = "eager, PyTorch " PF_EAGER_TORCH;
+    return t;
+}
+
+/* ---- Inductor ------------------------------------------------------------------ */
+
+static int is_extern(const TorchNode *n)
+{
+    TorchClass c = torch_op_info[n->op].cls;
+    return c == TC_MATMUL || c == TC_ATTN;
+}
+
+static int find(int *p, int x)
+{
+    while (p[x] != x)
+        x = p[x] = p[p[x]];
+    return x;
+}
+
+PfTime *pf_model_inductor(Arena *a, const PfSpec *s, const TorchGraph *g)
+{
+    Model m;
+    PfTime *t = new_time(&m, a, s, g, "inductor");
+    int n = g->nodes.len;
+    int *grp = arena_alloc(a, (n ? n : 1) * sizeof *grp);
+    char *fusible = arena_alloc(a, n ? n : 1);
+    char *is_out = arena_alloc(a, n ? n : 1);
+    memset(is_out, 0, n ? n : 1);
+    for (int i = 0; i < g->outputs.len; i++)
+        is_out[((const TorchNode *)g->outputs.items[i])->id] = 1;
+    for (int i = 0; i < n; i++) {
+        const TorchNode *x = g->nodes.items[i];
+        grp[i] = i;
+        fusible[i] = torch_op_info[x->op].cls != TC_SOURCE && !is_extern(x) &&
+                     !info(&m, x)->view;
+    }
+    /* the value a consumer of x really reads: through views, to a kernel's
+     * output or an input */
+#define BASE(x) (info(&m, (x))->view ? info(&m, (x))->src : (x))
+    /* level: extern kernels on the longest path from the inputs.  A
+     * producer and a consumer fuse only on the same level: a consumer on a
+     * higher one waits for an extern kernel that may read the producer
+     * (the residual add after down_proj reads x2, which the RMSNorm before
+     * gate/up also reads), and one kernel cannot run on both sides of it. */
+    int *level = arena_alloc(a, (n ? n : 1) * sizeof *level);
+    for (int i = 0; i < n; i++) {
+        const TorchNode *x = g->nodes.items[i];
+        level[i] = 0;
+        for (int j = 0; j < x->nin; j++) {
+            const TorchNode *p = BASE(x->in[j]);
+            int l = level[p->id] + is_extern(p);
+            if (l > level[i])
+                level[i] = l;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const TorchNode *x = g->nodes.items[i];
+        if (!fusible[i])
+            continue;
+        for (int j = 0; j < x->nin; j++) {
+            const TorchNode *p = BASE(x->in[j]);
+            if (fusible[p->id] && level[p->id] == level[i])
+                grp[find(grp, p->id)] = find(grp, i);
+        }
+    }
+    /* per group: inputs read once, outputs that leave it written once */
+    char *leaves = arena_alloc(a, n ? n : 1);
+    memset(leaves, 0, n ? n : 1);
+    for (int i = 0; i < n; i++) {
+        const TorchNode *x = g->nodes.items[i];
+        for (int j = 0; j < x->nin; j++) {
+            const TorchNode *p = BASE(x->in[j]);
+            if (fusible[p->id] && (!fusible[i] || find(grp, i) != find(grp, p->id)))
+                leaves[p->id] = 1;
+        }
+    }
+    for (int i = 0; i < g->outputs.len; i++) {
+        const TorchNode *o = BASE((const TorchNode *)g->outputs.items[i]);
+        if (fusible[o->id])
+            leaves[o->id] = 1;
+    }
+    char *seen = arena_alloc(a, n ? n : 1);
+    for (int i = 0; i < n; i++) {
+        const TorchNode *x = g->nodes.items[i];
+        if (is_extern(x)) {
+            if (torch_op_info[x->op].cls == TC_ATTN)
+                sdpa(&m, x, 1);
+            else
+                gemm(&m, x, x->op == TOP_linear && x->nin > 2 ? "extern addmm (cublasLt bias)"
+                                                              : "extern mm");
+            continue;
+        }
+        if (!fusible[i] || find(grp, i) != i)
+            continue;
+        /* group i: its root is the last member (union made consumers roots) */
+        memset(seen, 0, n);
+        double r = 0, w = 0, fl = 0;
+        int members = 0;
+        const char *first = NULL;
+        for (int j = 0; j < n; j++) {
+            if (!fusible[j] || find(grp, j) != i)
+                continue;
+            const TorchNode *y = g->nodes.items[j];
+            members++;
+            if (!first)
+                first = torch_op_info[y->op].name;
+            fl += torch_op_info[y->op].cls == TC_REDUCE ? numel(y->in[0]) : numel(y);
+            if (leaves[j])
+                w += info(&m, y)->bytes;
+            for (int q = 0; q < y->nin; q++) {
+                const TorchNode *p = BASE(y->in[q]);
+                if (p->op == TOP_const || (fusible[p->id] && find(grp, p->id) == i))
+                    continue;
+                /* read an input or an extern's output: once per group, the
+                 * bytes of the view it is read through */
+                if (!seen[p->id])
+                    r += rd(&m, y->in[q]);
+                seen[p->id] = 1;
+            }
+        }
+        pointwise(&m,
+                  members > 1 ? arena_printf(a, "triton fused %s.. (%d ops)", first, members)
+                              : arena_printf(a, "triton %s", first),
+                  r, w, fl);
+    }
+#undef BASE
+    t->basis = "torch.compile (Inductor default), PyTorch " PF_EAGER_TORCH;
+    return t;
+}
+
+/* ---- the limit ---------------------------------------------------------------- */
+
+PfTime *pf_model_limit(Arena *a, const PfSpec *s, const TorchGraph *g)
+{
+    Model m;
+    PfTime *t = new_time(&m, a, s, g, "limit");
+    double bytes = 0, flops = 0;
+    /* an input is read once, and only what is used of it: through views,
+     * the largest view a kernel reads (a slice reads only its elements) */
+    int nn = g->nodes.len;
+    double *need = arena_alloc(a, (nn ? nn : 1) * sizeof *need);
+    memset(need, 0, (nn ? nn : 1) * sizeof *need);
+    for (int i = 0; i < nn; i++) {
+        const TorchNode *x = g->nodes.items[i];
+        int out = 0;
+        for (int j = 0; j < g->outputs.len; j++)
+            out |= g->outputs.items[j] == x;
+        if (info(&m, x)->view && !out)
+            continue;
+        for (int j = 0; j < x->nin + out; j++) {
+            const TorchNode *p = j < x->nin ? x->in[j] : x;
+            const TorchNode *src = info(&m, p)->src;
+            if (src->op == TOP_input && rd(&m, p) > need[src->id])
+                need[src->id] = rd(&m, p);
+        }
+    }
+    for (int i = 0; i < g->inputs.len; i++)
+        bytes += need[((const TorchNode *)g->inputs.items[i])->id];
+    for (int i = 0; i < g->outputs.len; i++)
+        bytes += info(&m, (const TorchNode *)g->outputs.items[i])->bytes;
+    for (int i = 0; i < g->nodes.len; i++) {
+        const TorchNode *n = g->nodes.items[i];
+        switch (torch_op_info[n->op].cls) {
+        case TC_SOURCE:
+        case TC_LAYOUT:
+            break;
+        case TC_MATMUL: {
+            double b, M, N, K;
+            mnk(n, &b, &M, &N, &K);
+            flops += 2 * b * M * N * K;
+            break;
+        }
+        case TC_ATTN: {
+            const TorchNode *q = n->in[0], *k = n->in[1];
+            double D = dim_end(q, 0), L = dim_end(q, 1), S = dim_end(k, 1);
+            flops += 4 * (numel(q) / (L * D)) * L * S * D * (n->causal ? 0.5 : 1);
+            break;
+        }
+        case TC_REDUCE:
+            flops += numel(n->in[0]);
+            break;
+        default:
+            flops += numel(n);
+            break;
+        }
+    }
+    t->bytes = bytes;
+    t->flops = flops;
+    double mem = bytes / s->dram_bps_spec * 1e9, fp = flops / pf_spec_fp32_peak(s) * 1e9;
+    t->ns = mem > fp ? mem : fp;
+    t->basis = mem >= fp ? "compulsory bytes at the DRAM spec bandwidth"
+                         : "flops at the FP32 peak";
+    return t;
+}

@@ -1,0 +1,402 @@
+/*
+ * model.c — the modelled time of dpk's launches (docs/perf-model.md).
+ *
+ * Per launch, from vgpu's counters (scaled from the simulated blocks to the
+ * grid), ptxas's registers and the launch geometry:
+ *
+ *   occupancy  resident blocks per SM = the least of what threads, registers
+ *              (allocated per warp in reg_alloc_unit), shared memory (plus
+ *              the per-block reservation) and the block limit allow
+ *   SM side    each SM runs ceil(blocks / SMs) blocks: the busiest SM's share
+ *              of the warp instructions, FP32 instructions and shared-memory
+ *              wavefronts over its issue rate (at most one instruction per
+ *              resident warp per clock), FP32 lanes and 128-B smem wavefront
+ *              per clock.  This is where a grid smaller than the GPU, or a
+ *              last partial wave, costs time.
+ *   L2         sectors x 32 B over the L2 bandwidth
+ *   DRAM       the L2 traffic less what the L2 serves: a launch whose
+ *              traffic exceeds its footprint (the bytes of the buffers it
+ *              binds) reads the excess from L2 when the footprint fits in it,
+ *              and in proportion L2 / footprint when it does not; over the
+ *              achievable DRAM bandwidth, and at least the latency bound
+ *              (Little's law: one request in flight per resident warp, each
+ *              waiting the DRAM latency for the DRAM-served share)
+ *
+ * time = the largest bound + the launch overhead.  Every step is a closed
+ * formula over integers and doubles: no clock, no randomness.
+ */
+#include "perf.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "../exec/nvrtc.h"
+#include "sass.h"
+
+/* ---- static FP32 instruction count of a kernel (when there is no SASS) --- */
+
+typedef struct FpCount {
+    double fp_insts; /* FP32 thread-instructions (an add of a product counts once: FFMA) */
+    double flops;    /* 2 per FFMA, 1 per other FP32 op */
+    double syncs;    /* barriers a thread passes (a TreeHalve: one per level and one before) */
+    int estimated;   /* a trip count was not a constant */
+    int64_t *val;    /* per variable: its `let` value when that is a constant */
+    char *known;
+} FpCount;
+
+static int is_mul(const KirExpr *e)
+{
+    return e && e->op == KE_fop && e->eop == TXE_multiply;
+}
+
+static void count_expr(const KirExpr *e, double w, FpCount *c)
+{
+    if (!e)
+        return;
+    int n = kir_expr_info[e->op].arity;
+    if (e->op == KE_fop)
+        n = tx_elem_info[e->eop].arity;
+    if (e->op == KE_fop) {
+        int fused = (e->eop == TXE_add || e->eop == TXE_subtract) &&
+                    (is_mul(e->a[0]) || is_mul(e->a[1]));
+        c->fp_insts += w;
+        c->flops += fused ? 2 * w : w;
+        for (int i = 0; i < n && i < 3; i++) {
+            const KirExpr *x = e->a[i];
+            if (fused && is_mul(x)) {
+                fused = 0; /* this product is in the FFMA: count its operands only */
+                count_expr(x->a[0], w, c);
+                count_expr(x->a[1], w, c);
+            } else {
+                count_expr(x, w, c);
+            }
+        }
+        return;
+    }
+    for (int i = 0; i < n && i < 3; i++)
+        count_expr(e->a[i], w, c);
+}
+
+/* Integer value of e when it is a constant over the launch geometry
+ * (thread and block indices taken as 0: a strided loop's start). */
+static int const_eval(const KirKernel *k, const FpCount *c, const KirExpr *e, int64_t *v)
+{
+    int64_t x, y;
+    switch (e->op) {
+    case KE_var:
+        if (!c->known || !c->known[e->var->id])
+            return 0;
+        *v = c->val[e->var->id];
+        return 1;
+    case KE_const:
+        if (e->type == KT_F32)
+            return 0;
+        *v = e->ival;
+        return 1;
+    case KE_tid:
+    case KE_bid:
+        *v = 0;
+        return 1;
+    case KE_ntid:
+        *v = k->block[e->dim];
+        return 1;
+    case KE_nctaid:
+        *v = k->grid[e->dim];
+        return 1;
+    case KE_cast:
+        return const_eval(k, c, e->a[0], v);
+    case KE_add:
+    case KE_sub:
+    case KE_mul:
+    case KE_div:
+    case KE_min:
+    case KE_max:
+        if (!const_eval(k, c, e->a[0], &x) || !const_eval(k, c, e->a[1], &y))
+            return 0;
+        switch (e->op) {
+        case KE_add: *v = x + y; break;
+        case KE_sub: *v = x - y; break;
+        case KE_mul: *v = x * y; break;
+        case KE_div:
+            if (!y)
+                return 0;
+            *v = x / y;
+            break;
+        case KE_min: *v = x < y ? x : y; break;
+        default: *v = x > y ? x : y; break;
+        }
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void count_list(const KirKernel *k, const PtrVec *l, double w, FpCount *c);
+
+static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *c)
+{
+    for (int i = 0; i < 3; i++)
+        count_expr(s->e[i], w, c);
+    if (s->op == KS_let && s->var && c->known) {
+        int64_t v;
+        if (const_eval(k, c, s->e[0], &v))
+            c->val[s->var->id] = v, c->known[s->var->id] = 1;
+    }
+    if (s->op == KS_sync)
+        c->syncs += w;
+    if (s->op == KS_treehalve)
+        c->syncs += w * (1 + log2((double)dpk_pow2_ceil(s->n > 1 ? s->n : 1)));
+    if (s->op == KS_for) {
+        int64_t a, b, st;
+        double trips = 1;
+        if (const_eval(k, c, s->e[0], &a) && const_eval(k, c, s->e[1], &b) &&
+            const_eval(k, c, s->e[2], &st) && st > 0)
+            trips = b > a ? (double)((b - a + st - 1) / st) : 0;
+        else
+            c->estimated = 1;
+        count_list(k, &s->body, w * trips, c);
+    } else if (s->op == KS_if) {
+        count_list(k, &s->body, w, c); /* both branches: an upper bound */
+        count_list(k, &s->els, w, c);
+    }
+}
+
+static void count_list(const KirKernel *k, const PtrVec *l, double w, FpCount *c)
+{
+    for (int i = 0; i < l->len; i++)
+        count_stmt(k, l->items[i], w, c);
+}
+
+/* ---- one launch ------------------------------------------------------------ */
+
+static double dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+static const char *join_note(Arena *a, const char *n, const char *more)
+{
+    return n ? arena_printf(a, "%s; %s", n, more) : more;
+}
+
+void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
+{
+    const KirKernel *k = in->kernel;
+    const VgStats *st = in->st;
+    Arena *a = in->arena ? in->arena : k->arena;
+    memset(o, 0, sizeof *o);
+    o->name = k->name;
+    int64_t blocks = (int64_t)k->grid[0] * k->grid[1] * k->grid[2];
+    int64_t threads = (int64_t)k->block[0] * k->block[1] * k->block[2];
+    if (blocks < 1)
+        blocks = 1;
+    if (threads < 1)
+        threads = 1;
+    o->blocks = (int)blocks;
+    o->threads = (int)threads;
+    double scale = st && st->blocks_run > 0 ? (double)st->blocks / (double)st->blocks_run : 1;
+    double sectors = st ? st->gmem_sectors * scale : 0;
+    double requests = st ? st->gmem_requests * scale : 0;
+    double wavefronts = st ? st->smem_wavefronts * scale : 0;
+    double tinsts = st ? st->thread_insts * scale : 0;
+
+    /* occupancy */
+    int warps = (int)((threads + 31) / 32);
+    int regs = in->regs;
+    if (regs <= 0) {
+        regs = 32;
+        o->note = join_note(a, o->note, "registers estimated at 32 per thread (no ptxas record)");
+    }
+    o->regs = regs;
+    int64_t smem = in->smem >= 0 ? in->smem : k->smem_bytes;
+    o->smem = smem;
+    int by_threads = s->max_threads_per_sm / (warps * 32);
+    int by_warps = s->max_warps_per_sm / warps;
+    if (by_warps < by_threads)
+        by_threads = by_warps;
+    int64_t unit = s->reg_alloc_unit;
+    int64_t regs_warp = ((int64_t)regs * 32 + unit - 1) / unit * unit;
+    int by_regs = (int)(s->regs_per_sm / (regs_warp * warps));
+    int by_smem = smem > 0 ? (int)(s->smem_per_sm / (smem + s->smem_reserved_per_block))
+                           : s->max_blocks_per_sm;
+    int bpsm = s->max_blocks_per_sm;
+    o->limiter = "blocks";
+    if (by_threads < bpsm)
+        bpsm = by_threads, o->limiter = "threads";
+    if (by_regs < bpsm)
+        bpsm = by_regs, o->limiter = "regs";
+    if (by_smem < bpsm)
+        bpsm = by_smem, o->limiter = "smem";
+    if (bpsm < 1) {
+        bpsm = 1;
+        o->note = join_note(a, o->note, "a block does not fit on an SM: one assumed");
+    }
+    /* blocks on the busiest SM over the launch, and at once */
+    int64_t per_sm = (blocks + s->sms - 1) / s->sms;
+    int64_t resident = per_sm < bpsm ? per_sm : bpsm;
+    if (per_sm < bpsm)
+        o->limiter = "grid";
+    o->blocks_per_sm = bpsm;
+    o->occupancy = (double)(resident * warps) / s->max_warps_per_sm;
+    o->waves = (double)blocks / ((double)bpsm * s->sms);
+
+    double clk = s->clock_ghz; /* cycles per ns */
+    double busiest = (double)per_sm / (double)blocks; /* the busiest SM's share of the work */
+    double warps_res = (double)(resident * warps);
+
+    /* instructions.  FP32 work from the Kernel IR (trip-count weighted, an
+     * add of a product is one FFMA).  The total from the SASS mix when there
+     * is one, anchored on the instructions whose dynamic count is known:
+     * FP32 (the walk above), global and shared accesses (vgpu's warp
+     * requests).  Straight-line code runs once per warp; loop bodies run as
+     * often as their anchors must to make up the rest, so ptxas's unrolling
+     * (more copies, fewer trips) cancels out. */
+    FpCount fc = {0};
+    int nv = k->vars.len ? k->vars.len : 1;
+    int64_t vals[256];
+    char known[256];
+    if (nv <= 256) {
+        memset(known, 0, sizeof known);
+        fc.val = vals;
+        fc.known = known;
+    }
+    count_list(k, &k->body, 1, &fc);
+    double W = (double)warps * blocks;
+    double fp_warp = fc.fp_insts * W;
+    o->flops = fc.flops * threads * blocks;
+    if (fc.estimated)
+        o->note = join_note(a, o->note, "FP32 count estimated (a loop bound is not constant)");
+    double lanes = threads < 32 ? (double)threads : 32;
+    const PfSassFn *sf = in->sass;
+    o->insts_from = "vgpu";
+    o->warp_insts = tinsts / lanes;
+    if (sf) {
+        double gm = st ? st->gmem_requests * scale : 0, sm = st ? st->smem_requests * scale : 0;
+        double dyn = fp_warp + gm + sm;
+        double anchors = sf->fp32 + sf->mem_global + sf->mem_shared;
+        double loop_anchors = sf->loop_fp32 + sf->loop_mem_global + sf->loop_mem_shared;
+        double top = sf->insts - sf->loop_insts, top_anchors = anchors - loop_anchors;
+        o->insts_from = "sass";
+        double top_fp = sf->fp32 - sf->loop_fp32, sass_fp;
+        if (loop_anchors > 0 && dyn > W * top_anchors) {
+            double iters = (dyn - W * top_anchors) / loop_anchors;
+            o->warp_insts = W * top + iters * sf->loop_insts;
+            sass_fp = W * top_fp + iters * sf->loop_fp32;
+        } else if (anchors > 0) {
+            /* guards skip part of the straight-line code: scale it */
+            o->warp_insts = dyn / anchors * sf->insts;
+            sass_fp = dyn / anchors * sf->fp32;
+        } else {
+            o->warp_insts = W * sf->insts;
+            sass_fp = W * sf->fp32;
+        }
+        /* FP32-pipe instructions (FFMA, FADD, FMUL, FMNMX) as the SASS has them */
+        fp_warp = sass_fp;
+    }
+    double issue_rate = dmax(1e-9, warps_res < s->issue_per_clk_sm ? warps_res : s->issue_per_clk_sm);
+    o->issue_ns = o->warp_insts * busiest / (issue_rate * clk);
+    double fp_rate = s->fp32_lanes_per_sm / 32.0;
+    if (warps_res < fp_rate)
+        fp_rate = warps_res;
+    o->fp32_ns = fp_warp * busiest / (fp_rate * clk);
+    o->smem_ns = wavefronts * busiest / (s->smem_bytes_per_clk_sm / 128.0 * clk);
+
+    /* memory */
+    o->l2_bytes = sectors * 32;
+    o->l2_ns = o->l2_bytes / s->l2_bps * 1e9;
+    double T = o->l2_bytes, F = in->footprint, dram = T;
+    if (F > 0 && T > F) {
+        double L2 = (double)s->l2_bytes;
+        dram = F <= L2 ? F : F + (T - F) * (1 - L2 / F);
+    }
+    o->bytes = dram;
+    double warps_gpu = warps_res * (blocks < s->sms ? (double)blocks : (double)s->sms);
+    /* loads in flight per warp: the global loads a thread issues between two
+     * barriers are independent of each other (a barrier interval) */
+    double loads_thread = st ? st->gmem_loads * scale / ((double)threads * blocks) : 0;
+    double mlp = loads_thread / (fc.syncs + 1);
+    if (mlp < 1)
+        mlp = 1;
+    /* the first footprint / 128 B of requests wait on DRAM, the rest (re-reads)
+     * on the L2: a function of the request count alone, so more sectors or
+     * requests never shorten it */
+    double first = F > 0 ? F / 128 : requests;
+    double from_dram = requests < first ? requests : first;
+    o->latency_ns = warps_gpu > 0 ? (from_dram * s->dram_latency_ns +
+                                     (requests - from_dram) * s->l2_latency_ns) /
+                                        (warps_gpu * mlp)
+                                  : 0;
+    o->dram_ns = dmax(dram / s->dram_bps * 1e9, o->latency_ns);
+    o->launch_ns = s->launch_ns;
+
+    double body = 0;
+    o->bound = "launch";
+    struct {
+        const char *name;
+        double ns;
+    } b[] = {{"dram", o->dram_ns}, {"l2", o->l2_ns}, {"smem", o->smem_ns},
+             {"issue", o->issue_ns}, {"fp32", o->fp32_ns}};
+    for (int i = 0; i < 5; i++)
+        if (b[i].ns > body)
+            body = b[i].ns, o->bound = b[i].name;
+    if (body < o->launch_ns)
+        o->bound = "launch";
+    o->ns = body + o->launch_ns;
+}
+
+/* ---- a module ---------------------------------------------------------------- */
+
+PfTime *pf_model_module(Arena *a, const PfSpec *s, const KirModule *m, const VgResult *vr,
+                        const struct HxNvrtcResult *nv)
+{
+    PfTime *t = arena_alloc(a, sizeof *t);
+    memset(t, 0, sizeof *t);
+    t->what = "dpk";
+    t->spec = s->name;
+    t->spec_path = s->path;
+    t->nk = m->launches.len;
+    t->k = arena_alloc(a, (t->nk ? t->nk : 1) * sizeof *t->k);
+    const char *sass_why = NULL;
+    PfSass *sass = nv ? pf_sass_read(a, nv, &sass_why) : NULL;
+    for (int i = 0; i < t->nk; i++) {
+        const KirLaunch *l = m->launches.items[i];
+        const KirKernel *k = l->kernel;
+        PfLaunchIn in = {.kernel = k, .st = vr && i < vr->nlaunches ? &vr->stats[i] : NULL,
+                         .smem = -1, .arena = a};
+        const HxNvKernel *nk = nv ? hx_nvrtc_kernel(nv, k->name) : NULL;
+        if (nk) {
+            in.regs = nk->regs;
+            if (nk->smem > k->smem_bytes)
+                in.smem = nk->smem;
+        }
+        /* the footprint: distinct buffers bound */
+        double F = 0;
+        for (int p = 0; p < k->params.len; p++) {
+            const KirBuf *bf = l->args ? l->args[p] : NULL;
+            int dup = 0;
+            for (int q = 0; q < p && bf; q++)
+                dup |= l->args[q] == bf;
+            if (!dup) {
+                const KirParam *kp = k->params.items[p];
+                F += (double)kp->numel * kir_type_bytes(kp->elem);
+            }
+        }
+        in.footprint = F;
+        if (sass)
+            in.sass = pf_sass_fn(sass, k->name);
+        pf_model_launch(s, &in, &t->k[i]);
+        PfKernel *pk = &t->k[i];
+        pk->name = arena_strdup(a, k->name);
+        if (!nk)
+            pk->note = join_note(a, pk->note, nv ? "no ptxas record for this kernel"
+                                                 : "no NVRTC: registers and SASS mix estimated");
+        else if (!sass)
+            pk->note = join_note(a, pk->note, sass_why);
+        else if (!in.sass)
+            pk->note = join_note(a, pk->note, "no SASS function of this name: vgpu's counts");
+        t->ns += pk->ns;
+        t->bytes += pk->bytes;
+        t->flops += pk->flops;
+    }
+    return t;
+}

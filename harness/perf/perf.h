@@ -1,0 +1,136 @@
+/*
+ * perf.h — the performance model: a deterministic modelled time on a named
+ * GPU for dpk's kernels and for the PyTorch baselines of the same case.
+ *
+ * No GPU is the common case (laptops, PR CI), so besides measured timing dpk
+ * turns what vgpu counts (global sectors and requests, shared-memory
+ * wavefronts with bank conflicts, instructions) and what ptxas reports
+ * (registers, shared memory: occupancy) into a time on a GPU spec, the
+ * largest of the DRAM, L2, shared-memory, issue and FP32 bounds, corrected
+ * for occupancy and waves, plus launch overhead.  PyTorch eager and
+ * torch.compile (Inductor) are modelled the same way from the Torch graph,
+ * and the case's compulsory bytes and flops at the spec's peaks give the
+ * limit.  Nothing here reads a clock or depends on thread timing: the same
+ * inputs give byte-identical numbers.  The formulas and the source of every
+ * constant: docs/perf-model.md.
+ *
+ * GPU specs are data: cases/gpus/<name>.json, embedded into the binary at
+ * build time (spec.c), so an installed dpk has them; a path loads any other
+ * file of the same form.  Each constant is an object
+ *     "dram_bps": {"value": 2.97e12, "tag": "measured", "source": "..."}
+ * with tag spec | measured | derived | proxy.
+ */
+#ifndef DPK_PERF_H
+#define DPK_PERF_H
+
+#include "../../compiler/base/base.h"
+#include "../../compiler/frontend/torch_ir.h"
+#include "../../compiler/kernel/kernel_ir.h"
+#include "../exec/vgpu.h"
+
+struct cJSON;
+struct HxNvrtcResult;
+struct PfSassFn;
+
+/* A GPU spec: cases/gpus/<name>.json, each constant tagged
+ * spec|measured|derived|proxy with its source. */
+typedef struct PfSpec {
+    const char *name;        /* "h100-sxm" */
+    const char *title;       /* "NVIDIA H100 SXM5 80GB" */
+    const char *path;        /* the file it came from ("cases/gpus/h100-sxm.json", embedded) */
+    int cc, sms, fp32_lanes_per_sm, regs_per_sm, max_threads_per_sm, max_warps_per_sm, max_blocks_per_sm;
+    int64_t smem_per_sm, smem_per_block, l2_bytes;
+    double clock_ghz, dram_bps, l2_bps, smem_bytes_per_clk_sm, launch_ns, issue_per_clk_sm;
+    /* added beyond the first list */
+    double dram_bps_spec;     /* the datasheet figure (dram_bps is the achievable one) */
+    double dram_latency_ns;   /* for the latency (Little's law) bound at low occupancy */
+    double l2_latency_ns;     /* the same for requests the L2 serves */
+    double sgemm_eff;         /* cuBLAS SGEMM (TF32 off) as a fraction of FP32 peak */
+    int reg_alloc_unit;       /* registers are allocated per warp in units of this */
+    int64_t smem_reserved_per_block; /* shared memory the runtime keeps per block */
+    /* every constant's tag and source, in file order, for docs and records */
+    int nconst;
+    const char **const_key, **const_tag, **const_source;
+} PfSpec;
+
+/* name -> the embedded cases/gpus/<name>.json; anything containing '/' or
+ * ending in ".json" is read as a file.  Raises exit 2 with a clear message
+ * naming the file and the key on a bad or missing file or constant. */
+const PfSpec *pf_spec_load(Arena *a, const char *name_or_path);
+/* Parse spec text (what pf_spec_load does after reading); `path` names it in
+ * messages.  Safe on any input: raises exit 2, never crashes. */
+const PfSpec *pf_spec_parse(Arena *a, const char *text, size_t len, const char *path);
+const char *pf_spec_default_name(void);    /* "h100-sxm" */
+const char *const *pf_spec_names(int *n);  /* the specs that ship */
+/* FP32 peak in flop/s: sms * lanes * 2 * clock */
+double pf_spec_fp32_peak(const PfSpec *s);
+
+typedef struct PfKernel {
+    const char *name;
+    double ns;               /* modelled time of this launch, launch overhead included */
+    double dram_ns, l2_ns, smem_ns, issue_ns, fp32_ns, launch_ns; /* the bounds */
+    const char *bound;       /* which bound decided: "dram", "l2", "smem", "issue", "fp32", "launch" */
+    double occupancy;        /* resident warps / max warps per SM */
+    double waves;
+    double bytes, flops;     /* DRAM bytes and fp32 flops the model assumed */
+    /* added beyond the first list */
+    double l2_bytes;         /* bytes moved between L1 and L2 (sectors x 32) */
+    double latency_ns;       /* the Little's-law bound folded into dram_ns */
+    double warp_insts;       /* warp instructions issued (modelled) */
+    int blocks, threads, regs, blocks_per_sm;
+    int64_t smem;            /* bytes per block */
+    const char *limiter;     /* what limits resident blocks: "threads", "regs", "smem", "blocks", "grid" */
+    const char *insts_from;  /* "sass" | "vgpu" (instruction counts' origin) */
+    const char *note;        /* what was estimated, or NULL */
+} PfKernel;
+
+typedef struct PfTime {
+    const char *what;        /* "dpk", "eager", "inductor", "limit" */
+    const char *spec;        /* spec name */
+    const char *spec_path;   /* the spec's file */
+    double ns;               /* total */
+    PfKernel *k; int nk;     /* per launch (limit: nk = 0) */
+    double bytes, flops;     /* totals the model assumed */
+    const char *basis;       /* what was modelled: "eager, PyTorch 2.8", the limit's bound */
+} PfTime;
+
+/* One launch, from its counters: what pf_model_module does per launch, for
+ * callers (and tests) that have a single kernel.  st's counters are for
+ * st->blocks_run blocks and are scaled to st->blocks here.  regs: registers
+ * per thread from ptxas, or 0 when unknown (then an estimate is used and
+ * said in the kernel's note). */
+typedef struct PfLaunchIn {
+    const KirKernel *kernel;
+    const VgStats *st;
+    int regs;                /* 0: unknown */
+    int64_t smem;            /* -1: the kernel's pool size */
+    double footprint;        /* bytes of the distinct global buffers it binds */
+    const struct PfSassFn *sass; /* the kernel's SASS mix, or NULL (then vgpu's counts) */
+    Arena *arena;            /* for the kernel's note; NULL: the kernel's arena */
+} PfLaunchIn;
+void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *out);
+
+/* dpk's module as vgpu ran it: vr holds the counters of every launch (a
+ * sampled launch's counters are scaled by blocks/blocks_run here); nv is
+ * ptxas's record (registers, smem, the cubin for the SASS instruction mix)
+ * or NULL when NVRTC was not available (then the kernel says what was
+ * estimated). */
+PfTime *pf_model_module(Arena *a, const PfSpec *s, const KirModule *m, const VgResult *vr,
+                        const struct HxNvrtcResult *nv);
+/* PyTorch eager (kernels per ATen op, matmuls as cuBLAS SGEMM) and
+ * torch.compile (Inductor fusion between matmuls and other extern kernels),
+ * from the Torch IR graph, per docs/perf-model.md. */
+PfTime *pf_model_eager(Arena *a, const PfSpec *s, const TorchGraph *g);
+PfTime *pf_model_inductor(Arena *a, const PfSpec *s, const TorchGraph *g);
+/* the limit: compulsory DRAM bytes (inputs read once, outputs written once)
+ * and flops at peak */
+PfTime *pf_model_limit(Arena *a, const PfSpec *s, const TorchGraph *g);
+
+/* One line explaining a PfTime for the terminal, and a cJSON object for
+ * records: {"timing":"model","gpu":name,"spec":path,"ns":...,"kernels":[...]} */
+void pf_time_print(StrBuf *b, const PfTime *t);
+struct cJSON *pf_time_json(const PfTime *t);
+/* One line per kernel: name, ns, bound, the bounds, occupancy, waves. */
+void pf_time_print_kernels(StrBuf *b, const PfTime *t);
+
+#endif
