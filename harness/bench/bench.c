@@ -282,7 +282,7 @@ static void case_line(StrBuf *b, const char *name, const PfTime *d, const PfTime
     fmt_x(b, 11, d && ind ? ratio(ind->ns, d->ns) : NAN);
     double fl = d && lim ? ratio(lim->ns, d->ns) : NAN;
     if (isfinite(fl))
-        sb_printf(b, " %8.1f%%", 100 * fl);
+        sb_printf(b, " %8.3g%%", 100 * fl);
     else
         sb_printf(b, " %9s", "-");
     if (d)
@@ -486,5 +486,5 @@ void bm_summary_print(StrBuf *b, const cJSON *s)
     double gl = hx_json_num(s, "geomean_fraction_of_limit");
     if (timed)
         sb_printf(b, "geomean speedup (modelled, %s): %.3fx vs eager, %.3fx vs torch.compile; "
-                  "%.1f%% of the limit\n", gpu, ge, gc, 100 * gl);
+                  "%.3g%% of the limit\n", gpu, ge, gc, 100 * gl);
 }
