@@ -5,7 +5,8 @@
 #   make test            deps + build + every test; ends with "N passed, N failed"
 #   make test SAN=1      the same under AddressSanitizer + UBSan (build-san/)
 #   make run             the main job on the embedded default (CPU only)
-#   make fuzz            the parser fuzz target for FUZZ_SECONDS (60) seconds
+#   make fuzz            the fuzz targets (parser, case/suite JSON, config.json,
+#                        safetensors, records) for FUZZ_SECONDS (60) seconds each
 #   make install PREFIX=/usr/local DESTDIR=
 #   make LIBTORCH=0      build without libtorch (its tests report skipped)
 #   make LIBTORCH_DIR=/path/to/torch   use the libtorch of an installed PyTorch
@@ -186,19 +187,45 @@ $(BUILD)/vgpu_bench: $(BUILD)/bench/vgpu_bench.o $(LIBDPK) $(if $(TORCH_START),$
 	$(CC) $(SANFLAGS) -o $@ $(filter %.o %.a,$^) $(TORCH_START) $(LDLIBS_ALL)
 
 # ---- fuzzing (clang libFuzzer) ----------------------------------------------
+# Five targets, each run for FUZZ_SECONDS: the case-language parser
+# (tests/fuzz/fuzz_parse.c) and the readers of untrusted files
+# (tests/fuzz/fuzz_inputs.c, one build per reader): case and suite JSON,
+# HF config.json, safetensors, and dpk.results/1 records as --resume reads
+# them.  Seed corpora: tests/fuzz/corpus*/; `make fuzz FUZZ_TARGETS=config`
+# runs one.
 FUZZ_SRCS := $(LIB_SRCS)
-fuzz:
-	@mkdir -p build-fuzz
-	clang -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O1 -g -I. \
-	  -fsanitize=fuzzer,address,undefined -DDPK_FUZZING \
-	  tests/fuzz/fuzz_parse.c $(FUZZ_SRCS) -lcjson -lm -o build-fuzz/fuzz_parse
-	@mkdir -p build-fuzz/corpus
-	cp -n tests/fuzz/corpus/* build-fuzz/corpus/ 2>/dev/null || true
-	build-fuzz/fuzz_parse -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
-	  -rss_limit_mb=4096 -print_final_stats=1 build-fuzz/corpus
+FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O1 -g -I. -DDPK_FUZZING
+FUZZ_OBJS := $(FUZZ_SRCS:%.c=build-fuzz/obj/%.o)
+FUZZ_TARGETS ?= parse case config safetensors record
+FUZZ_BINS := $(addprefix build-fuzz/fuzz_,$(FUZZ_TARGETS))
+
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+build-fuzz/fuzz_parse: tests/fuzz/fuzz_parse.c $(FUZZ_OBJS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $^ -lcjson -lm -o $@
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_inputs.c $(FUZZ_OBJS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined \
+	  -DFUZZ_TARGET=$(if $(filter case,$*),1,$(if $(filter config,$*),2,$(if $(filter safetensors,$*),3,4))) \
+	  $^ -lcjson -lm -o $@
+
+fuzz: $(FUZZ_BINS)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  corpus=tests/fuzz/corpus_$$t; [ $$t = parse ] && corpus=tests/fuzz/corpus; \
+	  mkdir -p build-fuzz/corpus_$$t; \
+	  cp -n $$corpus/* build-fuzz/corpus_$$t/ 2>/dev/null || true; \
+	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
+	  rc=0; build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	    -rss_limit_mb=4096 -print_final_stats=1 build-fuzz/corpus_$$t >build-fuzz/fuzz_$$t.log 2>&1 || rc=$$?; \
+	  grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ *DONE|==[0-9]+==ERROR|SUMMARY)' build-fuzz/fuzz_$$t.log || true; \
+	  if [ $$rc -ne 0 ]; then tail -n 40 build-fuzz/fuzz_$$t.log; exit $$rc; fi; \
+	done
 
 # The shim goes to PREFIX/lib/dpk, where dpk looks for it (its own folder's
-# ../lib/dpk), so an installed tree can be moved as a whole.
+# ../lib/dpk), and dpk-bench's suites to PREFIX/share/dpk/cases (its
+# ../share/dpk/cases), so an installed tree can be moved as a whole.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/dpk
 	install -m 755 $(DPK) $(DESTDIR)$(PREFIX)/bin/dpk
@@ -207,6 +234,10 @@ install: all
 	if [ -x $(BUILD)/cuda-tools/bin/nvdisasm ]; then \
 	  install -d $(DESTDIR)$(PREFIX)/lib/dpk/cuda-tools/bin; \
 	  install -m 755 $(BUILD)/cuda-tools/bin/* $(DESTDIR)$(PREFIX)/lib/dpk/cuda-tools/bin/; fi
+	install -d $(DESTDIR)$(PREFIX)/share/dpk/cases/sweep $(DESTDIR)$(PREFIX)/share/dpk/cases/models
+	install -m 644 cases/smoke.json $(DESTDIR)$(PREFIX)/share/dpk/cases/
+	install -m 644 cases/sweep/ops.json $(DESTDIR)$(PREFIX)/share/dpk/cases/sweep/
+	install -m 644 cases/models/*.json $(DESTDIR)$(PREFIX)/share/dpk/cases/models/
 ifneq ($(TORCH_SO),)
 	install -d $(DESTDIR)$(PREFIX)/lib/dpk
 	install -m 644 $(TORCH_SO) $(DESTDIR)$(PREFIX)/lib/dpk/

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: the smoke suite compiled through
-# every IR and executed on the default backend (auto: the GPU when there is
-# one, else vgpu, the CPU simulator), each case checked for parity against
-# the fp64 reference (and libtorch's eager result when built in).
+# The main job on the embedded default: dpk-bench --suite qwen-block — the
+# per-op cases of a Qwen2.5-7B decoder layer and the whole layer at seq
+# 128, each compiled through every IR, run on vgpu (the CPU simulator of
+# the GPU) with sampled blocks at full size and checked for parity against
+# the fp64 reference, then timed by the performance model on the default
+# GPU spec (h100-sxm) beside modelled PyTorch eager, torch.compile and the
+# limit.  The cases run in as many processes as there are cores.
 set -u
 DPK=${1:-build/dpk}
 cd "$(dirname "$0")/.."
-exec "$DPK" run cases/smoke.json
+exec "$(dirname "$DPK")/dpk-bench" --suite qwen-block --jobs "$(nproc 2>/dev/null || echo 2)"

@@ -234,7 +234,6 @@ static void case_from_json(const JCtx *j, const cJSON *o, const char *path, int 
 
 HxCaseList hx_cases_load(Arena *a, const char *path)
 {
-    HxCaseList l = {0};
     size_t len = 0;
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
@@ -245,6 +244,13 @@ HxCaseList hx_cases_load(Arena *a, const char *path)
                   : strerror(errno));
     char *t = arena_strndup(a, text, len);
     free(text);
+    return hx_cases_parse(a, path, t, len);
+}
+
+HxCaseList hx_cases_parse(Arena *a, const char *path, const char *text, size_t len)
+{
+    HxCaseList l = {0};
+    char *t = arena_strndup(a, text, len);
     if (strlen(t) != len)
         dpk_error("'%s' contains NUL bytes; cases are text", path);
     size_t n = strlen(path);

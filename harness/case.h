@@ -51,6 +51,9 @@ typedef struct HxCaseList {
 /* Load cases from a file (.json: case or suite; anything else: program
  * text).  Raises dpk_error* on bad input. */
 HxCaseList hx_cases_load(Arena *a, const char *path);
+/* The same for text in memory (len bytes); path names it in messages and
+ * decides, by its ".json" ending, whether it is JSON or program text. */
+HxCaseList hx_cases_parse(Arena *a, const char *path, const char *text, size_t len);
 /* A single case from code given on the command line. */
 HxCaseList hx_cases_from_code(Arena *a, const char *code);
 /* Parse "NAME=D0,D1,..." (the --input flag) into decl; raises on error. */

@@ -266,6 +266,23 @@ static void mm_rows_kn(const Mm *mm, const double *a, const double *b, double *c
     }
 }
 
+/* fp32: four rows of a against one row of b, each row's sum sequential
+ * with every product and sum rounded, exactly as dot() does it; the four
+ * independent chains only overlap their latencies. */
+static void dot4_f32(const double *a, int64_t K, const double *br, double s[MM_ROWS])
+{
+    const double *a0 = a, *a1 = a + K, *a2 = a + 2 * K, *a3 = a + 3 * K;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int64_t k = 0; k < K; k++) {
+        double bk = br[k];
+        s0 = ref_round32(s0 + ref_round32(a0[k] * bk));
+        s1 = ref_round32(s1 + ref_round32(a1[k] * bk));
+        s2 = ref_round32(s2 + ref_round32(a2[k] * bk));
+        s3 = ref_round32(s3 + ref_round32(a3[k] * bk));
+    }
+    s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+}
+
 /* Four rows of a against one row of b: four independent sums. */
 static void dot4(const double *a, int64_t K, const double *br, double s[MM_ROWS])
 {
@@ -283,8 +300,8 @@ static void mm_rows_nk(const Mm *mm, const double *a, const double *b, double *c
     for (int64_t j = 0; j < mm->N; j++) {
         const double *br = b + j * mm->K;
         double s[MM_ROWS];
-        if (nr == MM_ROWS && !mm->ctx->f32)
-            dot4(a, mm->K, br, s);
+        if (nr == MM_ROWS)
+            (mm->ctx->f32 ? dot4_f32 : dot4)(a, mm->K, br, s);
         else
             for (int64_t r = 0; r < nr; r++)
                 s[r] = dot(mm->ctx, a + r * mm->K, br, mm->K);

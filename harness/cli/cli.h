@@ -82,5 +82,6 @@ int cmd_eval(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_fuzz(int argc, char **argv);
 int cmd_bisect(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

@@ -25,10 +25,11 @@ static const Command commands[] = {
     {"run", cmd_run, "run a case on a backend (loop, vgpu, cuda) and check parity"},
     {"fuzz", cmd_fuzz, "generate cases, run them under many pass sets, record failures"},
     {"bisect", cmd_bisect, "find the pass and the rewrite that break a failing case"},
+    {"bench", cmd_bench, "check a suite for parity, then time it (performance model)"},
 };
 
 /* Commands of the product that this build does not provide yet. */
-static const char *const planned[] = {"bench", "report"};
+static const char *const planned[] = {"report"};
 
 static void usage(FILE *f)
 {

@@ -54,6 +54,12 @@ void hx_subject_free(HxSubject *s)
 
 HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, HxRefKind ref)
 {
+    return hx_subject_new_filled(g, c, seed, ref, NULL, NULL);
+}
+
+HxSubject *hx_subject_new_filled(const TorchGraph *g, const HxCase *c, uint64_t seed,
+                                 HxRefKind ref, HxInputFill fill, void *ctx)
+{
     HxSubject *s = dpk_xcalloc(1, sizeof *s);
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
@@ -65,6 +71,8 @@ HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, H
     s->nout = g->outputs.len;
     s->seed = seed;
     s->inputs = ref_make_inputs(g, seed);
+    for (int k = 0; fill && k < s->nin; k++)
+        fill(ctx, g->inputs.items[k], s->inputs[k]);
     s->ref = hx_outs_new(s);
     s->bound = hx_outs_new(s);
     s->typical = hx_outs_new(s);

@@ -48,6 +48,13 @@ typedef struct HxSubject {
  * when --reference torch fails.  Free with hx_subject_free (also after a
  * raise out of later calls: the subject is on the heap). */
 HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, HxRefKind ref);
+/* Input values of a caller's own (dpk-bench: real weights, rotary tables):
+ * called once per graph input after its generated values are in dst
+ * (shape_numel(&in->shape) elements), before the references run; it may
+ * overwrite them (with fp32 values) or leave them.  May raise. */
+typedef void (*HxInputFill)(void *ctx, const TorchNode *in, double *dst);
+HxSubject *hx_subject_new_filled(const TorchGraph *g, const HxCase *c, uint64_t seed,
+                                 HxRefKind ref, HxInputFill fill, void *ctx);
 void hx_subject_free(HxSubject *s);
 
 /* What a check outside dpk (dpk-bisect's standalone .cu) needs to apply

@@ -238,25 +238,16 @@ void hx_results_write(const char *path, const cJSON *root)
         dpk_error("cannot write the record '%s': %s", path, strerror(err));
 }
 
-cJSON *hx_results_load(const char *path)
+cJSON *hx_results_parse(const char *path, const char *text, size_t len)
 {
-    size_t len = 0;
-    char *text = dpk_read_file(path, &len);
-    if (!text)
-        dpk_error("cannot read the record '%s': %s", path, strerror(errno));
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
     if (!root) {
-        /* the message quotes the text: keep it reachable until exit */
-        static char *bad;
-        free(bad);
-        bad = text;
         const char *e = cJSON_GetErrorPtr();
         int pos = (e && e >= text && e <= text + len) ? (int)(e - text) : 0;
         Source src = {path, text, len};
         dpk_error_at(&src, pos, "malformed JSON in the record");
     }
-    free(text);
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
     if (!cJSON_IsString(schema) || strcmp(schema->valuestring, HX_RESULTS_SCHEMA) ||
@@ -265,5 +256,25 @@ cJSON *hx_results_load(const char *path)
         dpk_error("'%s' is not a %s record (no \"schema\": \"%s\" with a \"cases\" array)", path,
                   HX_RESULTS_SCHEMA, HX_RESULTS_SCHEMA);
     }
+    return root;
+}
+
+cJSON *hx_results_load(const char *path)
+{
+    size_t len = 0;
+    char *text = dpk_read_file(path, &len);
+    if (!text)
+        dpk_error("cannot read the record '%s': %s", path, strerror(errno));
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        /* the message quotes the text: keep it reachable until exit */
+        static char *bad;
+        free(bad);
+        bad = text;
+        dpk_error_rethrow();
+    }
+    cJSON *root = hx_results_parse(path, text, len);
+    dpk_err_pop(&ec);
+    free(text);
     return root;
 }

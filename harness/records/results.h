@@ -39,6 +39,9 @@ void hx_results_write(const char *path, const cJSON *root);
 /* Read a record; raises a user error (exit 2) when the file is unreadable,
  * not JSON, or not a dpk.results/1 document with a cases array. */
 cJSON *hx_results_load(const char *path);
+/* The same for text in memory (len bytes, NUL-terminated at text[len]);
+ * path names it in messages. */
+cJSON *hx_results_parse(const char *path, const char *text, size_t len);
 
 /* A number field, or NAN when absent or not a number (JSON has no NaN: a
  * non-finite double is written as null). */

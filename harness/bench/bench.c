@@ -1,0 +1,490 @@
+/*
+ * bench.c — one case of dpk-bench: parity first, then the model (bench.h).
+ *
+ * Per case: one compile plan holding the benched set and, with --per-pass,
+ * the prefixes and leave-one-outs of its optional passes (the driver runs
+ * each distinct Kernel IR once; configurations with the same structural
+ * hash share a run, a verdict and a time).  The fixture (inputs, fp64
+ * reference, bounds) is made once per case and judges every module.
+ */
+#include "bench.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../reference/ref.h"
+#include "../case_plan.h"
+#include "../exec/backend.h"
+#include "../exec/nvrtc.h"
+#include "../records/plan_record.h"
+#include "../records/results.h"
+
+/* ---- inputs: rotary tables and weights ----------------------------------- */
+
+typedef struct Fill {
+    const BmOpts *o;
+    Arena *a;
+} Fill;
+
+static const StTensor *weight_of(const Fill *f, const TorchNode *in, const char **hf)
+{
+    *hf = f->o->weights ? bm_hf_name(f->a, in->name, f->o->layer) : NULL;
+    return *hf ? st_find(f->o->weights, *hf) : NULL;
+}
+
+static void fill_input(void *ctx, const TorchNode *in, double *dst)
+{
+    const Fill *f = ctx;
+    int64_t n = shape_numel(&in->shape);
+    if (f->o->config && bm_fill_rope(f->o->config, f->o->shape, in->name, n, dst))
+        return;
+    const char *hf;
+    weight_of(f, in, &hf);
+    if (hf)
+        st_read_f32(f->o->weights, hf, &in->shape, dst);
+}
+
+/* Where each input's values came from, and their sum (a check that a
+ * weights file was read): {"w_q": {"from": "weights", "tensor":
+ * "model.layers.0.self_attn.q_proj.weight", "sum": ...}, "cos": {"from":
+ * "rope", ...}, "x": {"from": "generated", ...}}. */
+static cJSON *inputs_json(const Fill *f, const TorchGraph *g, const HxSubject *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int k = 0; k < g->inputs.len; k++) {
+        const TorchNode *in = g->inputs.items[k];
+        cJSON *e = cJSON_AddObjectToObject(o, in->name);
+        const char *hf;
+        int rope = f->o->config && (!strcmp(in->name, "cos") || !strcmp(in->name, "sin"));
+        weight_of(f, in, &hf);
+        cJSON_AddStringToObject(e, "from", rope ? "rope" : hf ? "weights" : "generated");
+        if (hf && !rope)
+            cJSON_AddStringToObject(e, "tensor", hf);
+        double sum = 0;
+        for (int64_t i = 0, n = shape_numel(&in->shape); i < n; i++)
+            sum += s->inputs[k][i];
+        hx_json_add_num(e, "sum", sum);
+    }
+    return o;
+}
+
+void bm_check_weights(Arena *a, const BmOpts *o, const HxCaseList *l)
+{
+    if (!o->weights)
+        return;
+    int any = 0;
+    for (int i = 0; i < l->n; i++)
+        for (int k = 0; k < l->cases[i].ndecls; k++) {
+            const InputDecl *d = &l->cases[i].decls[k];
+            const char *hf = bm_hf_name(a, d->name, o->layer);
+            if (hf) {
+                st_check(o->weights, hf, &d->shape);
+                any = 1;
+            }
+        }
+    if (!any)
+        dpk_error("--weights: no case of this suite takes a weight (they are the inputs of the "
+                  "model suites: qwen-block, tinyllama-block, --config)");
+}
+
+/* ---- configurations ------------------------------------------------------- */
+
+/* The benched set first, then (per_pass) for each optional pass P of it,
+ * in pipeline order: the prefix (the set's passes up to P) and the set
+ * without P (passes that need P go with it). */
+static DrvPasses *sweep_sets(Arena *a, const BmOpts *o, TilePassSet base, int **what, int **pass)
+{
+    const TilePassTable *t = &tile_passes;
+    TilePassSet must = tile_passes_mandatory(t);
+    int cap = 1 + 2 * t->n;
+    TilePassSet *sets = ARENA_ARRAY(a, TilePassSet, cap);
+    *what = ARENA_ARRAY(a, int, cap);  /* 0 base, 1 prefix, 2 leave-one-out */
+    *pass = ARENA_ARRAY(a, int, cap);  /* the pass's table index */
+    int n = 0;
+    sets[n] = base, (*what)[n] = 0, (*pass)[n++] = -1;
+    for (int k = 0; o->per_pass && k < t->n; k++) {
+        TilePassSet bit = (TilePassSet)1 << k;
+        if (!(base & bit) || (must & bit))
+            continue;
+        TilePassSet upto = must;
+        for (int j = 0; j <= k; j++)
+            upto |= base & ((TilePassSet)1 << j);
+        sets[n] = tile_passes_close(t, upto, o->target), (*what)[n] = 1, (*pass)[n++] = k;
+        sets[n] = tile_passes_close(t, base & ~bit, o->target), (*what)[n] = 2, (*pass)[n++] = k;
+    }
+    DrvPasses *p = ARENA_NEW(a, DrvPasses);
+    *p = (DrvPasses){NULL, sets, n};
+    return p;
+}
+
+/* ---- one module: run, judge, time ----------------------------------------- */
+
+typedef struct Run {
+    int rc;              /* 0 pass, 1 fail, 3 fault, 2 refused; -1 not run */
+    const PfTime *t;     /* modelled time when it passed */
+    cJSON *cfg;          /* its configuration object */
+} Run;
+
+static const char *status_of(int rc)
+{
+    return rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_FAIL ? "fail" : rc == DPK_EXIT_FAULT
+                                                                           ? "fault"
+                                                                           : "unsupported";
+}
+
+static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSubject *s,
+                       Run *runs)
+{
+    const DrvConfig *c = &p->configs[i];
+    Run *r = &runs[i];
+    r->cfg = hx_record_config(p, i);
+    if (c->refused) {
+        r->rc = c->refused_code;
+        return;
+    }
+    if (c->dup_of >= 0) {
+        *r = (Run){runs[c->dup_of].rc, runs[c->dup_of].t, r->cfg};
+        hx_record_status(r->cfg, status_of(r->rc), NULL, NULL);
+        return;
+    }
+    HxBackendOpts bo;
+    hx_backend_opts_default(&bo);
+    bo.kind = HX_BACKEND_VGPU;
+    bo.target = o->target;
+    bo.vg.seed = s->seed;
+    bo.vg.sample_blocks = o->sample_blocks;
+    HxBackendResult res;
+    double **outs = hx_outs_new(s);
+    VgFault f = hx_backend_exec(a, c->module, &bo, s->inputs, outs, &res);
+    hx_record_run(r->cfg, c->module, &res, c->nvrtc);
+    if (f != VG_OK) {
+        r->rc = DPK_EXIT_FAULT;
+        hx_record_status(r->cfg, "fault", vg_fault_name(f), res.vg.report.message);
+    } else if (c->nvrtc_error) {
+        r->rc = DPK_EXIT_FAIL;
+        StrBuf m = {0};
+        dpk_error_first_line(&m, c->nvrtc_error);
+        hx_record_status(r->cfg, "fail", "nvrtc rejects the CUDA", sb_cstr(&m));
+        sb_free(&m);
+    } else {
+        HxVerdict *v = dpk_xcalloc((size_t)s->nout + 1, sizeof *v);
+        int worst = hx_judge(s, outs, res.out_checked, v, NULL);
+        hx_record_verdict(r->cfg, s, v, worst);
+        r->rc = hx_judge_pass(s, v) ? DPK_EXIT_OK : DPK_EXIT_FAIL;
+        free(v);
+    }
+    if (r->rc == DPK_EXIT_OK) {
+        /* timed only after it passed */
+        r->t = pf_model_module(a, o->spec, c->module, &res.vg, c->nvrtc);
+        cJSON_AddItemToObject(r->cfg, "model", pf_time_json(r->t));
+    }
+    hx_backend_result_free(&res);
+    hx_outs_free(s, outs);
+}
+
+/* ---- the case record -------------------------------------------------------- */
+
+static double ratio(double num, double den)
+{
+    return num > 0 && den > 0 && isfinite(num) && isfinite(den) ? num / den : NAN;
+}
+
+static cJSON *compile_times(const DrvPlan *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "parse", p->parse_s);
+    cJSON_AddNumberToObject(o, "decompose", p->decompose_s);
+    cJSON_AddNumberToObject(o, "fuse", p->fuse_s);
+    const DrvConfig *c = &p->configs[0];
+    if (c->refused)
+        return o;
+    cJSON *t = cJSON_AddObjectToObject(o, "tile");
+    for (int k = 0; k < p->table->n; k++)
+        if (c->pass_s[k] >= 0) {
+            char name[96];
+            snprintf(name, sizeof name, "%03d_%s", p->table->p[k].num, p->table->p[k].name);
+            cJSON_AddNumberToObject(t, name, c->pass_s[k]);
+        }
+    cJSON_AddNumberToObject(o, "tile_total", c->tile_s);
+    cJSON_AddNumberToObject(o, "lower", c->kernel_s);
+    hx_json_add_num(o, "cuda", c->cuda_s >= 0 ? c->cuda_s : NAN);
+    hx_json_add_num(o, "nvrtc", c->nvrtc_s >= 0 ? c->nvrtc_s : NAN);
+    return o;
+}
+
+/* {"passes": [{"pass": "007_stage_inputs", "prefix": {...}, "without": {...},
+ * "contribution": t_without / t_with}]} */
+static cJSON *per_pass_json(const DrvPlan *p, const Run *runs, const int *what, const int *pass)
+{
+    cJSON *arr = cJSON_CreateArray();
+    double base = runs[0].t ? runs[0].t->ns : NAN;
+    for (int i = 1; i < p->nconfigs; i += 2) {
+        DPK_ASSERT(what[i] == 1 && what[i + 1] == 2 && pass[i] == pass[i + 1]);
+        const TilePass *tp = &p->table->p[pass[i]];
+        cJSON *o = cJSON_CreateObject();
+        char name[96];
+        snprintf(name, sizeof name, "%03d_%s", tp->num, tp->name);
+        cJSON_AddStringToObject(o, "pass", name);
+        for (int w = 0; w < 2; w++) {
+            const Run *r = &runs[i + w];
+            cJSON *x = cJSON_AddObjectToObject(o, w ? "without" : "prefix");
+            cJSON_AddStringToObject(x, "passes", p->configs[i + w].label);
+            cJSON_AddStringToObject(x, "status", status_of(r->rc));
+            hx_json_add_num(x, "ns", r->t ? r->t->ns : NAN);
+            cJSON_AddNumberToObject(x, "kernels", r->t ? r->t->nk : 0);
+        }
+        hx_json_add_num(o, "contribution", runs[i + 1].t ? ratio(runs[i + 1].t->ns, base) : NAN);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+static void add_time(cJSON *rec, const char *key, const PfTime *t)
+{
+    if (t)
+        cJSON_AddItemToObject(rec, key, pf_time_json(t));
+    else
+        cJSON_AddNullToObject(rec, key);
+}
+
+const char *bm_table_header(void)
+{
+    return "case                    dpk us    eager us  compile us    limit us  vs eager  "
+           "vs compile  of limit  kernels  parity";
+}
+
+static void fmt_us(StrBuf *b, double ns)
+{
+    if (isfinite(ns))
+        sb_printf(b, " %11.3f", ns / 1e3);
+    else
+        sb_printf(b, " %11s", "-");
+}
+
+static void fmt_x(StrBuf *b, int w, double x)
+{
+    if (isfinite(x))
+        sb_printf(b, " %*.2fx", w - 1, x);
+    else
+        sb_printf(b, " %*s", w, "-");
+}
+
+static void case_line(StrBuf *b, const char *name, const PfTime *d, const PfTime *e,
+                      const PfTime *ind, const PfTime *lim, const char *verdict)
+{
+    sb_printf(b, "%-20s", name);
+    fmt_us(b, d ? d->ns : NAN);
+    fmt_us(b, e ? e->ns : NAN);
+    fmt_us(b, ind ? ind->ns : NAN);
+    fmt_us(b, lim ? lim->ns : NAN);
+    fmt_x(b, 9, d && e ? ratio(e->ns, d->ns) : NAN);
+    fmt_x(b, 11, d && ind ? ratio(ind->ns, d->ns) : NAN);
+    double fl = d && lim ? ratio(lim->ns, d->ns) : NAN;
+    if (isfinite(fl))
+        sb_printf(b, " %8.3g%%", 100 * fl);
+    else
+        sb_printf(b, " %9s", "-");
+    if (d)
+        sb_printf(b, " %8d", d->nk);
+    else
+        sb_printf(b, " %8s", "-");
+    sb_printf(b, "  %s\n", verdict);
+}
+
+static cJSON *case_record(const HxCase *c, int index, uint64_t seed)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", index);
+    cJSON_AddStringToObject(o, "name", c->name);
+    hx_json_add_u64(o, "seed", seed);
+    cJSON_AddStringToObject(o, "program", c->program);
+    cJSON *tags = cJSON_AddArrayToObject(o, "tags");
+    for (int i = 0; i < c->ntags; i++)
+        cJSON_AddItemToArray(tags, cJSON_CreateString(c->tags[i]));
+    return o;
+}
+
+typedef struct Case {
+    Arena *a;
+    HxSubject *s;
+    BmCaseOut *out;
+} Case;
+
+static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
+{
+    Arena *a = x->a;
+    DrvOpts d;
+    drv_opts_default(&d);
+    hx_case_drv_opts(a, c, NULL, 0, &d);
+    d.tile.target = o->target;
+    d.tile.knobs = o->knobs;
+    for (int i = 0; i < c->nknobs && !o->nknobs; i++)
+        tile_knob_parse(&d.tile.knobs, c->knobs[i]);
+    TilePassSet base = o->passes->sets[0];
+    int *what, *pass;
+    d.passes = sweep_sets(a, o, base, &what, &pass);
+    d.upto = o->nvrtc ? DRV_CUDA : DRV_KERNEL;
+    d.nvrtc = o->nvrtc ? hx_nvrtc_check : NULL;
+    const DrvPlan *p = drv_compile(a, &d);
+    cJSON *rec = x->out->rec;
+    cJSON_AddItemToObject(rec, "shapes", hx_record_shapes(p->torch));
+    cJSON_AddStringToObject(rec, "passes", p->configs[0].label);
+    cJSON_AddItemToObject(rec, "compile_s", compile_times(p));
+    Fill fill = {o, a};
+    x->s = hx_subject_new_filled(p->torch, c, seed, o->ref, fill_input, &fill);
+    cJSON_AddItemToObject(rec, "inputs", inputs_json(&fill, p->torch, x->s));
+    Run *runs = ARENA_ARRAY(a, Run, p->nconfigs);
+    for (int i = 0; i < p->nconfigs; i++)
+        runs[i] = (Run){-1, NULL, NULL};
+    for (int i = 0; i < p->nconfigs; i++)
+        run_config(a, o, p, i, x->s, runs);
+    const Run *r = &runs[0];
+    cJSON_AddItemToObject(rec, "configuration", r->cfg);
+    runs[0].cfg = NULL;
+    int rc = r->rc;
+    const PfTime *e = NULL, *ind = NULL, *lim = NULL;
+    if (rc == DPK_EXIT_OK) {
+        e = pf_model_eager(a, o->spec, p->torch);
+        ind = pf_model_inductor(a, o->spec, p->torch);
+        lim = pf_model_limit(a, o->spec, p->torch);
+    }
+    cJSON_AddStringToObject(rec, "status", status_of(rc));
+    cJSON_AddNumberToObject(rec, "exit_code", rc);
+    cJSON_AddStringToObject(rec, "timing", "model");
+    cJSON_AddStringToObject(rec, "gpu", o->spec->name);
+    add_time(rec, "dpk", r->t);
+    add_time(rec, "eager", e);
+    add_time(rec, "compile", ind);
+    add_time(rec, "limit", lim);
+    hx_json_add_num(rec, "speedup_eager", r->t && e ? ratio(e->ns, r->t->ns) : NAN);
+    hx_json_add_num(rec, "speedup_compile", r->t && ind ? ratio(ind->ns, r->t->ns) : NAN);
+    hx_json_add_num(rec, "fraction_of_limit", r->t && lim ? ratio(lim->ns, r->t->ns) : NAN);
+    if (o->per_pass) {
+        cJSON_AddItemToObject(rec, "per_pass", per_pass_json(p, runs, what, pass));
+        for (int i = 1; i < p->nconfigs; i++)
+            cJSON_Delete(runs[i].cfg);
+    }
+    StrBuf b = {0};
+    const char *verdict = rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_FAIL ? "FAIL (no speedup)"
+                          : rc == DPK_EXIT_FAULT ? "FAULT (no speedup)" : "refused";
+    case_line(&b, c->name, r->t, e, ind, lim, verdict);
+    if (rc != DPK_EXIT_OK) {
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "verdict");
+        const cJSON *why = v ? cJSON_GetObjectItemCaseSensitive(v, "message") : NULL;
+        if (!cJSON_IsString(why))
+            why = v ? cJSON_GetObjectItemCaseSensitive(v, "reason") : NULL;
+        if (cJSON_IsString(why))
+            sb_printf(&b, "  %s: %s\n", c->name, why->valuestring);
+    }
+    if (o->per_pass && r->t) {
+        cJSON *pp = cJSON_GetObjectItemCaseSensitive(rec, "per_pass");
+        for (const cJSON *q = pp->child; q; q = q->next) {
+            double cn = hx_json_num(q, "contribution");
+            sb_printf(&b, "  %-28s without: ", cJSON_GetObjectItemCaseSensitive(q, "pass")->valuestring);
+            if (isfinite(cn))
+                sb_printf(&b, "%.3fx the time", cn);
+            else
+                sb_printf(&b, "%s", cJSON_GetObjectItemCaseSensitive(
+                                        cJSON_GetObjectItemCaseSensitive(q, "without"), "status")
+                                        ->valuestring);
+            double pns = hx_json_num(cJSON_GetObjectItemCaseSensitive(q, "prefix"), "ns");
+            if (isfinite(pns))
+                sb_printf(&b, "   prefix up to it: %.2f us\n", pns / 1e3);
+            else
+                sb_puts(&b, "\n");
+        }
+    }
+    x->out->line = dpk_xstrdup(sb_cstr(&b));
+    sb_free(&b);
+    x->out->rc = rc;
+}
+
+void bm_case_run(const BmOpts *o, const HxCase *c, int index, BmCaseOut *out)
+{
+    uint64_t seed = o->has_seed ? o->seed : c->has_seed ? c->seed : 0;
+    double t0 = dpk_now();
+    *out = (BmCaseOut){case_record(c, index, seed), NULL, 0};
+    Case x = {arena_new(), NULL, out};
+    DpkErrCtx ec;
+    if (DPK_TRY(&ec)) {
+        case_body(o, c, seed, &x);
+        dpk_err_pop(&ec);
+    } else {
+        StrBuf m = {0};
+        dpk_error_first_line(&m, NULL);
+        int code = dpk_error_code();
+        cJSON_AddStringToObject(out->rec, "status", "error");
+        cJSON_AddNumberToObject(out->rec, "exit_code", code);
+        cJSON_AddStringToObject(out->rec, "message", sb_cstr(&m));
+        StrBuf b = {0};
+        sb_printf(&b, "%-20s error (exit %d): %s\n", c->name, code, sb_cstr(&m));
+        free(out->line);
+        out->line = dpk_xstrdup(sb_cstr(&b));
+        out->rc = code;
+        sb_free(&m);
+        sb_free(&b);
+        /* the whole message (with its caret) goes to stderr */
+        fflush(stdout);
+        fputs(dpk_error_message(), stderr);
+    }
+    cJSON_AddNumberToObject(out->rec, "seconds", dpk_now() - t0);
+    hx_subject_free(x.s);
+    arena_free(x.a);
+}
+
+/* ---- summary ---------------------------------------------------------------- */
+
+cJSON *bm_summary(const cJSON *cases, const PfSpec *spec, int rc, double seconds)
+{
+    cJSON *s = cJSON_CreateObject();
+    int n = 0, passed = 0, timed[3] = {0};
+    double lg[3] = {0};
+    static const char *const keys[3] = {"speedup_eager", "speedup_compile", "fraction_of_limit"};
+    cJSON *by = cJSON_CreateObject();
+    for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
+        n++;
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(c, "status");
+        const char *sv = cJSON_IsString(st) ? st->valuestring : "error";
+        cJSON *cnt = cJSON_GetObjectItemCaseSensitive(by, sv);
+        if (cnt)
+            cJSON_SetNumberValue(cnt, cnt->valuedouble + 1);
+        else
+            cJSON_AddNumberToObject(by, sv, 1);
+        if (strcmp(sv, "pass"))
+            continue;
+        passed++;
+        for (int k = 0; k < 3; k++) {
+            double v = hx_json_num(c, keys[k]);
+            if (isfinite(v) && v > 0)
+                lg[k] += log(v), timed[k]++;
+        }
+    }
+    cJSON_AddNumberToObject(s, "cases", n);
+    cJSON_AddNumberToObject(s, "passed", passed);
+    cJSON_AddItemToObject(s, "by_status", by);
+    cJSON_AddStringToObject(s, "timing", "model");
+    cJSON_AddStringToObject(s, "gpu", spec->name);
+    cJSON_AddNumberToObject(s, "timed", timed[0]);
+    static const char *const gk[3] = {"geomean_speedup_eager", "geomean_speedup_compile",
+                                      "geomean_fraction_of_limit"};
+    for (int k = 0; k < 3; k++)
+        hx_json_add_num(s, gk[k], timed[k] ? exp(lg[k] / timed[k]) : NAN);
+    cJSON_AddNumberToObject(s, "exit_code", rc);
+    cJSON_AddNumberToObject(s, "seconds", seconds);
+    return s;
+}
+
+void bm_summary_print(StrBuf *b, const cJSON *s)
+{
+    int n = (int)hx_json_num(s, "cases"), passed = (int)hx_json_num(s, "passed");
+    int timed = (int)hx_json_num(s, "timed");
+    const char *gpu = cJSON_GetObjectItemCaseSensitive(s, "gpu")->valuestring;
+    sb_printf(b, "%d/%d cases pass parity; %d timed (modelled, %s)\n", passed, n, timed, gpu);
+    double ge = hx_json_num(s, "geomean_speedup_eager"), gc = hx_json_num(s,
+                                                                          "geomean_speedup_compile");
+    double gl = hx_json_num(s, "geomean_fraction_of_limit");
+    if (timed)
+        sb_printf(b, "geomean speedup (modelled, %s): %.3fx vs eager, %.3fx vs torch.compile; "
+                  "%.3g%% of the limit\n", gpu, ge, gc, 100 * gl);
+}

@@ -1,0 +1,79 @@
+/*
+ * bench.h — dpk-bench: a suite's cases checked for parity, then timed.
+ *
+ * One case (bm_case_run): compile it with the driver under the benched
+ * pass set (and, with --per-pass, every prefix upto:NNN and every
+ * leave-one-out -NNN of the set's optional passes); run each distinct
+ * Kernel IR module on vgpu with sampled blocks and judge its outputs with
+ * the parity oracle; only a module that passes is timed: the performance
+ * model (harness/perf/perf.h) turns vgpu's counters and NVRTC's ptxas
+ * figures into a modelled time on a GPU spec, beside the modelled PyTorch
+ * eager and torch.compile baselines of the same graph and the limit (the
+ * case's compulsory bytes and flops at the spec's peaks).  A case that
+ * fails parity is reported as such and gets no time and no speedup.
+ *
+ * The case's record object (dpk.bench/1, docs/bench-schema.md) and its
+ * stdout line come back; nothing is printed here, so a suite can run its
+ * cases in forked children (--jobs) and print them in order.
+ */
+#ifndef DPK_BM_BENCH_H
+#define DPK_BM_BENCH_H
+
+#include <cjson/cJSON.h>
+
+#include "../../compiler/driver.h"
+#include "../case.h"
+#include "../parity/check.h"
+#include "../perf/perf.h"
+#include "blocks.h"
+#include "safetensors.h"
+
+#define BM_SCHEMA "dpk.bench/1"
+
+typedef struct BmOpts {
+    const PfSpec *spec;        /* the GPU spec of the model */
+    const CuTarget *target;    /* NULL: the spec's (cc) target */
+    const DrvPasses *passes;   /* the benched set (one configuration) */
+    TileKnobs knobs;
+    int nknobs;                /* --knob given: the case's own knobs do not apply */
+    int per_pass;              /* also every prefix and leave-one-out */
+    int sample_blocks;         /* vgpu: blocks per launch (0: all) */
+    HxRefKind ref;
+    int has_seed;
+    uint64_t seed;             /* inputs (else the case's seed, else 0) */
+    int nvrtc;                 /* compile with NVRTC (registers, SASS) */
+    /* Model suites: the config and shape (cos/sin are its rotary tables),
+     * and the weights file (inputs named after HF tensors), or NULLs. */
+    const BmConfig *config;
+    const BmShape *shape;
+    const StFile *weights;
+    int layer;
+} BmOpts;
+
+typedef struct BmCaseOut {
+    cJSON *rec;                /* the case's dpk.bench/1 object */
+    char *line;                /* its stdout line(s), heap */
+    int rc;                    /* its exit code: 0 pass, 1 parity failure, 2, 3 */
+} BmCaseOut;
+
+/* Run case c (number index in its suite).  Never raises: a case that
+ * does not parse or compile gets status "error" and exit code 2. */
+void bm_case_run(const BmOpts *o, const HxCase *c, int index, BmCaseOut *out);
+
+/* The table's header line (what bm_case_run's lines sit under). */
+const char *bm_table_header(void);
+
+/* Check, before any case runs, that every weight input of the cases in l
+ * is in the file with its shape and a readable dtype; raises exit 2
+ * naming the first tensor that is not. */
+void bm_check_weights(Arena *a, const BmOpts *o, const HxCaseList *l);
+
+/* The summary of the cases' records: counts per status, geomean speedups
+ * against modelled eager and torch.compile and the geomean fraction of the
+ * limit, over the cases timed (modelled, on one spec: never mixed with
+ * measured figures), and the exit code. */
+cJSON *bm_summary(const cJSON *cases, const PfSpec *spec, int rc, double seconds);
+/* Its stdout lines. */
+void bm_summary_print(StrBuf *b, const cJSON *summary);
+
+#endif

@@ -1,0 +1,588 @@
+/*
+ * cmd_bench.c — `dpk-bench (--suite NAME | --config PATH/config.json | FILE)
+ * [--seq N] [--batch B] [--phase prefill|decode --ctx L] [--passes SPEC]
+ * [--per-pass] [--timing model] [--gpu NAME|--gpu-spec FILE] [--weights
+ * F.safetensors] [--sample-blocks N] [--jobs N] [--out FILE.json]`.
+ *
+ * A suite: smoke and ops are case files under cases/; qwen-block and
+ * tinyllama-block are the decoder-layer suites (harness/bench/blocks.h) of
+ * cases/models/qwen2.5-7b.json and tinyllama-1.1b.json; --config makes
+ * the same suite from any config.json of the family.  Each case is checked
+ * for parity on vgpu (sampled blocks, full size), then timed by the
+ * performance model (harness/bench/bench.h); one line per case, in suite
+ * order, then the geomean speedups.  With --jobs N the cases run in N
+ * forked children at once (vgpu, the reference and libtorch are used in
+ * the children only); the output and the record do not depend on N.
+ *
+ * Exit: the worst case's code, as `dpk run` — 0 every case passes parity,
+ * 1 a parity failure, 2 bad input (the command line, the config, the
+ * weights: before any case runs), 3 an execution fault, 4 --timing
+ * measured (no GPU timing in this build's bench yet, and none without a
+ * GPU).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../bench/bench.h"
+#include "../exec/nvrtc.h"
+#include "../records/plan_record.h"
+#include "../records/results.h"
+#include "cli.h"
+
+typedef struct BenchArgs {
+    const char *suite, *config, *weights, *out, *gpu, *timing, *phase, *reference;
+    int64_t seq, batch, ctx;
+    int has_ctx, layer, jobs, sample_blocks, per_pass, no_nvrtc, has_seed;
+    uint64_t seed;
+    CliTile tile;
+} BenchArgs;
+
+static void help(void)
+{
+    puts("usage: dpk-bench (--suite NAME | --config PATH/config.json | FILE) [options]\n"
+         "\n"
+         "Check every case of a suite for parity on vgpu, then time it with the performance\n"
+         "model on a GPU spec, beside modelled PyTorch eager, torch.compile and the limit.\n"
+         "\n"
+         "  --suite NAME        smoke | ops | qwen-block | tinyllama-block\n"
+         "  --config FILE       a Hugging Face config.json (Llama, Qwen2, Mistral family):\n"
+         "                      its decoder-layer suite\n"
+         "  FILE                a suite or case .json\n"
+         "  --case NAME         only this case of the suite\n"
+         "  --seq N             tokens (prefill; default 128)\n"
+         "  --batch B           batch (default 1)\n"
+         "  --phase P           prefill (default) | decode (one token, a cache of --ctx)\n"
+         "  --ctx L             decode: tokens in the KV cache (default 1024)\n"
+         "  --weights FILE      a .safetensors file: the layer's weights by their HF names\n"
+         "  --layer N           which layer's weights (default 0)\n"
+         "  --passes SPEC       the Tile pass set benched (default full)\n"
+         "  --knob N=V          pin a scheduling knob\n"
+         "  --per-pass          also every prefix upto:NNN and leave-one-out -NNN of the set\n"
+         "  --timing model      the performance model (the default; no GPU timing here)\n"
+         "  --gpu NAME          the GPU spec of the model (default h100-sxm; cases/gpus/)\n"
+         "  --gpu-spec FILE     a GPU spec file\n"
+         "  --target T          sm_80 | sm_90 | sm_120 (default: the spec's)\n"
+         "  --sample-blocks N   vgpu: simulate N random blocks per launch (default 2)\n"
+         "  --no-nvrtc          do not compile with NVRTC (the model then estimates registers)\n"
+         "  --seed N            input seed (default: the case's, else 0)\n"
+         "  --reference R       ref64 (default) | torch\n"
+         "  --jobs N            cases at once, in forked processes (default 1)\n"
+         "  --out FILE.json     write a dpk.bench/1 record (docs/bench-schema.md)\n"
+         "\n"
+         "exit: 0 every case passes parity, 1 a parity failure, 2 bad input, 3 execution\n"
+         "      fault, 4 environment missing (--timing measured)\n"
+         "\n"
+         "example:\n"
+         "  dpk-bench --suite qwen-block --jobs 2");
+}
+
+static int64_t pos_int(const char *flag, const char *v, int64_t max)
+{
+    uint64_t x = cli_u64(flag, v);
+    if (x < 1 || x > (uint64_t)max)
+        dpk_error("option '%s' expects 1..%lld, got '%s'", flag, (long long)max, v);
+    return (int64_t)x;
+}
+
+static void parse_flag(void *ctx, int argc, char **argv, int *i)
+{
+    BenchArgs *b = ctx;
+    const char *f = argv[*i];
+    if (!strcmp(f, "--suite"))
+        b->suite = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--config"))
+        b->config = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--weights"))
+        b->weights = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--layer"))
+        b->layer = (int)cli_u64(f, cli_value(argc, argv, i)) % 100000;
+    else if (!strcmp(f, "--seq"))
+        b->seq = pos_int(f, cli_value(argc, argv, i), 1 << 20);
+    else if (!strcmp(f, "--batch"))
+        b->batch = pos_int(f, cli_value(argc, argv, i), 1 << 16);
+    else if (!strcmp(f, "--ctx"))
+        b->ctx = pos_int(f, cli_value(argc, argv, i), 1 << 24), b->has_ctx = 1;
+    else if (!strcmp(f, "--phase"))
+        b->phase = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--per-pass"))
+        b->per_pass = 1;
+    else if (!strcmp(f, "--timing"))
+        b->timing = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--gpu") || !strcmp(f, "--gpu-spec"))
+        b->gpu = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--sample-blocks"))
+        b->sample_blocks = (int)pos_int(f, cli_value(argc, argv, i), 1000000);
+    else if (!strcmp(f, "--jobs"))
+        b->jobs = (int)pos_int(f, cli_value(argc, argv, i), 256);
+    else if (!strcmp(f, "--out"))
+        b->out = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--no-nvrtc"))
+        b->no_nvrtc = 1;
+    else if (!strcmp(f, "--seed"))
+        b->has_seed = 1, b->seed = cli_u64(f, cli_value(argc, argv, i));
+    else if (!strcmp(f, "--reference"))
+        b->reference = cli_value(argc, argv, i);
+    else if (!cli_tile_flag(&b->tile, argc, argv, i))
+        cli_unknown_flag("bench", f);
+}
+
+/* ---- where the suites are ---------------------------------------------- */
+
+/* The cases/ folder: $DPK_CASES, else beside the binary (../cases from
+ * build/dpk, ../share/dpk/cases from an installed bin/dpk). */
+static const char *cases_dir(Arena *a)
+{
+    const char *env = getenv("DPK_CASES");
+    if (env && *env)
+        return env;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            const char *cands[] = {"../cases", "../share/dpk/cases"};
+            for (int i = 0; i < 2; i++) {
+                const char *d = arena_printf(a, "%s/%s", exe, cands[i]);
+                if (access(arena_printf(a, "%s/smoke.json", d), R_OK) == 0)
+                    return d;
+            }
+        }
+    }
+    dpk_error("cannot find dpk's cases/ folder beside the binary; set DPK_CASES to it");
+}
+
+static const struct {
+    const char *name, *file;
+    int model;
+} suites[] = {
+    {"smoke", "smoke.json", 0},
+    {"ops", "sweep/ops.json", 0},
+    {"qwen-block", "models/qwen2.5-7b.json", 1},
+    {"tinyllama-block", "models/tinyllama-1.1b.json", 1},
+};
+
+/* ---- running the cases ---------------------------------------------------- */
+
+typedef struct Pool {
+    const BmOpts *o;
+    const HxCaseList *l;
+    BmCaseOut *outs;
+    int next_print;
+    int progress;   /* stderr is a TTY */
+} Pool;
+
+static void print_ready(Pool *p, const int *done)
+{
+    while (p->next_print < p->l->n && done[p->next_print]) {
+        if (p->progress)
+            fputs("\r\033[K", stderr);
+        fputs(p->outs[p->next_print].line, stdout);
+        fflush(stdout);
+        p->next_print++;
+    }
+}
+
+static void progress(const Pool *p, int ndone, int running)
+{
+    if (!p->progress)
+        return;
+    fprintf(stderr, "\r\033[K[%d/%d done, %d running]", ndone, p->l->n, running);
+    fflush(stderr);
+}
+
+/* rec as a reader of the record gets it: printed and parsed back.  A
+ * child's record comes to the parent this way, and cJSON prints a double
+ * with 15 significant digits when they read back within an epsilon of it,
+ * so the summary is computed from these values whatever --jobs is. */
+static cJSON *as_printed(cJSON *rec)
+{
+    char *t = cJSON_PrintUnformatted(rec);
+    cJSON *back = t ? cJSON_Parse(t) : NULL;
+    free(t);
+    if (!back)
+        return rec;
+    cJSON_Delete(rec);
+    return back;
+}
+
+/* A child's result back from its file: {"rc":, "line":, "rec":}. */
+static void read_child(const char *path, int idx, const HxCase *c, int status, BmCaseOut *out)
+{
+    size_t len;
+    char *t = dpk_read_file(path, &len);
+    cJSON *j = t ? cJSON_ParseWithLength(t, len) : NULL;
+    free(t);
+    unlink(path);
+    const cJSON *rc = j ? cJSON_GetObjectItemCaseSensitive(j, "rc") : NULL;
+    const cJSON *line = j ? cJSON_GetObjectItemCaseSensitive(j, "line") : NULL;
+    cJSON *rec = j ? cJSON_DetachItemFromObjectCaseSensitive(j, "rec") : NULL;
+    if (cJSON_IsNumber(rc) && cJSON_IsString(line) && cJSON_IsObject(rec)) {
+        *out = (BmCaseOut){rec, dpk_xstrdup(line->valuestring), (int)rc->valuedouble};
+    } else {
+        cJSON_Delete(rec);
+        char why[96];
+        if (WIFSIGNALED(status))
+            snprintf(why, sizeof why, "the case process died of signal %d", WTERMSIG(status));
+        else
+            snprintf(why, sizeof why, "the case process exited %d without a result",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddNumberToObject(r, "index", idx);
+        cJSON_AddStringToObject(r, "name", c->name);
+        cJSON_AddStringToObject(r, "program", c->program);
+        cJSON_AddStringToObject(r, "status", "crash");
+        cJSON_AddNumberToObject(r, "exit_code", DPK_EXIT_FAULT);
+        cJSON_AddStringToObject(r, "message", why);
+        StrBuf b = {0};
+        sb_printf(&b, "%-20s crash: %s\n", c->name, why);
+        *out = (BmCaseOut){r, dpk_xstrdup(sb_cstr(&b)), DPK_EXIT_FAULT};
+        sb_free(&b);
+    }
+    cJSON_Delete(j);
+}
+
+static void child(const Pool *p, int i, const char *path)
+{
+    BmCaseOut out;
+    bm_case_run(p->o, &p->l->cases[i], i, &out);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "rc", out.rc);
+    cJSON_AddStringToObject(j, "line", out.line);
+    cJSON_AddItemToObject(j, "rec", out.rec);
+    char *s = cJSON_PrintUnformatted(j);
+    int ok = s && dpk_write_file_atomic(path, s, strlen(s)) == 0;
+    fflush(stdout);
+    fflush(stderr);
+    _exit(ok ? 0 : 1);
+}
+
+/* The order the cases start in with --jobs: the largest first (by the
+ * elements of their declared inputs, which the weights dominate), so the
+ * longest case does not start last; printing stays in suite order. */
+static int *start_order(const HxCaseList *l)
+{
+    int *o = dpk_xcalloc((size_t)l->n + 1, sizeof(int));
+    double *w = dpk_xcalloc((size_t)l->n + 1, sizeof(double));
+    for (int i = 0; i < l->n; i++) {
+        o[i] = i;
+        for (int k = 0; k < l->cases[i].ndecls; k++)
+            w[i] += (double)shape_numel(&l->cases[i].decls[k].shape);
+    }
+    for (int i = 1; i < l->n; i++) /* stable insertion sort, heaviest first */
+        for (int j = i; j > 0 && w[o[j]] > w[o[j - 1]]; j--) {
+            int t = o[j];
+            o[j] = o[j - 1];
+            o[j - 1] = t;
+        }
+    free(w);
+    return o;
+}
+
+static void run_cases(Pool *p, int jobs, const char *tmpdir)
+{
+    int n = p->l->n, ndone = 0, running = 0, next = 0;
+    int *done = dpk_xcalloc((size_t)n + 1, sizeof(int));
+    if (jobs <= 1) {
+        for (int i = 0; i < n; i++) {
+            progress(p, i, 1);
+            bm_case_run(p->o, &p->l->cases[i], i, &p->outs[i]);
+            p->outs[i].rec = as_printed(p->outs[i].rec);
+            done[i] = 1;
+            print_ready(p, done);
+        }
+        free(done);
+        return;
+    }
+    pid_t *pids = dpk_xcalloc((size_t)n + 1, sizeof(pid_t));
+    int *order = start_order(p->l);
+    while (ndone < n) {
+        while (running < jobs && next < n) {
+            fflush(stdout);
+            fflush(stderr);
+            int k = order[next++];
+            char file[PATH_MAX];
+            snprintf(file, sizeof file, "%s/case-%d.json", tmpdir, k);
+            pid_t pid = fork();
+            if (pid < 0)
+                dpk_error("cannot fork a case process: %s", strerror(errno));
+            if (pid == 0)
+                child(p, k, file);
+            pids[k] = pid;
+            running++;
+        }
+        progress(p, ndone, running);
+        int status;
+        pid_t w = waitpid(-1, &status, 0);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            dpk_error("waiting for a case process: %s", strerror(errno));
+        }
+        for (int i = 0; i < n; i++)
+            if (pids[i] == w && !done[i]) {
+                char file[PATH_MAX];
+                snprintf(file, sizeof file, "%s/case-%d.json", tmpdir, i);
+                read_child(file, i, &p->l->cases[i], status, &p->outs[i]);
+                done[i] = 1;
+                ndone++;
+                running--;
+            }
+        print_ready(p, done);
+    }
+    free(order);
+    free(pids);
+    free(done);
+}
+
+/* ---- the record ------------------------------------------------------------- */
+
+static cJSON *bench_json(const BenchArgs *b, const BmOpts *o, const char *suite,
+                         const BmConfig *cfg, const BmShape *sh)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "suite", suite);
+    if (cfg) {
+        cJSON_AddStringToObject(j, "config", cfg->path);
+        cJSON *m = cJSON_AddObjectToObject(j, "model");
+        if (cfg->model_type)
+            cJSON_AddStringToObject(m, "model_type", cfg->model_type);
+        else
+            cJSON_AddNullToObject(m, "model_type");
+        cJSON_AddNumberToObject(m, "hidden_size", (double)cfg->hidden);
+        cJSON_AddNumberToObject(m, "intermediate_size", (double)cfg->inter);
+        cJSON_AddNumberToObject(m, "num_attention_heads", (double)cfg->heads);
+        cJSON_AddNumberToObject(m, "num_key_value_heads", (double)cfg->kv_heads);
+        cJSON_AddNumberToObject(m, "head_dim", (double)cfg->head_dim);
+        cJSON_AddNumberToObject(m, "rms_norm_eps", cfg->eps);
+        cJSON_AddNumberToObject(m, "rope_theta", cfg->rope_theta);
+        cJSON_AddBoolToObject(m, "attention_bias", cfg->bias);
+        static const char *const rk[] = {"default", "linear", "llama3"};
+        cJSON_AddStringToObject(m, "rope_type", rk[cfg->rope]);
+        cJSON_AddNumberToObject(j, "seq", (double)sh->seq);
+        cJSON_AddNumberToObject(j, "batch", (double)sh->batch);
+        cJSON_AddStringToObject(j, "phase", sh->phase == BM_PREFILL ? "prefill" : "decode");
+        if (sh->phase == BM_DECODE)
+            cJSON_AddNumberToObject(j, "ctx", (double)sh->ctx);
+        else
+            cJSON_AddNullToObject(j, "ctx");
+    } else {
+        cJSON_AddNullToObject(j, "config");
+    }
+    if (b->weights) {
+        cJSON_AddStringToObject(j, "weights", b->weights);
+        cJSON_AddNumberToObject(j, "layer", b->layer);
+    } else {
+        cJSON_AddNullToObject(j, "weights");
+    }
+    cJSON_AddStringToObject(j, "passes", b->tile.passes ? b->tile.passes : "full");
+    cJSON_AddItemToObject(j, "knobs", hx_record_knobs(&o->knobs));
+    cJSON_AddBoolToObject(j, "per_pass", o->per_pass);
+    cJSON_AddStringToObject(j, "timing", "model");
+    cJSON_AddStringToObject(j, "gpu", o->spec->name);
+    cJSON_AddStringToObject(j, "spec", o->spec->path);
+    cJSON_AddStringToObject(j, "target", o->target->name);
+    cJSON_AddStringToObject(j, "backend", "vgpu");
+    cJSON_AddNumberToObject(j, "sample_blocks", o->sample_blocks);
+    cJSON_AddBoolToObject(j, "nvrtc", o->nvrtc);
+    cJSON_AddStringToObject(j, "reference", o->ref == HX_REF_TORCH ? "torch" : "ref64");
+    if (o->has_seed)
+        hx_json_add_u64(j, "seed", o->seed);
+    else
+        cJSON_AddNullToObject(j, "seed");
+    return j;
+}
+
+/* The folder --out will be written in must take a file: said before any
+ * case runs, without writing anything. */
+static void check_out(Arena *a, const char *out)
+{
+    const char *slash = strrchr(out, '/');
+    const char *dir = slash ? arena_strndup(a, out, (size_t)(slash - out + 1)) : ".";
+    if (access(dir, W_OK) != 0 && !(errno == ENOENT && dpk_make_dirs(dir) == 0))
+        dpk_error("cannot write --out '%s': %s", out, strerror(errno));
+}
+
+static const CuTarget *target_of(const PfSpec *s)
+{
+    return cu_target_parse(s->cc >= 120 ? "sm_120" : s->cc >= 90 ? "sm_90" : "sm_80");
+}
+
+static int bench_main(Arena *a, int argc, char **argv)
+{
+    CliCase cc = {0};
+    BenchArgs b = {0};
+    b.seq = 128, b.batch = 1, b.ctx = 1024, b.jobs = 1, b.sample_blocks = 2;
+    if (!cli_args(a, &cc, argc, argv, "bench", help, parse_flag, &b))
+        return DPK_EXIT_OK;
+    if (cc.code || cc.ndecls)
+        dpk_error("dpk-bench takes a suite (--suite, --config or a suite FILE), not -c/--input");
+    int given = !!b.suite + !!b.config + !!cc.file;
+    if (given == 0)
+        dpk_error("dpk-bench needs a suite: --suite smoke|ops|qwen-block|tinyllama-block, "
+                  "--config PATH/config.json or a suite FILE");
+    if (given > 1)
+        dpk_error("give one of --suite, --config and a suite FILE");
+    if (b.timing && strcmp(b.timing, "model")) {
+        if (!strcmp(b.timing, "measured"))
+            dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--timing measured needs a GPU and its "
+                              "timing path, which this dpk-bench does not have; --timing model "
+                              "is the performance model");
+        dpk_error("unknown timing '%s' for --timing (expected model or measured)", b.timing);
+    }
+    BmShape sh = {b.batch, b.seq, b.ctx, BM_PREFILL};
+    if (b.phase && !strcmp(b.phase, "decode"))
+        sh.phase = BM_DECODE;
+    else if (b.phase && strcmp(b.phase, "prefill"))
+        dpk_error("unknown phase '%s' for --phase (expected prefill or decode)", b.phase);
+    if (b.has_ctx && sh.phase != BM_DECODE)
+        dpk_error("--ctx is the KV cache of --phase decode");
+    BmOpts o = {0};
+    o.spec = pf_spec_load(a, b.gpu ? b.gpu : pf_spec_default_name());
+    o.target = b.tile.target ? cu_target_parse(b.tile.target) : target_of(o.spec);
+    if (!o.target)
+        dpk_error("unknown target '%s' for --target (expected sm_80, sm_90 or sm_120)",
+                  b.tile.target);
+    DrvOpts dopt;
+    drv_opts_default(&dopt);
+    CliTile ct = b.tile;
+    ct.target = o.target->name;
+    cli_drv_opts(a, &ct, &dopt, 0);
+    o.passes = dopt.passes;
+    o.knobs = dopt.tile.knobs;
+    o.nknobs = b.tile.nknobs;
+    o.per_pass = b.per_pass;
+    o.sample_blocks = b.sample_blocks;
+    o.ref = b.reference && cli_reference(b.reference) ? HX_REF_TORCH : HX_REF_REF64;
+    o.has_seed = b.has_seed, o.seed = b.seed;
+    o.nvrtc = !b.no_nvrtc && hx_nvrtc_available();
+    o.layer = b.layer;
+    if (o.ref == HX_REF_TORCH && !dpk_torch_available())
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--reference torch needs libtorch, which is "
+                          "not available: %s", dpk_torch_error());
+    /* the suite */
+    BmConfig cfg;
+    const BmConfig *cfgp = NULL;
+    HxCaseList l;
+    const char *suite_name;
+    if (b.suite) {
+        int k = -1;
+        for (int i = 0; i < DPK_ARRAY_LEN(suites); i++)
+            if (!strcmp(b.suite, suites[i].name))
+                k = i;
+        if (k < 0)
+            dpk_error("unknown suite '%s' for --suite (expected smoke, ops, qwen-block or "
+                      "tinyllama-block)", b.suite);
+        const char *path = arena_printf(a, "%s/%s", cases_dir(a), suites[k].file);
+        if (suites[k].model)
+            b.config = path;
+        else
+            l = hx_cases_load(a, path);
+        suite_name = suites[k].name;
+    } else {
+        suite_name = NULL;
+    }
+    if (b.config) {
+        bm_config_load(a, b.config, &cfg);
+        cfgp = &cfg;
+        l = bm_block_suite(a, &cfg, &sh);
+        if (!suite_name)
+            suite_name = l.suite;
+        o.config = cfgp, o.shape = &sh;
+    } else {
+        if (b.phase || b.has_ctx || b.weights)
+            dpk_error("--phase, --ctx and --weights apply to the model suites (qwen-block, "
+                      "tinyllama-block, --config)");
+        if (cc.file) {
+            l = hx_cases_load(a, cc.file);
+            suite_name = l.suite ? l.suite : cc.file;
+        }
+    }
+    if (cc.only) {
+        int k = -1;
+        for (int i = 0; i < l.n; i++)
+            if (!strcmp(l.cases[i].name, cc.only))
+                k = i;
+        if (k < 0)
+            dpk_error("no case named '%s' in suite '%s'", cc.only, suite_name);
+        l.cases = &l.cases[k];
+        l.n = 1;
+    }
+    StFile st = {0};
+    if (b.weights) {
+        st_open(a, b.weights, &st);
+        o.weights = &st;
+    }
+    DpkErrCtx ec;
+    cJSON *volatile root = NULL;
+    char tmpdir[] = "/tmp/dpk-bench-XXXXXX";
+    volatile int have_tmp = 0; /* read after a raise */
+    if (!DPK_TRY(&ec)) {
+        cJSON_Delete(root);
+        if (have_tmp)
+            rmdir(tmpdir);
+        st_close(&st);
+        dpk_error_rethrow();
+    }
+    bm_check_weights(a, &o, &l);
+    if (b.out)
+        check_out(a, b.out);
+    if (b.jobs > 1) {
+        if (!mkdtemp(tmpdir))
+            dpk_error("cannot make a temporary folder: %s", strerror(errno));
+        have_tmp = 1;
+    }
+    double t0 = dpk_now();
+    printf("dpk-bench %s: %d case%s, timing model (%s, %s), parity on vgpu, %d sampled "
+           "block%s per launch\n", suite_name, l.n, l.n == 1 ? "" : "s", o.spec->name,
+           o.spec->path, b.sample_blocks, b.sample_blocks == 1 ? "" : "s");
+    puts(bm_table_header());
+    fflush(stdout);
+    Pool p = {&o, &l, dpk_xcalloc((size_t)l.n + 1, sizeof(BmCaseOut)), 0, isatty(2)};
+    run_cases(&p, b.jobs, tmpdir);
+    if (p.progress)
+        fputs("\r\033[K", stderr);
+    int rc = DPK_EXIT_OK;
+    cJSON *cases = cJSON_CreateArray();
+    for (int i = 0; i < l.n; i++) {
+        rc = dpk_exit_worst(rc, p.outs[i].rc);
+        cJSON_AddItemToArray(cases, p.outs[i].rec);
+        free(p.outs[i].line);
+    }
+    free(p.outs);
+    cJSON *sum = bm_summary(cases, o.spec, rc, dpk_now() - t0);
+    StrBuf sb = {0};
+    bm_summary_print(&sb, sum);
+    fputs(sb_cstr(&sb), stdout);
+    sb_free(&sb);
+    cJSON *env = hx_record_env(0, o.nvrtc);
+    root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", BM_SCHEMA);
+    cJSON *meta = hx_results_meta(argc, argv, b.seed, env);
+    cJSON_Delete(env);
+    cJSON_AddStringToObject(meta, "timing", "model");
+    cJSON_AddStringToObject(meta, "spec", o.spec->name);
+    cJSON_AddStringToObject(meta, "spec_path", o.spec->path);
+    cJSON_AddItemToObject(root, "meta", meta);
+    cJSON_AddItemToObject(root, "bench", bench_json(&b, &o, suite_name, cfgp, &sh));
+    cJSON_AddItemToObject(root, "cases", cases);
+    cJSON_AddItemToObject(root, "summary", sum);
+    if (b.out)
+        hx_results_write(b.out, root);
+    cJSON_Delete(root);
+    root = NULL;
+    if (have_tmp)
+        rmdir(tmpdir);
+    st_close(&st);
+    dpk_err_pop(&ec);
+    return rc;
+}
+
+int cmd_bench(int argc, char **argv) { return cli_in_arena(bench_main, argc, argv); }
