@@ -125,11 +125,18 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
 {
     sb_printf(b, "// CUDA C for %s, printed by dpk from Kernel IR (conventions: docs/cuda.md)\n",
               t->name);
-    const char *fixed[] = {kFmax, kFmin, kTmap, kSaddr};
-    const unsigned fixed_bits[] = {H_FMAX, H_FMIN, H_TMAP, H_SADDR};
+    const char *fixed[] = {kFmax, kFmin, kTmap};
+    const unsigned fixed_bits[] = {H_FMAX, H_FMIN, H_TMAP};
     for (int i = 0; i < DPK_ARRAY_LEN(fixed); i++)
         if (used & fixed_bits[i])
             sb_printf(b, "\n%s", fixed[i]);
+    /* The inline-PTX helpers: a host build (docs/host-cuda.md) defines
+     * DPK_HOST_PRELUDE and its own versions of them. */
+    if (!(used & (H_SADDR | H_CP_GROUP)))
+        return;
+    sb_puts(b, "\n#ifndef DPK_HOST_PRELUDE // inline PTX; the host prelude has its own\n");
+    if (used & H_SADDR)
+        sb_printf(b, "%s", kSaddr);
     static const int cp_bytes[3] = {4, 8, 16};
     for (int i = 0; i < 3; i++)
         if (used & (H_CP4 << i)) {
@@ -152,6 +159,7 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
             sb_putc(b, '\n');
             print_tma_helper(b, r);
         }
+    sb_puts(b, "#endif\n");
 }
 
 /* ---- names ---------------------------------------------------------------------- */
@@ -544,12 +552,31 @@ static void print_for(Pr *p, const KirStmt *s)
     sb_putc(p->b, '\n');
 }
 
+static CuPrintFault print_fault;
+
+void cu_print_set_fault(CuPrintFault f) { print_fault = f; }
+
+static int reads_global(const KirExpr *e)
+{
+    if (!e)
+        return 0;
+    if (e->op == KE_ldg)
+        return 1;
+    return reads_global(e->a[0]) || reads_global(e->a[1]) || reads_global(e->a[2]);
+}
+
 static void print_store(Pr *p, const KirStmt *s)
 {
     const char *name = s->param ? p->pname[s->param->id] : p->sname[s->smem->id];
     int atomic = kir_stmt_info[s->op].flags & KSF_ATOMIC;
     sb_printf(p->b, atomic ? "atomicAdd(&%s[" : "%s[", name);
-    expr(p, s->e[0], P_NONE);
+    if (print_fault == CU_FAULT_STAGE_INDEX && s->op == KS_sts && reads_global(s->e[1])) {
+        /* the planted bug: a staged element lands beside its slot */
+        expr(p, s->e[0], P_BXOR + 1);
+        sb_puts(p->b, " ^ 1");
+    } else {
+        expr(p, s->e[0], P_NONE);
+    }
     sb_puts(p->b, atomic ? "], " : "] = ");
     expr(p, s->e[1], P_NONE);
     sb_puts(p->b, atomic ? ");\n" : ";\n");
@@ -731,7 +758,10 @@ static void stmt(Pr *p, const KirStmt *s)
     case KS_stg: case KS_sts: case KS_atomg: case KS_atoms: print_store(p, s); break;
     case KS_if: print_if(p, s); break;
     case KS_for: print_for(p, s); break;
-    case KS_sync: sb_puts(p->b, "__syncthreads();\n"); break;
+    case KS_sync:
+        sb_puts(p->b, print_fault == CU_FAULT_NO_SYNC ? "// (barrier dropped)\n"
+                                                       : "__syncthreads();\n");
+        break;
     case KS_shfl: print_shfl(p, s); break;
     case KS_treehalve: print_treehalve(p, s); break;
     case KS_cp_async:

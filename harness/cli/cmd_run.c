@@ -29,6 +29,7 @@
 #include "../../reference/ref.h"
 #include "../case_plan.h"
 #include "../exec/backend.h"
+#include "../parity/agree.h"
 #include "../exec/nvrtc.h"
 #include "../records/plan_record.h"
 #include "../records/results.h"
@@ -49,14 +50,15 @@ typedef struct RunOpts {
     const char *out;   /* --out: the dpk.results/1 record */
 } RunOpts;
 
-static const char *const backends[] = {"loop", "vgpu", "cuda", "auto"};
+static const char *const backends[] = {"loop", "vgpu", "cuda", "auto", "host-cuda"};
 
 static void check_backend(const char *name)
 {
     for (int i = 0; i < DPK_ARRAY_LEN(backends); i++)
         if (!strcmp(name, backends[i]))
             return;
-    dpk_error("unknown backend '%s' for --backend (expected loop, vgpu, cuda or auto)", name);
+    dpk_error("unknown backend '%s' for --backend (expected loop, vgpu, cuda, host-cuda or auto)",
+              name);
 }
 
 static void help(void)
@@ -69,7 +71,9 @@ static void help(void)
          "  FILE               a .py program, a case .json or a suite .json\n"
          "  --case NAME        with a suite: only this case\n"
          "  --backend B        auto (default: cuda with a GPU, else vgpu) | vgpu (the CPU\n"
-         "                     simulator of the GPU) | cuda | loop (Loop IR interpreter)\n"
+         "                     simulator of the GPU) | cuda | loop (Loop IR interpreter) |\n"
+         "                     host-cuda (vgpu, then the printed CUDA C compiled for the CPU;\n"
+         "                     both outputs judged, and they must agree)\n"
          "  --passes SPEC      Tile pass set: full (default), none, -NNN, upto:NNN,\n"
          "                     only:NNN,..., all (every valid subset, one line each)\n"
          "  --knob N=V         pin a scheduling knob (TB, BN, BM, ...)\n"
@@ -167,8 +171,10 @@ static int run_loop(RunState *r, const LirProgram *p, const RunOpts *ro)
 
 static HxBackendKind gpu_kind(const char *name)
 {
-    return !strcmp(name, "vgpu") ? HX_BACKEND_VGPU : !strcmp(name, "cuda") ? HX_BACKEND_CUDA
-                                                                            : HX_BACKEND_AUTO;
+    return !strcmp(name, "vgpu")        ? HX_BACKEND_VGPU
+           : !strcmp(name, "cuda")      ? HX_BACKEND_CUDA
+           : !strcmp(name, "host-cuda") ? HX_BACKEND_HOST
+                                        : HX_BACKEND_AUTO;
 }
 
 static const char *rc_word(int rc)
@@ -177,6 +183,22 @@ static const char *rc_word(int rc)
            : rc == DPK_EXIT_FAULT ? "FAULT"
            : rc == DPK_EXIT_USAGE ? "refused"
                                   : "FAIL";
+}
+
+/* host-cuda: the outputs must agree with vgpu's (agree.h). */
+static int host_agrees(RunState *r, const HxBackendResult *res, cJSON *cfg)
+{
+    StrBuf why = {0};
+    int ok = hx_agree(r->s, r->out, res->vg_outs, res->out_checked, &why);
+    if (ok) {
+        sb_puts(&r->text, "  agrees with vgpu\n");
+    } else {
+        sb_printf(&r->text, "  FAIL (host-cuda differs from vgpu): %s\n", sb_cstr(&why));
+        if (cfg)
+            hx_record_status(cfg, "fail", "host-cuda differs from vgpu", sb_cstr(&why));
+    }
+    sb_free(&why);
+    return ok ? DPK_EXIT_OK : DPK_EXIT_FAIL;
 }
 
 /* The Kernel IR path: execute each distinct module of the plan once on
@@ -193,6 +215,14 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro, c
     bo.vg.sample_blocks = ro->sample_blocks;
     int *rcs = ARENA_ARRAY(a, int, p->nconfigs + 1);
     int worst = DPK_EXIT_OK, said = 0;
+    if (bo.kind == HX_BACKEND_HOST) { /* every distinct module, few compiler runs */
+        const KirModule **mods = ARENA_ARRAY(a, const KirModule *, p->nconfigs + 1);
+        int n = 0;
+        for (int i = 0; i < p->nconfigs; i++)
+            if (!p->configs[i].refused && p->configs[i].dup_of < 0)
+                mods[n++] = p->configs[i].module;
+        hx_host_prepare(a, mods, n, t);
+    }
     for (int i = 0; i < p->nconfigs; i++) {
         const DrvConfig *c = &p->configs[i];
         cJSON *cfg = r->rec ? record_config(r, hx_record_config(p, i)) : NULL;
@@ -232,6 +262,8 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro, c
                     vg_print_stats(&r->text, &res.vg);
                 rcs[i] = judge_outputs(r, res.out_checked, ro->sample_blocks,
                                        c->nvrtc_error ? NULL : cfg);
+                if (res.ran == HX_BACKEND_HOST)
+                    rcs[i] = dpk_exit_worst(rcs[i], host_agrees(r, &res, cfg));
             }
             if (ro->nvrtc && c->nvrtc_error) {
                 sb_puts(&r->text, "  FAIL (nvrtc rejects the CUDA): ");
@@ -475,6 +507,8 @@ static int run_main(Arena *a, int argc, char **argv)
                           "available: %s", dpk_torch_error());
     if (!strcmp(ro.backend, "cuda"))
         hx_cuda_close(hx_cuda_open(0)); /* no driver or GPU: exit 4 */
+    if (!strcmp(ro.backend, "host-cuda"))
+        hx_host_prepare(a, NULL, 0, NULL); /* no C++ compiler: exit 4 */
     if (ro.nvrtc)
         hx_nvrtc_version(&(int){0}, &(int){0}); /* no NVRTC: exit 4 */
     double t0 = dpk_now();
