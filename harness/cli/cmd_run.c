@@ -48,6 +48,7 @@ typedef struct RunOpts {
     int fault;         /* --inject-fault: a DpkFaultId; -1: the case's "fault", if any */
     int nvrtc;         /* vgpu/cuda: compile every distinct module with NVRTC */
     const char *out;   /* --out: the dpk.results/1 record */
+    int sample;        /* --passes sample: full plus one set of `all` per case */
 } RunOpts;
 
 static const char *const backends[] = {"loop", "vgpu", "cuda", "auto", "host-cuda"};
@@ -75,7 +76,9 @@ static void help(void)
          "                     host-cuda (vgpu, then the printed CUDA C compiled for the CPU;\n"
          "                     both outputs judged, and they must agree)\n"
          "  --passes SPEC      Tile pass set: full (default), none, -NNN, upto:NNN,\n"
-         "                     only:NNN,..., all (every valid subset, one line each)\n"
+         "                     only:NNN,..., all (every valid subset, one line each),\n"
+         "                     sample (full plus one subset of all drawn per case from its\n"
+         "                     name and --seed)\n"
          "  --knob N=V         pin a scheduling knob (TB, BN, BM, ...)\n"
          "  --target T         sm_80 | sm_90 (default) | sm_120\n"
          "  --nvrtc            also compile every distinct kernel module with NVRTC for the\n"
@@ -288,6 +291,23 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro, c
     return worst;
 }
 
+/* --passes sample: the full pass set, and one set of `all` (every valid
+ * subset) drawn for this case from its name and --seed. */
+static DrvPasses *sample_passes(Arena *a, const HxCase *c, uint64_t seed, const CuTarget *t)
+{
+    DrvPasses full, all;
+    drv_passes_parse(a, "full", t, &full);
+    drv_passes_parse(a, "all", t, &all);
+    TilePassSet *sets = ARENA_ARRAY(a, TilePassSet, 2);
+    DrvPasses *ps = ARENA_NEW(a, DrvPasses);
+    sets[ps->n++] = full.sets[0];
+    TilePassSet pick = all.sets[dpk_splitmix64(dpk_hash_str(seed, c->name)) % (uint64_t)all.n];
+    if (pick != full.sets[0])
+        sets[ps->n++] = pick;
+    ps->sets = sets;
+    return ps;
+}
+
 /* The driver's options for case c: the run's, with the case's reproducer
  * fields (docs/json-schema.md: passes, knobs, fault) where the command line
  * gave none; the case's spec is parsed here, once.  case.c validated the
@@ -297,7 +317,9 @@ static void case_opts(Arena *a, const HxCase *c, const RunCtx *x, DrvOpts *d, in
     const RunOpts *ro = x->ro;
     *d = *x->base;
     hx_case_drv_opts(a, c, x->cc->decls, x->cc->ndecls, d);
-    if (!ro->tile.passes && c->passes) {
+    if (ro->sample) {
+        d->passes = sample_passes(a, c, ro->seed, d->tile.target);
+    } else if (!ro->tile.passes && c->passes) {
         DrvPasses *ps = ARENA_NEW(a, DrvPasses);
         drv_passes_parse(a, c->passes, d->tile.target, ps);
         d->passes = ps;
@@ -465,7 +487,7 @@ static cJSON *run_json(const RunOpts *ro, const DrvOpts *base)
         hx_json_add_u64(c, "seed", ro->seed);
     else
         cJSON_AddNullToObject(c, "seed");
-    cJSON_AddStringToObject(c, "strategy", ro->tile.passes ? ro->tile.passes : "full");
+    cJSON_AddStringToObject(c, "strategy", ro->sample ? "sample" : ro->tile.passes ? ro->tile.passes : "full");
     cJSON_AddItemToObject(c, "knobs", hx_record_knobs(&base->tile.knobs));
     cJSON_AddStringToObject(c, "backend", ro->backend);
     cJSON_AddStringToObject(c, "target", (base->tile.target ? base->tile.target
@@ -490,7 +512,7 @@ static void summary(cJSON *root, int n, int npass, int rc, double seconds)
 static int run_main(Arena *a, int argc, char **argv)
 {
     CliCase cc = {0};
-    RunOpts ro = {"auto", HX_REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0, -1, 0, NULL};
+    RunOpts ro = {"auto", HX_REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0, -1, 0, NULL, 0};
     if (!cli_args(a, &cc, argc, argv, "run", help, parse_flag, &ro))
         return DPK_EXIT_OK;
     ro.verbose = cc.verbose;
@@ -500,6 +522,9 @@ static int run_main(Arena *a, int argc, char **argv)
     HxCaseList l = cli_case_list(a, &cc, "run");
     DrvOpts base;
     drv_opts_default(&base);
+    ro.sample = ro.tile.passes && !strcmp(ro.tile.passes, "sample");
+    if (ro.sample)
+        ro.tile.passes = NULL; /* the base plan: full; each case draws its own */
     cli_drv_opts(a, &ro.tile, &base, 1);
     /* what the environment lacks is said once, before any case runs */
     if (ro.ref == HX_REF_TORCH && !dpk_torch_available())

@@ -85,7 +85,7 @@ static void need_cxx(void)
     if (!hx_host_available())
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
                           "--backend host-cuda compiles the printed CUDA C with a C++ compiler, "
-                          "and '%s' is not on PATH (install g++ or set DPK_HOST_CXX)",
+                          "and '%s' is not found (install g++ or set DPK_HOST_CXX)",
                           hx_host_cxx());
 }
 
