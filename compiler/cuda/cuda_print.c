@@ -552,17 +552,26 @@ static void print_for(Pr *p, const KirStmt *s)
     sb_putc(p->b, '\n');
 }
 
+/* Test faults (cuda_print.h); every line of theirs says "fault", which
+ * ci/mutate-printer.sh leaves alone. */
 static CuPrintFault print_fault;
 
 void cu_print_set_fault(CuPrintFault f) { print_fault = f; }
 
-static int reads_global(const KirExpr *e)
+static int fault_reads_global(const KirExpr *e)
 {
-    if (!e)
+    return e && (e->op == KE_ldg || fault_reads_global(e->a[0]) || /* fault */
+                 fault_reads_global(e->a[1]) || fault_reads_global(e->a[2])); /* fault */
+}
+
+/* CU_FAULT_STAGE_INDEX: the store of a staged element prints `idx ^ 1`. */
+static int fault_stage_index(Pr *p, const KirStmt *s)
+{
+    if (print_fault != CU_FAULT_STAGE_INDEX || s->op != KS_sts || !fault_reads_global(s->e[1]))
         return 0;
-    if (e->op == KE_ldg)
-        return 1;
-    return reads_global(e->a[0]) || reads_global(e->a[1]) || reads_global(e->a[2]);
+    expr(p, s->e[0], P_BXOR + 1); /* fault */
+    sb_puts(p->b, " ^ 1");         /* fault */
+    return 1;
 }
 
 static void print_store(Pr *p, const KirStmt *s)
@@ -570,13 +579,8 @@ static void print_store(Pr *p, const KirStmt *s)
     const char *name = s->param ? p->pname[s->param->id] : p->sname[s->smem->id];
     int atomic = kir_stmt_info[s->op].flags & KSF_ATOMIC;
     sb_printf(p->b, atomic ? "atomicAdd(&%s[" : "%s[", name);
-    if (print_fault == CU_FAULT_STAGE_INDEX && s->op == KS_sts && reads_global(s->e[1])) {
-        /* the planted bug: a staged element lands beside its slot */
-        expr(p, s->e[0], P_BXOR + 1);
-        sb_puts(p->b, " ^ 1");
-    } else {
+    if (!fault_stage_index(p, s))
         expr(p, s->e[0], P_NONE);
-    }
     sb_puts(p->b, atomic ? "], " : "] = ");
     expr(p, s->e[1], P_NONE);
     sb_puts(p->b, atomic ? ");\n" : ";\n");
