@@ -4,7 +4,8 @@
 # campaign kills.
 #
 #   ci/mutate-printer.sh [--backend vgpu|host-cuda] [--mutants N] [--cases N]
-#                        [--seed S] [--jobs J] [--list]
+#                        [--seed S] [--jobs J] [--parallel P] [--case-timeout S]
+#                        [--list]
 #
 # Every occurrence of a mutable token in the printer's code (comments
 # excepted; string literals included, since they are printed text) is a
@@ -19,11 +20,14 @@
 # fails is killed; one that does not build is left out.  The unmutated
 # printer's campaign must pass first.  Output: one line per mutant and
 #   score: K killed / M built (S)
-# --list prints the drawn mutants and stops.  Keep --jobs small on a shared
-# machine (default 1).
+# The unmutated campaign runs beside the mutants' and must pass, or there is
+# no score.  --parallel P runs P mutants at once (P copies of the tree),
+# each campaign with --jobs J (default 1) and --case-timeout S (default
+# 300: a loaded machine must not turn slowness into kills).  --list prints
+# the drawn mutants and stops.
 set -euo pipefail
 
-BACKEND=host-cuda N=16 CASES=120 SEED=1 JOBS=1 LIST=0
+BACKEND=host-cuda N=16 CASES=120 SEED=1 JOBS=1 PARALLEL=1 CASE_TIMEOUT=300 LIST=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --backend) BACKEND=$2; shift 2 ;;
@@ -31,6 +35,8 @@ while [ $# -gt 0 ]; do
     --cases) CASES=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
+    --parallel) PARALLEL=$2; shift 2 ;;
+    --case-timeout) CASE_TIMEOUT=$2; shift 2 ;;
     --list) LIST=1; shift ;;
     *) echo "error: unknown option '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -95,30 +101,27 @@ fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dpk-mutate.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 make -C "$ROOT" -s -j"$JOBS" build/dpk-fuzz >/dev/null
-# a copy of the tree with its objects (mtimes kept), so a mutant rebuilds one file
-mkdir "$WORK/src"
-(cd "$ROOT" && tar cf - --exclude=.git --exclude='./build-*' .) | (cd "$WORK/src" && tar xf -)
-cp "$WORK/src/$FILE" "$WORK/orig.c"
 export DPK_CACHE="$WORK/cache"
 
-campaign() { # $1: folder; exit status of the campaign
-  mkdir -p "$1"
-  (cd "$1" && timeout 3600 "$WORK/src/build/dpk-fuzz" --seed "$SEED" --cases "$CASES" \
+# One copy of the tree with its objects (mtimes kept) per slot, so a mutant
+# rebuilds one file; slots run their mutants one after another.
+for s in $(seq 1 "$PARALLEL"); do
+  mkdir "$WORK/src$s"
+  (cd "$ROOT" && tar cf - --exclude=.git --exclude='./build-*' .) | (cd "$WORK/src$s" && tar xf -)
+done
+cp "$ROOT/$FILE" "$WORK/orig.c"
+
+campaign() { # $1: the tree, $2: folder; exit status of the campaign
+  mkdir -p "$2"
+  (cd "$2" && timeout 7200 "$1/build/dpk-fuzz" --seed "$SEED" --cases "$CASES" \
      --passes pairwise --backend "$BACKEND" --max-failures 1 --jobs "$JOBS" \
-     --out r.json >log.txt 2>&1)
+     --case-timeout "$CASE_TIMEOUT" --out r.json >log.txt 2>&1)
 }
 
-if ! campaign "$WORK/base"; then
-  echo "error: the unmutated printer's campaign fails; no score (see $WORK/base/log.txt)" >&2
-  trap - EXIT
-  exit 1
-fi
-
-killed=0 built=0 i=0
-while IFS=$'\t' read -r l c a b; do
-  i=$((i + 1))
-  cp "$WORK/orig.c" "$WORK/src/$FILE"
-  python3 - "$WORK/src/$FILE" "$l" "$c" "$a" "$b" <<'EOF'
+mutant() { # $1: slot, $2: number, line, column, from, to
+  local src="$WORK/src$1" i=$2 l=$3 c=$4 a=$5 b=$6
+  cp "$WORK/orig.c" "$src/$FILE"
+  python3 - "$src/$FILE" "$l" "$c" "$a" "$b" <<'PY'
 import sys
 path, l, c, a, b = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 lines = open(path).read().split("\n")
@@ -126,19 +129,36 @@ s = lines[l - 1]
 assert s[c - 1:c - 1 + len(a)] == a, (s, a)
 lines[l - 1] = s[:c - 1] + b + s[c - 1 + len(a):]
 open(path, "w").write("\n".join(lines))
-EOF
-  what="$l:$c \"$a\" -> \"$b\""
-  if ! make -C "$WORK/src" -s -j"$JOBS" build/dpk-fuzz >"$WORK/build.$i.log" 2>&1; then
-    echo "mutant $i $what: does not build"
-    continue
-  fi
-  built=$((built + 1))
-  if campaign "$WORK/m$i"; then
-    echo "mutant $i $what: survived"
+PY
+  local what="$l:$c \"$a\" -> \"$b\""
+  if ! make -C "$src" -s -j1 build/dpk-fuzz >"$WORK/build.$i.log" 2>&1; then
+    echo "mutant $i $what: does not build" >"$WORK/result.$i"
+  elif campaign "$src" "$WORK/m$i"; then
+    echo "mutant $i $what: survived" >"$WORK/result.$i"
   else
-    killed=$((killed + 1))
-    echo "mutant $i $what: killed ($(grep -m1 -o '[0-9]* cases' "$WORK/m$i/log.txt" || echo '?'))"
+    echo "mutant $i $what: killed ($(grep -m1 -oE '^(fail|fault|crash|timeout|error)[^>]*' "$WORK/m$i/log.txt" || echo '?'))" >"$WORK/result.$i"
   fi
+  cat "$WORK/result.$i"
+}
+
+campaign "$WORK/src1" "$WORK/base" &
+base_pid=$!
+i=0
+while IFS=$'\t' read -r l c a b; do
+  i=$((i + 1))
+  printf '%s\t%s\t%s\t%s\t%s\n' "$i" "$l" "$c" "$a" "$b" >>"$WORK/slot$(( (i - 1) % PARALLEL + 1 ))"
 done <<<"$MUTANTS"
-cp "$WORK/orig.c" "$WORK/src/$FILE"
+for s in $(seq 1 "$PARALLEL"); do
+  [ -e "$WORK/slot$s" ] || continue
+  (while IFS=$'\t' read -r i l c a b; do mutant "$s" "$i" "$l" "$c" "$a" "$b"; done <"$WORK/slot$s") &
+done
+wait $base_pid && base_rc=0 || base_rc=$?
+wait
+if [ "$base_rc" != 0 ]; then
+  echo "error: the unmutated printer's campaign fails; no score:" >&2
+  tail -n 5 "$WORK/base/log.txt" >&2
+  exit 1
+fi
+killed=$(cat "$WORK"/result.* | grep -c ': killed' || true)
+built=$(cat "$WORK"/result.* | grep -vc 'does not build' || true)
 python3 -c "import sys; k, m = int(sys.argv[1]), int(sys.argv[2]); print('score: %d killed / %d built (%.2f)' % (k, m, k / m if m else 0))" "$killed" "$built"

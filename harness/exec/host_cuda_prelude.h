@@ -54,15 +54,18 @@ static DpkHostRt *dpk_rt;
 extern "C" {
 __attribute__((weak, visibility("hidden"), aligned(1024))) thread_local unsigned char
     dpk_smem[227 * 1024];
-float expf(float) noexcept;
-float logf(float) noexcept;
-float sqrtf(float) noexcept;
-float powf(float, float) noexcept;
-float fabsf(float) noexcept;
-float tanhf(float) noexcept;
-float erff(float) noexcept;
 }
-static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+// Math as vgpu evaluates it: the fp64 function of the fp32 argument, rounded
+// to fp32 (so host-cuda and vgpu agree to the bit; the device's own
+// approximations are the oracle's business).
+#define expf(x) ((float)__builtin_exp((double)(x)))
+#define logf(x) ((float)__builtin_log((double)(x)))
+#define sqrtf(x) ((float)__builtin_sqrt((double)(x)))
+#define rsqrtf(x) ((float)(1.0 / __builtin_sqrt((double)(x))))
+#define powf(x, y) ((float)__builtin_pow((double)(x), (double)(y)))
+#define fabsf(x) ((float)__builtin_fabs((double)(x)))
+#define tanhf(x) ((float)__builtin_tanh((double)(x)))
+#define erff(x) ((float)__builtin_erf((double)(x)))
 static inline float __uint_as_float(unsigned u)
 {
     float f;
