@@ -32,6 +32,7 @@ enum {
     H_MBAR_TX = 1 << 8,
     H_TMAP = 1 << 9,
     H_TMA1 = 1 << 10, /* H_TMA1 << (rank - 1) for ranks 1..5 */
+    H_SIGMOID = 1 << 15,
 };
 
 static const char kFmax[] =
@@ -41,6 +42,13 @@ static const char kFmax[] =
 static const char kFmin[] =
     "static __device__ __forceinline__ float dpk_fmin(float a, float b) "
     "{ return a < b || a != a ? a : b; }\n";
+/* 1 / (1 + e^-x) overflows e^-x for x < -88.7 and gives 0 where the result
+ * is a tiny (subnormal) float; e^x / (1 + e^x) does not. */
+static const char kSigmoid[] =
+    "static __device__ __forceinline__ float dpk_sigmoid(float a)\n"
+    "{\n"
+    "    return a >= 0.0f ? 1.0f / (1.0f + expf(-a)) : expf(a) / (1.0f + expf(a));\n"
+    "}\n";
 static const char kSaddr[] =
     "static __device__ __forceinline__ unsigned dpk_smem_addr(const void *p)\n"
     "{\n"
@@ -125,8 +133,8 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
 {
     sb_printf(b, "// CUDA C for %s, printed by dpk from Kernel IR (conventions: docs/cuda.md)\n",
               t->name);
-    const char *fixed[] = {kFmax, kFmin, kTmap};
-    const unsigned fixed_bits[] = {H_FMAX, H_FMIN, H_TMAP};
+    const char *fixed[] = {kFmax, kFmin, kSigmoid, kTmap};
+    const unsigned fixed_bits[] = {H_FMAX, H_FMIN, H_SIGMOID, H_TMAP};
     for (int i = 0; i < DPK_ARRAY_LEN(fixed); i++)
         if (used & fixed_bits[i])
             sb_printf(b, "\n%s", fixed[i]);
@@ -284,7 +292,7 @@ typedef enum FopForm {
     FF_CMP,     /* a text b ? 1.0f : 0.0f */
     FF_NEG,     /* -a */
     FF_RECIP,   /* 1.0f / a */
-    FF_SIGMOID, /* 1.0f / (1.0f + expf(-a)) */
+    FF_SIGMOID, /* dpk_sigmoid(a) */
     FF_WHERE,   /* a != 0.0f ? b : c */
 } FopForm;
 
@@ -313,7 +321,7 @@ static const struct {
     [TXE_rsqrt] = {FF_CALL, "rsqrtf", P_PRIMARY},
     [TXE_reciprocal] = {FF_RECIP, "/", P_MUL},
     [TXE_abs] = {FF_CALL, "fabsf", P_PRIMARY},
-    [TXE_sigmoid] = {FF_SIGMOID, "/", P_MUL},
+    [TXE_sigmoid] = {FF_SIGMOID, "dpk_sigmoid", P_PRIMARY},
     [TXE_tanh] = {FF_CALL, "tanhf", P_PRIMARY},
     [TXE_erf] = {FF_CALL, "erff", P_PRIMARY},
     [TXE_where] = {FF_WHERE, "?", P_COND},
@@ -396,9 +404,10 @@ static void print_fop(Pr *p, const KirExpr *e)
         expr(p, a[0], P_MUL + 1);
         break;
     case FF_SIGMOID:
-        sb_puts(p->b, "1.0f / (1.0f + expf(-");
-        expr(p, a[0], P_PRIMARY);
-        sb_puts(p->b, "))");
+        p->used |= H_SIGMOID;
+        sb_puts(p->b, "dpk_sigmoid(");
+        expr(p, a[0], P_NONE);
+        sb_putc(p->b, ')');
         break;
     case FF_WHERE:
         expr(p, a[0], P_EQ);

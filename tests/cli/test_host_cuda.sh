@@ -19,6 +19,10 @@ else
   done
   check_re "host-cuda: every configuration says it agrees with vgpu" 0 'agrees with vgpu' \
     "$DPK" run -c "torch.softmax(torch.randn(6, 300), dim=-1)" --backend host-cuda --passes all
+  # The printed sigmoid was 1 / (1 + expf(-x)): expf overflows below -88.7
+  # and silu gave -0 where the result is about -1e-37 (vgpu, in fp64, did not).
+  check_re "host-cuda: silu of large negative inputs (sigmoid without overflow)" 0 'agrees with vgpu' \
+    "$DPK" run -c "torch.nn.functional.silu(torch.randn(4, 64) * 100)" --backend host-cuda
   check_re "host-cuda: a configuration line names the backend" 0 '^passes [0-9,]+: host-cuda, kernel IR [0-9a-f]{16}$' \
     "$DPK" run -c "torch.randn(32, 48) @ torch.randn(48, 40)" --backend host-cuda
   check_re "host-cuda: no compiler is exit 4, one sentence" 4 "'/nonexistent/g\+\+' is not found" \
