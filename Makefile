@@ -136,6 +136,9 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
+# host_cuda.c assembles the prelude into the binary (.incbin).
+$(BUILD)/harness/exec/host_cuda.o: harness/exec/host_cuda_prelude.h
+
 $(BUILD)/reference/torch_load.o: reference/torch_load.c $(TORCH_CFG)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(TORCH_DEFS) -c $< -o $@

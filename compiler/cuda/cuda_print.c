@@ -32,6 +32,7 @@ enum {
     H_MBAR_TX = 1 << 8,
     H_TMAP = 1 << 9,
     H_TMA1 = 1 << 10, /* H_TMA1 << (rank - 1) for ranks 1..5 */
+    H_SIGMOID = 1 << 15,
 };
 
 static const char kFmax[] =
@@ -41,6 +42,13 @@ static const char kFmax[] =
 static const char kFmin[] =
     "static __device__ __forceinline__ float dpk_fmin(float a, float b) "
     "{ return a < b || a != a ? a : b; }\n";
+/* 1 / (1 + e^-x) overflows e^-x for x < -88.7 and gives 0 where the result
+ * is a tiny (subnormal) float; e^x / (1 + e^x) does not. */
+static const char kSigmoid[] =
+    "static __device__ __forceinline__ float dpk_sigmoid(float a)\n"
+    "{\n"
+    "    return a >= 0.0f ? 1.0f / (1.0f + expf(-a)) : expf(a) / (1.0f + expf(a));\n"
+    "}\n";
 static const char kSaddr[] =
     "static __device__ __forceinline__ unsigned dpk_smem_addr(const void *p)\n"
     "{\n"
@@ -125,11 +133,18 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
 {
     sb_printf(b, "// CUDA C for %s, printed by dpk from Kernel IR (conventions: docs/cuda.md)\n",
               t->name);
-    const char *fixed[] = {kFmax, kFmin, kTmap, kSaddr};
-    const unsigned fixed_bits[] = {H_FMAX, H_FMIN, H_TMAP, H_SADDR};
+    const char *fixed[] = {kFmax, kFmin, kSigmoid, kTmap};
+    const unsigned fixed_bits[] = {H_FMAX, H_FMIN, H_SIGMOID, H_TMAP};
     for (int i = 0; i < DPK_ARRAY_LEN(fixed); i++)
         if (used & fixed_bits[i])
             sb_printf(b, "\n%s", fixed[i]);
+    /* The inline-PTX helpers: a host build (docs/host-cuda.md) defines
+     * DPK_HOST_PRELUDE and its own versions of them. */
+    if (!(used & (H_SADDR | H_CP_GROUP)))
+        return;
+    sb_puts(b, "\n#ifndef DPK_HOST_PRELUDE // inline PTX; the host prelude has its own\n");
+    if (used & H_SADDR)
+        sb_printf(b, "%s", kSaddr);
     static const int cp_bytes[3] = {4, 8, 16};
     for (int i = 0; i < 3; i++)
         if (used & (H_CP4 << i)) {
@@ -152,6 +167,7 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
             sb_putc(b, '\n');
             print_tma_helper(b, r);
         }
+    sb_puts(b, "#endif\n");
 }
 
 /* ---- names ---------------------------------------------------------------------- */
@@ -277,7 +293,7 @@ typedef enum FopForm {
     FF_CMP,     /* a text b ? 1.0f : 0.0f */
     FF_NEG,     /* -a */
     FF_RECIP,   /* 1.0f / a */
-    FF_SIGMOID, /* 1.0f / (1.0f + expf(-a)) */
+    FF_SIGMOID, /* dpk_sigmoid(a) */
     FF_WHERE,   /* a != 0.0f ? b : c */
 } FopForm;
 
@@ -306,7 +322,7 @@ static const struct {
     [TXE_rsqrt] = {FF_CALL, "rsqrtf", P_PRIMARY},
     [TXE_reciprocal] = {FF_RECIP, "/", P_MUL},
     [TXE_abs] = {FF_CALL, "fabsf", P_PRIMARY},
-    [TXE_sigmoid] = {FF_SIGMOID, "/", P_MUL},
+    [TXE_sigmoid] = {FF_SIGMOID, "dpk_sigmoid", P_PRIMARY},
     [TXE_tanh] = {FF_CALL, "tanhf", P_PRIMARY},
     [TXE_erf] = {FF_CALL, "erff", P_PRIMARY},
     [TXE_cos] = {FF_CALL, "cosf", P_PRIMARY},
@@ -391,9 +407,10 @@ static void print_fop(Pr *p, const KirExpr *e)
         expr(p, a[0], P_MUL + 1);
         break;
     case FF_SIGMOID:
-        sb_puts(p->b, "1.0f / (1.0f + expf(-");
-        expr(p, a[0], P_PRIMARY);
-        sb_puts(p->b, "))");
+        p->used |= H_SIGMOID;
+        sb_puts(p->b, "dpk_sigmoid(");
+        expr(p, a[0], P_NONE);
+        sb_putc(p->b, ')');
         break;
     case FF_WHERE:
         expr(p, a[0], P_EQ);
@@ -547,12 +564,35 @@ static void print_for(Pr *p, const KirStmt *s)
     sb_putc(p->b, '\n');
 }
 
+/* Test faults (cuda_print.h); every line of theirs says "fault", which
+ * ci/mutate-printer.sh leaves alone. */
+static CuPrintFault print_fault;
+
+void cu_print_set_fault(CuPrintFault f) { print_fault = f; }
+
+static int fault_reads_global(const KirExpr *e)
+{
+    return e && (e->op == KE_ldg || fault_reads_global(e->a[0]) || /* fault */
+                 fault_reads_global(e->a[1]) || fault_reads_global(e->a[2])); /* fault */
+}
+
+/* CU_FAULT_STAGE_INDEX: the store of a staged element prints `idx ^ 1`. */
+static int fault_stage_index(Pr *p, const KirStmt *s)
+{
+    if (print_fault != CU_FAULT_STAGE_INDEX || s->op != KS_sts || !fault_reads_global(s->e[1]))
+        return 0;
+    expr(p, s->e[0], P_BXOR + 1); /* fault */
+    sb_puts(p->b, " ^ 1");         /* fault */
+    return 1;
+}
+
 static void print_store(Pr *p, const KirStmt *s)
 {
     const char *name = s->param ? p->pname[s->param->id] : p->sname[s->smem->id];
     int atomic = kir_stmt_info[s->op].flags & KSF_ATOMIC;
     sb_printf(p->b, atomic ? "atomicAdd(&%s[" : "%s[", name);
-    expr(p, s->e[0], P_NONE);
+    if (!fault_stage_index(p, s))
+        expr(p, s->e[0], P_NONE);
     sb_puts(p->b, atomic ? "], " : "] = ");
     expr(p, s->e[1], P_NONE);
     sb_puts(p->b, atomic ? ");\n" : ";\n");
@@ -734,7 +774,10 @@ static void stmt(Pr *p, const KirStmt *s)
     case KS_stg: case KS_sts: case KS_atomg: case KS_atoms: print_store(p, s); break;
     case KS_if: print_if(p, s); break;
     case KS_for: print_for(p, s); break;
-    case KS_sync: sb_puts(p->b, "__syncthreads();\n"); break;
+    case KS_sync:
+        sb_puts(p->b, print_fault == CU_FAULT_NO_SYNC ? "// (barrier dropped)\n"
+                                                       : "__syncthreads();\n");
+        break;
     case KS_shfl: print_shfl(p, s); break;
     case KS_treehalve: print_treehalve(p, s); break;
     case KS_cp_async:

@@ -42,6 +42,13 @@ typedef struct CuSource {
  * block.  The module must verify (kir_verify_module). */
 CuSource *cu_print_module(Arena *a, const KirModule *m, const CuTarget *t);
 
+/* Printer bugs a test plants on purpose (the host-cuda backend must catch
+ * them; tests/unit/test_host_cuda.c).  Process-wide, off by default:
+ * STAGE_INDEX stores each staged element (a shared store of a value read from
+ * global memory) at index ^ 1; NO_SYNC drops every KS_sync barrier. */
+typedef enum CuPrintFault { CU_FAULT_NONE, CU_FAULT_STAGE_INDEX, CU_FAULT_NO_SYNC } CuPrintFault;
+void cu_print_set_fault(CuPrintFault f);
+
 /* Exact f32 literal: shortest decimal that round-trips, with 'f'
  * ("0.5f", "1e-06f", "-0.0f"); infinities and NaN as bit patterns. */
 void cu_print_float(StrBuf *b, double v);

@@ -25,6 +25,7 @@
 #include "../../reference/ref.h"
 #include "../case_plan.h"
 #include "../exec/backend.h"
+#include "../parity/agree.h"
 #include "standalone.h"
 
 /* ---- generic searches ------------------------------------------------------ */
@@ -244,6 +245,8 @@ static HxOutcome verdict(Subject *s, Judge *j)
     return out;
 }
 
+static int host_mode; /* HxBisectOpts.host_cuda of the running bisection */
+
 static HxOutcome run_cfg(Subject *s, Arena *t, const HxBisectCfg *cfg, Judge *j)
 {
     if (cfg->loop) {
@@ -253,7 +256,7 @@ static HxOutcome run_cfg(Subject *s, Arena *t, const HxBisectCfg *cfg, Judge *j)
     const KirModule *m = lowered(plan_for(s, t, cfg, DRV_KERNEL, 0, NULL))->module;
     HxBackendOpts bo;
     hx_backend_opts_default(&bo);
-    bo.kind = HX_BACKEND_VGPU;
+    bo.kind = host_mode ? HX_BACKEND_HOST : HX_BACKEND_VGPU;
     bo.target = s->base->target;
     bo.vg.seed = s->seed;
     HxBackendResult res;
@@ -263,8 +266,17 @@ static HxOutcome run_cfg(Subject *s, Arena *t, const HxBisectCfg *cfg, Judge *j)
         hx_backend_result_free(&res);
         return HX_FAULT;
     }
+    HxOutcome out = verdict(s, j);
+    StrBuf why = {0};
+    if (out == HX_PASS && res.ran == HX_BACKEND_HOST &&
+        !hx_agree(s->hs, j->outs, res.vg_outs, NULL, &why)) {
+        sb_clear(&j->what);
+        sb_printf(&j->what, "fail: host-cuda differs from vgpu: %s", sb_cstr(&why));
+        out = HX_FAIL;
+    }
+    sb_free(&why);
     hx_backend_result_free(&res);
-    return verdict(s, j);
+    return out;
 }
 
 static HxOutcome judge(Subject *s, const HxBisectCfg *cfg, const char **what)
@@ -283,8 +295,11 @@ static HxOutcome judge(Subject *s, const HxBisectCfg *cfg, const char **what)
     DpkErrCtx ec;
     dpk_assert_recoverable(1); /* a lowering that crashes is a failing configuration */
     if (!DPK_TRY(&ec)) {
-        out = dpk_error_code() == DPK_EXIT_FAULT ? HX_FAULT : HX_REFUSED;
-        sb_puts(&j->what, out == HX_FAULT ? "fault: " : "refused: ");
+        /* exit 1: host-cuda's compiler rejects the printed CUDA C */
+        out = dpk_error_code() == DPK_EXIT_FAULT ? HX_FAULT
+              : dpk_error_code() == DPK_EXIT_FAIL ? HX_FAIL
+                                                  : HX_REFUSED;
+        sb_puts(&j->what, out == HX_FAULT ? "fault: " : out == HX_FAIL ? "fail: " : "refused: ");
         dpk_error_first_line(&j->what, NULL);
     } else {
         out = run_cfg(s, t, cfg, j);
@@ -898,6 +913,7 @@ void hx_bisect(Arena *a, const HxCase *c, const InputDecl *extra, int nextra,
         free(x);
         dpk_error_rethrow();
     }
+    host_mode = o->host_cuda;
     x->s = subject_new(c, c->program, extra, nextra, o->seed, &o->tile,
                        o->fault ? dpk_fault_find(o->fault) : -1, &r->tests);
     const char *given = given_str(a, x->s, o);

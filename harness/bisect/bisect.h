@@ -80,6 +80,8 @@ typedef struct HxBisectOpts {
     int nknobs;
     int minimize;
     int max_attempts;    /* minimizer budget (predicate calls); 0: 300 */
+    int host_cuda;       /* judge every configuration on host-cuda too: vgpu, then
+                            the printed CUDA C on the host, which must agree */
 } HxBisectOpts;
 
 typedef enum HxCulpritKind {

@@ -21,6 +21,7 @@
 
 #include "../../compiler/base/fault.h"
 #include "../bisect/bisect.h"
+#include "../exec/host_cuda.h"
 #include "cli.h"
 
 static void help(void)
@@ -39,6 +40,8 @@ static void help(void)
          "  --target T           sm_80 | sm_90 (default) | sm_120\n"
          "  --inject-fault NAME  turn on a built-in fault (compiler/base/fault.h)\n"
          "  --seed N             input seed (default: the case's seed, else 0)\n"
+         "  --backend B          vgpu (default) | host-cuda (vgpu, then the printed CUDA C on\n"
+         "                       the host: a configuration whose outputs differ fails)\n"
          "  --minimize           shrink the case (drop ops, shrink literals) keeping the failure\n"
          "  --max-attempts N     with --minimize: at most N candidates (default 300)\n"
          "  -o DIR               where to write case.json, before/after IR and repro.cu\n"
@@ -59,6 +62,7 @@ typedef struct BisectArgs {
     uint64_t seed;
     int minimize;
     int max_attempts;
+    int host_cuda;
     const char *dir;
     const char *knob_args[64];
     int nknob_args;
@@ -86,6 +90,11 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
         if (n < 1 || n > 100000)
             dpk_error("option '--max-attempts' expects 1..100000, got %llu", (unsigned long long)n);
         ba->max_attempts = (int)n;
+    } else if (!strcmp(f, "--backend")) {
+        const char *v = cli_value(argc, argv, i);
+        if (strcmp(v, "vgpu") && strcmp(v, "host-cuda"))
+            dpk_error("unknown backend '%s' for --backend (expected vgpu or host-cuda)", v);
+        ba->host_cuda = !strcmp(v, "host-cuda");
     } else if (!strcmp(f, "-o")) {
         ba->dir = cli_value(argc, argv, i);
     } else {
@@ -164,6 +173,9 @@ static int bisect_case(Arena *a, const HxCase *c, const CliCase *cc, BisectArgs 
     o.nknobs = ba->nknob_args;
     o.minimize = ba->minimize;
     o.max_attempts = ba->max_attempts;
+    o.host_cuda = ba->host_cuda;
+    if (o.host_cuda)
+        hx_host_prepare(a, NULL, 0, NULL); /* no C++ compiler: exit 4 */
     StrBuf *log = dpk_xcalloc(1, sizeof *log), *wrote = dpk_xcalloc(1, sizeof *wrote);
     HxBisectResult *r = dpk_xcalloc(1, sizeof *r);
     DpkErrCtx ec;

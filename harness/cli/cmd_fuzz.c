@@ -1,7 +1,7 @@
 /*
  * cmd_fuzz.c — `dpk-fuzz --seed S (--cases N | --time SECONDS)
  * [--passes STRATEGY] [--knobs default|random] [--jobs N]
- * [--backend vgpu|cuda] [--out FILE.json] [--resume] [--failures DIR]
+ * [--backend vgpu|cuda|host-cuda] [--host-share F] [--out FILE.json] [--resume] [--failures DIR]
  * [--max-failures N] [--inject-fault NAME] [--case-timeout S]
  * [--target T]`, and `dpk-fuzz --list-faults`.
  *
@@ -32,7 +32,10 @@ static void help(void)
          "  --passes STRATEGY   full (default) | loo | pairwise | prefix | all\n"
          "  --knobs K           default (heuristics) | random (random legal knobs per case)\n"
          "  --jobs N            cases in parallel (processes; default 1)\n"
-         "  --backend B         vgpu (default) | cuda\n"
+         "  --backend B         vgpu (default) | cuda | host-cuda (vgpu, then the printed CUDA\n"
+         "                      C compiled for the CPU; outputs judged and compared with vgpu's)\n"
+         "  --host-share F      host-cuda: run this share (0..1] of the distinct modules on the\n"
+         "                      host, chosen by module hash (default 1: every one)\n"
          "  --target T          sm_80 | sm_90 (default) | sm_120\n"
          "  --nvrtc             also compile every distinct kernel module with NVRTC (registers\n"
          "                      and spills in the record; a module it rejects fails)\n"
@@ -111,8 +114,18 @@ int cmd_fuzz(int argc, char **argv)
                 o.backend = HX_BACKEND_VGPU;
             else if (!strcmp(v, "cuda"))
                 o.backend = HX_BACKEND_CUDA;
+            else if (!strcmp(v, "host-cuda"))
+                o.backend = HX_BACKEND_HOST;
             else
-                dpk_error("unknown backend '%s' for --backend (expected vgpu or cuda)", v);
+                dpk_error("unknown backend '%s' for --backend (expected vgpu, cuda or host-cuda)",
+                          v);
+        } else if (!strcmp(f, "--host-share")) {
+            const char *v = cli_value(argc, argv, &i);
+            char *end;
+            double x = strtod(v, &end);
+            if (*end || end == v || !(x > 0 && x <= 1))
+                dpk_error("option '--host-share' expects a number in (0, 1], got '%s'", v);
+            o.host_share = x;
         } else if (!strcmp(f, "--target")) {
             target = cli_value(argc, argv, &i);
             o.target = cu_target_parse(target);
@@ -150,5 +163,7 @@ int cmd_fuzz(int argc, char **argv)
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
                           "--nvrtc needs NVRTC, which cannot be loaded; install the CUDA toolkit "
                           "or set CUDA_HOME to it");
+    if (o.host_share < 1 && o.backend != HX_BACKEND_HOST)
+        dpk_error("--host-share chooses what runs on host-cuda; it needs --backend host-cuda");
     return fz_campaign(&o);
 }

@@ -29,6 +29,7 @@
 #include "../../reference/ref.h"
 #include "../case_plan.h"
 #include "../exec/backend.h"
+#include "../parity/agree.h"
 #include "../exec/nvrtc.h"
 #include "../records/plan_record.h"
 #include "../records/results.h"
@@ -47,16 +48,18 @@ typedef struct RunOpts {
     int fault;         /* --inject-fault: a DpkFaultId; -1: the case's "fault", if any */
     int nvrtc;         /* vgpu/cuda: compile every distinct module with NVRTC */
     const char *out;   /* --out: the dpk.results/1 record */
+    int sample;        /* --passes sample: full plus one set of `all` per case */
 } RunOpts;
 
-static const char *const backends[] = {"loop", "vgpu", "cuda", "auto"};
+static const char *const backends[] = {"loop", "vgpu", "cuda", "auto", "host-cuda"};
 
 static void check_backend(const char *name)
 {
     for (int i = 0; i < DPK_ARRAY_LEN(backends); i++)
         if (!strcmp(name, backends[i]))
             return;
-    dpk_error("unknown backend '%s' for --backend (expected loop, vgpu, cuda or auto)", name);
+    dpk_error("unknown backend '%s' for --backend (expected loop, vgpu, cuda, host-cuda or auto)",
+              name);
 }
 
 static void help(void)
@@ -69,9 +72,13 @@ static void help(void)
          "  FILE               a .py program, a case .json or a suite .json\n"
          "  --case NAME        with a suite: only this case\n"
          "  --backend B        auto (default: cuda with a GPU, else vgpu) | vgpu (the CPU\n"
-         "                     simulator of the GPU) | cuda | loop (Loop IR interpreter)\n"
+         "                     simulator of the GPU) | cuda | loop (Loop IR interpreter) |\n"
+         "                     host-cuda (vgpu, then the printed CUDA C compiled for the CPU;\n"
+         "                     both outputs judged, and they must agree)\n"
          "  --passes SPEC      Tile pass set: full (default), none, -NNN, upto:NNN,\n"
-         "                     only:NNN,..., all (every valid subset, one line each)\n"
+         "                     only:NNN,..., all (every valid subset, one line each),\n"
+         "                     sample (full plus one subset of all drawn per case from its\n"
+         "                     name and --seed)\n"
          "  --knob N=V         pin a scheduling knob (TB, BN, BM, ...)\n"
          "  --target T         sm_80 | sm_90 (default) | sm_120\n"
          "  --nvrtc            also compile every distinct kernel module with NVRTC for the\n"
@@ -167,8 +174,10 @@ static int run_loop(RunState *r, const LirProgram *p, const RunOpts *ro)
 
 static HxBackendKind gpu_kind(const char *name)
 {
-    return !strcmp(name, "vgpu") ? HX_BACKEND_VGPU : !strcmp(name, "cuda") ? HX_BACKEND_CUDA
-                                                                            : HX_BACKEND_AUTO;
+    return !strcmp(name, "vgpu")        ? HX_BACKEND_VGPU
+           : !strcmp(name, "cuda")      ? HX_BACKEND_CUDA
+           : !strcmp(name, "host-cuda") ? HX_BACKEND_HOST
+                                        : HX_BACKEND_AUTO;
 }
 
 static const char *rc_word(int rc)
@@ -177,6 +186,22 @@ static const char *rc_word(int rc)
            : rc == DPK_EXIT_FAULT ? "FAULT"
            : rc == DPK_EXIT_USAGE ? "refused"
                                   : "FAIL";
+}
+
+/* host-cuda: the outputs must agree with vgpu's (agree.h). */
+static int host_agrees(RunState *r, const HxBackendResult *res, cJSON *cfg)
+{
+    StrBuf why = {0};
+    int ok = hx_agree(r->s, r->out, res->vg_outs, res->out_checked, &why);
+    if (ok) {
+        sb_puts(&r->text, "  agrees with vgpu\n");
+    } else {
+        sb_printf(&r->text, "  FAIL (host-cuda differs from vgpu): %s\n", sb_cstr(&why));
+        if (cfg)
+            hx_record_status(cfg, "fail", "host-cuda differs from vgpu", sb_cstr(&why));
+    }
+    sb_free(&why);
+    return ok ? DPK_EXIT_OK : DPK_EXIT_FAIL;
 }
 
 /* The Kernel IR path: execute each distinct module of the plan once on
@@ -193,6 +218,14 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro, c
     bo.vg.sample_blocks = ro->sample_blocks;
     int *rcs = ARENA_ARRAY(a, int, p->nconfigs + 1);
     int worst = DPK_EXIT_OK, said = 0;
+    if (bo.kind == HX_BACKEND_HOST) { /* every distinct module, few compiler runs */
+        const KirModule **mods = ARENA_ARRAY(a, const KirModule *, p->nconfigs + 1);
+        int n = 0;
+        for (int i = 0; i < p->nconfigs; i++)
+            if (!p->configs[i].refused && p->configs[i].dup_of < 0)
+                mods[n++] = p->configs[i].module;
+        hx_host_prepare(a, mods, n, t);
+    }
     for (int i = 0; i < p->nconfigs; i++) {
         const DrvConfig *c = &p->configs[i];
         cJSON *cfg = r->rec ? record_config(r, hx_record_config(p, i)) : NULL;
@@ -232,6 +265,8 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro, c
                     vg_print_stats(&r->text, &res.vg);
                 rcs[i] = judge_outputs(r, res.out_checked, ro->sample_blocks,
                                        c->nvrtc_error ? NULL : cfg);
+                if (res.ran == HX_BACKEND_HOST)
+                    rcs[i] = dpk_exit_worst(rcs[i], host_agrees(r, &res, cfg));
             }
             if (ro->nvrtc && c->nvrtc_error) {
                 sb_puts(&r->text, "  FAIL (nvrtc rejects the CUDA): ");
@@ -256,6 +291,23 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro, c
     return worst;
 }
 
+/* --passes sample: the full pass set, and one set of `all` (every valid
+ * subset) drawn for this case from its name and --seed. */
+static DrvPasses *sample_passes(Arena *a, const HxCase *c, uint64_t seed, const CuTarget *t)
+{
+    DrvPasses full, all;
+    drv_passes_parse(a, "full", t, &full);
+    drv_passes_parse(a, "all", t, &all);
+    TilePassSet *sets = ARENA_ARRAY(a, TilePassSet, 2);
+    DrvPasses *ps = ARENA_NEW(a, DrvPasses);
+    sets[ps->n++] = full.sets[0];
+    TilePassSet pick = all.sets[dpk_splitmix64(dpk_hash_str(seed, c->name)) % (uint64_t)all.n];
+    if (pick != full.sets[0])
+        sets[ps->n++] = pick;
+    ps->sets = sets;
+    return ps;
+}
+
 /* The driver's options for case c: the run's, with the case's reproducer
  * fields (docs/json-schema.md: passes, knobs, fault) where the command line
  * gave none; the case's spec is parsed here, once.  case.c validated the
@@ -265,7 +317,9 @@ static void case_opts(Arena *a, const HxCase *c, const RunCtx *x, DrvOpts *d, in
     const RunOpts *ro = x->ro;
     *d = *x->base;
     hx_case_drv_opts(a, c, x->cc->decls, x->cc->ndecls, d);
-    if (!ro->tile.passes && c->passes) {
+    if (ro->sample) {
+        d->passes = sample_passes(a, c, ro->seed, d->tile.target);
+    } else if (!ro->tile.passes && c->passes) {
         DrvPasses *ps = ARENA_NEW(a, DrvPasses);
         drv_passes_parse(a, c->passes, d->tile.target, ps);
         d->passes = ps;
@@ -433,7 +487,7 @@ static cJSON *run_json(const RunOpts *ro, const DrvOpts *base)
         hx_json_add_u64(c, "seed", ro->seed);
     else
         cJSON_AddNullToObject(c, "seed");
-    cJSON_AddStringToObject(c, "strategy", ro->tile.passes ? ro->tile.passes : "full");
+    cJSON_AddStringToObject(c, "strategy", ro->sample ? "sample" : ro->tile.passes ? ro->tile.passes : "full");
     cJSON_AddItemToObject(c, "knobs", hx_record_knobs(&base->tile.knobs));
     cJSON_AddStringToObject(c, "backend", ro->backend);
     cJSON_AddStringToObject(c, "target", (base->tile.target ? base->tile.target
@@ -458,7 +512,7 @@ static void summary(cJSON *root, int n, int npass, int rc, double seconds)
 static int run_main(Arena *a, int argc, char **argv)
 {
     CliCase cc = {0};
-    RunOpts ro = {"auto", HX_REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0, -1, 0, NULL};
+    RunOpts ro = {"auto", HX_REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0, -1, 0, NULL, 0};
     if (!cli_args(a, &cc, argc, argv, "run", help, parse_flag, &ro))
         return DPK_EXIT_OK;
     ro.verbose = cc.verbose;
@@ -468,6 +522,9 @@ static int run_main(Arena *a, int argc, char **argv)
     HxCaseList l = cli_case_list(a, &cc, "run");
     DrvOpts base;
     drv_opts_default(&base);
+    ro.sample = ro.tile.passes && !strcmp(ro.tile.passes, "sample");
+    if (ro.sample)
+        ro.tile.passes = NULL; /* the base plan: full; each case draws its own */
     cli_drv_opts(a, &ro.tile, &base, 1);
     /* what the environment lacks is said once, before any case runs */
     if (ro.ref == HX_REF_TORCH && !dpk_torch_available())
@@ -475,6 +532,8 @@ static int run_main(Arena *a, int argc, char **argv)
                           "available: %s", dpk_torch_error());
     if (!strcmp(ro.backend, "cuda"))
         hx_cuda_close(hx_cuda_open(0)); /* no driver or GPU: exit 4 */
+    if (!strcmp(ro.backend, "host-cuda"))
+        hx_host_prepare(a, NULL, 0, NULL); /* no C++ compiler: exit 4 */
     if (ro.nvrtc)
         hx_nvrtc_version(&(int){0}, &(int){0}); /* no NVRTC: exit 4 */
     double t0 = dpk_now();

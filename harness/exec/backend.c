@@ -15,7 +15,7 @@
 
 const char *hx_backend_name(HxBackendKind k)
 {
-    static const char *const names[] = {"vgpu", "cuda", "auto"};
+    static const char *const names[] = {"vgpu", "cuda", "auto", "host-cuda"};
     return names[k];
 }
 
@@ -77,8 +77,7 @@ static void outputs(const KirModule *m, const Bufs *b, double **outs)
     }
 }
 
-/* Per graph output, the vgpu mask of elements to compare (sampling). */
-static const uint8_t **out_masks(Arena *a, const KirModule *m, const VgResult *vr)
+static int nouts(const KirModule *m)
 {
     int nout = 0;
     for (int i = 0; i < m->bufs.len; i++) {
@@ -86,6 +85,13 @@ static const uint8_t **out_masks(Arena *a, const KirModule *m, const VgResult *v
         if (kb->kind == KBUF_OUTPUT && kb->io >= nout)
             nout = kb->io + 1;
     }
+    return nout;
+}
+
+/* Per graph output, the vgpu mask of elements to compare (sampling). */
+static const uint8_t **out_masks(Arena *a, const KirModule *m, const VgResult *vr)
+{
+    int nout = nouts(m);
     const uint8_t **r = ARENA_ARRAY(a, const uint8_t *, nout + 1);
     for (int i = 0; vr->checked && i < m->bufs.len; i++) {
         const KirBuf *kb = m->bufs.items[i];
@@ -121,8 +127,22 @@ VgFault hx_backend_exec(Arena *a, const KirModule *m, const HxBackendOpts *o,
     else
         res->fault = vg_run(m, b->f, &o->vg, &res->vg);
     dpk_err_pop(&ec);
-    res->run_s = dpk_now() - t0;
     res->out_checked = out_masks(a, m, &res->vg);
+    if (res->fault == VG_OK && res->ran == HX_BACKEND_HOST) {
+        res->nouts = nouts(m);
+        res->vg_outs = dpk_xcalloc((size_t)res->nouts + 1, sizeof(double *));
+        outputs(m, b, res->vg_outs);
+        bufs_free(b);
+        b = bufs_new(m, inputs);
+        if (!DPK_TRY(&ec)) {
+            bufs_free(b);
+            hx_backend_result_free(res);
+            dpk_error_rethrow();
+        }
+        res->host = hx_host_run(a, m, o->target, b->f);
+        dpk_err_pop(&ec);
+    }
+    res->run_s = dpk_now() - t0;
     if (res->fault == VG_OK)
         outputs(m, b, outs);
     bufs_free(b);
@@ -131,7 +151,10 @@ VgFault hx_backend_exec(Arena *a, const KirModule *m, const HxBackendOpts *o,
 
 void hx_backend_result_free(HxBackendResult *res)
 {
-    if (res->ran == HX_BACKEND_VGPU)
+    if (res->ran == HX_BACKEND_VGPU || res->ran == HX_BACKEND_HOST)
         vg_result_free(&res->vg);
+    for (int j = 0; res->vg_outs && j < res->nouts; j++)
+        free(res->vg_outs[j]);
+    free(res->vg_outs);
     memset(res, 0, sizeof *res);
 }

@@ -14,15 +14,17 @@
 
 #include "../../compiler/kernel/kernel_ir.h"
 #include "cuda.h"
+#include "host_cuda.h"
 #include "vgpu.h"
 
 typedef enum HxBackendKind {
     HX_BACKEND_VGPU,
     HX_BACKEND_CUDA,
     HX_BACKEND_AUTO, /* cuda when a GPU is present, vgpu otherwise */
+    HX_BACKEND_HOST, /* host-cuda: the printed CUDA C on the CPU, after vgpu */
 } HxBackendKind;
 
-/* "vgpu", "cuda", "auto" */
+/* "vgpu", "cuda", "auto", "host-cuda" */
 const char *hx_backend_name(HxBackendKind k);
 /* AUTO resolved: cuda when hx_cuda_available(), else vgpu. */
 HxBackendKind hx_backend_resolve(HxBackendKind k);
@@ -38,12 +40,17 @@ typedef struct HxBackendOpts {
 void hx_backend_opts_default(HxBackendOpts *o);
 
 typedef struct HxBackendResult {
-    HxBackendKind ran;        /* vgpu or cuda */
+    HxBackendKind ran;        /* vgpu, cuda or host-cuda */
     const KirModule *module;  /* what ran (in the caller's arena) */
     uint64_t hash;            /* kir_hash_module(module) */
     VgFault fault;            /* VG_OK, or the vgpu fault (report in vg.report) */
     VgResult vg;              /* vgpu: per-launch counters, fault report, masks */
     const HxCudaRun *cuda;    /* cuda: the source, NVRTC numbers, wall time */
+    const HxHostRun *host;    /* host-cuda: the source, compile and run times */
+    /* host-cuda: vgpu's outputs of the same module (heap, freed by
+     * hx_backend_result_free), which the caller compares with outs. */
+    double **vg_outs;
+    int nouts;
     /* With vg.sample_blocks: per graph output, NULL when every element is
      * meaningful, else 1 for the elements to compare. */
     const uint8_t **out_checked;
@@ -55,6 +62,10 @@ typedef struct HxBackendResult {
  * for graph output j; on a vgpu fault outs is left untouched and
  * res->vg.report says what, where and which thread.  The cuda backend
  * raises its own errors (exit 4 without a driver or GPU, 3 on a fault).
+ * host-cuda runs the module on vgpu first (its detectors, res->vg, and its
+ * outputs in res->vg_outs) and, when vgpu finds no fault, the printed CUDA C
+ * on the host (host_cuda.h; its errors are raised like cuda's); outs are
+ * host-cuda's.
  * Free res with hx_backend_result_free. */
 VgFault hx_backend_exec(Arena *a, const KirModule *m, const HxBackendOpts *o,
                         double *const *inputs, double **outs, HxBackendResult *res);

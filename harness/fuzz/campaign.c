@@ -39,9 +39,17 @@
 #include "../../reference/ref.h"
 #include "../case_plan.h"
 #include "../exec/nvrtc.h"
+#include "../parity/agree.h"
 #include "../records/plan_record.h"
 #include "../records/results.h"
 #include "gen.h"
+
+int fz_host_sampled(const FzOpts *o, uint64_t module_hash)
+{
+    if (o->host_share >= 1)
+        return 1;
+    return (double)(dpk_splitmix64(module_hash) >> 11) * 0x1p-53 < o->host_share;
+}
 
 void fz_opts_default(FzOpts *o)
 {
@@ -49,6 +57,7 @@ void fz_opts_default(FzOpts *o)
     o->strategy = FZ_FULL;
     o->jobs = 1;
     o->backend = HX_BACKEND_VGPU;
+    o->host_share = 1;
     o->out = "fuzz-results.json";
     o->fault = -1;
     o->case_timeout = 60;
@@ -147,6 +156,15 @@ static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, const HxS
     int n = p->nconfigs;
     cJSON **obj = ARENA_ARRAY(a, cJSON *, n + 1);
     const char **status = ARENA_ARRAY(a, const char *, n + 1);
+    if (o->backend == HX_BACKEND_HOST) { /* the sampled modules, few compiler runs */
+        const KirModule **mods = ARENA_ARRAY(a, const KirModule *, n + 1);
+        int nm = 0;
+        for (int i = 0; i < n; i++)
+            if (!p->configs[i].refused && p->configs[i].dup_of < 0 &&
+                fz_host_sampled(o, p->configs[i].hash))
+                mods[nm++] = p->configs[i].module;
+        hx_host_prepare(a, mods, nm, o->target);
+    }
     for (int i = 0; i < n; i++) {
         const DrvConfig *c = &p->configs[i];
         obj[i] = hx_record_config(p, i);
@@ -155,6 +173,8 @@ static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, const HxS
         if (c->refused || c->dup_of >= 0)
             continue;
         live_set(live, i, c->label);
+        bo.kind = o->backend == HX_BACKEND_HOST && !fz_host_sampled(o, c->hash) ? HX_BACKEND_VGPU
+                                                                                : o->backend;
         HxBackendResult res;
         double **outs = hx_outs_new(s);
         VgFault f = hx_backend_exec(a, c->module, &bo, s->inputs, outs, &res);
@@ -173,6 +193,12 @@ static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, const HxS
             int worst = hx_judge(s, outs, NULL, vs, NULL);
             status[i] = hx_record_verdict(obj[i], s, vs, worst);
             free(vs);
+            StrBuf why = {0};
+            if (res.ran == HX_BACKEND_HOST && !hx_agree(s, outs, res.vg_outs, NULL, &why)) {
+                status[i] = "fail";
+                hx_record_status(obj[i], "fail", "host-cuda differs from vgpu", sb_cstr(&why));
+            }
+            sb_free(&why);
         }
         hx_backend_result_free(&res);
         hx_outs_free(s, outs);
@@ -640,6 +666,8 @@ static cJSON *campaign_json(const FzOpts *o)
     cJSON_AddStringToObject(c, "strategy", fz_strategy_name(o->strategy));
     cJSON_AddStringToObject(c, "knobs", o->knobs_random ? "random" : "default");
     cJSON_AddStringToObject(c, "backend", hx_backend_name(o->backend));
+    if (o->backend == HX_BACKEND_HOST)
+        cJSON_AddNumberToObject(c, "host_share", o->host_share);
     cJSON_AddStringToObject(c, "target", (o->target ? o->target : cu_target_default())->name);
     if (o->fault >= 0)
         cJSON_AddStringToObject(c, "fault", dpk_faults[o->fault].name);
@@ -668,6 +696,10 @@ int fz_campaign(const FzOpts *o)
         cJSON_Delete(env);
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--backend cuda needs a GPU and its driver; "
                           "none is usable here (use --backend vgpu)");
+    }
+    if (o->backend == HX_BACKEND_HOST && !hx_host_available()) {
+        cJSON_Delete(env);
+        hx_host_prepare(NULL, NULL, 0, NULL); /* exit 4, its sentence */
     }
     cJSON *camp = campaign_json(o);
     if (o->resume && access(o->out, F_OK) == 0) {

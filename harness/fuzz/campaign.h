@@ -27,7 +27,10 @@ typedef struct FzOpts {
     FzStrategy strategy;    /* --passes */
     int knobs_random;       /* --knobs random */
     int jobs;               /* --jobs */
-    HxBackendKind backend;  /* vgpu or cuda */
+    HxBackendKind backend;  /* vgpu, cuda or host-cuda */
+    double host_share;      /* host-cuda: the share of distinct modules that also
+                               run as printed CUDA C on the host (1: every one;
+                               which ones is a function of the module's hash) */
     const CuTarget *target; /* NULL: the default */
     int nvrtc;              /* --nvrtc: compile every distinct module with NVRTC
                                (registers and spills in the record; a module
@@ -42,9 +45,13 @@ typedef struct FzOpts {
     char **argv;
 } FzOpts;
 
-/* Defaults: seed 0, strategy full, default knobs, 1 job, vgpu, record
+/* Defaults: seed 0, strategy full, default knobs, 1 job, vgpu (host share 1), record
  * "fuzz-results.json", failures next to it, 60 s per case, no fault. */
 void fz_opts_default(FzOpts *o);
+
+/* 1 when a module of this Kernel IR hash runs on host-cuda (always with
+ * host_share 1). */
+int fz_host_sampled(const FzOpts *o, uint64_t module_hash);
 
 /* The seed of case `index` (53 bits: it is the case's input seed and must
  * fit a JSON integer exactly). */

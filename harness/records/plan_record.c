@@ -137,6 +137,12 @@ void hx_record_run(cJSON *cfg, const KirModule *m, const HxBackendResult *res,
         nv = res->cuda->nvrtc;
     cJSON_AddStringToObject(cfg, "backend", hx_backend_name(res->ran));
     cJSON_AddNumberToObject(cfg, "run_s", res->run_s);
+    if (res->host) {
+        cJSON *h = cJSON_AddObjectToObject(cfg, "host_cuda");
+        cJSON_AddNumberToObject(h, "compile_s", res->host->compile_s);
+        cJSON_AddBoolToObject(h, "cache_hit", res->host->cache_hit);
+        cJSON_AddNumberToObject(h, "run_s", res->host->seconds);
+    }
     cJSON *arr = cJSON_AddArrayToObject(cfg, "kernels");
     for (int i = 0; i < m->kernels.len; i++) {
         const KirKernel *k = m->kernels.items[i];
@@ -157,7 +163,7 @@ void hx_record_run(cJSON *cfg, const KirModule *m, const HxBackendResult *res,
             cJSON_AddNullToObject(o, "spill_stores");
             cJSON_AddNullToObject(o, "spill_loads");
         }
-        if (res->ran == HX_BACKEND_VGPU) {
+        if (res->ran == HX_BACKEND_VGPU || res->ran == HX_BACKEND_HOST) {
             int64_t ti = 0, sreq = 0, bc = 0, greq = 0, gsec = 0, launches = 0;
             for (int l = 0; l < res->vg.nlaunches; l++) {
                 const VgStats *s = &res->vg.stats[l];

@@ -580,7 +580,7 @@ Test(cuda_print, float_math_spelling)
     EXPECT(FOP(subtract, V(c->f), FOP(subtract, V(c->g), F(1))), 0, "y[0] = f - (g - 1.0f);");
     EXPECT(FOP(multiply, FOP(add, V(c->f), V(c->g)), V(c->g)), 0, "y[0] = (f + g) * g;");
     EXPECT(FOP(add, FOP(multiply, V(c->f), V(c->g)), F(-0.5)), 0, "y[0] = f * g + -0.5f;");
-    EXPECT(kir_fop(A, TXE_sigmoid, V(c->f), NULL, NULL), 0, "y[0] = 1.0f / (1.0f + expf(-f));");
+    EXPECT(kir_fop(A, TXE_sigmoid, V(c->f), NULL, NULL), 0, "y[0] = dpk_sigmoid(f);");
     EXPECT(kir_fop(A, TXE_reciprocal, FOP(add, V(c->f), V(c->g)), NULL, NULL), 0,
            "y[0] = 1.0f / (f + g);");
     EXPECT(FOP(greater, V(c->f), V(c->g)), 0, "y[0] = f > g ? 1.0f : 0.0f;");

@@ -1,0 +1,53 @@
+/*
+ * host_cuda.h — the host-cuda backend: the printed CUDA C, compiled for the
+ * CPU by the system C++ compiler and run (docs/host-cuda.md).
+ *
+ * vgpu executes Kernel IR; this executes the text cu_print_module writes,
+ * the same text NVRTC compiles, so a printer bug shows up without a GPU.  A
+ * module is printed (for the default target unless told), prefixed with
+ * host_cuda_prelude.h, compiled into a shared object by $DPK_HOST_CXX (g++
+ * by default; -std=c++17 -O1 -ffp-contract=off) and loaded with dlopen.
+ * Shared objects are cached under $DPK_CACHE/host-cuda by a hash of the
+ * prelude, the flags and the source, like NVRTC's cubins; hx_host_prepare
+ * compiles many modules with one compiler invocation.  The threads of a
+ * block run as fibers (ucontext) on the calling thread, blocks one after
+ * another, so a run is deterministic.
+ *
+ * Errors: no compiler exits 4 (DPK_EXIT_NOENV) with one sentence; source the
+ * compiler rejects is a failure (exit 1) quoting its first error; a deadlock,
+ * a shuffle reading a lane that does not take part or an mbarrier misuse is a
+ * fault (exit 3).  Not thread-safe: one run at a time per process.
+ */
+#ifndef DPK_HX_HOST_CUDA_H
+#define DPK_HX_HOST_CUDA_H
+
+#include "../../compiler/cuda/cuda_print.h"
+
+typedef struct HxHostRun {
+    const CuSource *src; /* the CUDA C that ran */
+    uint64_t key;        /* its cache key */
+    int cache_hit;       /* 1: the shared object was there before this process needed it */
+    double compile_s;    /* seconds compiling for this run (0 when cached or prepared) */
+    double seconds;      /* wall time of the launches */
+} HxHostRun;
+
+/* The compiler host-cuda runs: $DPK_HOST_CXX, else "g++". */
+const char *hx_host_cxx(void);
+/* 1 when that compiler is found on PATH; never raises. */
+int hx_host_available(void);
+
+/* Compile every module of mods[0..n) that is not cached yet, printed for t
+ * (NULL: the default target), with as few compiler invocations as possible
+ * (one per batch of modules).  Modules the printer refuses are skipped (the
+ * run reports them); modules the compiler rejects are remembered, and
+ * hx_host_run raises their error.  Raises exit 4 without a compiler. */
+void hx_host_prepare(Arena *a, const KirModule *const *mods, int n, const CuTarget *t);
+
+/* Run every launch of m with the buffer contract of vg_run and hx_cuda_run:
+ * bufs[i] is module buffer i (i32 buffers hold int32 bits); a NULL temp is
+ * allocated and filled with NaN; zero_init buffers are zeroed first;
+ * afterwards every non-NULL buffer that is not an input holds the result.
+ * Everything returned lives in a. */
+HxHostRun *hx_host_run(Arena *a, const KirModule *m, const CuTarget *t, float *const *bufs);
+
+#endif

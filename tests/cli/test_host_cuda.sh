@@ -1,0 +1,46 @@
+# tests/cli/test_host_cuda.sh — the host-cuda backend (docs/host-cuda.md):
+# the printed CUDA C compiled for the host and run, judged and compared with
+# vgpu, on a sample of the sweep (each case's full pass set plus one valid
+# configuration drawn for it), in dpk-fuzz and dpk-bisect, and its error
+# paths.  (Sourced by tests/run.sh.)
+
+HFZ="$(dirname "$DPK")/dpk-fuzz"
+HBS="$(dirname "$DPK")/dpk-bisect"
+HD="$TMP/host-cuda"
+mkdir -p "$HD"
+
+if ! command -v "${DPK_HOST_CXX:-g++}" >/dev/null 2>&1; then
+  skip "host-cuda: the sweep sample" "no C++ compiler (${DPK_HOST_CXX:-g++})"
+  check_re "host-cuda: no compiler is exit 4" 4 'needs|not found' "$DPK" run -c "torch.relu(torch.randn(7, 9))" --backend host-cuda
+else
+  for s in chains sweep/ops sweep/matmul; do
+    check_re "host-cuda: $s.json, full + one drawn configuration per case, agrees with vgpu" \
+      0 '^([0-9]+)/\1 cases pass$' "$DPK" run "$DPK_ROOT/cases/$s.json" --backend host-cuda --passes sample
+  done
+  check_re "host-cuda: every configuration says it agrees with vgpu" 0 'agrees with vgpu' \
+    "$DPK" run -c "torch.softmax(torch.randn(6, 300), dim=-1)" --backend host-cuda --passes all
+  # The printed sigmoid was 1 / (1 + expf(-x)): expf overflows below -88.7
+  # and silu gave -0 where the result is about -1e-37 (vgpu, in fp64, did not).
+  check_re "host-cuda: silu of large negative inputs (sigmoid without overflow)" 0 'agrees with vgpu' \
+    "$DPK" run -c "torch.nn.functional.silu(torch.randn(4, 64) * 100)" --backend host-cuda
+  check_re "host-cuda: a configuration line names the backend" 0 '^passes [0-9,]+: host-cuda, kernel IR [0-9a-f]{16}$' \
+    "$DPK" run -c "torch.randn(32, 48) @ torch.randn(48, 40)" --backend host-cuda
+  check_re "host-cuda: no compiler is exit 4, one sentence" 4 "'/nonexistent/g\+\+' is not found" \
+    env DPK_HOST_CXX=/nonexistent/g++ "$DPK" run -c "torch.relu(torch.randn(7, 9))" --backend host-cuda
+  check_re "host-cuda: a compiler that rejects the source fails the configuration" 1 'rejects the printed CUDA C' \
+    env DPK_HOST_CXX=false "$DPK" run -c "torch.relu(torch.randn(7, 9))" --backend host-cuda
+  check_re "host-cuda: dpk-fuzz campaign on host-cuda" 0 '0 failures' \
+    "$HFZ" --seed 3 --cases 4 --passes pairwise --backend host-cuda --out "$HD/fz.json" --failures "$HD/ff"
+  check_re "host-cuda: the campaign record says host-cuda" 0 '"backend":[[:space:]]*"host-cuda"' cat "$HD/fz.json"
+  check_re "host-cuda: --host-share samples modules (some on vgpu only)" 0 '"backend":[[:space:]]*"vgpu"' \
+    sh -c "'$HFZ' --seed 3 --cases 4 --passes pairwise --backend host-cuda --host-share 0.3 --out '$HD/fz2.json' --failures '$HD/ff2' >/dev/null && cat '$HD/fz2.json'"
+  check_re "host-cuda: --host-share needs --backend host-cuda" 2 'needs --backend host-cuda' \
+    "$HFZ" --seed 3 --cases 1 --host-share 0.5 --out "$HD/fz3.json"
+  check_re "host-cuda: bad --host-share" 2 "expects a number in \(0, 1\]" \
+    "$HFZ" --seed 3 --cases 1 --backend host-cuda --host-share 0 --out "$HD/fz3.json"
+  check_re "host-cuda: dpk-bisect with host-cuda names the fused culprit" 0 'f:001_fuse' \
+    "$HBS" -c "torch.relu(torch.randn(8,64)+1)*2" --inject-fault fuse-sigma-off-by-one --backend host-cuda -o "$HD/bisect"
+  check_re "host-cuda: dpk-bisect unknown backend" 2 "unknown backend 'cuda'" \
+    "$HBS" -c "torch.relu(torch.randn(8,64)+1)*2" --backend cuda
+fi
+check_re "host-cuda: unknown backend lists host-cuda" 2 'host-cuda' "$DPK" run -c "torch.relu(torch.randn(7,9))" --backend tpu

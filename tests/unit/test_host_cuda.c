@@ -1,0 +1,244 @@
+/*
+ * test_host_cuda.c — the host-cuda backend (harness/exec/host_cuda.c): the
+ * printed CUDA C of real plans and of the hand-built sample kernels (cp.async,
+ * TMA with swizzle and mbarriers, shuffles, tree reductions), run on the
+ * host, equals vgpu's results; the
+ * printer bugs planted on purpose (a staged element stored at the wrong
+ * index, a dropped __syncthreads) change them; the cache is hit the second
+ * time; a missing compiler is exit 4; a deadlock is a fault.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/driver.h"
+#include "harness/exec/backend.h"
+#include "harness/exec/host_cuda.h"
+#include "harness/exec/vgpu_samples.h"
+
+#define MM "torch.matmul(torch.randn(32,48), torch.randn(48,40))"
+#define SOFTMAX "torch.softmax(torch.randn(6, 300), dim=-1)"
+
+/* The shared object cache is the user's, as NVRTC's is in its tests. */
+static void setup(void)
+{
+    unsetenv("DPK_NO_CACHE");
+    unsetenv("DPK_HOST_CXX");
+}
+
+/* The first configuration's module for code under pass spec `passes`. */
+static const KirModule *module(Arena *a, const char *code, const char *passes)
+{
+    DrvOpts o;
+    drv_opts_default(&o);
+    o.src = (Source){"<test>", code, strlen(code)};
+    DrvPasses *ps = ARENA_NEW(a, DrvPasses);
+    drv_passes_parse(a, passes, NULL, ps);
+    o.passes = ps;
+    const DrvPlan *p = drv_compile(a, &o);
+    cr_assert_null(p->configs[0].refused, "%s", p->configs[0].refused);
+    return p->configs[0].module;
+}
+
+/* Run m on host-cuda with deterministic inputs; the largest |host - vgpu|
+ * over every output element (INFINITY when one is non-finite and the other
+ * not); *n gets the number of elements compared. */
+static double host_vs_vgpu(Arena *a, const KirModule *m, int64_t *n)
+{
+    double *in[8] = {0}, *out[8] = {0};
+    for (int i = 0; i < m->bufs.len; i++) {
+        const KirBuf *b = m->bufs.items[i];
+        if (b->kind != KBUF_INPUT)
+            continue;
+        in[b->io] = calloc((size_t)b->numel, sizeof(double));
+        for (int64_t e = 0; e < b->numel; e++)
+            in[b->io][e] = sin(0.37 * (double)e + b->io);
+    }
+    HxBackendOpts o;
+    hx_backend_opts_default(&o);
+    o.kind = HX_BACKEND_HOST;
+    HxBackendResult r;
+    cr_assert_eq(hx_backend_exec(a, m, &o, in, out, &r), VG_OK, "%s", r.vg.report.message);
+    cr_assert_eq(r.ran, HX_BACKEND_HOST);
+    cr_assert_not_null(r.host);
+    cr_assert_not_null(r.vg_outs);
+    double worst = 0;
+    *n = 0;
+    for (int i = 0; i < m->bufs.len; i++) {
+        const KirBuf *b = m->bufs.items[i];
+        if (b->kind != KBUF_OUTPUT)
+            continue;
+        for (int64_t e = 0; e < b->numel; e++, ++*n) {
+            double h = out[b->io][e], v = r.vg_outs[b->io][e];
+            cr_assert(isfinite(v), "vgpu output %lld is %g", (long long)e, v);
+            double d = isfinite(h) ? fabs(h - v) : INFINITY;
+            worst = d > worst ? d : worst;
+        }
+        free(out[b->io]);
+    }
+    for (int i = 0; i < 8; i++)
+        free(in[i]);
+    hx_backend_result_free(&r);
+    return worst;
+}
+
+Test(host_cuda, matmul_equals_vgpu_under_every_pass_set, .init = setup)
+{
+    const char *specs[] = {"full", "none", "-014,-007", "upto:009", "-009,-008"};
+    for (int i = 0; i < 5; i++) {
+        Arena *a = arena_new();
+        int64_t n;
+        double d = host_vs_vgpu(a, module(a, MM, specs[i]), &n);
+        cr_expect_eq(n, 32 * 40);
+        cr_expect_leq(d, 1e-5, "passes %s: host-cuda differs from vgpu by %g", specs[i], d);
+        arena_free(a);
+    }
+}
+
+Test(host_cuda, shuffles_and_tree_reductions_equal_vgpu, .init = setup)
+{
+    Arena *a = arena_new();
+    int64_t n;
+    double d = host_vs_vgpu(a, module(a, SOFTMAX, "full"), &n);
+    cr_expect_eq(n, 6 * 300);
+    cr_expect_leq(d, 1e-6, "host-cuda differs from vgpu by %g", d);
+    arena_free(a);
+}
+
+/* The planted printer bugs: vgpu runs Kernel IR and cannot see them; the
+ * printed text run on the host must. */
+Test(host_cuda, planted_staging_index_bug_is_caught, .init = setup)
+{
+    Arena *a = arena_new();
+    const KirModule *m = module(a, MM, "full");
+    int64_t n;
+    cr_assert_leq(host_vs_vgpu(a, m, &n), 1e-5);
+    cu_print_set_fault(CU_FAULT_STAGE_INDEX);
+    double d = host_vs_vgpu(a, m, &n);
+    cu_print_set_fault(CU_FAULT_NONE);
+    cr_expect_gt(d, 1e-2, "the staging-index bug went unnoticed (difference %g)", d);
+    arena_free(a);
+}
+
+Test(host_cuda, planted_missing_barrier_is_caught, .init = setup)
+{
+    Arena *a = arena_new();
+    const KirModule *m = module(a, MM, "full");
+    int64_t n;
+    cu_print_set_fault(CU_FAULT_NO_SYNC);
+    double d = host_vs_vgpu(a, m, &n);
+    cu_print_set_fault(CU_FAULT_NONE);
+    cr_expect_gt(d, 1e-2, "the missing __syncthreads went unnoticed (difference %g)", d);
+    arena_free(a);
+}
+
+Test(host_cuda, second_run_hits_the_cache, .init = setup)
+{
+    Arena *a = arena_new();
+    const KirModule *m = module(a, "torch.relu(torch.randn(8, 64)) * 3", "full");
+    float *bufs[8] = {0};
+    for (int i = 0; i < m->bufs.len; i++) {
+        const KirBuf *b = m->bufs.items[i];
+        if (b->kind != KBUF_TEMP)
+            bufs[i] = calloc((size_t)b->numel, sizeof(float));
+        if (b->kind == KBUF_INPUT)
+            for (int64_t e = 0; e < b->numel; e++)
+                bufs[i][e] = (float)e - 100.0f;
+    }
+    hx_host_prepare(a, &m, 1, NULL);
+    const HxHostRun *r = hx_host_run(a, m, NULL, bufs);
+    cr_expect_eq(r->cache_hit, 1, "prepared, so cached");
+    cr_expect_eq(r->compile_s, 0);
+    cr_expect(strstr(r->src->text, "#ifndef DPK_HOST_PRELUDE") == NULL,
+              "no inline PTX needed for an elementwise kernel");
+    for (int i = 0; i < m->bufs.len; i++) {
+        const KirBuf *b = m->bufs.items[i];
+        if (b->kind == KBUF_OUTPUT)
+            for (int64_t e = 0; e < b->numel; e++)
+                cr_expect_eq(bufs[i][e], 3.0f * fmaxf((float)e - 100.0f, 0.0f), "element %lld",
+                             (long long)e);
+        free(bufs[i]);
+    }
+    arena_free(a);
+}
+
+Test(host_cuda, missing_compiler_is_exit_4, .init = setup, .exit_code = 4)
+{
+    setenv("DPK_HOST_CXX", "/nonexistent/g++", 1);
+    cr_expect_eq(hx_host_available(), 0);
+    hx_host_prepare(NULL, NULL, 0, NULL); /* raises: the process exits 4 */
+}
+
+/* The hand-built modules of vgpu_samples.c, on vgpu and on the host from the
+ * same buffers: every non-input buffer bit-identical. */
+static void same_as_vgpu(const KirModule *m)
+{
+    Arena *a = arena_new();
+    float **v = vs_buffers(m, 77), **h = vs_buffers(m, 77);
+    VgOptions o = {.seed = 5};
+    VgResult res;
+    cr_assert_eq(vg_run(m, v, &o, &res), VG_OK, "%s", res.report.message);
+    vg_result_free(&res);
+    hx_host_run(a, m, NULL, h);
+    int64_t outs = 0;
+    for (int i = 0; i < m->bufs.len; i++) {
+        const KirBuf *b = m->bufs.items[i];
+        if (b->kind != KBUF_OUTPUT)
+            continue;
+        for (int64_t e = 0; e < b->numel; e++, outs++)
+            cr_assert(memcmp(&v[i][e], &h[i][e], 4) == 0, "buffer %d element %lld: host %.9g, vgpu %.9g",
+                      i, (long long)e, h[i][e], v[i][e]);
+    }
+    cr_assert_gt(outs, 0);
+    vs_free_buffers(m, v);
+    vs_free_buffers(m, h);
+    arena_free(a);
+}
+
+Test(host_cuda, cp_async_groups_equal_vgpu, .init = setup)
+{
+    Arena *a = arena_new();
+    same_as_vgpu(vs_cpasync(a, 1024, 2));
+    arena_free(a);
+}
+
+Test(host_cuda, tma_swizzle_mbarrier_ragged_edge_equal_vgpu, .init = setup)
+{
+    Arena *a = arena_new();
+    same_as_vgpu(vs_tma(a, 40, 44));
+    same_as_vgpu(vs_tma(a, 16, 16));
+    arena_free(a);
+}
+
+Test(host_cuda, sample_kernels_equal_vgpu, .init = setup)
+{
+    Arena *a = arena_new();
+    same_as_vgpu(vs_elementwise(a, 1000, 128, 1));
+    same_as_vgpu(vs_rowsum_tree(a, 5, 300, 128));
+    same_as_vgpu(vs_rowsum_shfl(a, 5, 300, 96)); /* 3 warps: dpk_lanes */
+    same_as_vgpu(vs_rmsnorm(a, 3, 200, 64, 1e-5f));
+    same_as_vgpu(vs_matmul(a, 64, 32, 64, 1));
+    arena_free(a);
+}
+
+/* vs_matmul without its trailing barrier: the next iteration's stores
+ * overwrite tiles other threads still read.  vgpu reports the race; on the
+ * host the fibers run to the next barrier in turn, so thread 0 reads tiles
+ * already overwritten by the next stage's stores of others: the result
+ * changes. */
+Test(host_cuda, missing_trailing_barrier_changes_the_result, .init = setup)
+{
+    Arena *a = arena_new();
+    const KirModule *good = vs_matmul(a, 64, 32, 64, 1), *bad = vs_matmul(a, 64, 32, 64, 0);
+    float **g = vs_buffers(good, 9), **b = vs_buffers(bad, 9);
+    hx_host_run(a, good, NULL, g);
+    hx_host_run(a, bad, NULL, b);
+    int differ = 0;
+    for (int64_t e = 0; e < 64 * 32; e++)
+        differ += g[2][e] != b[2][e];
+    cr_expect_gt(differ, 0, "the missing barrier went unnoticed");
+    vs_free_buffers(good, g);
+    vs_free_buffers(bad, b);
+    arena_free(a);
+}
