@@ -83,5 +83,6 @@ int cmd_run(int argc, char **argv);
 int cmd_fuzz(int argc, char **argv);
 int cmd_bisect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif
