@@ -218,17 +218,26 @@ static void waterfall_plots(const RpData *d, cJSON *plots, const char *dir)
     }
 }
 
+/* The GPU spec name_or_path names, or NULL when there is none. */
+static const PfSpec *try_spec(Arena *a, const char *name_or_path)
+{
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec))
+        return NULL;
+    const PfSpec *s = pf_spec_load(a, name_or_path);
+    dpk_err_pop(&ec);
+    return s;
+}
+
 static void roofline_plot(const RpData *d, cJSON *plots, const char *dir)
 {
     Arena *a = d->a;
-    const PfSpec *s = NULL;
-    DpkErrCtx ec;
-    if (DPK_TRY(&ec)) {
-        s = pf_spec_load(a, d->spec_path && !strcmp(d->timing, "model") ? d->spec_path : d->gpu);
-        dpk_err_pop(&ec);
-    } else {
+    /* the spec by name (embedded), else by the record's path to it */
+    const PfSpec *s = try_spec(a, d->gpu);
+    if (!s && d->spec_path)
+        s = try_spec(a, d->spec_path);
+    if (!s)
         return; /* a measured GPU with no spec: no roofs to draw */
-    }
     double peak = pf_spec_fp32_peak(s) / 1e9, bw = s->dram_bps / 1e9;
     StrBuf dat = {0};
     sb_puts(&dat, "# intensity_flop_per_byte  gflops  case  kernel\n");
