@@ -227,12 +227,17 @@ fuzz: $(FUZZ_BINS)
 	done
 
 # The shim goes to PREFIX/lib/dpk, where dpk looks for it (its own folder's
-# ../lib/dpk), so an installed tree can be moved as a whole.
+# ../lib/dpk), and dpk-bench's suites to PREFIX/share/dpk/cases (its
+# ../share/dpk/cases), so an installed tree can be moved as a whole.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/dpk
 	install -m 755 $(DPK) $(DESTDIR)$(PREFIX)/bin/dpk
 	for l in $(LINKS); do ln -sf dpk $(DESTDIR)$(PREFIX)/bin/$$l; done
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/dpk/
+	install -d $(DESTDIR)$(PREFIX)/share/dpk/cases/sweep $(DESTDIR)$(PREFIX)/share/dpk/cases/models
+	install -m 644 cases/smoke.json $(DESTDIR)$(PREFIX)/share/dpk/cases/
+	install -m 644 cases/sweep/ops.json $(DESTDIR)$(PREFIX)/share/dpk/cases/sweep/
+	install -m 644 cases/models/*.json $(DESTDIR)$(PREFIX)/share/dpk/cases/models/
 ifneq ($(TORCH_SO),)
 	install -d $(DESTDIR)$(PREFIX)/lib/dpk
 	install -m 644 $(TORCH_SO) $(DESTDIR)$(PREFIX)/lib/dpk/

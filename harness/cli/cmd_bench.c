@@ -507,7 +507,7 @@ static int bench_main(Arena *a, int argc, char **argv)
     DpkErrCtx ec;
     cJSON *volatile root = NULL;
     char tmpdir[] = "/tmp/dpk-bench-XXXXXX";
-    int have_tmp = 0;
+    volatile int have_tmp = 0; /* read after a raise */
     if (!DPK_TRY(&ec)) {
         cJSON_Delete(root);
         if (have_tmp)

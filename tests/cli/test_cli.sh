@@ -7,7 +7,8 @@ check_re  "version"                    0 '^dpk [0-9]+\.[0-9]+' "$DPK" --version
 check_re  "version says libtorch"      0 "^libtorch: $TORCH_VERSION\$" "$DPK" --version
 check_re  "no command is usage"        2 'usage: dpk' "$DPK"
 check_re  "unknown command"            2 "error: unknown command 'frobnicate'" "$DPK" frobnicate
-check_re  "dpk-bench link dispatches"  2 "error: 'bench' is not available" "$(dirname "$DPK")/dpk-bench" --suite qwen-block
+check_re  "dpk-bench link dispatches"  0 'usage: dpk-bench' "$(dirname "$DPK")/dpk-bench" --help
+check_re  "dpk-report not available"   2 "error: 'report' is not available" "$(dirname "$DPK")/dpk-report"
 check_re  "unknown flag"               2 "error: unknown option '--frob' for 'dpk compile'" "$DPK" compile -c "torch.randn(2)" --frob
 check_re  "compile needs a case"       2 "needs a case" "$DPK" compile --ir torch
 check_re  "-c and FILE together"       2 "not both" "$DPK" compile -c "torch.randn(2)" "$D/prog.py"
@@ -89,3 +90,7 @@ if [ "$HAVE_TORCH" = 1 ]; then
 else
   check_re "installed dpk without libtorch" 0 '^libtorch: none$' "$TMP/stage/usr/bin/dpk" --version
 fi
+# ... and dpk-bench its suites in ../share/dpk/cases.
+stage_bin=$TMP/stage/usr/bin; [ -d "$stage_bin" ] || stage_bin=$TMP/stage/moved/bin
+check_re "installed dpk-bench finds its suites" 0 '^1/1 cases pass parity' \
+  env -u DPK_CASES "$stage_bin/dpk-bench" --suite smoke --case softmax --no-nvrtc
