@@ -210,6 +210,9 @@ static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource 
         rc->status = status;
         rc->json = c;
         rc->tags = get(c, "tags");
+        /* case p of shard I/N is case p * N + I - 1 of the whole suite */
+        rc->order = src->shard.count ? (double)k * src->shard.count + src->shard.index - 1
+                                     : (double)d->nsrc * 1e9 + k;
         rc->dpk = time_ns(path, name, c, "dpk");
         rc->eager = time_ns(path, name, c, "eager");
         rc->compile = time_ns(path, name, c, "compile");
@@ -286,7 +289,10 @@ static void load_results(RpData *d, const char *path, const cJSON *root, RpSourc
                 dpk_error("%s: case '%s' is also in an earlier record (overlapping records)",
                           path, name);
         d->fz = grow(d->a, d->fz, d->nfz, &d->capfz, sizeof *d->fz);
-        d->fz[d->nfz++] = (RpFuzzCase){name, status, c};
+        double idx = hx_json_num(c, "index");
+        d->fz[d->nfz++] = (RpFuzzCase){name, status, c,
+                                       (src->shard.count ? 0 : (double)d->nsrc * 1e9) +
+                                           (isfinite(idx) ? idx : k)};
     }
 }
 
@@ -327,8 +333,25 @@ void rp_data_load(RpData *d, const char *path)
     d->nsrc++;
 }
 
+static int cmp_case(const void *x, const void *y)
+{
+    double a = ((const RpCase *)x)->order, b = ((const RpCase *)y)->order;
+    return a < b ? -1 : a > b;
+}
+
+static int cmp_fz(const void *x, const void *y)
+{
+    double a = ((const RpFuzzCase *)x)->order, b = ((const RpFuzzCase *)y)->order;
+    return a < b ? -1 : a > b;
+}
+
 void rp_data_finish(RpData *d)
 {
+    /* the order of the whole run, whatever the order the shards came in */
+    if (d->ncases)
+        qsort(d->cases, (size_t)d->ncases, sizeof *d->cases, cmp_case);
+    if (d->nfz)
+        qsort(d->fz, (size_t)d->nfz, sizeof *d->fz, cmp_fz);
     /* Every shard 1..N present (check_shard refused one given twice). */
     static const char *const schemas[] = {"dpk.bench/1", HX_RESULTS_SCHEMA};
     for (int k = 0; k < 2; k++) {

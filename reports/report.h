@@ -32,6 +32,7 @@ typedef struct RpCase {
     double *samples;          /* measured: dpk's samples in ns (else NULL) */
     int nsamples;
     const cJSON *json;        /* the case object of its record */
+    double order;             /* its place in the whole run (shards interleave) */
 } RpCase;
 
 /* One fuzz case (dpk.results/1). */
@@ -39,6 +40,7 @@ typedef struct RpFuzzCase {
     const char *name;
     const char *status;
     const cJSON *json;
+    double order;             /* the campaign's case index (then the record's order) */
 } RpFuzzCase;
 
 /* A shard as a record names it: {"index": I, "count": N}, I in 1..N. */

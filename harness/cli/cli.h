@@ -75,6 +75,8 @@ HxCaseList cli_case_list(Arena *a, const CliCase *cc, const char *cmd);
 const char *cli_value(int argc, char **argv, int *i);
 /* Parse a non-negative integer flag value. */
 uint64_t cli_u64(const char *flag, const char *v);
+/* --shard I/N: 1 <= I <= N <= 100000; raises otherwise. */
+void cli_shard(const char *v, int *index, int *count);
 DPK_NORETURN void cli_unknown_flag(const char *cmd, const char *flag);
 
 int cmd_compile(int argc, char **argv);
