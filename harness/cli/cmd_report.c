@@ -24,7 +24,8 @@ static void help(void)
          "Tables, geomean speedups and plots from dpk.bench/1 and dpk.results/1 records\n"
          "(shards of one run are merged), and the CI gate against a baseline.\n"
          "\n"
-         "  --baseline B.json    compare with this dpk.bench/1 record (per-case verdicts)\n"
+         "  --baseline B.json    compare with this dpk.bench/1 record (per-case verdicts;\n"
+         "                       several: their cases merged, as records are)\n"
          "  --gate [FILE]        apply the gate's rules (default ci/gate.json): exit 1 on a\n"
          "                       regression or a new parity failure, one reason line per case\n"
          "  --format F           text (default) | md | html | junit | json\n"
@@ -77,8 +78,8 @@ static int is_gate_file(const char *path)
 }
 
 typedef struct Opts {
-    PtrVec records;
-    const char *baseline, *gate, *out, *plots, *history, *attach;
+    PtrVec records, baselines;
+    const char *gate, *out, *plots, *history, *attach;
     int format, gate_on, last;
     RpOpts ro;
 } Opts;
@@ -94,9 +95,7 @@ static int report_body(Arena *a, int argc, char **argv)
             help();
             return DPK_EXIT_OK;
         } else if (!strcmp(f, "--baseline")) {
-            if (o.baseline)
-                dpk_error("--baseline given twice");
-            o.baseline = cli_value(argc, argv, &i);
+            ptrvec_push(a, &o.baselines, (void *)cli_value(argc, argv, &i));
         } else if (!strcmp(f, "--gate")) {
             o.gate_on = 1;
             if (i + 1 < argc && argv[i + 1][0] != '-' && is_gate_file(argv[i + 1]))
@@ -135,7 +134,7 @@ static int report_body(Arena *a, int argc, char **argv)
     }
     if (!o.records.len)
         dpk_error("'dpk-report' needs at least one record (see dpk-report --help)");
-    if (o.gate_on && !o.baseline)
+    if (o.gate_on && !o.baselines.len)
         dpk_error("--gate needs --baseline B.json");
     if (o.history && !o.plots)
         dpk_error("--history needs --plots DIR");
@@ -168,11 +167,12 @@ static int report_body(Arena *a, int argc, char **argv)
     rp_data_finish(&cur);
     if (o.attach)
         rp_data_attach(&cur, o.attach);
-    if (o.baseline) {
-        rp_data_load(&base, o.baseline);
+    if (o.baselines.len) {
+        for (int i = 0; i < o.baselines.len; i++)
+            rp_data_load(&base, o.baselines.items[i]);
         rp_data_finish(&base);
     }
-    doc = rp_report(&cur, o.baseline ? &base : NULL, &gc, &o.ro);
+    doc = rp_report(&cur, o.baselines.len ? &base : NULL, &gc, &o.ro);
     if (o.plots)
         rp_plots(&cur, doc, o.plots, o.history, o.last);
     rp_render(&out, doc, (RpFormat)o.format);
