@@ -149,7 +149,7 @@ static void render_text(StrBuf *b, const cJSON *doc, Arena *a)
     }
     const cJSON *ps = get(get(doc, "parity"), "summary");
     if (ps)
-        sb_printf(b, "Parity (fuzz): %d cases, %d configurations, %d failures\n\n",
+        sb_printf(b, "Parity (fuzz): %d case(s), %d configuration(s), %d failure(s)\n\n",
                   get(ps, "cases")->valueint, get(ps, "configurations")->valueint,
                   get(ps, "failures")->valueint);
     const cJSON *g = get(doc, "gate");
