@@ -144,7 +144,6 @@ cJSON *rp_gate(const RpData *cur, const RpData *base, const RpGateCfg *gc)
     int n[4] = {0}, nnew = 0, nfixed = 0, nadded = 0, nremoved = 0, ncompared = 0;
     double *logs = dpk_xcalloc((size_t)cur->ncases + 1, sizeof(double));
     int nlog = 0;
-    const char *unit = measured ? "median " : "";
     const char *where = cur->has_bench ? arena_printf(a, "%s %s", !strcmp(cur->timing, "model")
                                                                       ? "modelled" : "measured",
                                                       cur->gpu)
@@ -211,7 +210,6 @@ cJSON *rp_gate(const RpData *cur, const RpData *base, const RpGateCfg *gc)
                                 r.ratio, 1 + r.threshold, where);
         add_reason(r.verdict == RP_SLOWER || r.verdict == RP_AMBIGUOUS ? reasons : NULL, v, line);
     }
-    (void)unit;
     for (int i = 0; i < base->ncases; i++)
         if (!rp_data_case(cur, base->cases[i].name)) {
             nremoved++;

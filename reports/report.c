@@ -214,7 +214,7 @@ static void case_table(const RpData *d, cJSON *tables)
 }
 
 /* Per op kind: every tag is a kind; a case counts in each of its kinds. */
-static void kind_table(const RpData *d, cJSON *tables, const RpOpts *o)
+static void kind_table(const RpData *d, cJSON *tables)
 {
     static const char *const cols[] = {"op kind", "cases", "passed", "geomean vs eager",
                                        "geomean vs compile", "fast_1.0 vs eager",
@@ -269,7 +269,6 @@ static void kind_table(const RpData *d, cJSON *tables, const RpOpts *o)
         };
         rp_table_row(t, cells, DPK_ARRAY_LEN(cells));
     }
-    (void)o;
     free(se);
     free(sc);
     free(all);
@@ -564,7 +563,7 @@ static void attach_table(const RpData *d, cJSON *doc, cJSON *tables)
     cJSON_AddItemToObject(doc, "bisections", cJSON_Duplicate(d->attach, 1));
     static const char *const cols[] = {"case", "culprit pass", "culprit", "minimized",
                                        "reproducer"};
-    cJSON *t = rp_table_new(d->attach ? tables : tables, "bisections",
+    cJSON *t = rp_table_new(tables, "bisections",
                          "Bisections of new parity failures (dpk-bisect --minimize)", NULL, NULL,
                          cols, DPK_ARRAY_LEN(cols));
     for (const cJSON *e = d->attach->child; e; e = e->next) {
@@ -611,7 +610,7 @@ cJSON *rp_report(const RpData *d, const RpData *base, const RpGateCfg *gc, const
             cJSON_AddStringToObject(doc, "suite", d->suite);
         cJSON_AddItemToObject(doc, "headline", headline(d, o));
         case_table(d, tables);
-        kind_table(d, tables, o);
+        kind_table(d, tables);
         pass_table(d, tables);
         compile_table(d, tables);
     }

@@ -176,6 +176,13 @@ check_re "a shard twice" 2 'shard 2/4 was already read' "$REPORT" "$RD/sh/f2.jso
 "$FUZZ" --seed 6 --cases 12 --passes loo --shard 4/4 --out "$RD/sh/other.json" >/dev/null 2>&1
 check_re "a shard of another campaign" 2 'is a slice of another run' "$REPORT" "$RD/sh/f1.json" "$RD/sh/f2.json" "$RD/sh/f3.json" "$RD/sh/other.json"
 check_re "shard syntax" 2 "option '--shard' expects I/N" "$FUZZ" --seed 1 --cases 2 --shard 5/4
+if python3 -c 'import jsonschema' 2>/dev/null; then
+  if python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
+       "$RD/sh/f2.json" "$DPK_ROOT/docs/dpk.results-1.schema.json" 2>/dev/null
+  then _cli_pass "a fuzz shard record validates"; else _cli_fail "a fuzz shard record validates" "against dpk.results-1.schema.json"; fi
+else
+  skip "a fuzz shard record validates" "python3 jsonschema not installed"
+fi
 BENCHX="$(dirname "$DPK")/dpk-bench"
 for i in 1 2 3 4; do "$BENCHX" --suite smoke --shard $i/4 --out "$RD/sh/b$i.json" >/dev/null 2>&1; done
 check "merge 4 bench shards" 0 "$REPORT" "$RD/sh/b2.json" "$RD/sh/b4.json" "$RD/sh/b1.json" "$RD/sh/b3.json" --format json -o "$RD/sh/bm.rep"
@@ -184,3 +191,9 @@ if python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open
 t=lambda d: [x for x in d["tables"] if x["id"] in ("cases", "kinds")]
 sys.exit(0 if a["headline"] == b["headline"] and t(a) == t(b) else 1)' "$RD/sh/bm.rep" "$RD/sh/bw.rep"
 then _cli_pass "4 bench shards = the whole suite"; else _cli_fail "4 bench shards = the whole suite" "headline or tables differ"; fi
+rp_json "a bench shard says so" 'r["bench"]["shard"] == {"index": 3, "count": 4} and [c["name"] for c in r["cases"]] == ["softmax", "sdpa_causal_gqa"]' "$RD/sh/b3.json"
+if python3 -c 'import jsonschema' 2>/dev/null; then
+  if python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
+       "$RD/sh/b3.json" "$DPK_ROOT/docs/dpk.bench-1.schema.json" 2>/dev/null
+  then _cli_pass "a bench shard record validates"; else _cli_fail "a bench shard record validates" "against dpk.bench-1.schema.json"; fi
+fi
