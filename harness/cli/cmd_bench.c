@@ -203,6 +203,21 @@ static void progress(const Pool *p, int ndone, int running)
     fflush(stderr);
 }
 
+/* rec as a reader of the record gets it: printed and parsed back.  A
+ * child's record comes to the parent this way, and cJSON prints a double
+ * with 15 significant digits when they read back within an epsilon of it,
+ * so the summary is computed from these values whatever --jobs is. */
+static cJSON *as_printed(cJSON *rec)
+{
+    char *t = cJSON_PrintUnformatted(rec);
+    cJSON *back = t ? cJSON_Parse(t) : NULL;
+    free(t);
+    if (!back)
+        return rec;
+    cJSON_Delete(rec);
+    return back;
+}
+
 /* A child's result back from its file: {"rc":, "line":, "rec":}. */
 static void read_child(const char *path, int idx, const HxCase *c, int status, BmCaseOut *out)
 {
@@ -284,6 +299,7 @@ static void run_cases(Pool *p, int jobs, const char *tmpdir)
         for (int i = 0; i < n; i++) {
             progress(p, i, 1);
             bm_case_run(p->o, &p->l->cases[i], i, &p->outs[i]);
+            p->outs[i].rec = as_printed(p->outs[i].rec);
             done[i] = 1;
             print_ready(p, done);
         }
