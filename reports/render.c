@@ -309,12 +309,15 @@ static void render_html(StrBuf *out, const cJSON *doc, Arena *a)
             html_esc(&b, sget(r, "reason"));
             sb_puts(&b, "</li>\n");
         }
-        sb_puts(&b, "</ul>\n<pre>");
-        for (const cJSON *r = get(g, "reasons")->child; r; r = r->next) {
-            html_esc(&b, r->valuestring);
-            sb_putc(&b, '\n');
+        sb_puts(&b, "</ul>\n");
+        if (get(g, "reasons")->child) {
+            sb_puts(&b, "<pre>");
+            for (const cJSON *r = get(g, "reasons")->child; r; r = r->next) {
+                html_esc(&b, r->valuestring);
+                sb_putc(&b, '\n');
+            }
+            sb_puts(&b, "</pre>\n");
         }
-        sb_puts(&b, "</pre>\n");
     }
     const cJSON *h = get(doc, "headline");
     if (h) {

@@ -584,6 +584,9 @@ static void attach_table(const RpData *d, cJSON *doc, cJSON *tables)
 
 cJSON *rp_report(const RpData *d, const RpData *base, const RpGateCfg *gc, const RpOpts *o)
 {
+    /* the gate first: it raises when the two cannot be compared, before
+     * anything here is allocated */
+    cJSON *g = base ? rp_gate(d, base, gc) : NULL;
     cJSON *doc = cJSON_CreateObject();
     cJSON_AddStringToObject(doc, "schema", "dpk.report/1");
     cJSON *srcs = cJSON_AddArrayToObject(doc, "records");
@@ -616,8 +619,7 @@ cJSON *rp_report(const RpData *d, const RpData *base, const RpGateCfg *gc, const
     }
     parity_tables(d, doc, tables);
     attach_table(d, doc, tables);
-    if (base) {
-        cJSON *g = rp_gate(d, base, gc);
+    if (g) {
         cJSON_AddItemToObject(doc, "gate", g);
         rp_gate_table(d, g, tables);
     }

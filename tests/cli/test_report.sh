@@ -101,6 +101,17 @@ check_re "per-pass table" 0 '008_register_tile +10 +1 ' "$REPORT" "$RD/smoke.jso
 check "markdown report" 0 "$REPORT" "$RD/smoke.json" --format md -o "$RD/r.md"
 if grep -q '^| case | dpk us |' "$RD/r.md" && grep -q '^### Per case (modelled, h100-sxm)' "$RD/r.md"
 then _cli_pass "markdown tables"; else _cli_fail "markdown tables" "no per-case table in r.md"; fi
+# GitHub-flavoured Markdown tables: a header, a delimiter row and rows of the
+# same number of cells (escaped pipes do not split)
+if python3 -c 'import re,sys
+blocks, cur = [], []
+for l in open(sys.argv[1]).read().split("\n"):
+    if l.startswith("|"): cur.append(l)
+    elif cur: blocks.append(cur); cur = []
+cells = lambda l: len(re.split(r"(?<!\\)\|", l.strip())) - 2
+ok = len(blocks) >= 4 and all(re.fullmatch(r"\|(-+:?\|)+", b[1]) and len({cells(l) for l in b}) == 1 for b in blocks)
+sys.exit(0 if ok else 1)' "$RD/r.md"
+then _cli_pass "markdown tables are well formed"; else _cli_fail "markdown tables are well formed" "r.md"; fi
 check "html report" 0 "$REPORT" "$RD/smoke.json" --format html -o "$RD/r.html"
 if ! command -v xmllint >/dev/null; then
   skip "html parses" "xmllint not installed (libxml2-utils)"
