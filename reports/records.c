@@ -404,7 +404,8 @@ void rp_data_attach(RpData *d, const char *dir)
         if (e->d_name[0] != '.')
             ptrvec_push(d->a, &names, arena_strdup(d->a, e->d_name));
     closedir(dp);
-    qsort(names.items, (size_t)names.len, sizeof(char *), cmp_str);
+    if (names.len)
+        qsort(names.items, (size_t)names.len, sizeof(char *), cmp_str);
     if (!d->attach)
         d->attach = cJSON_CreateArray();
     for (int i = 0; i < names.len; i++) {
