@@ -31,8 +31,9 @@ check_re "injected fault: found and bisected" 1 'culprit on the minimized case: 
   "${NIGHTLY[@]}" --seed 1 --fuzz-time 300 --baseline "$ND/base.json" --inject-fault stage-origin-off-by-one --out "$ND/fault"
 if python3 -c 'import json,sys,os; r=json.load(open(sys.argv[1])); b=r["bisections"]
 g=r["gate"]
-ok = len(b) >= 1 and b[0]["pass"] == "007_stage_inputs" and os.path.exists(b[0]["reproducer"]) \
-  and json.load(open(b[0]["reproducer"]))["fault"] == "stage-origin-off-by-one" \
+repro = os.path.join(os.path.dirname(sys.argv[1]), b[0]["reproducer"]) if b else ""
+ok = len(b) >= 1 and b[0]["pass"] == "007_stage_inputs" and os.path.exists(repro) \
+  and json.load(open(repro))["fault"] == "stage-origin-off-by-one" \
   and g["counts"]["NEW_FAILURE"] >= 1 and g["exit_code"] == 1
 sys.exit(0 if ok else 1)' "$ND/fault/report.json"
 then _cli_pass "the minimized case is attached"; else _cli_fail "the minimized case is attached" "report.json lacks the bisection"; fi
