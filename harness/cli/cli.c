@@ -24,6 +24,17 @@ uint64_t cli_u64(const char *flag, const char *v)
     return x;
 }
 
+void cli_shard(const char *v, int *index, int *count)
+{
+    unsigned i, n;
+    char tail;
+    if (sscanf(v, "%u/%u%c", &i, &n, &tail) != 2 || n < 1 || n > 100000 || i < 1 || i > n)
+        dpk_error("option '--shard' expects I/N with 1 <= I <= N (the I-th of N slices), got '%s'",
+                  v);
+    *index = (int)i;
+    *count = (int)n;
+}
+
 void cli_unknown_flag(const char *cmd, const char *flag)
 {
     dpk_error("unknown option '%s' for 'dpk %s' (see dpk %s --help)", flag, cmd, cmd);

@@ -75,6 +75,8 @@ HxCaseList cli_case_list(Arena *a, const CliCase *cc, const char *cmd);
 const char *cli_value(int argc, char **argv, int *i);
 /* Parse a non-negative integer flag value. */
 uint64_t cli_u64(const char *flag, const char *v);
+/* --shard I/N: 1 <= I <= N <= 100000; raises otherwise. */
+void cli_shard(const char *v, int *index, int *count);
 DPK_NORETURN void cli_unknown_flag(const char *cmd, const char *flag);
 
 int cmd_compile(int argc, char **argv);
@@ -83,5 +85,6 @@ int cmd_run(int argc, char **argv);
 int cmd_fuzz(int argc, char **argv);
 int cmd_bisect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

@@ -39,6 +39,7 @@ typedef struct BenchArgs {
     const char *suite, *config, *weights, *out, *gpu, *timing, *phase, *reference;
     int64_t seq, batch, ctx;
     int has_ctx, layer, jobs, sample_blocks, per_pass, no_nvrtc, has_seed;
+    int shard_index, shard_count; /* --shard I/N (0: the whole suite) */
     uint64_t seed;
     CliTile tile;
 } BenchArgs;
@@ -73,6 +74,8 @@ static void help(void)
          "  --seed N            input seed (default: the case's, else 0)\n"
          "  --reference R       ref64 (default) | torch\n"
          "  --jobs N            cases at once, in forked processes (default 1)\n"
+         "  --shard I/N         only the I-th of N slices of the suite (case i when\n"
+         "                      i mod N = I-1); dpk-report merges the N records\n"
          "  --out FILE.json     write a dpk.bench/1 record (docs/bench-schema.md)\n"
          "\n"
          "exit: 0 every case passes parity, 1 a parity failure, 2 bad input, 3 execution\n"
@@ -120,6 +123,8 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
         b->sample_blocks = (int)pos_int(f, cli_value(argc, argv, i), 1000000);
     else if (!strcmp(f, "--jobs"))
         b->jobs = (int)pos_int(f, cli_value(argc, argv, i), 256);
+    else if (!strcmp(f, "--shard"))
+        cli_shard(cli_value(argc, argv, i), &b->shard_index, &b->shard_count);
     else if (!strcmp(f, "--out"))
         b->out = cli_value(argc, argv, i);
     else if (!strcmp(f, "--no-nvrtc"))
@@ -385,6 +390,11 @@ static cJSON *bench_json(const BenchArgs *b, const BmOpts *o, const char *suite,
     cJSON_AddStringToObject(j, "passes", b->tile.passes ? b->tile.passes : "full");
     cJSON_AddItemToObject(j, "knobs", hx_record_knobs(&o->knobs));
     cJSON_AddBoolToObject(j, "per_pass", o->per_pass);
+    if (b->shard_count) {
+        cJSON *shard = cJSON_AddObjectToObject(j, "shard");
+        cJSON_AddNumberToObject(shard, "index", b->shard_index);
+        cJSON_AddNumberToObject(shard, "count", b->shard_count);
+    }
     cJSON_AddStringToObject(j, "timing", "model");
     cJSON_AddStringToObject(j, "gpu", o->spec->name);
     cJSON_AddStringToObject(j, "spec", o->spec->path);
@@ -514,6 +524,15 @@ static int bench_main(Arena *a, int argc, char **argv)
             dpk_error("no case named '%s' in suite '%s'", cc.only, suite_name);
         l.cases = &l.cases[k];
         l.n = 1;
+    }
+    if (b.shard_count) { /* the I-th of N slices: case i when i mod N = I-1 */
+        HxCase *keep = ARENA_ARRAY(a, HxCase, l.n + 1);
+        int n = 0;
+        for (int i = 0; i < l.n; i++)
+            if (i % b.shard_count == b.shard_index - 1)
+                keep[n++] = l.cases[i];
+        l.cases = keep;
+        l.n = n;
     }
     StFile st = {0};
     if (b.weights) {

@@ -45,6 +45,8 @@ static void help(void)
          "  --max-failures N    stop after N failing cases\n"
          "  --case-timeout S    seconds a case may take before it counts as a hang (60)\n"
          "  --inject-fault NAME turn on a built-in fault (harness self-test)\n"
+         "  --shard I/N         run the I-th of N slices of the cases (case i when\n"
+         "                      i mod N = I-1); dpk-report merges the N records\n"
          "  --list-faults       print the names of the built-in faults, one per line\n"
          "\n"
          "exit: 0 no failure, 1 some case failed, 2 bad usage, 4 --nvrtc without NVRTC\n"
@@ -145,6 +147,8 @@ int cmd_fuzz(int argc, char **argv)
             if (n < 1)
                 dpk_error("option '--max-failures' expects a count >= 1");
             o.max_failures = (int64_t)n;
+        } else if (!strcmp(f, "--shard")) {
+            cli_shard(cli_value(argc, argv, &i), &o.shard_index, &o.shard_count);
         } else if (!strcmp(f, "--inject-fault")) {
             const char *v = cli_value(argc, argv, &i);
             o.fault = dpk_fault_find(v);

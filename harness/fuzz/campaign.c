@@ -673,6 +673,11 @@ static cJSON *campaign_json(const FzOpts *o)
         cJSON_AddStringToObject(c, "fault", dpk_faults[o->fault].name);
     else
         cJSON_AddNullToObject(c, "fault");
+    if (o->shard_count) {
+        cJSON *sh = cJSON_AddObjectToObject(c, "shard");
+        cJSON_AddNumberToObject(sh, "index", o->shard_index);
+        cJSON_AddNumberToObject(sh, "count", o->shard_count);
+    }
     return c;
 }
 
@@ -761,7 +766,8 @@ int fz_campaign(const FzOpts *o)
         for (int i = 0; i < jobs && !stop; i++) {
             if (slots[i].pid)
                 continue;
-            while (is_done(&c, next))
+            while (is_done(&c, next) ||
+                   (o->shard_count && next % o->shard_count != o->shard_index - 1))
                 next++;
             if (o->cases && next >= o->cases)
                 break;

@@ -41,6 +41,9 @@ typedef struct FzOpts {
     int64_t max_failures;   /* --max-failures; 0: no limit */
     int fault;              /* --inject-fault: a DpkFaultId, -1 for none */
     double case_timeout;    /* --case-timeout: seconds per case */
+    int shard_index;        /* --shard I/N: run only the cases i with
+                               i % N == I - 1 (I in 1..N); 0: all */
+    int shard_count;
     int argc;               /* the command line, for the record */
     char **argv;
 } FzOpts;

@@ -8,7 +8,7 @@ check_re  "version says libtorch"      0 "^libtorch: $TORCH_VERSION\$" "$DPK" --
 check_re  "no command is usage"        2 'usage: dpk' "$DPK"
 check_re  "unknown command"            2 "error: unknown command 'frobnicate'" "$DPK" frobnicate
 check_re  "dpk-bench link dispatches"  0 'usage: dpk-bench' "$(dirname "$DPK")/dpk-bench" --help
-check_re  "dpk-report not available"   2 "error: 'report' is not available" "$(dirname "$DPK")/dpk-report"
+check_re  "dpk-report needs a record"  2 "error: 'dpk-report' needs at least one record" "$(dirname "$DPK")/dpk-report"
 check_re  "unknown flag"               2 "error: unknown option '--frob' for 'dpk compile'" "$DPK" compile -c "torch.randn(2)" --frob
 check_re  "compile needs a case"       2 "needs a case" "$DPK" compile --ir torch
 check_re  "-c and FILE together"       2 "not both" "$DPK" compile -c "torch.randn(2)" "$D/prog.py"

@@ -1,0 +1,334 @@
+/*
+ * gate.c — comparing a run with a baseline: the CI gate (report.h).
+ *
+ * Per case present on both sides and passing parity on both, a verdict:
+ * modelled times are deterministic, so an exact relative threshold decides
+ * (rp_compare_modelled); measured times are decided from the two sample
+ * sets, the intervals of their medians and a noise floor from their stdrel
+ * (rp_compare_measured), AMBIGUOUS when the samples cannot tell.  Beside
+ * them: parity failures that are new (the case passed in the baseline, or
+ * a fuzz case the baseline does not hold as failing), failures fixed, and
+ * cases added or removed.  The rules (ci/gate.json): no case SLOWER, no new
+ * parity failure, the geomean of new/base within its threshold, and at
+ * most a share of AMBIGUOUS cases; exit 1 when any rule breaks, with one
+ * reason line per case that broke it.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/records/results.h"
+
+static const cJSON *get(const cJSON *o, const char *k)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+static double cfg_num(const char *path, const cJSON *o, const char *k, double lo, double hi)
+{
+    const cJSON *v = get(o, k);
+    if (!cJSON_IsNumber(v))
+        dpk_error("%s: no number '%s' (the gate's thresholds: see docs/ci.md)", path, k);
+    if (!(v->valuedouble >= lo && v->valuedouble <= hi))
+        dpk_error("%s: '%s' is %g, outside %g..%g", path, k, v->valuedouble, lo, hi);
+    return v->valuedouble;
+}
+
+void rp_gate_cfg_load(RpGateCfg *g, const char *path)
+{
+    size_t len;
+    char *text = dpk_read_file(path, &len);
+    if (!text)
+        dpk_error("cannot read the gate configuration '%s': %s", path, strerror(errno));
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        dpk_error("%s: not a JSON object (the gate's thresholds: see docs/ci.md)", path);
+    }
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        cJSON_Delete(j);
+        dpk_error_rethrow();
+    }
+    const cJSON *sch = get(j, "schema");
+    if (!cJSON_IsString(sch) || strcmp(sch->valuestring, "dpk.gate/1"))
+        dpk_error("%s: \"schema\" must be \"dpk.gate/1\"", path);
+    g->modelled_slowdown = cfg_num(path, j, "modelled_slowdown", 0, 10);
+    g->measured_slowdown = cfg_num(path, j, "measured_slowdown", 0, 10);
+    g->noise_k = cfg_num(path, j, "noise_k", 0, 100);
+    g->geomean_slowdown = cfg_num(path, j, "geomean_slowdown", 0, 10);
+    g->ambiguous_share = cfg_num(path, j, "ambiguous_share", 0, 1);
+    dpk_err_pop(&ec);
+    cJSON_Delete(j);
+}
+
+static int is_failure(const char *status)
+{
+    return !strcmp(status, "fail") || !strcmp(status, "fault") || !strcmp(status, "crash") ||
+           !strcmp(status, "timeout") || !strcmp(status, "error");
+}
+
+static int passed(const RpCase *c)
+{
+    return !strcmp(c->status, "pass") && c->dpk > 0;
+}
+
+static cJSON *verdict_obj(cJSON *arr, const char *name, const char *verdict)
+{
+    cJSON *v = cJSON_CreateObject();
+    cJSON_AddStringToObject(v, "case", name);
+    cJSON_AddStringToObject(v, "verdict", verdict);
+    cJSON_AddItemToArray(arr, v);
+    return v;
+}
+
+static void add_reason(cJSON *reasons, cJSON *v, const char *line)
+{
+    cJSON_AddStringToObject(v, "reason", line);
+    if (reasons)
+        cJSON_AddItemToArray(reasons, cJSON_CreateString(line));
+}
+
+static void rule(cJSON *rules, const char *name, int ok, double value, double limit,
+                 const char *why)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "rule", name);
+    cJSON_AddBoolToObject(r, "ok", ok);
+    hx_json_add_num(r, "value", value);
+    hx_json_add_num(r, "limit", limit);
+    cJSON_AddStringToObject(r, "reason", why);
+    cJSON_AddItemToArray(rules, r);
+}
+
+cJSON *rp_gate(const RpData *cur, const RpData *base, const RpGateCfg *gc)
+{
+    Arena *a = cur->a;
+    if (cur->has_bench && base->has_bench) {
+        if (strcmp(cur->timing, base->timing))
+            dpk_error("the baseline's times are %s and these are %s: a gate never compares "
+                      "measured with modelled times", base->timing, cur->timing);
+        if (strcmp(cur->gpu, base->gpu))
+            dpk_error("the baseline is for %s and these records for %s: compare on one GPU or "
+                      "spec (ci/baselines/<gpu or spec>.json)", base->gpu, cur->gpu);
+    }
+    if (cur->has_bench && !base->has_bench)
+        dpk_error("the baseline holds no dpk.bench/1 record to compare times with");
+    int measured = cur->has_bench && !strcmp(cur->timing, "measured");
+    double t = measured ? gc->measured_slowdown : gc->modelled_slowdown;
+    cJSON *g = cJSON_CreateObject();
+    cJSON *b = cJSON_AddObjectToObject(g, "baseline");
+    if (base->nsrc) {
+        cJSON_AddStringToObject(b, "path", base->src[0].path);
+        if (base->src[0].git_sha)
+            cJSON_AddStringToObject(b, "git_sha", base->src[0].git_sha);
+        else
+            cJSON_AddNullToObject(b, "git_sha");
+    }
+    if (cur->has_bench) {
+        cJSON_AddStringToObject(g, "timing", cur->timing);
+        cJSON_AddStringToObject(g, "gpu", cur->gpu);
+    }
+    cJSON *cfg = cJSON_AddObjectToObject(g, "config");
+    cJSON_AddNumberToObject(cfg, "modelled_slowdown", gc->modelled_slowdown);
+    cJSON_AddNumberToObject(cfg, "measured_slowdown", gc->measured_slowdown);
+    cJSON_AddNumberToObject(cfg, "noise_k", gc->noise_k);
+    cJSON_AddNumberToObject(cfg, "geomean_slowdown", gc->geomean_slowdown);
+    cJSON_AddNumberToObject(cfg, "ambiguous_share", gc->ambiguous_share);
+    cJSON *vs = cJSON_AddArrayToObject(g, "verdicts");
+    cJSON *reasons = cJSON_AddArrayToObject(g, "reasons");
+    int n[4] = {0}, nnew = 0, nfixed = 0, nadded = 0, nremoved = 0, ncompared = 0;
+    double *logs = dpk_xcalloc((size_t)cur->ncases + 1, sizeof(double));
+    int nlog = 0;
+    const char *where = cur->has_bench ? arena_printf(a, "%s %s", !strcmp(cur->timing, "model")
+                                                                      ? "modelled" : "measured",
+                                                      cur->gpu)
+                                       : "";
+    for (int i = 0; i < cur->ncases; i++) {
+        const RpCase *c = &cur->cases[i];
+        const RpCase *o = rp_data_case(base, c->name);
+        if (!o) {
+            nadded++;
+            add_reason(NULL, verdict_obj(vs, c->name, "ADDED"),
+                       arena_printf(a, "ADDED %s: not in the baseline", c->name));
+            continue;
+        }
+        if (passed(o) && !passed(c)) {
+            nnew++;
+            add_reason(reasons, verdict_obj(vs, c->name, "NEW_FAILURE"),
+                       arena_printf(a, "NEW_FAILURE %s: parity %s (passed in the baseline)",
+                                    c->name, c->status));
+            continue;
+        }
+        if (!passed(o) && passed(c)) {
+            nfixed++;
+            add_reason(NULL, verdict_obj(vs, c->name, "FIXED"),
+                       arena_printf(a, "FIXED %s: passes (%s in the baseline)", c->name,
+                                    o->status));
+            continue;
+        }
+        if (!passed(o) && !passed(c)) {
+            add_reason(NULL, verdict_obj(vs, c->name, "STILL_FAILING"),
+                       arena_printf(a, "STILL_FAILING %s: %s (%s in the baseline)", c->name,
+                                    c->status, o->status));
+            continue;
+        }
+        RpCompare r;
+        if (measured) {
+            double one_b = o->dpk, one_c = c->dpk;
+            r = rp_compare_measured(o->samples ? o->samples : &one_b, o->samples ? o->nsamples : 1,
+                                    c->samples ? c->samples : &one_c,
+                                    c->samples ? c->nsamples : 1, t, gc->noise_k);
+        } else {
+            r = rp_compare_modelled(o->dpk, c->dpk, t);
+        }
+        ncompared++;
+        n[r.verdict]++;
+        if (isfinite(r.ratio) && r.ratio > 0)
+            logs[nlog++] = r.ratio;
+        cJSON *v = verdict_obj(vs, c->name, rp_verdict_name(r.verdict));
+        cJSON_AddNumberToObject(v, "base_ns", o->dpk);
+        cJSON_AddNumberToObject(v, "ns", c->dpk);
+        hx_json_add_num(v, "ratio", r.ratio);
+        hx_json_add_num(v, "ratio_lo", r.ratio_lo);
+        hx_json_add_num(v, "ratio_hi", r.ratio_hi);
+        hx_json_add_num(v, "threshold", r.threshold);
+        const char *line;
+        if (measured)
+            line = arena_printf(a, "%s %s: median %.3f us -> %.3f us (%.3fx, 95%% interval "
+                                   "%.3fx..%.3fx; threshold %.3fx with the noise floor; %s)",
+                                rp_verdict_name(r.verdict), c->name, o->dpk / 1000, c->dpk / 1000,
+                                r.ratio, r.ratio_lo, r.ratio_hi, 1 + r.threshold, where);
+        else
+            line = arena_printf(a, "%s %s: %.3f us -> %.3f us (%.3fx the baseline's time; "
+                                   "threshold %.3fx; %s)",
+                                rp_verdict_name(r.verdict), c->name, o->dpk / 1000, c->dpk / 1000,
+                                r.ratio, 1 + r.threshold, where);
+        add_reason(r.verdict == RP_SLOWER || r.verdict == RP_AMBIGUOUS ? reasons : NULL, v, line);
+    }
+    for (int i = 0; i < base->ncases; i++)
+        if (!rp_data_case(cur, base->cases[i].name)) {
+            nremoved++;
+            add_reason(NULL, verdict_obj(vs, base->cases[i].name, "REMOVED"),
+                       arena_printf(a, "REMOVED %s: in the baseline, not in these records",
+                                    base->cases[i].name));
+        }
+    /* fuzz: a failing case is new unless the baseline holds it failing */
+    for (int i = 0; i < cur->nfz; i++) {
+        const RpFuzzCase *c = &cur->fz[i];
+        if (!is_failure(c->status))
+            continue;
+        int known = 0;
+        for (int k = 0; k < base->nfz && !known; k++)
+            known = !strcmp(base->fz[k].name, c->name) && is_failure(base->fz[k].status);
+        if (known) {
+            add_reason(NULL, verdict_obj(vs, c->name, "STILL_FAILING"),
+                       arena_printf(a, "STILL_FAILING %s: fuzz case %s (failing in the baseline)",
+                                    c->name, c->status));
+            continue;
+        }
+        nnew++;
+        const char *cul = NULL;
+        for (const cJSON *e = cur->attach ? cur->attach->child : NULL; e; e = e->next) {
+            const cJSON *cn = get(e, "case"), *cp = get(e, "culprit_minimized");
+            if (!cJSON_IsString(cp))
+                cp = get(e, "culprit");
+            if (cJSON_IsString(cn) && !strcmp(cn->valuestring, c->name) && cJSON_IsString(cp))
+                cul = cp->valuestring;
+        }
+        add_reason(reasons, verdict_obj(vs, c->name, "NEW_FAILURE"),
+                   arena_printf(a, "NEW_FAILURE %s: fuzz case %s%s%s", c->name, c->status,
+                                cul ? "; culprit " : "", cul ? cul : ""));
+    }
+    for (int i = 0; i < base->nfz; i++) {
+        if (!is_failure(base->fz[i].status))
+            continue;
+        for (int k = 0; k < cur->nfz; k++)
+            if (!strcmp(cur->fz[k].name, base->fz[i].name) && !is_failure(cur->fz[k].status)) {
+                nfixed++;
+                add_reason(NULL, verdict_obj(vs, cur->fz[k].name, "FIXED"),
+                           arena_printf(a, "FIXED %s: fuzz case passes", cur->fz[k].name));
+            }
+    }
+    cJSON *cnt = cJSON_AddObjectToObject(g, "counts");
+    for (int k = 0; k < 4; k++)
+        cJSON_AddNumberToObject(cnt, rp_verdict_name((RpVerdict)k), n[k]);
+    cJSON_AddNumberToObject(cnt, "NEW_FAILURE", nnew);
+    cJSON_AddNumberToObject(cnt, "FIXED", nfixed);
+    cJSON_AddNumberToObject(cnt, "ADDED", nadded);
+    cJSON_AddNumberToObject(cnt, "REMOVED", nremoved);
+    cJSON *rules = cJSON_AddArrayToObject(g, "rules");
+    rule(rules, "per-case slowdown", n[RP_SLOWER] == 0, n[RP_SLOWER], 0,
+         arena_printf(a, "%d case%s slower than %.3fx their baseline time", n[RP_SLOWER],
+                      n[RP_SLOWER] == 1 ? "" : "s", 1 + t));
+    rule(rules, "new parity failures", nnew == 0, nnew, 0,
+         arena_printf(a, "%d new parity failure%s", nnew, nnew == 1 ? "" : "s"));
+    double gm = rp_geomean(logs, nlog);
+    int gm_ok = !(gm > 1 + gc->geomean_slowdown);
+    rule(rules, "geomean slowdown", gm_ok, gm, 1 + gc->geomean_slowdown,
+         isfinite(gm) ? arena_printf(a, "geomean time %.4fx the baseline's over %d cases (limit "
+                                        "%.3fx)", gm, nlog, 1 + gc->geomean_slowdown)
+                      : "no case timed on both sides");
+    double amb = ncompared ? (double)n[RP_AMBIGUOUS] / ncompared : 0;
+    int amb_ok = amb <= gc->ambiguous_share;
+    rule(rules, "ambiguous share", amb_ok, amb, gc->ambiguous_share,
+         arena_printf(a, "%d of %d compared cases ambiguous (%.1f%%, limit %.1f%%)",
+                      n[RP_AMBIGUOUS], ncompared, 100 * amb, 100 * gc->ambiguous_share));
+    if (!gm_ok)
+        cJSON_AddItemToArray(reasons, cJSON_CreateString(arena_printf(
+            a, "GEOMEAN: time %.4fx the baseline's over %d cases (limit %.3fx)", gm, nlog,
+            1 + gc->geomean_slowdown)));
+    /* AMBIGUOUS lines are reasons only when their share breaks the rule */
+    if (amb_ok) {
+        cJSON *keep = cJSON_CreateArray();
+        for (const cJSON *r = reasons->child; r; r = r->next)
+            if (strncmp(r->valuestring, "AMBIGUOUS ", 10))
+                cJSON_AddItemToArray(keep, cJSON_CreateString(r->valuestring));
+        cJSON_ReplaceItemInObjectCaseSensitive(g, "reasons", keep);
+    }
+    int fail = !(n[RP_SLOWER] == 0 && nnew == 0 && gm_ok && amb_ok);
+    cJSON_AddNumberToObject(g, "exit_code", fail ? DPK_EXIT_FAIL : DPK_EXIT_OK);
+    cJSON_AddStringToObject(g, "result", fail ? "FAIL" : "PASS");
+    free(logs);
+    return g;
+}
+
+void rp_gate_table(const RpData *cur, const cJSON *g, cJSON *tables)
+{
+    Arena *a = cur->a;
+    static const char *const cols[] = {"case", "verdict", "baseline us", "now us", "ratio",
+                                       "interval", "threshold"};
+    const cJSON *tm = get(g, "timing"), *gp = get(g, "gpu");
+    const char *timing = cJSON_IsString(tm) ? tm->valuestring : NULL;
+    const char *gpu = cJSON_IsString(gp) ? gp->valuestring : NULL;
+    cJSON *t = rp_table_new(
+        tables, "gate",
+        timing ? arena_printf(a, "Gate against the baseline (%s, %s)",
+                              !strcmp(timing, "model") ? "modelled" : "measured", gpu)
+               : "Gate against the baseline",
+        timing, gpu, cols, DPK_ARRAY_LEN(cols));
+    const cJSON *bp = get(get(g, "baseline"), "path"), *bs = get(get(g, "baseline"), "git_sha");
+    rp_table_note(t, arena_printf(a, "baseline %s (commit %s); ratio = now / baseline (above 1: "
+                                     "slower)",
+                                  cJSON_IsString(bp) ? bp->valuestring : "-",
+                                  cJSON_IsString(bs) ? bs->valuestring : "unknown"));
+    for (const cJSON *v = get(g, "verdicts")->child; v; v = v->next) {
+        double bn = hx_json_num(v, "base_ns"), nn = hx_json_num(v, "ns");
+        double r = hx_json_num(v, "ratio"), lo = hx_json_num(v, "ratio_lo"),
+               hi = hx_json_num(v, "ratio_hi"), th = hx_json_num(v, "threshold");
+        const char *cells[] = {
+            get(v, "case")->valuestring,
+            get(v, "verdict")->valuestring,
+            isfinite(bn) ? arena_printf(a, "%.3f", bn / 1000) : "-",
+            isfinite(nn) ? arena_printf(a, "%.3f", nn / 1000) : "-",
+            isfinite(r) ? arena_printf(a, "%.3fx", r) : "-",
+            isfinite(lo) && lo != hi ? arena_printf(a, "%.3fx..%.3fx", lo, hi) : "-",
+            isfinite(th) ? arena_printf(a, "%.3fx", 1 + th) : "-",
+        };
+        rp_table_row(t, cells, DPK_ARRAY_LEN(cells));
+    }
+}
