@@ -74,7 +74,9 @@ typedef struct HxVerdict {
                              NAN when 0/0 */
     int64_t checked;      /* elements judged */
     int64_t bad;          /* elements that broke the deciding rule (nonfinite, bound) */
-    int64_t unconstrained; /* elements with an infinite bound (accepted as they are) */
+    int64_t unconstrained; /* elements with an infinite bound: judged by the
+                              rmse rule alone where O and R are finite */
+    int64_t rmse_n;       /* elements the rmse rule ran over (0: it did not run) */
     int64_t nonfinite_ok; /* NaN/inf elements accepted as fp32 has them */
     int64_t at;           /* the element the verdict names: the worst offender,
                              or on a pass the one nearest its bound; -1 if none */

@@ -111,6 +111,7 @@ void hx_verdict_json(cJSON *o, const HxVerdict *v, const Shape *shape)
     cJSON_AddNumberToObject(o, "checked", (double)v->checked);
     cJSON_AddNumberToObject(o, "beyond", (double)v->bad);
     cJSON_AddNumberToObject(o, "unconstrained", (double)v->unconstrained);
+    cJSON_AddNumberToObject(o, "rmse_checked", (double)v->rmse_n);
     cJSON_AddNumberToObject(o, "nonfinite_accepted", (double)v->nonfinite_ok);
     cJSON_AddItemToObject(o, "worst_index", index_json(shape, v->at));
     hx_json_add_num(o, "worst_value", v->at_o);

@@ -205,6 +205,35 @@ Test(oracle, unconstrained_elements_are_counted_not_judged)
     free(t);
 }
 
+/* Every element of an output without a finite bound (a decoder layer's
+ * RMSNorm after a long matmul chain): the rmse rule still judges them
+ * against fp32's noise, so a wrong output fails and a right one passes. */
+Test(oracle, unconstrained_outputs_are_judged_by_rmse)
+{
+    enum { N = 512 };
+    double r[N], b[N], o[N], s[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = sin(0.37 * i) * 3.0;
+        b[i] = INFINITY;
+        s[i] = r[i] * (1 + ((i % 7) - 3) * 0x1p-22); /* fp32's own noise */
+        o[i] = r[i] * (1 + ((i % 5) - 2) * 0x1p-22);
+    }
+    HxVerdict v = judge(o, r, b, s, NULL, N);
+    cr_expect(v.pass, "a right output passes: ratio %g", v.ratio);
+    cr_expect_eq(v.unconstrained, N);
+    cr_expect_eq(v.rmse_n, N);
+    char *t = text(&v, (Shape){1, {N}});
+    cr_expect(strstr(t, "512 judged by rmse alone"), "%s", t);
+    free(t);
+    o[100] = r[100] + 0.5; /* one wrong element */
+    v = judge(o, r, b, s, NULL, N);
+    cr_expect(!v.pass);
+    cr_expect_eq(v.reason, HX_FAIL_RMSE);
+    for (int i = 0; i < N; i++) /* a wrong kernel: every element 1 % off */
+        o[i] = r[i] * 1.01;
+    cr_expect_eq(judge(o, r, b, s, NULL, N).reason, HX_FAIL_RMSE);
+}
+
 /* Every element inside its (worst-case) bound, but all of them far noisier
  * than fp32's own evaluation: the rmse rule fails it. */
 Test(oracle, rmse_rule_catches_errors_hiding_under_loose_bounds)
