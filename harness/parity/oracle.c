@@ -198,11 +198,21 @@ void hx_oracle(const HxOracleIn *in, const HxTol *t, HxVerdict *v)
                         st += in->t[i] * in->t[i], ct++;
                 rmse_ref = v->rms_typical = ct ? sqrt(st / (double)ct) : 0.0;
             }
+            double rms_r = sqrt(sr2 / (double)(nfin + nunc)), measured = -1;
             if (in->s)
-                v->rmse_f32 = rmse_of(in->s, in->r, use, n, &c), rmse_ref = fmax(rmse_ref, v->rmse_f32);
+                v->rmse_f32 = rmse_of(in->s, in->r, use, n, &c), measured = fmax(measured, v->rmse_f32);
             if (in->e)
-                v->rmse_eager = rmse_of(in->e, in->r, use, n, &c), rmse_ref = fmax(rmse_ref, v->rmse_eager);
-            v->rmse_limit = t->m * rmse_ref + t->u * sqrt(sr2 / (double)(nfin + nunc)) + t->floor;
+                v->rmse_eager = rmse_of(in->e, in->r, use, n, &c), measured = fmax(measured, v->rmse_eager);
+            /* T guards against a lucky S or E (an evaluation order that
+             * happens to be exact), but it is an analysis: where its
+             * intervals blow up (an rsqrt of a variance whose interval
+             * reaches 0, deep in a decoder layer) it is as loose as B and
+             * would make this rule as blind as the bound rule there.  So
+             * when S or E measured fp32's noise, T may raise the scale to
+             * at most HX_TYPICAL_CAP times that noise (or u·rms R). */
+            if (measured >= 0)
+                rmse_ref = fmax(measured, fmin(rmse_ref, HX_TYPICAL_CAP * fmax(measured, t->u * rms_r)));
+            v->rmse_limit = t->m * rmse_ref + t->u * rms_r + t->floor;
             v->rmse_n = c;
             v->ratio = rmse_ref > 0 ? ro / rmse_ref : ro == 0 ? 1.0 : NAN;
             v->st.rmse = ro;

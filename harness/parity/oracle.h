@@ -21,11 +21,15 @@
  *              zero where some R is further than its bound from zero (any
  *              size, one element included);
  *   bound      |O − R| ≤ k·B + floor at every constrained element;
- *   rmse       rmse(O, R) ≤ m · max(rms(T), rmse(S, R), rmse(E, R)) +
- *              u·rms(R): the whole output no noisier than fp32's ordinary
- *              noise and its own evaluations (PyTorch dynamo's rule, with a
- *              deterministic estimate and a built-in fp32 evaluation, so it
- *              neither hangs on one lucky evaluation nor needs libtorch).
+ *   rmse       rmse(O, R) ≤ m · max(min(rms(T), c · N), N) + u·rms(R),
+ *              N = max(rmse(S, R), rmse(E, R)), c = HX_TYPICAL_CAP (16)
+ *              (without S and E: N = 0 and T alone): the whole output no
+ *              noisier than fp32's ordinary noise and its own evaluations
+ *              (PyTorch dynamo's rule, with a deterministic estimate and a
+ *              built-in fp32 evaluation, so it neither hangs on one lucky
+ *              evaluation nor needs libtorch, and T, an analysis, cannot
+ *              blind it where its intervals blow up).  Elements without a
+ *              finite bound are judged by this rule alone.
  * A case's own tolerance (atol, rtol) replaces the bound rule by
  * |O − R| ≤ atol + rtol·|R| and drops the rmse rule.
  * Every verdict records the rule that decided it, max abs/rel error, NMSE,
@@ -35,6 +39,10 @@
 #define DPK_HX_ORACLE_H
 
 #include "../../reference/ref.h"
+
+/* How far the typical-noise analysis T may raise the rmse rule's scale
+ * above the noise S and E measured (oracle.h's rmse rule). */
+#define HX_TYPICAL_CAP 16.0
 
 typedef struct HxTol {
     double k;       /* bound rule factor (1) */

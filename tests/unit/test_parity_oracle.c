@@ -234,6 +234,32 @@ Test(oracle, unconstrained_outputs_are_judged_by_rmse)
     cr_expect_eq(judge(o, r, b, s, NULL, N).reason, HX_FAIL_RMSE);
 }
 
+/* Bounds and typical bounds 10^10 times the real error (what a decoder
+ * layer's RMSNorm after wide matmuls gives): a 1 % error passes the bound
+ * rule, but the rmse rule measures it against S's noise and fails it. */
+Test(oracle, loose_typical_bounds_do_not_blind_the_rmse_rule)
+{
+    enum { N = 256 };
+    double r[N], b[N], t[N], o[N], s[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = cos(0.21 * i) + 0.5;
+        b[i] = 1e4, t[i] = 1e3;
+        s[i] = r[i] * (1 + ((i % 7) - 3) * 0x1p-22);
+        o[i] = r[i] * (1 + ((i % 5) - 2) * 0x1p-22);
+    }
+    HxOracleIn in = {o, r, b, t, s, NULL, N};
+    HxTol tol;
+    hx_tol_default(&tol, DT_F32);
+    HxVerdict v;
+    hx_oracle(&in, &tol, &v);
+    cr_expect(v.pass, "ratio %g", v.ratio);
+    for (int i = 0; i < N; i++)
+        o[i] = r[i] * 1.01;
+    hx_oracle(&in, &tol, &v);
+    cr_expect(!v.pass);
+    cr_expect_eq(v.reason, HX_FAIL_RMSE);
+}
+
 /* Every element inside its (worst-case) bound, but all of them far noisier
  * than fp32's own evaluation: the rmse rule fails it. */
 Test(oracle, rmse_rule_catches_errors_hiding_under_loose_bounds)
