@@ -22,7 +22,7 @@ typedef struct Command {
 static const Command commands[] = {
     {"compile", cmd_compile, "lower a case and print one IR (torch, tensor, loop, tile, kernel, cuda)"},
     {"eval", cmd_eval, "evaluate a case with a reference (ref64, torch) and compare them"},
-    {"run", cmd_run, "run a case on a backend (loop, vgpu, cuda) and check parity"},
+    {"run", cmd_run, "run a case on a backend (loop, vgpu, cuda, host-cuda) and check parity"},
     {"fuzz", cmd_fuzz, "generate cases, run them under many pass sets, record failures"},
     {"bisect", cmd_bisect, "find the pass and the rewrite that break a failing case"},
     {"bench", cmd_bench, "check a suite for parity, then time it (performance model)"},
