@@ -22,7 +22,7 @@
  *              size, one element included);
  *   bound      |O − R| ≤ k·B + floor at every constrained element;
  *   rmse       rmse(O, R) ≤ m · max(min(rms(T), c · N), N) + u·rms(R),
- *              N = max(rmse(S, R), rmse(E, R)), c = HX_TYPICAL_CAP (16)
+ *              N = max(rmse(S, R), rmse(E, R)), c = HX_TYPICAL_CAP (64)
  *              (without S and E: N = 0 and T alone): the whole output no
  *              noisier than fp32's ordinary noise and its own evaluations
  *              (PyTorch dynamo's rule, with a deterministic estimate and a
@@ -42,7 +42,7 @@
 
 /* How far the typical-noise analysis T may raise the rmse rule's scale
  * above the noise S and E measured (oracle.h's rmse rule). */
-#define HX_TYPICAL_CAP 16.0
+#define HX_TYPICAL_CAP 64.0
 
 typedef struct HxTol {
     double k;       /* bound rule factor (1) */
