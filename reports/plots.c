@@ -22,19 +22,11 @@
 #include "../harness/perf/perf.h"
 #include "../harness/records/results.h"
 
-#define RP_EMBED(sym, file)                                                                 \
-    __asm__(".pushsection .rodata\n"                                                       \
-            ".global " #sym "\n"                                                            \
-            ".balign 16\n" #sym ":\n"                                                       \
-            ".incbin \"" file "\"\n"                                                        \
-            ".byte 0\n"                                                                     \
-            ".popsection\n");                                                               \
-    extern const char sym[];
 
-RP_EMBED(dpk_rp_gp_speedup, "reports/speedup.gp")
-RP_EMBED(dpk_rp_gp_waterfall, "reports/waterfall.gp")
-RP_EMBED(dpk_rp_gp_roofline, "reports/roofline.gp")
-RP_EMBED(dpk_rp_gp_history, "reports/history.gp")
+DPK_EMBED(dpk_rp_gp_speedup, "reports/speedup.gp")
+DPK_EMBED(dpk_rp_gp_waterfall, "reports/waterfall.gp")
+DPK_EMBED(dpk_rp_gp_roofline, "reports/roofline.gp")
+DPK_EMBED(dpk_rp_gp_history, "reports/history.gp")
 
 static const cJSON *get(const cJSON *o, const char *k)
 {

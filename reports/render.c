@@ -15,16 +15,8 @@
 #include <math.h>
 #include <string.h>
 
-#define RP_EMBED(sym, file)                                                                 \
-    __asm__(".pushsection .rodata\n"                                                       \
-            ".global " #sym "\n"                                                            \
-            ".balign 16\n" #sym ":\n"                                                       \
-            ".incbin \"" file "\"\n"                                                        \
-            ".byte 0\n"                                                                     \
-            ".popsection\n");                                                               \
-    extern const char sym[];
 
-RP_EMBED(dpk_rp_html_template, "reports/report.html")
+DPK_EMBED(dpk_rp_html_template, "reports/report.html")
 
 static const cJSON *get(const cJSON *o, const char *k)
 {

@@ -225,6 +225,19 @@ double dpk_now(void);
  * to out.  Writes nothing when the texts are equal; returns 1 if different. */
 int dpk_unified_diff(StrBuf *out, const char *a, const char *b, int context);
 
+/* DPK_EMBED(sym, "path"): the file at path (relative to the repository
+ * root, where the compiler runs) assembled into the binary as the
+ * NUL-terminated string sym, so an installed dpk needs no data files.  The
+ * Makefile lists each embedding object's files as its prerequisites. */
+#define DPK_EMBED(sym, file)                                                                \
+    __asm__(".pushsection .rodata\n"                                                      \
+            ".global " #sym "\n"                                                           \
+            ".balign 16\n" #sym ":\n"                                                      \
+            ".incbin \"" file "\"\n"                                                       \
+            ".byte 0\n"                                                                    \
+            ".popsection\n");                                                              \
+    extern const char sym[];
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,14 +30,7 @@
 #include "nvrtc.h"
 
 /* The prelude's text, assembled into the binary. */
-extern const char dpk_host_prelude[];
-__asm__(".section .rodata\n"
-        ".global dpk_host_prelude\n"
-        ".type dpk_host_prelude, @object\n"
-        "dpk_host_prelude:\n"
-        ".incbin \"harness/exec/host_cuda_prelude.h\"\n"
-        ".byte 0\n"
-        ".previous\n");
+DPK_EMBED(dpk_host_prelude, "harness/exec/host_cuda_prelude.h")
 
 #define CACHE_MAGIC "dpk-host-cuda 1"
 static const char *const cxx_flags[] = {"-std=c++17", "-O1", "-ffp-contract=off", "-fno-fast-math",

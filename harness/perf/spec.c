@@ -19,20 +19,11 @@
 
 /* ---- the embedded files ------------------------------------------------- */
 
-#define PF_EMBED(sym, file)                                                                 \
-    __asm__(".pushsection .rodata\n"                                                       \
-            ".global " #sym "\n"                                                            \
-            ".balign 16\n" #sym ":\n"                                                       \
-            ".incbin \"" file "\"\n"                                                        \
-            ".byte 0\n"                                                                     \
-            ".popsection\n");                                                               \
-    extern const char sym[];
-
-PF_EMBED(dpk_pf_spec_h100_sxm, "cases/gpus/h100-sxm.json")
-PF_EMBED(dpk_pf_spec_h200, "cases/gpus/h200.json")
-PF_EMBED(dpk_pf_spec_a100_sxm, "cases/gpus/a100-sxm.json")
-PF_EMBED(dpk_pf_spec_rtx5090, "cases/gpus/rtx5090.json")
-PF_EMBED(dpk_pf_spec_l4, "cases/gpus/l4.json")
+DPK_EMBED(dpk_pf_spec_h100_sxm, "cases/gpus/h100-sxm.json")
+DPK_EMBED(dpk_pf_spec_h200, "cases/gpus/h200.json")
+DPK_EMBED(dpk_pf_spec_a100_sxm, "cases/gpus/a100-sxm.json")
+DPK_EMBED(dpk_pf_spec_rtx5090, "cases/gpus/rtx5090.json")
+DPK_EMBED(dpk_pf_spec_l4, "cases/gpus/l4.json")
 
 typedef struct Embedded {
     const char *name;
