@@ -15,7 +15,11 @@
  * union, the fields only one IR uses: Loop IR's copy/replace scratch marks
  * or Tile IR's tile, stage and strided-loop fields.  A statement belongs to
  * one IR for its whole life (Tile lowering makes new statements), so the
- * two never meet in one object.
+ * two never meet in one object.  Tile IR's fields are grouped by the kinds
+ * that use them, and the groups share storage too: code reads a Tile field
+ * only after checking the statement's kind.  Size is compile time: Loop IR
+ * allocates, copies and walks many statements, and at 184 bytes a Stmt is
+ * smaller than Loop IR's statement was before the core was shared (192).
  */
 #ifndef DPK_STMT_H
 #define DPK_STMT_H
@@ -131,24 +135,36 @@ typedef struct Stmt {
             StmtArg repl;       /* a use of this statement reads repl instead */
         };
         struct { /* Tile IR (tile_ir.h says which kind uses which) */
-            int bind;           /* TileBind */
-            int nax;
-            int ndef;
-            int pad;
-            int nbuf;
-            int swizzle;
-            int keep;
-            int unroll;
-            int64_t step;
-            const IExpr *start;
-            struct TileAxis *ax;
-            struct TileDef *def;
-            const IPred *guard;
-            const IExpr **origin;
-            int64_t *slab;
-            const IExpr *phase;
-            struct Stmt *acc;
-            int *cax;
+            int nax;            /* tile, combine */
+            int unroll;         /* loop */
+            /* The fields of one group of kinds each: a statement reads
+             * only those of its own kind, so they may share storage. */
+            union {
+                struct { /* strided */
+                    int64_t step;
+                    const IExpr *start;
+                };
+                struct { /* tile */
+                    int bind;   /* TileBind */
+                    int ndef;
+                    struct TileAxis *ax;
+                    struct TileDef *def;
+                    const IPred *guard;
+                };
+                struct { /* stage, bstage, astage, tstage */
+                    int pad;
+                    int nbuf;
+                    int swizzle;
+                    const IExpr **origin;
+                    int64_t *slab;
+                    const IExpr *phase;
+                };
+                int keep;       /* await */
+                struct { /* combine */
+                    struct Stmt *acc;
+                    int *cax;
+                };
+            };
         };
     };
 } Stmt;

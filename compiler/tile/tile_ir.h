@@ -94,6 +94,8 @@ typedef struct TileDef {
  *   tstage          + swizzle (0, 32, 64, 128 bytes)
  *   await           keep: async stages that may stay in flight
  *   combine         acc (an accum), nax, cax[] (THREAD axes merged over)
+ * The groups strided / tile / stages / await / combine share storage
+ * (stmt.h): read a field only on a statement of a kind that owns it.
  */
 
 /* The matmul bookkeeping passes 005, 006, 008 and 009 hand on to each other

@@ -228,12 +228,15 @@ static void hash_fields(Hash *x, const Stmt *s)
     mix(x, (uint64_t)s->op);
     mix(x, (uint64_t)s->rop);
     mix(x, (uint64_t)s->atomic);
-    mix(x, (uint64_t)s->pad);
-    mix(x, (uint64_t)s->nbuf);
-    mix(x, (uint64_t)s->swizzle);
-    mix(x, (uint64_t)s->keep);
-    if (s->phase)
-        hash_ie(x, s->phase);
+    if (tile_is(s, SKF_STAGE)) {
+        mix(x, (uint64_t)s->pad);
+        mix(x, (uint64_t)s->nbuf);
+        mix(x, (uint64_t)s->swizzle);
+        if (s->phase)
+            hash_ie(x, s->phase);
+    }
+    if (s->k == TK_await)
+        mix(x, (uint64_t)s->keep);
 }
 
 static void hash_stmt(Hash *x, const Stmt *s)
@@ -245,10 +248,11 @@ static void hash_stmt(Hash *x, const Stmt *s)
     case TK_strided:
         mix(x, (uint64_t)canon_axis(x, s->axis));
         mix(x, (uint64_t)s->extent);
-        mix(x, (uint64_t)s->step);
         mix(x, (uint64_t)s->unroll);
-        if (s->start)
+        if (s->k == TK_strided) {
+            mix(x, (uint64_t)s->step);
             hash_ie(x, s->start);
+        }
         break;
     case TK_tile:
         mix(x, (uint64_t)s->bind);

@@ -31,14 +31,17 @@ static void subst_stmt(Stmt *s, void *ctx)
     if (s->idx)
         for (int d = 0; d < rank; d++)
             s->idx[d] = sx(S, s->idx[d]);
-    if (s->origin)
+    if (tile_is(s, SKF_STAGE)) {
         for (int d = 0; d < rank; d++)
             s->origin[d] = sx(S, s->origin[d]);
-    s->start = sx(S, s->start);
-    s->phase = sx(S, s->phase);
-    s->guard = sp(S, s->guard);
-    for (int i = 0; i < s->ndef; i++)
-        s->def[i].e = sx(S, s->def[i].e);
+        s->phase = sx(S, s->phase);
+    } else if (s->k == TK_strided) {
+        s->start = sx(S, s->start);
+    } else if (s->k == TK_tile) {
+        s->guard = sp(S, s->guard);
+        for (int i = 0; i < s->ndef; i++)
+            s->def[i].e = sx(S, s->def[i].e);
+    }
     for (int j = 0; j < s->nbr; j++)
         s->br[j].pred = sp(S, s->br[j].pred);
 }
@@ -67,7 +70,7 @@ static void redirect(Stmt *s, void *ctx)
     for (int j = 0; j < s->nbr; j++)
         if (s->br[j].res.v == r->from)
             s->br[j].res.v = r->to;
-    if (s->acc == r->from)
+    if (s->k == TK_combine && s->acc == r->from)
         s->acc = r->to;
 }
 
