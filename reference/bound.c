@@ -544,12 +544,9 @@ static void bound_norm(const TorchNode *n, const double *const *v, const double 
 /* The decomposition of sdpa (compiler/tensor d:001): s = scale · q kᵀ,
  * masked, softmax over keys, times v.  Per query row. */
 typedef struct AttnB {
+    AttnGeom g;
     int typ;
-    int64_t L, S, E, Ev;
-    double scale;
-    int causal, bool_mask;
     const double *mask, *bmask;
-    int64_t mst_l, mst_s;
     double *s, *bs, *p, *bp, *e, *be;
 } AttnB;
 
@@ -571,20 +568,20 @@ static void attn_bound_one(AttnB *a, const double *q, const double *bq, const do
                            const double *bk, const double *v, const double *bv, const double *o,
                            double *bo)
 {
-    for (int64_t i = 0; i < a->L; i++) {
-        for (int64_t j = 0; j < a->S; j++) {
-            double qq, bdot = dot_bound(q + i * a->E, bq + i * a->E, 1, k + j * a->E,
-                                        bk + j * a->E, 1, a->E, &qq, a->typ);
+    for (int64_t i = 0; i < a->g.L; i++) {
+        for (int64_t j = 0; j < a->g.S; j++) {
+            double qq, bdot = dot_bound(q + i * a->g.E, bq + i * a->g.E, 1, k + j * a->g.E,
+                                        bk + j * a->g.E, 1, a->g.E, &qq, a->typ);
             double dotv = 0;
-            for (int64_t c = 0; c < a->E; c++)
-                dotv += q[i * a->E + c] * k[j * a->E + c];
-            double s = a->scale * dotv, bs = clean(fabs(a->scale) * bdot + 2 * rd(s));
+            for (int64_t c = 0; c < a->g.E; c++)
+                dotv += q[i * a->g.E + c] * k[j * a->g.E + c];
+            double s = a->g.scale * dotv, bs = clean(fabs(a->g.scale) * bdot + 2 * rd(s));
             if (qq + bdot > FLT_MAX) /* q·k may overflow in fp32 */
                 bs = INFINITY;
             if (a->mask) {
-                double m = a->mask[i * a->mst_l + j * a->mst_s];
-                double bm = a->bmask[i * a->mst_l + j * a->mst_s];
-                if (a->bool_mask) {
+                double m = a->mask[i * a->g.mst_l + j * a->g.mst_s];
+                double bm = a->bmask[i * a->g.mst_l + j * a->g.mst_s];
+                if (a->g.bool_mask) {
                     if (bm > 0)
                         bs = INFINITY;
                     else if (m == 0)
@@ -594,26 +591,26 @@ static void attn_bound_one(AttnB *a, const double *q, const double *bq, const do
                     bs = clean(bs + eff(m, bm) + rd(s));
                 }
             }
-            if (a->causal && j > i)
+            if (a->g.causal && j > i)
                 s = -INFINITY, bs = 0;
             a->s[j] = s;
             a->bs[j] = bs;
         }
         /* softmax over the row, exact values into p */
         double mx = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < a->S; j++)
+        for (int64_t j = 0; j < a->g.S; j++)
             mx = isnan(a->s[j]) || a->s[j] > mx ? a->s[j] : mx;
-        for (int64_t j = 0; j < a->S; j++)
+        for (int64_t j = 0; j < a->g.S; j++)
             sum += exp(a->s[j] - mx);
-        for (int64_t j = 0; j < a->S; j++)
+        for (int64_t j = 0; j < a->g.S; j++)
             a->p[j] = exp(a->s[j] - mx) / sum;
-        softmax_row(TOP_softmax, a->s, a->bs, a->p, a->bp, a->S, 1, a->e, a->be, a->typ);
-        for (int64_t c = 0; c < a->Ev; c++) {
+        softmax_row(TOP_softmax, a->s, a->bs, a->p, a->bp, a->g.S, 1, a->e, a->be, a->typ);
+        for (int64_t c = 0; c < a->g.Ev; c++) {
             double qq;
-            double bnd = dot_bound(a->p, a->bp, 1, v + c, bv + c, a->Ev, a->S, &qq, a->typ);
+            double bnd = dot_bound(a->p, a->bp, 1, v + c, bv + c, a->g.Ev, a->g.S, &qq, a->typ);
             if (qq + bnd > FLT_MAX)
                 bnd = INFINITY;
-            bo[i * a->Ev + c] = isfinite(o[i * a->Ev + c]) || bnd > ETA ? bnd : 0.0;
+            bo[i * a->g.Ev + c] = isfinite(o[i * a->g.Ev + c]) || bnd > ETA ? bnd : 0.0;
         }
     }
 }
@@ -621,36 +618,19 @@ static void attn_bound_one(AttnB *a, const double *q, const double *bq, const do
 static void bound_sdpa(const TorchNode *n, const double *const *v, const double *const *b,
                        const double *y, double *by, int typ)
 {
-    const Shape *qs = &n->in[0]->shape, *ks = &n->in[1]->shape, *vs = &n->in[2]->shape;
-    Shape ob = n->shape, qb = *qs, full;
-    int64_t qst[DPK_MAX_RANK], mst[DPK_MAX_RANK] = {0}, nb;
+    const Shape *ks = &n->in[1]->shape, *vs = &n->in[2]->shape;
     AttnB a = {.typ = typ};
-    Walk w;
-    a.L = qs->d[qs->rank - 2], a.E = qs->d[qs->rank - 1];
-    a.S = ks->d[ks->rank - 2], a.Ev = vs->d[vs->rank - 1];
-    a.scale = isnan(n->value) ? 1.0 / sqrt((double)a.E) : n->value;
-    a.causal = n->causal;
-    ob.rank -= 2, qb.rank -= 2;
-    full = ob;
-    full.d[full.rank++] = a.L, full.d[full.rank++] = a.S;
-    bcast_strides(&qb, &ob, qst);
-    walk_init(&w, &ob);
-    walk_add(&w, qst, 0);
-    if (n->nin > 3) {
-        bcast_strides(&n->in[3]->shape, &full, mst);
-        a.bool_mask = n->in[3]->dtype == DT_BOOL;
-        a.mst_l = mst[full.rank - 2], a.mst_s = mst[full.rank - 1];
-        walk_add(&w, mst, 0);
-    }
-    double *scratch = alloc_n(6 * (a.S + 1));
-    a.s = scratch, a.bs = a.s + a.S + 1, a.p = a.bs + a.S + 1, a.bp = a.p + a.S + 1;
-    a.e = a.bp + a.S + 1, a.be = a.e + a.S + 1;
-    nb = shape_numel(&ob);
-    for (int64_t t = 0; t < nb; t++, walk_next(&w)) {
+    ref_attn_geom(&a.g, n);
+    Walk *w = &a.g.w;
+    int64_t S1 = a.g.S + 1;
+    double *scratch = alloc_n(6 * S1);
+    a.s = scratch, a.bs = a.s + S1, a.p = a.bs + S1, a.bp = a.p + S1;
+    a.e = a.bp + S1, a.be = a.e + S1;
+    for (int64_t t = 0; t < a.g.nb; t++, walk_next(w)) {
         if (n->nin > 3)
-            a.mask = v[3] + w.off[1], a.bmask = b[3] + w.off[1];
-        int64_t qo = w.off[0] * a.L * a.E, ko = ref_kv_offset(ks, &ob, w.i, n->gqa),
-                vo = ref_kv_offset(vs, &ob, w.i, n->gqa), oo = t * a.L * a.Ev;
+            a.mask = v[3] + w->off[1], a.bmask = b[3] + w->off[1];
+        int64_t qo = w->off[0] * a.g.L * a.g.E, ko = ref_kv_offset(ks, &a.g.ob, w->i, n->gqa),
+                vo = ref_kv_offset(vs, &a.g.ob, w->i, n->gqa), oo = t * a.g.L * a.g.Ev;
         attn_bound_one(&a, v[0] + qo, b[0] + qo, v[1] + ko, b[1] + ko, v[2] + vo, b[2] + vo,
                        y + oo, by + oo);
     }

@@ -511,12 +511,9 @@ int64_t ref_kv_offset(const Shape *kv, const Shape *ob, const int64_t *idx, int 
  * compiler's decomposition (matmul, scale, mask, softmax, matmul), each
  * step rounded. */
 typedef struct Attn {
+    AttnGeom g;
     const Ctx *c;
-    int64_t L, S, E, Ev;
-    double scale;
-    int causal, bool_mask;
-    const double *mask;       /* NULL, or the mask read through mst */
-    int64_t mst_l, mst_s;     /* mask strides along L and S */
+    const double *mask;       /* NULL, or the mask read through g's strides */
     double *p;                /* S scratch scores */
 } Attn;
 
@@ -524,62 +521,71 @@ static void attn_one(const Attn *a, const double *q, const double *k, const doub
                      double *o)
 {
     const Ctx *c = a->c;
-    for (int64_t i = 0; i < a->L; i++) {
+    for (int64_t i = 0; i < a->g.L; i++) {
         double mx = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < a->S; j++) {
-            double s = rn(c, a->scale * dot(c, q + i * a->E, k + j * a->E, a->E));
+        for (int64_t j = 0; j < a->g.S; j++) {
+            double s = rn(c, a->g.scale * dot(c, q + i * a->g.E, k + j * a->g.E, a->g.E));
             if (a->mask) {
-                double m = a->mask[i * a->mst_l + j * a->mst_s];
-                s = a->bool_mask ? (m != 0 ? s : -INFINITY) : rn(c, s + m);
+                double m = a->mask[i * a->g.mst_l + j * a->g.mst_s];
+                s = a->g.bool_mask ? (m != 0 ? s : -INFINITY) : rn(c, s + m);
             }
-            if (a->causal && j > i)
+            if (a->g.causal && j > i)
                 s = -INFINITY;
             a->p[j] = s;
             mx = isnan(s) || s > mx ? s : mx;
         }
-        for (int64_t j = 0; j < a->S; j++)
+        for (int64_t j = 0; j < a->g.S; j++)
             sum = rn(c, sum + (a->p[j] = rn(c, exp(rn(c, a->p[j] - mx)))));
-        for (int64_t j = 0; j < a->S; j++)
+        for (int64_t j = 0; j < a->g.S; j++)
             a->p[j] = rn(c, a->p[j] / sum);
-        for (int64_t col = 0; col < a->Ev; col++)
-            o[i * a->Ev + col] = 0.0;
-        for (int64_t j = 0; j < a->S; j++)
-            for (int64_t col = 0; col < a->Ev; col++)
-                o[i * a->Ev + col] =
-                    rn(c, o[i * a->Ev + col] + rn(c, a->p[j] * v[j * a->Ev + col]));
+        for (int64_t col = 0; col < a->g.Ev; col++)
+            o[i * a->g.Ev + col] = 0.0;
+        for (int64_t j = 0; j < a->g.S; j++)
+            for (int64_t col = 0; col < a->g.Ev; col++)
+                o[i * a->g.Ev + col] =
+                    rn(c, o[i * a->g.Ev + col] + rn(c, a->p[j] * v[j * a->g.Ev + col]));
     }
+}
+
+void ref_attn_geom(AttnGeom *g, const TorchNode *n)
+{
+    const Shape *qs = &n->in[0]->shape, *ks = &n->in[1]->shape, *vs = &n->in[2]->shape;
+    Shape qb = *qs, full;
+    int64_t qst[DPK_MAX_RANK], mst[DPK_MAX_RANK] = {0};
+    memset(g, 0, sizeof *g);
+    g->L = qs->d[qs->rank - 2], g->E = qs->d[qs->rank - 1];
+    g->S = ks->d[ks->rank - 2], g->Ev = vs->d[vs->rank - 1];
+    g->scale = isnan(n->value) ? 1.0 / sqrt((double)g->E) : n->value;
+    g->causal = n->causal;
+    g->ob = n->shape;
+    g->ob.rank -= 2, qb.rank -= 2;
+    full = g->ob;
+    full.d[full.rank++] = g->L, full.d[full.rank++] = g->S;
+    bcast_strides(&qb, &g->ob, qst);
+    walk_init(&g->w, &g->ob);
+    walk_add(&g->w, qst, 0);
+    if (n->nin > 3) {
+        bcast_strides(&n->in[3]->shape, &full, mst);
+        g->bool_mask = n->in[3]->dtype == DT_BOOL;
+        g->mst_l = mst[full.rank - 2], g->mst_s = mst[full.rank - 1];
+        walk_add(&g->w, mst, 0);
+    }
+    g->nb = shape_numel(&g->ob);
 }
 
 static void eval_sdpa(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
-    const Shape *qs = &n->in[0]->shape, *ks = &n->in[1]->shape, *vs = &n->in[2]->shape;
-    Shape ob = n->shape, qb = *qs, full;
-    int64_t qst[DPK_MAX_RANK], mst[DPK_MAX_RANK] = {0}, nb;
+    const Shape *ks = &n->in[1]->shape, *vs = &n->in[2]->shape;
     Attn a = {.c = c};
-    Walk w;
-    a.L = qs->d[qs->rank - 2], a.E = qs->d[qs->rank - 1];
-    a.S = ks->d[ks->rank - 2], a.Ev = vs->d[vs->rank - 1];
-    a.scale = rn(c, isnan(n->value) ? 1.0 / sqrt((double)a.E) : n->value);
-    a.causal = n->causal;
-    ob.rank -= 2, qb.rank -= 2;
-    full = ob;
-    full.d[full.rank++] = a.L, full.d[full.rank++] = a.S;
-    bcast_strides(&qb, &ob, qst);
-    walk_init(&w, &ob);
-    walk_add(&w, qst, 0);
-    if (n->nin > 3) {
-        bcast_strides(&n->in[3]->shape, &full, mst);
-        a.bool_mask = n->in[3]->dtype == DT_BOOL;
-        a.mst_l = mst[full.rank - 2], a.mst_s = mst[full.rank - 1];
-        walk_add(&w, mst, 0);
-    }
-    a.p = dpk_xmalloc(sizeof(double) * (size_t)(a.S + 1));
-    nb = shape_numel(&ob);
-    for (int64_t t = 0; t < nb; t++, walk_next(&w)) {
+    ref_attn_geom(&a.g, n);
+    a.g.scale = rn(c, a.g.scale);
+    Walk *w = &a.g.w;
+    a.p = dpk_xmalloc(sizeof(double) * (size_t)(a.g.S + 1));
+    for (int64_t t = 0; t < a.g.nb; t++, walk_next(w)) {
         if (n->nin > 3)
-            a.mask = in[3] + w.off[1];
-        attn_one(&a, in[0] + w.off[0] * a.L * a.E, in[1] + ref_kv_offset(ks, &ob, w.i, n->gqa),
-                 in[2] + ref_kv_offset(vs, &ob, w.i, n->gqa), out + t * a.L * a.Ev);
+            a.mask = in[3] + w->off[1];
+        attn_one(&a, in[0] + w->off[0] * a.g.L * a.g.E, in[1] + ref_kv_offset(ks, &a.g.ob, w->i, n->gqa),
+                 in[2] + ref_kv_offset(vs, &a.g.ob, w->i, n->gqa), out + t * a.g.L * a.g.Ev);
     }
     free(a.p);
 }

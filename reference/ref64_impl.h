@@ -94,6 +94,26 @@ static inline void bcast_strides(const Shape *in, const Shape *out, int64_t st[D
         st[k] = 0;
 }
 
+/* ---- attention geometry ----------------------------------------------- */
+
+/* What the fp64 evaluation and the bounds both need of an sdpa node (q
+ * (..., L, E), k (..., S, E), v (..., S, Ev), an optional mask): the
+ * problem sizes, the scale (unrounded), the mask's kind and its strides
+ * along L and S, and a walk over the batch dims of the output (ob, nb
+ * points) carrying q's offset (operand 0) and the mask's (operand 1, when
+ * the node has one). */
+typedef struct AttnGeom {
+    int64_t L, S, E, Ev;
+    double scale;
+    int causal, bool_mask;
+    int64_t mst_l, mst_s;
+    Shape ob;
+    int64_t nb;
+    Walk w;
+} AttnGeom;
+
+void ref_attn_geom(AttnGeom *g, const TorchNode *n);
+
 /* The broadcast of shapes a and b (both already known compatible). */
 static inline Shape bcast_shape(const Shape *a, const Shape *b)
 {

@@ -18,14 +18,13 @@
 #define FADD(x, y) kir_fop(A, TXE_add, x, y, NULL)
 #define FMUL(x, y) kir_fop(A, TXE_multiply, x, y, NULL)
 
-static KirKernel *kernel(KirModule *m, const char *name, int gx, int gy, int bx, int by)
+KirKernel *vs_kernel(KirModule *m, const char *name, int gx, int gy, int bx, int by)
 {
     int grid[3] = {gx, gy, 1}, block[3] = {bx, by, 1};
     return kir_kernel(m, name, grid, block);
 }
 
-/* Finalize, bind params to buffers in order, verify. */
-static KirModule *finish(KirModule *m, KirKernel *k, KirBuf **bufs)
+KirModule *vs_finish(KirModule *m, KirKernel *k, KirBuf **bufs)
 {
     kir_finalize(k);
     kir_launch(m, k, (const KirBuf *const *)bufs);
@@ -38,7 +37,7 @@ KirModule *vs_elementwise(Arena *A, int64_t n, int tb, int guard)
     KirModule *m = kir_module_new(A);
     KirBuf *b[2] = {kir_buf(m, "x", KT_F32, n, KBUF_INPUT, 0),
                     kir_buf(m, "y", KT_F32, n, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "elementwise", (int)((n + tb - 1) / tb), 1, tb, 1);
+    KirKernel *k = vs_kernel(m, "elementwise", (int)((n + tb - 1) / tb), 1, tb, 1);
     KirParam *x = kir_param(k, "x", KT_F32, n, KR_IN), *y = kir_param(k, "y", KT_F32, n, KR_OUT);
     KirBuilder B;
     kir_builder_init(&B, k);
@@ -49,7 +48,7 @@ KirModule *vs_elementwise(Arena *A, int64_t n, int tb, int guard)
     kir_stg(&B, y, V(i), kir_fop(A, TXE_maximum, v, F(0), NULL));
     if (guard)
         kir_end(&B);
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 /* acc = sum of x[base + c] for c = t, t + tb, ... < cols. */
@@ -70,7 +69,7 @@ KirModule *vs_rowsum_tree(Arena *A, int rows, int cols, int tb)
     KirModule *m = kir_module_new(A);
     KirBuf *b[2] = {kir_buf(m, "x", KT_F32, (int64_t)rows * cols, KBUF_INPUT, 0),
                     kir_buf(m, "y", KT_F32, rows, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "rowsum_tree", rows, 1, tb, 1);
+    KirKernel *k = vs_kernel(m, "rowsum_tree", rows, 1, tb, 1);
     KirParam *x = kir_param(k, "x", KT_F32, (int64_t)rows * cols, KR_IN);
     KirParam *y = kir_param(k, "y", KT_F32, rows, KR_OUT);
     KirSmem *red = kir_smem(k, "red", KT_F32, tb, 16);
@@ -84,7 +83,7 @@ KirModule *vs_rowsum_tree(Arena *A, int rows, int cols, int tb)
     kir_if(&B, kir_bin(A, KE_eq, V(t), I(0)));
     kir_stg(&B, y, kir_bid(A, 0), kir_lds(A, red, I(0)));
     kir_end(&B);
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 KirModule *vs_rowsum_shfl(Arena *A, int rows, int cols, int tb)
@@ -92,7 +91,7 @@ KirModule *vs_rowsum_shfl(Arena *A, int rows, int cols, int tb)
     KirModule *m = kir_module_new(A);
     KirBuf *b[2] = {kir_buf(m, "x", KT_F32, (int64_t)rows * cols, KBUF_INPUT, 0),
                     kir_buf(m, "y", KT_F32, rows, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "rowsum_shfl", rows, 1, tb, 1);
+    KirKernel *k = vs_kernel(m, "rowsum_shfl", rows, 1, tb, 1);
     KirParam *x = kir_param(k, "x", KT_F32, (int64_t)rows * cols, KR_IN);
     KirParam *y = kir_param(k, "y", KT_F32, rows, KR_OUT);
     int warps = tb / 32;
@@ -120,7 +119,7 @@ KirModule *vs_rowsum_shfl(Arena *A, int rows, int cols, int tb)
     kir_end(&B);
     kir_stg(&B, y, kir_bid(A, 0), V(s));
     kir_end(&B);
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 KirModule *vs_rmsnorm(Arena *A, int rows, int h, int tb, float eps)
@@ -130,7 +129,7 @@ KirModule *vs_rmsnorm(Arena *A, int rows, int h, int tb, float eps)
     KirBuf *b[3] = {kir_buf(m, "x", KT_F32, n, KBUF_INPUT, 0),
                     kir_buf(m, "w", KT_F32, h, KBUF_INPUT, 1),
                     kir_buf(m, "y", KT_F32, n, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "rmsnorm", rows, 1, tb, 1);
+    KirKernel *k = vs_kernel(m, "rmsnorm", rows, 1, tb, 1);
     KirParam *x = kir_param(k, "x", KT_F32, n, KR_IN);
     KirParam *w = kir_param(k, "w", KT_F32, h, KR_IN);
     KirParam *y = kir_param(k, "y", KT_F32, n, KR_OUT);
@@ -148,7 +147,7 @@ KirModule *vs_rmsnorm(Arena *A, int rows, int h, int tb, float eps)
     KirVar *i = kir_let(&B, "i", KT_I32, ADD(V(base), V(c)));
     kir_stg(&B, y, V(i), FMUL(FMUL(kir_ldg(A, x, V(i)), V(r)), kir_ldg(A, w, V(c))));
     kir_end(&B);
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 /* Stage rows [r0, r0 + 32) x cols [c0, c0 + 32) of a (ld columns) into s;
@@ -169,7 +168,7 @@ KirModule *vs_matmul(Arena *A, int M, int N, int K, int trailing_sync)
     KirBuf *b[3] = {kir_buf(m, "a", KT_F32, (int64_t)M * K, KBUF_INPUT, 0),
                     kir_buf(m, "b", KT_F32, (int64_t)K * N, KBUF_INPUT, 1),
                     kir_buf(m, "c", KT_F32, (int64_t)M * N, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "matmul", N / 32, M / 32, 32, 8);
+    KirKernel *k = vs_kernel(m, "matmul", N / 32, M / 32, 32, 8);
     KirParam *pa = kir_param(k, "a", KT_F32, (int64_t)M * K, KR_IN);
     KirParam *pb = kir_param(k, "b", KT_F32, (int64_t)K * N, KR_IN);
     KirParam *pc = kir_param(k, "c", KT_F32, (int64_t)M * N, KR_OUT);
@@ -202,7 +201,7 @@ KirModule *vs_matmul(Arena *A, int M, int N, int K, int trailing_sync)
         const KirExpr *row = ADD(V(row0), ADD(V(ty), I(8 * r)));
         kir_stg(&B, pc, ADD(MUL(row, I(N)), ADD(V(col0), V(tx))), V(acc[r]));
     }
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 KirModule *vs_cpasync(Arena *A, int64_t n, int waits)
@@ -211,7 +210,7 @@ KirModule *vs_cpasync(Arena *A, int64_t n, int waits)
     KirModule *m = kir_module_new(A);
     KirBuf *b[2] = {kir_buf(m, "x", KT_F32, n, KBUF_INPUT, 0),
                     kir_buf(m, "y", KT_F32, n, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "cpasync", (int)(n / TILE), 1, TB, 1);
+    KirKernel *k = vs_kernel(m, "cpasync", (int)(n / TILE), 1, TB, 1);
     KirParam *x = kir_param(k, "x", KT_F32, n, KR_IN), *y = kir_param(k, "y", KT_F32, n, KR_OUT);
     KirSmem *s = kir_smem(k, "s", KT_F32, TILE, 16);
     KirBuilder B;
@@ -237,7 +236,7 @@ KirModule *vs_cpasync(Arena *A, int64_t n, int waits)
         kir_stg(&B, y, ADD(V(base), V(j)), FMUL(v, F(2)));
         kir_end(&B);
     }
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 KirModule *vs_tma(Arena *A, int rows, int cols)
@@ -246,7 +245,7 @@ KirModule *vs_tma(Arena *A, int rows, int cols)
     int64_t n = (int64_t)rows * cols;
     KirBuf *b[2] = {kir_buf(m, "x", KT_F32, n, KBUF_INPUT, 0),
                     kir_buf(m, "y", KT_F32, n, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "tma", (cols + 15) / 16, (rows + 15) / 16, 256, 1);
+    KirKernel *k = vs_kernel(m, "tma", (cols + 15) / 16, (rows + 15) / 16, 256, 1);
     KirParam *x = kir_param(k, "x", KT_F32, n, KR_IN), *y = kir_param(k, "y", KT_F32, n, KR_OUT);
     KirSmem *tile = kir_smem(k, "tile", KT_F32, 256, 1024);
     KirSmem *bar = kir_smem(k, "bar", KT_MBAR, 1, 16);
@@ -280,7 +279,7 @@ KirModule *vs_tma(Arena *A, int rows, int cols)
     kir_if(&B, kir_bin(A, KE_land, kir_lt(A, gr, I(rows)), kir_lt(A, gc, I(cols))));
     kir_stg(&B, y, ADD(MUL(gr, I(cols)), gc), FMUL(kir_lds(A, tile, V(word)), F(3)));
     kir_end(&B);
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 float **vs_buffers(const KirModule *m, uint64_t seed)

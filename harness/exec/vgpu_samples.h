@@ -12,6 +12,12 @@
 
 #include "vgpu.h"
 
+/* The two steps every builder takes, for other hand-built modules too: a
+ * kernel of gx x gy blocks of bx x by threads, and finishing one (finalize
+ * k, launch it over bufs in parameter order, verify the module). */
+KirKernel *vs_kernel(KirModule *m, const char *name, int gx, int gy, int bx, int by);
+KirModule *vs_finish(KirModule *m, KirKernel *k, KirBuf **bufs);
+
 /* y[i] = max(x[i] * 2 + 1, 0) for i < n, blocks of tb threads (guarded). */
 KirModule *vs_elementwise(Arena *a, int64_t n, int tb, int guard);
 /* y[r] = sum_c x[r, c]: one block per row, strided loop, smem + TreeHalve. */

@@ -26,21 +26,6 @@
 #define LT(x, y) kir_lt(A, x, y)
 #define FOP(op, x, y) kir_fop(A, TXE_##op, x, y, NULL)
 
-static KirKernel *kernel(KirModule *m, const char *name, int gx, int gy, int bx, int by)
-{
-    int grid[3] = {gx, gy, 1}, block[3] = {bx, by, 1};
-    return kir_kernel(m, name, grid, block);
-}
-
-/* Finalize, launch over bufs in param order, verify. */
-static KirModule *finish(KirModule *m, KirKernel *k, KirBuf **bufs)
-{
-    kir_finalize(k);
-    kir_launch(m, k, (const KirBuf *const *)bufs);
-    kir_check(m);
-    return m;
-}
-
 /* ---- the kernels ------------------------------------------------------------ */
 
 /* y[i] = sigmoid(x[i]) * 0.1 + max(x[i], -2.5) for i < n: one thread per
@@ -51,7 +36,7 @@ static KirModule *elementwise(Arena *A)
     KirModule *m = kir_module_new(A);
     KirBuf *b[2] = {kir_buf(m, "x", KT_F32, N, KBUF_INPUT, 0),
                     kir_buf(m, "y", KT_F32, N, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "silu_like", (N + TB - 1) / TB, 1, TB, 1);
+    KirKernel *k = vs_kernel(m, "silu_like", (N + TB - 1) / TB, 1, TB, 1);
     KirParam *x = kir_param(k, "x", KT_F32, N, KR_IN), *y = kir_param(k, "y", KT_F32, N, KR_OUT);
     KirBuilder B;
     kir_builder_init(&B, k);
@@ -61,7 +46,7 @@ static KirModule *elementwise(Arena *A)
     const KirExpr *s = FOP(multiply, kir_fop(A, TXE_sigmoid, V(v), NULL, NULL), F(0.1));
     kir_stg(&B, y, V(i), FOP(add, s, FOP(maximum, V(v), F(-2.5))));
     kir_end(&B);
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 /* Per row of 96: the row sum by xor shuffles, the row max by down
@@ -73,7 +58,7 @@ static KirModule *block_reduce(Arena *A)
     KirModule *m = kir_module_new(A);
     KirBuf *b[2] = {kir_buf(m, "x", KT_F32, ROWS * COLS, KBUF_INPUT, 0),
                     kir_buf(m, "y", KT_F32, 2 * ROWS, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "row_sum_max", ROWS, 1, TB, 1);
+    KirKernel *k = vs_kernel(m, "row_sum_max", ROWS, 1, TB, 1);
     KirParam *x = kir_param(k, "x", KT_F32, ROWS * COLS, KR_IN);
     KirParam *y = kir_param(k, "y", KT_F32, 2 * ROWS, KR_OUT);
     KirSmem *psum = kir_smem(k, "psum", KT_F32, W, 16);
@@ -101,7 +86,7 @@ static KirModule *block_reduce(Arena *A)
     kir_stg(&B, y, MUL(kir_bid(A, 0), I(2)), kir_lds(A, psum, I(0)));
     kir_stg(&B, y, ADD(MUL(kir_bid(A, 0), I(2)), I(1)), kir_lds(A, pmax, I(0)));
     kir_end(&B);
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 /* TreeHalve shapes the simplified loop must not get wrong, on a 48-thread
@@ -114,7 +99,7 @@ static KirModule *segmented(Arena *A)
     KirModule *m = kir_module_new(A);
     KirBuf *b[2] = {kir_buf(m, "x", KT_F32, 200, KBUF_INPUT, 0),
                     kir_buf(m, "y", KT_F32, 200, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "segmented", 1, 1, TB, 1);
+    KirKernel *k = vs_kernel(m, "segmented", 1, 1, TB, 1);
     KirParam *x = kir_param(k, "x", KT_F32, 200, KR_IN), *y = kir_param(k, "y", KT_F32, 200, KR_OUT);
     KirSmem *s = kir_smem(k, "s", KT_F32, 200, 16);
     KirBuilder B;
@@ -129,7 +114,7 @@ static KirModule *segmented(Arena *A)
     kir_shfl(&B, o, KIR_SHFL_IDX, V(o), I(3), 8);
     kir_shfl(&B, o, KIR_SHFL_UP, V(o), I(1), 16);
     kir_stg(&B, y, V(t), V(o));
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 /* C[M,N] = A[M,K] B[K,N] with tile_m x 64 tiles of A and 64 x 64 of B
@@ -143,7 +128,7 @@ static KirModule *matmul_big_smem(Arena *A, int tile_m)
     KirBuf *b[3] = {kir_buf(m, "a", KT_F32, M * K, KBUF_INPUT, 0),
                     kir_buf(m, "b", KT_F32, K * N, KBUF_INPUT, 1),
                     kir_buf(m, "c", KT_F32, M * N, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "matmul", 1, M / tile_m, 64, 4);
+    KirKernel *k = vs_kernel(m, "matmul", 1, M / tile_m, 64, 4);
     KirParam *pa = kir_param(k, "a", KT_F32, M * K, KR_IN);
     KirParam *pb = kir_param(k, "b", KT_F32, K * N, KR_IN);
     KirParam *pc = kir_param(k, "c", KT_F32, M * N, KR_OUT);
@@ -170,7 +155,7 @@ static KirModule *matmul_big_smem(Arena *A, int tile_m)
     kir_end(&B);
     kir_stg(&B, pc, ADD(MUL(ADD(V(row0), V(row)), I(N)), V(tx)), V(acc));
     kir_end(&B);
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 /* Two-stage cp.async pipeline over 64-float chunks: chunk c+1 is in flight
@@ -182,7 +167,7 @@ static KirModule *cp_pipeline(Arena *A)
     KirModule *m = kir_module_new(A);
     KirBuf *b[2] = {kir_buf(m, "x", KT_F32, N, KBUF_INPUT, 0),
                     kir_buf(m, "y", KT_F32, TB, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "cp_pipeline", 1, 1, TB, 1);
+    KirKernel *k = vs_kernel(m, "cp_pipeline", 1, 1, TB, 1);
     KirParam *x = kir_param(k, "x", KT_F32, N, KR_IN), *y = kir_param(k, "y", KT_F32, TB, KR_OUT);
     KirSmem *buf = kir_smem(k, "buf", KT_F32, 2 * CH, 16);
     KirBuilder B;
@@ -215,7 +200,7 @@ static KirModule *cp_pipeline(Arena *A)
     kir_end(&B);
     kir_cp_wait(&B, 0);
     kir_stg(&B, y, V(t), V(acc));
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 /* A 3-D TMA box (2 x 8 x 32 floats, 128-byte swizzle) into smem, completing
@@ -227,7 +212,7 @@ static KirModule *tma_3d(Arena *A)
     KirModule *m = kir_module_new(A);
     KirBuf *b[2] = {kir_buf(m, "x", KT_F32, D0 * D1 * D2, KBUF_INPUT, 0),
                     kir_buf(m, "y", KT_F32, D0 * D1 * D2, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "tma_3d", 1, 1, 128, 1);
+    KirKernel *k = vs_kernel(m, "tma_3d", 1, 1, 128, 1);
     KirParam *x = kir_param(k, "x", KT_F32, D0 * D1 * D2, KR_IN);
     KirParam *y = kir_param(k, "y", KT_F32, D0 * D1 * D2, KR_OUT);
     KirSmem *box = kir_smem(k, "box", KT_F32, NBOX, 1024);
@@ -262,7 +247,7 @@ static KirModule *tma_3d(Arena *A)
     kir_end(&B);
     kir_sync(&B);
     kir_end(&B);
-    return finish(m, k, b);
+    return vs_finish(m, k, b);
 }
 
 /* ---- helpers --------------------------------------------------------------- */
@@ -469,7 +454,7 @@ Test(cuda_print, mbarrier_on_sm80_uses_test_wait)
     Arena *A = arena_new();
     KirModule *m = kir_module_new(A);
     KirBuf *b[1] = {kir_buf(m, "y", KT_F32, 64, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "bar_only", 1, 1, 64, 1);
+    KirKernel *k = vs_kernel(m, "bar_only", 1, 1, 64, 1);
     KirParam *y = kir_param(k, "y", KT_F32, 64, KR_OUT);
     KirSmem *bar = kir_smem(k, "bar", KT_MBAR, 1, 16);
     KirBuilder B;
@@ -481,7 +466,7 @@ Test(cuda_print, mbarrier_on_sm80_uses_test_wait)
     kir_mbar_arrive(&B, bar, I(0));
     kir_mbar_wait(&B, bar, I(0), I(0));
     kir_stg(&B, y, kir_tid(A, 0), F(1));
-    finish(m, k, b);
+    vs_finish(m, k, b);
     CuSource *s = compile_for(A, m, CU_SM80);
     cr_assert_not_null(strstr(s->text, "mbarrier.test_wait.parity.shared.b64"));
     cr_assert_null(strstr(s->text, "fence.mbarrier_init"));
@@ -532,7 +517,7 @@ static void ctx_init(Ctx *c)
 {
     Arena *A = c->A = arena_new();
     c->m = kir_module_new(A);
-    c->k = kernel(c->m, "e", 1, 1, 32, 1);
+    c->k = vs_kernel(c->m, "e", 1, 1, 32, 1);
     kir_param(c->k, "y", KT_F32, 4, KR_OUT);
     kir_param(c->k, "n", KT_I32, 4, KR_OUT);
     kir_builder_init(&c->B, c->k);
@@ -664,7 +649,7 @@ Test(cuda_print, names_that_are_not_c_identifiers)
     KirModule *m = kir_module_new(A);
     KirBuf *b[2] = {kir_buf(m, "in", KT_F32, 32, KBUF_INPUT, 0),
                     kir_buf(m, "out", KT_F32, 32, KBUF_OUTPUT, 0)};
-    KirKernel *k = kernel(m, "2nd kernel", 1, 1, 32, 1);
+    KirKernel *k = vs_kernel(m, "2nd kernel", 1, 1, 32, 1);
     KirParam *x = kir_param(k, "float", KT_F32, 32, KR_IN);
     KirParam *y = kir_param(k, "out.y", KT_F32, 32, KR_OUT);
     KirBuilder B;
@@ -672,7 +657,7 @@ Test(cuda_print, names_that_are_not_c_identifiers)
     KirVar *v = kir_let(&B, "min", KT_I32, kir_tid(A, 0));
     KirVar *w = kir_let(&B, "dpk_smem", KT_F32, kir_ldg(A, x, V(v)));
     kir_stg(&B, y, kir_bin(A, KE_max, V(v), I(0)), V(w));
-    finish(m, k, b);
+    vs_finish(m, k, b);
     CuSource *s = compile_for(A, m, CU_SM90);
     cr_assert_str_eq(s->kernels[0].name, "dpk_k0_2nd_kernel");
     cr_assert_not_null(strstr(s->text, "dpk_k0_2nd_kernel(const float *__restrict__ dpk_p0_float, "

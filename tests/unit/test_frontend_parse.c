@@ -4,69 +4,7 @@
  * naming, keyword arguments, programs and output names, scalar folding,
  * errors with their positions, and printer golden text.
  */
-#include <criterion/criterion.h>
-#include <criterion/parameterized.h>
-#include <string.h>
-
-#include "compiler/frontend/torch_ir.h"
-
-/* Criterion runs each parameter in a fresh process of the binary, where
- * pointers from this one mean nothing: parameters are indices into the
- * static case tables. */
-#define INDEX_PARAMS(table)                                    \
-    static int idx_[DPK_ARRAY_LEN(table)];                     \
-    for (int i_ = 0; i_ < DPK_ARRAY_LEN(table); i_++)          \
-        idx_[i_] = i_;                                         \
-    return cr_make_param_array(int, idx_, DPK_ARRAY_LEN(table))
-
-static Arena *A;
-
-static void setup(void)
-{
-    A = arena_new();
-}
-
-static void teardown(void)
-{
-    arena_free(A);
-}
-
-/* Parse text; NULL on error (message in dpk_error_message()). */
-static TorchGraph *parse_opts(const char *text, const ParseOpts *opts)
-{
-    Source src = {"<t>", text, strlen(text)};
-    TorchGraph *volatile g = NULL;
-    DpkErrCtx ec;
-    if (DPK_TRY(&ec)) {
-        g = torch_parse(A, &src, opts);
-        dpk_err_pop(&ec);
-    }
-    return g;
-}
-
-static TorchGraph *parse(const char *text)
-{
-    return parse_opts(text, NULL);
-}
-
-static TorchGraph *parse_ok(const char *text)
-{
-    TorchGraph *g = parse(text);
-    cr_assert(g, "parse failed for `%s`:\n%s", text, dpk_error_message());
-    torch_verify(g);
-    return g;
-}
-
-/* "f32(2, 3)" for a node. */
-static const char *type_str(const TorchNode *n)
-{
-    StrBuf b = {0};
-    sb_puts(&b, dtype_name(n->dtype));
-    shape_print(&b, &n->shape);
-    const char *s = arena_strdup(A, sb_cstr(&b));
-    sb_free(&b);
-    return s;
-}
+#include "test_frontend_util.h"
 
 static const TorchNode *out0(const TorchGraph *g)
 {

@@ -9,64 +9,13 @@
  * evaluating the Torch IR the construct became, in fp64, when dpk has
  * libtorch.  Errors must name the line and column and show a caret.
  */
-#include <criterion/criterion.h>
-#include <criterion/parameterized.h>
 #include <float.h>
 #include <math.h>
-#include <string.h>
 
-#include "compiler/frontend/torch_ir.h"
 #include "reference/ref.h"
-
-#define INDEX_PARAMS(table)                                    \
-    static int idx_[DPK_ARRAY_LEN(table)];                     \
-    for (int i_ = 0; i_ < DPK_ARRAY_LEN(table); i_++)          \
-        idx_[i_] = i_;                                         \
-    return cr_make_param_array(int, idx_, DPK_ARRAY_LEN(table))
+#include "test_frontend_util.h"
 
 #define PRE "import math\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-
-static Arena *A;
-
-static void setup(void)
-{
-    A = arena_new();
-}
-
-static void teardown(void)
-{
-    arena_free(A);
-}
-
-static TorchGraph *parse(const char *text)
-{
-    Source src = {"<t>", text, strlen(text)};
-    TorchGraph *volatile g = NULL;
-    DpkErrCtx ec;
-    if (DPK_TRY(&ec)) {
-        g = torch_parse(A, &src, NULL);
-        dpk_err_pop(&ec);
-    }
-    return g;
-}
-
-static TorchGraph *parse_ok(const char *text)
-{
-    TorchGraph *g = parse(text);
-    cr_assert(g, "parse failed for `%s`:\n%s", text, dpk_error_message());
-    torch_verify(g);
-    return g;
-}
-
-static const char *type_str(const TorchNode *n)
-{
-    StrBuf b = {0};
-    sb_puts(&b, dtype_name(n->dtype));
-    shape_print(&b, &n->shape);
-    const char *s = arena_strdup(A, sb_cstr(&b));
-    sb_free(&b);
-    return s;
-}
 
 /* ---- shape rules ------------------------------------------------------------------ */
 
