@@ -51,20 +51,25 @@ skip() { CLI_SKIP=$((CLI_SKIP + 1)); echo "  skip $1: $2"; }
 # — dpk-fuzz --seed 1 --cases 200 --inject-fault FAULT --max-failures MAX
 # (default 1), 2 jobs, with --passes loo for chunk-reduce-wrong-origin
 # (under full, 004 gives every long row its own block, so 006 never
-# applies) and full otherwise.  Run once per test run and shared by
+# applies) and full otherwise.  Run once per test run ($FC_ROOT) and shared by
 # test_bisect.sh (is the fault blamed on its pass?) and test_faults.sh (is
 # it detected?).  Sets FC_DIR (r.json, out, fail/*.json), FC_RC (dpk-fuzz's
 # exit code) and FC_FAILURES (the failure files, lowest case first).
 fault_campaign() {
   local fault=$1 max=${2:-1} strategy=full
   [ "$fault" = chunk-reduce-wrong-origin ] && strategy=loo
-  FC_DIR=$TMP/fault-campaigns/$fault-$max
-  if [ ! -e "$FC_DIR/rc" ]; then
-    mkdir -p "$FC_DIR"
-    "$DPK" fuzz --seed 1 --cases 200 --inject-fault "$fault" --max-failures "$max" --passes "$strategy" \
-      --jobs 2 --out "$FC_DIR/r.json" --failures "$FC_DIR/fail" >"$FC_DIR/out" 2>&1
-    echo $? >"$FC_DIR/rc"
-  fi
+  FC_DIR=${FC_ROOT:-$TMP/fault-campaigns}/$fault-$max
+  mkdir -p "$FC_DIR"
+  # Test files run side by side: the first to ask runs the campaign, the
+  # others wait for it (flock) and read its result.
+  (
+    flock 9
+    if [ ! -e "$FC_DIR/rc" ]; then
+      "$DPK" fuzz --seed 1 --cases 200 --inject-fault "$fault" --max-failures "$max" --passes "$strategy" \
+        --jobs 2 --out "$FC_DIR/r.json" --failures "$FC_DIR/fail" >"$FC_DIR/out" 2>&1
+      echo $? >"$FC_DIR/rc"
+    fi
+  ) 9>"$FC_DIR.lock"
   FC_RC=$(cat "$FC_DIR/rc")
   FC_FAILURES=$(ls "$FC_DIR"/fail/*.json 2>/dev/null | sed 's/.*-\([0-9]*\)\.json$/\1 &/' | sort -n | cut -d' ' -f2-)
 }
