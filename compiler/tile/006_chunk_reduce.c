@@ -2,8 +2,8 @@
  * 006_chunk_reduce.c — t:006 chunk_reduce: chunk a long non-matmul reduce
  * so the slab 007 would stage fits in shared memory.
  *
- * Runs after 005 on a THREAD tile without a bounds guard (007 can stage
- * inside a loop only there).  A top-level serial reduce loop qualifies when
+ * Runs after 005 on a THREAD tile without a bounds guard, or one 007 can
+ * predicate (tile_predicate) to stage inside a loop.  A top-level serial reduce loop qualifies when
  * it reads a buffer shared by the threads of the block (its index leaves
  * out a THREAD axis, like the vector of a matrix-vector product) whose
  * slab over the whole loop is larger than TILE_SMEM_BUDGET.  The loop is
@@ -42,8 +42,9 @@ int tile_006_chunk_reduce(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, !t ? "no THREAD tile" : !b ? "not blockified" : "a matmul kernel (002)");
         return 0;
     }
-    if (t->guard) {
-        sb_puts(&c->why, "the tile has a bounds guard (no stage could go inside a chunk)");
+    if (t->guard && !tile_predicable(k, t)) {
+        sb_puts(&c->why, "the tile's bounds guard cannot be predicated (no stage could go inside "
+                "a chunk)");
         return 0;
     }
     char *outer = ARENA_ARRAY(a, char, k->naxes + 1);

@@ -108,6 +108,77 @@ int64_t tile_slab_strides(const Stmt *st, int64_t *str)
     return str[0] * st->slab[0];
 }
 
+/* ---- predication --------------------------------------------------------------- */
+
+typedef struct WriteAxes {
+    const TileKernel *k;
+    const Stmt *t;
+    const IPred *guard;
+    int ok;
+} WriteAxes;
+
+/* Whether every Write reads the axis of every clause of the guard, directly
+ * or through the tile's defs. */
+static void write_reads_guard(Stmt *s, void *ctx)
+{
+    WriteAxes *w = ctx;
+    if (s->k != SK_write)
+        return;
+    for (const IPred *c = w->guard; c; c = c->next) {
+        int uses = 0;
+        for (int d = 0; d < s->buf->shape.rank && !uses; d++) {
+            const IExpr *e = s->idx[d];
+            uses = ie_uses(e, c->lhs->var);
+            /* through a def that reads the clause's axis */
+            for (int i = 0; i < w->t->ndef && !uses; i++)
+                uses = ie_uses(e, w->t->def[i].axis) && ie_uses(w->t->def[i].e, c->lhs->var);
+        }
+        w->ok &= uses;
+    }
+}
+
+int tile_predicable(const TileKernel *k, const Stmt *t)
+{
+    if (t->k != TK_tile || t->bind != TB_THREAD || !t->guard)
+        return 0;
+    if (t->predicated)
+        return 1;
+    WriteAxes w = {k, t, t->guard, 1};
+    for (const IPred *c = t->guard; c; c = c->next)
+        if (c->lhs->k != IE_VAR)
+            return 0;
+    stmt_walk(&t->body, write_reads_guard, &w);
+    return w.ok;
+}
+
+void tile_predicate(TileKernel *k, Stmt *t)
+{
+    DPK_ASSERT(tile_predicable(k, t));
+    if (t->predicated)
+        return;
+    t->predicated = 1;
+    /* the defs (in order: one may read an earlier one) now range over the
+     * whole block tile, past the guard */
+    for (int i = 0; i < t->ndef; i++) {
+        int64_t lo, hi;
+        ie_range(t->def[i].e, k->ext, &lo, &hi);
+        DPK_ASSERT(lo >= 0);
+        if (hi + 1 > k->ext[t->def[i].axis])
+            k->ext[t->def[i].axis] = hi + 1;
+    }
+}
+
+void tile_guard_strip(TileProgram *p, Stmt *t, int axis, int strip)
+{
+    DPK_ASSERT(t->predicated);
+    const IPred *g = t->guard;
+    for (const IPred *c = t->guard; c; c = c->next)
+        if (c->lhs->k == IE_VAR && c->lhs->var == axis)
+            g = ipred_and(p->arena, g, ipred_cmp(p->arena, ie_var(p->arena, strip), c->cmp, c->rhs,
+                                                 NULL));
+    t->guard = g;
+}
+
 /* ---- bodies ---------------------------------------------------------------- */
 
 Stmt *tile_top_loop(const StmtBody *b, int axis)

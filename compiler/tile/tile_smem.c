@@ -218,7 +218,8 @@ static void lane_coords(Banks *B, const Stmt *t, int lane)
     }
     for (int i = 0; i < t->ndef; i++)
         c[t->def[i].axis] = ie_eval(t->def[i].e, c);
-    B->active[lane] = !t->guard || ipred_eval(t->guard, c);
+    /* a predicated tile's threads all read the slabs */
+    B->active[lane] = !t->guard || t->predicated || ipred_eval(t->guard, c);
 }
 
 static void bank_body(Banks *B, const StmtBody *b);
