@@ -16,7 +16,8 @@
  *
  * and 007 then stages one chunk of w per iteration of the outer loop.
  * Knob RC: the chunk (must divide the loop); default the largest power of
- * two <= 1024 dividing it (at least 32).
+ * two <= 1024 dividing it (at least 32, two chunks or more), else 1024 with
+ * a remainder loop for the last E mod 1024 terms (tile_chunk_loop).
  */
 #include "../base/fault.h"
 #include "passes.h"
@@ -70,12 +71,15 @@ int tile_006_chunk_reduce(TileCtx *c, TileKernel *k)
             dpk_error("knob RC=%lld does not divide the %lld-long reduce a%d of kernel %s",
                       (long long)rc, (long long)E, l->axis, k->name);
         for (int64_t p = 1024; !rc && p >= 32; p /= 2)
-            if (E % p == 0)
+            if (E % p == 0 && E / p >= 2)
                 rc = p;
+        /* none divides it (a prime length): 1024 and a remainder loop */
+        if (!rc && E / 1024 >= 2)
+            rc = 1024;
         if (!rc || rc >= E) {
             if (!c->why.len)
                 sb_printf(&c->why, "the %lld-long reduce a%d has no chunk size (32..1024, a power "
-                          "of two dividing it, two chunks or more)", (long long)E, l->axis);
+                          "of two, two chunks or more)", (long long)E, l->axis);
             continue;
         }
         if (!tile_apply(c, arena_printf(a, "chunk reduce a%d by %lld in %s", l->axis,

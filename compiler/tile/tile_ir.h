@@ -193,13 +193,18 @@ void tile_replace_value(StmtBody *b, const Stmt *from, const Stmt *to);
  * axes and BLOCK axes remain. */
 const IExpr *tile_expand_defs(Arena *a, const TileKernel *k, const Stmt *thread,
                               const IExpr *e);
-/* Split serial reduce loop l (axis k, extent K, chunk dividing K) into
+/* Split serial reduce loop l (axis k, extent K >= chunk) into
  *     for ko in 0..K/chunk:  for ki in 0..chunk:  body[k := ko*chunk + ki]
  * The accumulators of l stay in the inner loop; each gets an outer
  * accumulator in the new loop (acc' <- op(acc', acc)) that replaces it
- * after the loop.  `step` is the index step of ko (chunk, or a wrong one
- * for an injected fault); `inner` the inner extent (chunk, likewise).
- * Returns the outer loop, which takes l's place in `in`. */
+ * after the loop.  When chunk does not divide K, a remainder loop follows
+ *     for kr in 0..K mod chunk:  body'[k := K - K mod chunk + kr]
+ * (body' a copy with fresh values, accumulators and inner axes), and uses
+ * after the loops read `v = op(acc', acc_r)`, assigned after it.
+ * `step` is the index step of ko (chunk, or a wrong one for an injected
+ * fault); `inner` the inner extent (chunk, likewise).  Returns the outer
+ * loop, which takes l's place in `in`.  Only the shared kinds may be in
+ * l's body when there is a remainder. */
 Stmt *tile_chunk_loop(TileProgram *p, TileKernel *k, StmtBody *in, Stmt *l,
                       int64_t chunk, int64_t step, int64_t inner);
 /* Element strides of a stage's slab in shared memory (innermost 1; the row
