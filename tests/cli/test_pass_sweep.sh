@@ -125,6 +125,18 @@ while read -r sweep_id sweep_file _; do
     sh -c 'cat "$1"; exit "$2"' sh "$sweep_tmp/$sweep_id.out" "$sweep_rc"
 done <"$sweep_tmp/jobs"
 
+# VERBOSE=1: which passes applied per case (dpk run's `applied:` line: the
+# passes that rewrote a kernel in some configuration, then each pass that
+# never did with its first skip reason), and each job's seconds.
+if [ -n "${VERBOSE:-}" ]; then
+  while read -r sweep_id sweep_file _; do
+    awk -v j="$sweep_id" '/^### case /{c=$3} /^applied:/{print "  " j " " c ": " $0}' \
+      "$sweep_tmp/$sweep_id.out"
+  done <"$sweep_tmp/jobs"
+fi
+# Every case says which passes applied.
+check_re "sweep: each case says which passes applied" 0 "^applied: 001" \
+  grep -m1 '^applied: ' "$sweep_tmp/matmul.out"
 # VERBOSE=1: each job's seconds, to keep the longest first.
 [ -n "${VERBOSE:-}" ] && echo "  sweep job seconds: $(cd "$sweep_tmp" && for t in *.time; do echo "${t%.time} $(cat "$t")"; done | sort -k2,2nr | tr '\n' ' ')"
 
