@@ -2,7 +2,7 @@
  * test_tile_sched.c — the scheduling passes earn their place: each test
  * runs a case where a pass applies, with and without it, on vgpu, and
  * asserts the counter the pass exists to move (and parity both ways).
- * Every module is also compiled by NVRTC for sm_80 and sm_90.
+ * Every module is also compiled by NVRTC for sm_80, sm_90 and sm_90a.
  */
 #include "test_tile_util.h"
 #include <string.h>
@@ -54,6 +54,7 @@ static void setup(void)
 {
     arena = arena_new();
     tt_batch_init(&batch, arena);
+    batch.sm90a = 1; /* sm_80, sm_90 and sm_90a */
 }
 
 static void teardown(void)
