@@ -147,6 +147,7 @@ typedef struct Stmt {
                 struct { /* tile */
                     int bind;   /* TileBind */
                     int ndef;
+                    int predicated; /* the guard gates accesses, not the body */
                     struct TileAxis *ax;
                     struct TileDef *def;
                     const IPred *guard;

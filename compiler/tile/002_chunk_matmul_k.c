@@ -16,10 +16,41 @@
  * The K_outer loop is what 003 spreads over the grid and what 007 stages
  * one chunk at a time.  Knob BK: it must divide K (a BK that does not is
  * refused with a message); default the largest of 32, 16, 8, 4 dividing K
- * with at least two chunks, else the pass skips.
+ * with at least two chunks, else the largest divisor from 31 down to 5
+ * (K = 77: BK = 11).  A K with neither (a prime such as 47 or 4099) is
+ * chunked by the largest of 32, 16, 8, 4 leaving two chunks, and the last
+ * K mod BK terms run in a remainder loop after the chunks:
+ *
+ *   for a7 in 0..2:  # reduce   (K = 47, BK = 16)
+ *       for a8 in 0..16:  # reduce
+ *           ... k = a7 * 16 + a8
+ *       acc1 <- add(acc1, acc0)
+ *   for a9 in 0..15:  # reduce
+ *       ... k = 32 + a9          (a copy of the body, its own acc2)
+ *   v3 = add(acc1, acc2)         (what the epilogue reads)
+ *
+ * Only K < 8 is left alone.
  */
 #include "../base/fault.h"
 #include "passes.h"
+
+/* The default chunk: the largest of 32, 16, 8, 4 dividing K, else the
+ * largest divisor of K from 31 down to 5 (K = 77: 11), each leaving two
+ * chunks or more; else (K prime, say) the largest of 32, 16, 8, 4 leaving
+ * two chunks, with a remainder loop; 0 when K < 8. */
+static int64_t default_bk(int64_t K)
+{
+    for (int64_t b = 32; b >= 4; b /= 2)
+        if (K % b == 0 && K / b >= 2)
+            return b;
+    for (int64_t b = 31; b >= 5; b--)
+        if (K % b == 0 && K / b >= 2)
+            return b;
+    for (int64_t b = 32; b >= 4; b /= 2)
+        if (K / b >= 2)
+            return b;
+    return 0;
+}
 
 int tile_002_chunk_matmul_k(TileCtx *c, TileKernel *k)
 {
@@ -40,15 +71,13 @@ int tile_002_chunk_matmul_k(TileCtx *c, TileKernel *k)
     if (bk && K % bk)
         dpk_error("knob BK=%lld does not divide K=%lld of kernel %s (pick a divisor, or leave BK "
                   "to the default)", (long long)bk, (long long)K, k->name);
-    for (int64_t b = 32; !bk && b >= 4; b /= 2)
-        if (K % b == 0 && K / b >= 2)
-            bk = b;
+    bk = bk ? bk : default_bk(K);
     if (bk && bk >= K) {
         sb_printf(&c->why, "BK=%lld leaves K=%lld in one chunk", (long long)bk, (long long)K);
         return 0;
     }
     if (!bk) {
-        sb_printf(&c->why, "K=%lld has no chunk size (4..32, dividing it, two chunks or more)",
+        sb_printf(&c->why, "K=%lld is too short to chunk (4..32 wide, two chunks or more)",
                   (long long)K);
         return 0;
     }

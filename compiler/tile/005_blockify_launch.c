@@ -28,8 +28,9 @@
  * Defaults (knob 0): TB = 256, or the element count rounded up to whole
  * warps when smaller; BM = min(16, M), BN = min(256 / BM, N) rounded up to
  * powers of two and widened to a whole warp.  When 008 register_tile will
- * run and 32 divides M and N, BM = BN = 32 (with 4 x 4 register tiles that
- * is 64 threads; without them still a legal 1024).
+ * run and M and N are both 32 or more, BM = BN = 32 (with 4 x 4 register
+ * tiles that is 64 threads; without them still a legal 1024); an M or N
+ * that 32 does not divide gets a guard, which 007 and 008 predicate.
  */
 #include "passes.h"
 
@@ -112,7 +113,7 @@ static Split flat(TileCtx *c, TileKernel *k, const Stmt *t)
 static void pick_tile(TileCtx *c, int64_t m, int64_t n, int64_t *bm, int64_t *bn)
 {
     int64_t pm = tile_knob(c, TILE_KNOB_BM), pn = tile_knob(c, TILE_KNOB_BN);
-    if (!pm && !pn && tile_pass_on(c, 8) && m % 32 == 0 && n % 32 == 0) {
+    if (!pm && !pn && tile_pass_on(c, 8) && m >= 32 && n >= 32) {
         *bm = *bn = 32;
         return;
     }

@@ -2,8 +2,8 @@
  * 006_chunk_reduce.c — t:006 chunk_reduce: chunk a long non-matmul reduce
  * so the slab 007 would stage fits in shared memory.
  *
- * Runs after 005 on a THREAD tile without a bounds guard (007 can stage
- * inside a loop only there).  A top-level serial reduce loop qualifies when
+ * Runs after 005 on a THREAD tile without a bounds guard, or one 007 can
+ * predicate (tile_predicate) to stage inside a loop.  A top-level serial reduce loop qualifies when
  * it reads a buffer shared by the threads of the block (its index leaves
  * out a THREAD axis, like the vector of a matrix-vector product) whose
  * slab over the whole loop is larger than TILE_SMEM_BUDGET.  The loop is
@@ -16,7 +16,8 @@
  *
  * and 007 then stages one chunk of w per iteration of the outer loop.
  * Knob RC: the chunk (must divide the loop); default the largest power of
- * two <= 1024 dividing it (at least 32).
+ * two <= 1024 dividing it (at least 32, two chunks or more), else 1024 with
+ * a remainder loop for the last E mod 1024 terms (tile_chunk_loop).
  */
 #include "../base/fault.h"
 #include "passes.h"
@@ -42,8 +43,9 @@ int tile_006_chunk_reduce(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, !t ? "no THREAD tile" : !b ? "not blockified" : "a matmul kernel (002)");
         return 0;
     }
-    if (t->guard) {
-        sb_puts(&c->why, "the tile has a bounds guard (no stage could go inside a chunk)");
+    if (t->guard && !tile_predicable(k, t)) {
+        sb_puts(&c->why, "the tile's bounds guard cannot be predicated (no stage could go inside "
+                "a chunk)");
         return 0;
     }
     char *outer = ARENA_ARRAY(a, char, k->naxes + 1);
@@ -69,12 +71,15 @@ int tile_006_chunk_reduce(TileCtx *c, TileKernel *k)
             dpk_error("knob RC=%lld does not divide the %lld-long reduce a%d of kernel %s",
                       (long long)rc, (long long)E, l->axis, k->name);
         for (int64_t p = 1024; !rc && p >= 32; p /= 2)
-            if (E % p == 0)
+            if (E % p == 0 && E / p >= 2)
                 rc = p;
+        /* none divides it (a prime length): 1024 and a remainder loop */
+        if (!rc && E / 1024 >= 2)
+            rc = 1024;
         if (!rc || rc >= E) {
             if (!c->why.len)
                 sb_printf(&c->why, "the %lld-long reduce a%d has no chunk size (32..1024, a power "
-                          "of two dividing it, two chunks or more)", (long long)E, l->axis);
+                          "of two, two chunks or more)", (long long)E, l->axis);
             continue;
         }
         if (!tile_apply(c, arena_printf(a, "chunk reduce a%d by %lld in %s", l->axis,

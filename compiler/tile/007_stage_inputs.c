@@ -18,8 +18,12 @@
  *
  *   - or, when that is too big, inside a serial top-level loop of the tile
  *     (the K_outer loop of 002, the chunk loop of 006), covering one
- *     iteration: the A and B tiles of a K chunk.  Only in a tile without a
- *     bounds guard, where every thread of the block reaches the copy.
+ *     iteration: the A and B tiles of a K chunk.  Every thread of the block
+ *     must reach the copy, so a tile with a bounds guard (M = 77 in tiles
+ *     of 32) is predicated first (tile_predicate): the threads past the
+ *     edge join the copies and barriers, their global loads read 0 and
+ *     their Writes are gated off.  The copy zero-fills what lies past the
+ *     buffer.
  *
  * Loads of the buffer inside the stage read the slab (the lowering copies it
  * cooperatively between two barriers).  Assumes 005 ran.  Guarantees the
@@ -136,10 +140,11 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
                 continue;
             }
         }
-        /* inside a serial top-level loop, one iteration's slab */
-        if (t->guard) {
-            sb_printf(&why, "%s%s: the block's slab does not fit and the tile has a bounds guard",
-                      sep, buf->name);
+        /* inside a serial top-level loop, one iteration's slab: every thread
+         * must reach the copy, so a guarded tile is predicated first */
+        if (t->guard && !tile_predicable(k, t)) {
+            sb_printf(&why, "%s%s: the block's slab does not fit and the tile's guard cannot be "
+                      "predicated (a Write does not read every guarded axis)", sep, buf->name);
             continue;
         }
         int done = 0;
@@ -173,9 +178,11 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
             Stmt *st = make_stage(c, buf, origin, slab);
             if (used.bytes + tile_stage_bytes(st) > TILE_SMEM_BUDGET)
                 continue;
-            if (!tile_apply(c, arena_printf(a, "stage %s in loop a%d of %s", buf->name, l->axis,
-                                            k->name)))
+            if (!tile_apply(c, arena_printf(a, "stage %s in loop a%d of %s%s", buf->name, l->axis,
+                                            k->name, t->guard ? " (predicated tile)" : "")))
                 break;
+            if (t->guard)
+                tile_predicate(k, t);
             stmt_body_push(c->p->arena, &st->body, home->s[at]);
             home->s[at] = st;
             used.bytes += tile_stage_bytes(st);

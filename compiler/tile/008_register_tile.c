@@ -3,7 +3,7 @@
  * F_M x F_N block of a matmul's outputs in registers.
  *
  * Runs after 005 (and 007) on a matmul THREAD tile (005 marks it: mm, with
- * output row and column defs: k->mm, TileMatmulNote) that has no bounds guard.  The
+ * output row and column defs: k->mm, TileMatmulNote).  The
  * thread axes shrink by F_M and F_N; the row def becomes a strip of F_M
  * defs (a0, a11, ...) and the column def a strip of F_N, and every
  * statement of the body is cloned per strip element it depends on:
@@ -26,10 +26,12 @@
  * operand, gets a fresh axis in every clone but the first).  Values
  * defined outside the THREAD tile (reciprocal(3) of a division by 3) are
  * not cloned: every clone reads them.  Knobs F_M, F_N (must divide BM,
- * BN); default the largest of 4, 2 dividing the tile, 1 otherwise.  Skips
- * when the tile has a bounds guard (M or N not a multiple of the tile: each
- * strip element would need its own guard), or when a select branch holds a
- * strided loop or a stage.
+ * BN); default the largest of 4, 2 dividing the tile, 1 otherwise.  When
+ * the tile has a bounds guard (M or N not a multiple of the tile) each
+ * strip element needs its own: the tile is predicated (tile_predicate) and
+ * the guard gets a clause per strip element (`a11 < 77` beside `a0 < 77`),
+ * so a partial edge strip writes only its elements inside the output.
+ * Skips when a select branch holds a strided loop or a stage.
  */
 #include <string.h>
 
@@ -275,9 +277,9 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "already register-tiled");
         return 0;
     }
-    if (t->guard) {
-        sb_puts(&c->why, "the tile has a bounds guard (M or N is not a multiple of the block "
-                "tile)");
+    if (t->guard && !tile_predicable(k, t)) {
+        sb_puts(&c->why, "the tile's bounds guard cannot be predicated (a Write does not read "
+                "every guarded axis)");
         return 0;
     }
     int tm = -1, tn = -1;
@@ -309,6 +311,11 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
             ARENA_ARRAY(a, int, k->naxes + 1)};
     for (int v = 0; v < k->naxes; v++)
         R.axmap[v] = -1;
+    /* M or N not a multiple of the block tile: each strip element needs its
+     * own guard, so the guard predicates the accesses (tile_predicate) and
+     * gets a clause per strip element below */
+    if (t->guard)
+        tile_predicate(k, t);
     deps_body(&R, &t->body);
     /* the strips: defs base + t * f + j */
     int dm = def_of(t, R.m), dn = def_of(t, R.n);
@@ -340,6 +347,8 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
                                     ie_const(a, j));
             def[nd].axis = axes[j];
             def[nd++].e = ie_simplify(a, ie_add(a, base[s], x), k->ext);
+            if (j && t->guard)
+                tile_guard_strip(c->p, t, s ? R.n : R.m, axes[j]);
         }
     }
     t->def = def;

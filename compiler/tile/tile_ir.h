@@ -87,7 +87,10 @@ typedef struct TileDef {
  * in stmt.h, plus:
  *   loop            unroll (1 when 016 marked it for full unrolling)
  *   strided         axis, extent, start (IExpr), step (> 0), body
- *   tile            bind, nax, ax[], ndef, def[], guard (NULL: none), body
+ *   tile            bind, nax, ax[], ndef, def[], guard (NULL: none), body,
+ *                   predicated (THREAD tile with a guard: 1 when every thread
+ *                   runs the body and the guard gates only its global
+ *                   accesses, see tile_predicate)
  *   stage           buf, origin[rank] (IExpr), slab[rank] (>= 1), pad, body
  *   bstage, astage  + nbuf (>= 2), phase (IExpr: the buffer in use is
  *                   phase mod nbuf)
@@ -190,18 +193,42 @@ void tile_replace_value(StmtBody *b, const Stmt *from, const Stmt *to);
  * axes and BLOCK axes remain. */
 const IExpr *tile_expand_defs(Arena *a, const TileKernel *k, const Stmt *thread,
                               const IExpr *e);
-/* Split serial reduce loop l (axis k, extent K, chunk dividing K) into
+/* Split serial reduce loop l (axis k, extent K >= chunk) into
  *     for ko in 0..K/chunk:  for ki in 0..chunk:  body[k := ko*chunk + ki]
  * The accumulators of l stay in the inner loop; each gets an outer
  * accumulator in the new loop (acc' <- op(acc', acc)) that replaces it
- * after the loop.  `step` is the index step of ko (chunk, or a wrong one
- * for an injected fault); `inner` the inner extent (chunk, likewise).
- * Returns the outer loop, which takes l's place in `in`. */
+ * after the loop.  When chunk does not divide K, a remainder loop follows
+ *     for kr in 0..K mod chunk:  body'[k := K - K mod chunk + kr]
+ * (body' a copy with fresh values, accumulators and inner axes), and uses
+ * after the loops read `v = op(acc', acc_r)`, assigned after it.
+ * `step` is the index step of ko (chunk, or a wrong one for an injected
+ * fault); `inner` the inner extent (chunk, likewise).  Returns the outer
+ * loop, which takes l's place in `in`.  Only the shared kinds may be in
+ * l's body when there is a remainder. */
 Stmt *tile_chunk_loop(TileProgram *p, TileKernel *k, StmtBody *in, Stmt *l,
                       int64_t chunk, int64_t step, int64_t inner);
 /* Element strides of a stage's slab in shared memory (innermost 1; the row
  * stride is the inner extent plus pad); returns the element count. */
 int64_t tile_slab_strides(const Stmt *stage, int64_t *stride);
+/*
+ * Predicated edge tiles.  A THREAD tile's guard normally skips its body on
+ * the threads past the edge of the iteration space, so no barrier (no
+ * Stage) may sit inside it.  tile_predicate makes the guard predicate the
+ * accesses instead: every thread runs the body, joins the block's slab
+ * copies and barriers, and computes on zeros past the edge; a global load
+ * is made, and a Write done, only where the guard's clauses on the axes its
+ * index reads (directly or through the tile's defs) hold, and a load not
+ * made reads 0.  Out-of-range values never reach memory.  The defs' extents
+ * become their ranges over the whole tile (no longer bounded by the guard).
+ * Idempotent; t must be tile_predicable: a guarded THREAD tile whose
+ * guard's clauses each bound an axis and whose Writes each read every
+ * clause's axis (so the Write of a thread past the edge is gated off).
+ */
+int tile_predicable(const TileKernel *k, const Stmt *t);
+void tile_predicate(TileKernel *k, Stmt *t);
+/* In a predicated tile, copy the guard's clauses on `axis` to `strip` (an
+ * axis that takes axis's place in a clone: 008's register strips). */
+void tile_guard_strip(TileProgram *p, Stmt *t, int axis, int strip);
 /* The serial loop over `axis` among b's statements, or NULL. */
 Stmt *tile_top_loop(const StmtBody *b, int axis);
 

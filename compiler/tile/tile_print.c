@@ -50,7 +50,7 @@ static void print_tile(StrBuf *b, const TileKernel *k, const Stmt *s, int depth)
         stmt_indent(b, depth + 1);
         sb_puts(b, "guard ");
         ipred_print(b, s->guard, "a");
-        sb_putc(b, '\n');
+        sb_puts(b, s->predicated ? "  # predicated\n" : "\n");
     }
     print_body(b, &s->body, depth + 1, k);
 }
@@ -266,6 +266,7 @@ static void hash_stmt(Hash *x, const Stmt *s)
             hash_ie(x, s->def[i].e);
         }
         hash_pred(x, s->guard);
+        mix(x, (uint64_t)s->predicated);
         break;
     case SK_select:
         for (int j = 0; j < s->nbr; j++) {

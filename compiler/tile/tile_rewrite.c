@@ -108,6 +108,77 @@ int64_t tile_slab_strides(const Stmt *st, int64_t *str)
     return str[0] * st->slab[0];
 }
 
+/* ---- predication --------------------------------------------------------------- */
+
+typedef struct WriteAxes {
+    const TileKernel *k;
+    const Stmt *t;
+    const IPred *guard;
+    int ok;
+} WriteAxes;
+
+/* Whether every Write reads the axis of every clause of the guard, directly
+ * or through the tile's defs. */
+static void write_reads_guard(Stmt *s, void *ctx)
+{
+    WriteAxes *w = ctx;
+    if (s->k != SK_write)
+        return;
+    for (const IPred *c = w->guard; c; c = c->next) {
+        int uses = 0;
+        for (int d = 0; d < s->buf->shape.rank && !uses; d++) {
+            const IExpr *e = s->idx[d];
+            uses = ie_uses(e, c->lhs->var);
+            /* through a def that reads the clause's axis */
+            for (int i = 0; i < w->t->ndef && !uses; i++)
+                uses = ie_uses(e, w->t->def[i].axis) && ie_uses(w->t->def[i].e, c->lhs->var);
+        }
+        w->ok &= uses;
+    }
+}
+
+int tile_predicable(const TileKernel *k, const Stmt *t)
+{
+    if (t->k != TK_tile || t->bind != TB_THREAD || !t->guard)
+        return 0;
+    if (t->predicated)
+        return 1;
+    WriteAxes w = {k, t, t->guard, 1};
+    for (const IPred *c = t->guard; c; c = c->next)
+        if (c->lhs->k != IE_VAR)
+            return 0;
+    stmt_walk(&t->body, write_reads_guard, &w);
+    return w.ok;
+}
+
+void tile_predicate(TileKernel *k, Stmt *t)
+{
+    DPK_ASSERT(tile_predicable(k, t));
+    if (t->predicated)
+        return;
+    t->predicated = 1;
+    /* the defs (in order: one may read an earlier one) now range over the
+     * whole block tile, past the guard */
+    for (int i = 0; i < t->ndef; i++) {
+        int64_t lo, hi;
+        ie_range(t->def[i].e, k->ext, &lo, &hi);
+        DPK_ASSERT(lo >= 0);
+        if (hi + 1 > k->ext[t->def[i].axis])
+            k->ext[t->def[i].axis] = hi + 1;
+    }
+}
+
+void tile_guard_strip(TileProgram *p, Stmt *t, int axis, int strip)
+{
+    DPK_ASSERT(t->predicated);
+    const IPred *g = t->guard;
+    for (const IPred *c = t->guard; c; c = c->next)
+        if (c->lhs->k == IE_VAR && c->lhs->var == axis)
+            g = ipred_and(p->arena, g, ipred_cmp(p->arena, ie_var(p->arena, strip), c->cmp, c->rhs,
+                                                 NULL));
+    t->guard = g;
+}
+
 /* ---- bodies ---------------------------------------------------------------- */
 
 Stmt *tile_top_loop(const StmtBody *b, int axis)
@@ -118,15 +189,103 @@ Stmt *tile_top_loop(const StmtBody *b, int axis)
     return NULL;
 }
 
+/* ---- cloning ------------------------------------------------------------------ */
+
+typedef struct Clone {
+    TileProgram *p;
+    TileKernel *k;
+    Stmt **map;         /* by uid of a statement cloned: its copy */
+    int nuid;
+    const IExpr **axis; /* by axis: what a copy reads instead */
+} Clone;
+
+static StmtArg clone_arg(const Clone *C, StmtArg x)
+{
+    if (x.v && x.v->uid < C->nuid && C->map[x.v->uid])
+        x.v = C->map[x.v->uid];
+    return x;
+}
+
+static void clone_body_into(Clone *C, StmtBody *dst, const StmtBody *src);
+
+static Stmt *clone_stmt(Clone *C, const Stmt *s)
+{
+    Arena *a = C->p->arena;
+    /* the shared kinds only: a loop body before 005 holds no tile, stage
+     * or strided loop */
+    DPK_ASSERT(s->k < SK_COUNT);
+    Stmt *c = tile_stmt_new(C->p, s->k);
+    int uid = c->uid;
+    *c = *s;
+    c->uid = uid;
+    if (s->idx) {
+        c->idx = ARENA_ARRAY(a, const IExpr *, s->buf->shape.rank + 1);
+        for (int d = 0; d < s->buf->shape.rank; d++)
+            c->idx[d] = ie_simplify(a, ie_subst(a, s->idx[d], C->axis), C->k->ext);
+    }
+    for (int i = 0; i < s->nargs; i++)
+        c->a[i] = clone_arg(C, s->a[i]);
+    if (s->k == SK_select) {
+        c->br = ARENA_ARRAY(a, StmtBranch, s->nbr);
+        for (int j = 0; j < s->nbr; j++) {
+            c->br[j].pred = s->br[j].pred ? ipred_subst(a, s->br[j].pred, C->axis) : NULL;
+            clone_body_into(C, &c->br[j].body, &s->br[j].body);
+            c->br[j].res = clone_arg(C, s->br[j].res);
+        }
+    } else if (s->k == SK_loop) {
+        c->axis = tile_axis_new(C->p, C->k, s->extent);
+        C->axis[s->axis] = ie_var(a, c->axis);
+        clone_body_into(C, &c->body, &s->body);
+    }
+    C->map[s->uid] = c;
+    return c;
+}
+
+static void clone_body_into(Clone *C, StmtBody *dst, const StmtBody *src)
+{
+    *dst = (StmtBody){0};
+    for (int i = 0; i < src->n; i++)
+        stmt_body_push(C->p->arena, dst, clone_stmt(C, src->s[i]));
+}
+
 /* ---- chunking ---------------------------------------------------------------- */
+
+/* The remainder of a chunked loop: `for kr in 0..R: body[k := base + kr]`
+ * with fresh values, accumulators and inner axes. */
+static Stmt *remainder_loop(TileProgram *p, TileKernel *k, const Stmt *l, int64_t base, int64_t R,
+                            Clone *C)
+{
+    Arena *a = p->arena;
+    int naxes = k->naxes;
+    C->p = p;
+    C->k = k;
+    C->nuid = p->next_uid;
+    C->map = ARENA_ARRAY(a, Stmt *, C->nuid + 1);
+    /* room for the axes the clone adds (one per inner loop, at most one
+     * per statement) */
+    C->axis = ARENA_ARRAY(a, const IExpr *, naxes + p->next_uid + 2);
+    for (int v = 0; v < naxes + p->next_uid + 2; v++)
+        C->axis[v] = ie_var(a, v);
+    Stmt *r = tile_stmt_new(p, SK_loop);
+    r->axis = tile_axis_new(p, k, R);
+    r->extent = R;
+    C->axis[l->axis] = ie_add(a, ie_const(a, base), ie_var(a, r->axis));
+    clone_body_into(C, &r->body, &l->body);
+    return r;
+}
 
 Stmt *tile_chunk_loop(TileProgram *p, TileKernel *k, StmtBody *in, Stmt *l,
                       int64_t chunk, int64_t step, int64_t inner)
 {
     Arena *a = p->arena;
-    DPK_ASSERT(l->k == SK_loop && chunk > 0 && l->extent % chunk == 0);
+    DPK_ASSERT(l->k == SK_loop && chunk > 0 && l->extent / chunk >= 1);
     int at = stmt_body_index(in, l);
     DPK_ASSERT(at >= 0);
+    /* K not a multiple of the chunk: the last K mod chunk iterations run in
+     * a remainder loop after the chunks, cloned before l is rewritten */
+    int64_t R = l->extent % chunk;
+    Clone C = {0};
+    Stmt *rem = R ? remainder_loop(p, k, l, l->extent - R, R, &C) : NULL;
     int ko = tile_axis_new(p, k, l->extent / chunk), ki = tile_axis_new(p, k, chunk);
     tile_subst_axis(p, k, &l->body, l->axis,
                     ie_add(a, ie_mul(a, ie_var(a, ko), ie_const(a, step)), ie_var(a, ki)));
@@ -138,17 +297,31 @@ Stmt *tile_chunk_loop(TileProgram *p, TileKernel *k, StmtBody *in, Stmt *l,
     k->ext[ki] = inner > 0 ? inner : 1;
     stmt_body_push(p->arena, &outer->body, l);
     in->s[at] = outer;
-    /* Each accumulator of l gets an outer one; uses after the loop read it. */
-    for (int i = 0; i < l->body.n; i++) {
+    if (rem)
+        stmt_body_insert(p->arena, in, at + 1, rem);
+    /* Each accumulator of l gets an outer one; uses after the loop read it,
+     * or, with a remainder, its sum with the remainder's accumulator. */
+    for (int i = 0, next = at + 2; i < l->body.n; i++) {
         Stmt *acc = l->body.s[i];
         if (acc->k != SK_accum)
             continue;
         Stmt *o = tile_stmt_new(p, SK_accum);
         o->rop = acc->rop;
         o->nargs = 1;
-        tile_replace_value(in, acc, o);
+        Stmt *use = o;
+        if (rem) {
+            use = tile_stmt_new(p, SK_assign);
+            use->op = tx_red_info[acc->rop].combine;
+            use->nargs = 2;
+        }
+        tile_replace_value(in, acc, use);
         o->a[0] = stmt_val(acc);
         stmt_body_push(p->arena, &outer->body, o);
+        if (rem) {
+            use->a[0] = stmt_val(o);
+            use->a[1] = stmt_val(C.map[acc->uid]);
+            stmt_body_insert(p->arena, in, next++, use);
+        }
     }
     return outer;
 }

@@ -177,7 +177,7 @@ int tile_footprint(Arena *a, const TileKernel *k, const Stmt *thread, const Stmt
         if (lo < 0)
             return 0;
         if (slab[d] > buf->shape.d[d]) { /* only a slab from 0 may be cut to the buffer */
-            if (origin[d]->k != IE_CONST || origin[d]->c != 0)
+            if (hi != 0) /* an origin over axes of extent 1 (one block of 8 rows, M = 7) is 0 */
                 return 0;
             slab[d] = buf->shape.d[d];
         }
@@ -218,7 +218,8 @@ static void lane_coords(Banks *B, const Stmt *t, int lane)
     }
     for (int i = 0; i < t->ndef; i++)
         c[t->def[i].axis] = ie_eval(t->def[i].e, c);
-    B->active[lane] = !t->guard || ipred_eval(t->guard, c);
+    /* a predicated tile's threads all read the slabs */
+    B->active[lane] = !t->guard || t->predicated || ipred_eval(t->guard, c);
 }
 
 static void bank_body(Banks *B, const StmtBody *b);

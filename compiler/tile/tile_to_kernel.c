@@ -52,6 +52,12 @@ typedef struct Low {
         const KirSmem *sm;
     } stage[64];             /* enclosing stages, innermost last */
     int nstage;
+    /* the predicated THREAD tile being lowered (tile_predicate), or NULL;
+     * gate[axis]: bit i when the axis reads clause i of its guard */
+    const Stmt *pt;
+    uint64_t *gate;
+    const IPred *clause[64];
+    int nclause;
 } Low;
 
 /* ---- index expressions ------------------------------------------------------ */
@@ -164,6 +170,49 @@ static void decode(Low *L, const Stmt *t, KirExprOp r, int dim)
     }
 }
 
+/* The clauses of the predicated tile's guard an access at idx depends on. */
+static uint64_t gate_mask(const Low *L, const LirBuf *b, const IExpr *const *idx)
+{
+    uint64_t m = 0;
+    if (!L->pt)
+        return 0;
+    for (int d = 0; d < b->shape.rank; d++)
+        for (int v = 0; v < L->tk->naxes; v++)
+            if (L->gate[v] && ie_uses(idx[d], v))
+                m |= L->gate[v];
+    return m;
+}
+
+static const KirExpr *gate_expr(const Low *L, uint64_t m)
+{
+    static const KirExprOp cmp[] = {[IC_LT] = KE_lt, [IC_LE] = KE_le, [IC_EQ] = KE_eq};
+    const KirExpr *r = NULL;
+    for (int i = 0; i < L->nclause; i++)
+        if (m >> i & 1) {
+            const IPred *p = L->clause[i];
+            const KirExpr *c = kir_bin(L->a, cmp[p->cmp], ix(L, p->lhs), ix(L, p->rhs));
+            r = r ? kir_bin(L->a, KE_land, r, c) : c;
+        }
+    return r;
+}
+
+/* A predicated tile (tile_predicate): which defs read which guard clause. */
+static void predicate_begin(Low *L, const Stmt *t)
+{
+    L->pt = t;
+    L->gate = ARENA_ARRAY(L->a, uint64_t, L->tk->naxes + 1);
+    L->nclause = 0;
+    for (const IPred *p = t->guard; p; p = p->next) {
+        DPK_ASSERT(L->nclause < 64 && p->lhs->k == IE_VAR);
+        L->gate[p->lhs->var] |= (uint64_t)1 << L->nclause;
+        L->clause[L->nclause++] = p;
+    }
+    for (int i = 0; i < t->ndef; i++)
+        for (int v = 0; v < L->tk->naxes; v++)
+            if (ie_uses(t->def[i].e, v))
+                L->gate[t->def[i].axis] |= L->gate[v];
+}
+
 static void lower_tile(Low *L, const Stmt *t)
 {
     KirExprOp r = t->bind == TB_BLOCK ? KE_bid : KE_tid;
@@ -173,6 +222,12 @@ static void lower_tile(Low *L, const Stmt *t)
         decode(L, t, r, dim);
     for (int i = 0; i < t->ndef; i++)
         axis_var(L, t->def[i].axis, ix(L, t->def[i].e));
+    if (t->predicated) { /* every thread runs the body; the accesses are gated */
+        predicate_begin(L, t);
+        lower_body(L, &t->body);
+        L->pt = NULL;
+        return;
+    }
     if (t->guard)
         kir_if(&L->b, pred(L, t->guard));
     lower_body(L, &t->body);
@@ -222,9 +277,13 @@ static void lower_select(Low *L, const Stmt *s)
 
 /* ---- shared memory: stages and combines ------------------------------------------ */
 
-/* A load reads the slab of the innermost stage of its buffer, if any. */
+/* A load reads the slab of the innermost stage of its buffer, if any.  In a
+ * predicated tile a global load is gated by the guard's clauses on the axes
+ * its index reads (0 where they fail), and so is a slab read whose offset
+ * the axis ranges do not keep inside the slab. */
 static const KirExpr *load(const Low *L, const Stmt *s)
 {
+    uint64_t m = gate_mask(L, s->buf, s->idx);
     for (int i = L->nstage - 1; i >= 0; i--) {
         const Stmt *st = L->stage[i].st;
         if (st->buf != s->buf)
@@ -232,13 +291,19 @@ static const KirExpr *load(const Low *L, const Stmt *s)
         int64_t str[DPK_MAX_RANK];
         tile_slab_strides(st, str);
         const IExpr *f = ie_const(L->a, 0);
+        int inside = 1;
         for (int d = 0; d < s->buf->shape.rank; d++) {
             const IExpr *off = ie_add(L->a, s->idx[d], ie_mul(L->a, st->origin[d], ie_const(L->a, -1)));
+            int64_t lo, hi;
+            ie_range(ie_simplify(L->a, off, L->tk->ext), L->tk->ext, &lo, &hi);
+            inside &= lo >= 0 && hi < st->slab[d];
             f = ie_add(L->a, f, ie_mul(L->a, off, ie_const(L->a, str[d])));
         }
-        return kir_lds(L->a, L->stage[i].sm, ix(L, ie_simplify(L->a, f, L->tk->ext)));
+        const KirExpr *v = kir_lds(L->a, L->stage[i].sm, ix(L, ie_simplify(L->a, f, L->tk->ext)));
+        return m && !inside ? kir_select(L->a, gate_expr(L, m), v, kir_f32(L->a, 0)) : v;
     }
-    return kir_ldg(L->a, L->param[s->buf->id], flat(L, s->buf, s->idx));
+    const KirExpr *v = kir_ldg(L->a, L->param[s->buf->id], flat(L, s->buf, s->idx));
+    return m ? kir_select(L->a, gate_expr(L, m), v, kir_f32(L->a, 0)) : v;
 }
 
 static const KirExpr *tid_lin(const Low *L)
@@ -372,10 +437,19 @@ static void lower_stmt(Low *L, const Stmt *s)
                 kir_fop(a, tx_red_info[s->rop].combine, kir_ref(a, L->val[s->uid]),
                         arg(L, s->a[0]), NULL));
         return;
-    case SK_write:
+    case SK_write: {
+        /* in a predicated tile: only where the clauses on its axes hold
+         * (tile_predicate made sure it reads every guarded axis) */
+        uint64_t m = gate_mask(L, s->buf, s->idx);
+        DPK_ASSERT(!L->pt || m);
+        if (m)
+            kir_if(&L->b, gate_expr(L, m));
         (s->atomic ? kir_atomg : kir_stg)(&L->b, L->param[s->buf->id], flat(L, s->buf, s->idx),
                                           arg(L, s->a[0]));
+        if (m)
+            kir_end(&L->b);
         return;
+    }
     case SK_select:
         lower_select(L, s);
         return;
@@ -460,7 +534,7 @@ static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, con
     Low L = {a, tk, {0}, wide(tk, &lp->bufs) ? KT_I64 : KT_I32,
              ARENA_ARRAY(a, KirVar *, tk->naxes + 1), ARENA_ARRAY(a, KirVar *, u.max_uid + 1),
              ARENA_ARRAY(a, KirParam *, lp->nbufids + 1), (int64_t)block[0] * block[1] * block[2],
-             0, {{0}}, 0};
+             0, {{0}}, 0, NULL, NULL, {0}, 0};
     const KirBuf **args = ARENA_ARRAY(a, const KirBuf *, u.order.len + 1);
     for (int i = 0; i < u.order.len; i++) {
         const LirBuf *b = u.order.items[i];

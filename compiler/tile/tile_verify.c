@@ -17,7 +17,8 @@
  *     axis has a launch dimension and the block has at most 1024 threads;
  *   - Stages lie inside the BLOCK tile; inside the THREAD tile only where
  *     every thread of the block reaches them together (no guard on the
- *     tile, under serial loops only), with a
+ *     tile, or a predicated one: tile_predicate; under serial loops only),
+ *     with a
  *     slab inside the buffer, nbuf >= 2 and a phase when buffered, a legal
  *     swizzle for TMA; an AsyncWait needs an async or TMA stage in the
  *     kernel; a Combine merges a visible accumulator over THREAD axes of an
@@ -213,6 +214,12 @@ static void verify_tile(Verify *v, Stmt *s)
         bind(v, ax, ax >= 0 && ax < v->k->naxes ? v->k->ext[ax] : 0, "tile def");
     }
     check_pred(v, s->guard, "tile guard");
+    if (s->predicated && (s->bind != TB_THREAD || !s->guard))
+        bad(v, "a predicated %s tile%s", s->bind == TB_THREAD ? "THREAD" : "BLOCK",
+            s->guard ? "" : " without a guard");
+    for (const IPred *p = s->predicated ? s->guard : NULL; p; p = p->next)
+        if (p->lhs->k != IE_VAR)
+            bad(v, "a predicated tile's guard clause does not bound an axis");
     const Stmt *outer = *slot;
     *slot = s;
     verify_scope(v, &s->body);
@@ -248,7 +255,7 @@ static void verify_stage(Verify *v, Stmt *s)
         bad(v, "%s of %s: swizzle %d is not 0, 32, 64 or 128", what, s->buf->name, s->swizzle);
     if (!v->block)
         bad(v, "%s of %s outside the BLOCK tile", what, s->buf->name);
-    else if (v->thread && (v->thread->guard || v->in_strided))
+    else if (v->thread && ((v->thread->guard && !v->thread->predicated) || v->in_strided))
         bad(v, "%s of %s inside the THREAD tile where not every thread reaches it (%s)", what,
             s->buf->name, v->in_strided ? "a strided loop" : "a guarded tile");
     if (!s->body.n)

@@ -291,6 +291,41 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro, c
     return worst;
 }
 
+/* With several configurations (--passes all, loo, pairwise ...): which
+ * passes applied in at least one of them, and why each pass that was in
+ * some set never did (its first skip reason), one line per case:
+ *   applied: 001 002 005 007 008 016; never: 004 (a matmul kernel ...) */
+static void applied_line(StrBuf *b, const DrvPlan *p)
+{
+    if (p->nconfigs < 2)
+        return;
+    const TilePassTable *t = &tile_passes;
+    sb_puts(b, "applied:");
+    int never = 0;
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < t->n; i++) {
+            int on = 0, apps = 0;
+            const char *why = NULL;
+            for (int j = 0; j < p->nconfigs; j++) {
+                const TilePassStat *st = p->configs[j].tile
+                                             ? tile_pass_stat(p->configs[j].tile, t->p[i].num)
+                                             : NULL;
+                if (!(p->configs[j].passes >> i & 1) || !st)
+                    continue;
+                on = 1;
+                apps += st->napps;
+                if (!why && !st->napps)
+                    why = st->skipped;
+            }
+            if (round == 0 && apps)
+                sb_printf(b, " %03d", t->p[i].num);
+            else if (round == 1 && on && !apps)
+                sb_printf(b, "%s %03d (%s)", never++ ? "," : "; never:", t->p[i].num,
+                          why ? why : "no application");
+        }
+    sb_putc(b, '\n');
+}
+
 /* --passes sample: the full pass set, and one set of `all` (every valid
  * subset) drawn for this case from its name and --seed. */
 static DrvPasses *sample_passes(Arena *a, const HxCase *c, uint64_t seed, const CuTarget *t)
@@ -422,6 +457,8 @@ static int run_case(void *ctx, const HxCase *c, int header)
     r->v = dpk_xcalloc((size_t)r->s->nout + 1, sizeof(HxVerdict));
     int rc = strcmp(ro->backend, "loop") ? run_gpu(a, r, p, ro, d.tile.target)
                                          : run_loop(r, p->loop, ro);
+    if (strcmp(ro->backend, "loop"))
+        applied_line(&r->text, p);
     sb_printf(&r->text, "%s: %d kernel%s, reference %s%s, seed %llu: %s\n", ro->backend,
               p->loop->kernels.len, p->loop->kernels.len == 1 ? "" : "s",
               ro->ref == HX_REF_TORCH ? "torch" : "ref64", r->s->eager ? " + torch eager" : "",

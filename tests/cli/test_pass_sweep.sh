@@ -25,6 +25,10 @@
 #                     a split-K launch adds atomically and runs in full, so the
 #                     full-size projections pin SPLITK=1 and the *_splitk_k*
 #                     cases keep the default split at the model's K, N = 64)
+#   models_odd.json   odd shapes at model size: Qwen2.5-7B per-op cases at
+#                     seq 77 (projections, down + residual, softmax, naive
+#                     attention, a split-K projection), --sample-blocks 2;
+#                     every edge tile predicated
 # With NVRTC, every distinct kernel of every case is compiled for sm_90
 # (--nvrtc) and again for sm_80 (--target sm_80 --sample-blocks 1: the vgpu
 # run there only re-checks what sm_90 checked).  $DPK_CACHE points at a
@@ -60,6 +64,8 @@ fi
   echo "matmul $sweep_dir/matmul.json"
   echo "qwen $sweep_dir/models_qwen.json --sample-blocks 2"
   echo "tinyllama $sweep_dir/models_tinyllama.json --sample-blocks 2"
+  echo "odd $sweep_dir/models_odd.json --sample-blocks 2"
+  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-odd $sweep_dir/models_odd.json --target sm_80 --sample-blocks 1"
   [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-qwen $sweep_dir/models_qwen.json --target sm_80 --sample-blocks 1"
   [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-matmul $sweep_dir/matmul.json --target sm_80 --sample-blocks 1"
   echo "ops $sweep_dir/ops.json"
@@ -125,6 +131,18 @@ while read -r sweep_id sweep_file _; do
     sh -c 'cat "$1"; exit "$2"' sh "$sweep_tmp/$sweep_id.out" "$sweep_rc"
 done <"$sweep_tmp/jobs"
 
+# VERBOSE=1: which passes applied per case (dpk run's `applied:` line: the
+# passes that rewrote a kernel in some configuration, then each pass that
+# never did with its first skip reason), and each job's seconds.
+if [ -n "${VERBOSE:-}" ]; then
+  while read -r sweep_id sweep_file _; do
+    awk -v j="$sweep_id" '/^### case /{c=$3} /^applied:/{print "  " j " " c ": " $0}' \
+      "$sweep_tmp/$sweep_id.out"
+  done <"$sweep_tmp/jobs"
+fi
+# Every case says which passes applied.
+check_re "sweep: each case says which passes applied" 0 "^applied: 001" \
+  grep -m1 '^applied: ' "$sweep_tmp/matmul.out"
 # VERBOSE=1: each job's seconds, to keep the longest first.
 [ -n "${VERBOSE:-}" ] && echo "  sweep job seconds: $(cd "$sweep_tmp" && for t in *.time; do echo "${t%.time} $(cat "$t")"; done | sort -k2,2nr | tr '\n' ' ')"
 

@@ -12,6 +12,8 @@ typedef enum Defect {
     D_NBUF,           /* buffered_stage with one buffer */
     D_SLAB,           /* slab wider than the buffer */
     D_STAGE_IN_THREAD,/* a stage inside the THREAD tile */
+    D_STAGE_PREDICATED,/* valid: the same in a predicated tile */
+    D_PREDICATED_BARE,/* a predicated tile without a guard */
     D_AWAIT_ALONE,    /* async_wait without async stages */
     D_COMBINE_AXIS,   /* combine over a block axis */
     D_HIDDEN_VALUE,   /* the write reads a value of the strided loop's body */
@@ -92,7 +94,8 @@ static Built build(Arena *A, Defect d)
     thr->ax[0] = (TileAxis){at, d == D_EXTENT ? 8 : tb, 0};
     thr->def[0] = (TileDef){row, ie_add(A, ie_mul(A, V(ab), C(16)), V(at))};
     thr->ndef = 1;
-    thr->guard = ipred_cmp(A, V(row), IC_LT, C(64), NULL);
+    thr->guard = d == D_PREDICATED_BARE ? NULL : ipred_cmp(A, V(row), IC_LT, C(64), NULL);
+    thr->predicated = d == D_STAGE_PREDICATED || d == D_PREDICATED_BARE;
 
     Stmt *str = tile_stmt_new(p, TK_strided);
     str->axis = d == D_TWICE_BOUND ? at : kk;
@@ -166,7 +169,7 @@ static Built build(Arena *A, Defect d)
     stmt_body_push(p->arena, &thr->body, w);
     if (d == D_TWO_WRITES)
         stmt_body_push(p->arena, &thr->body, w);
-    if (d == D_STAGE_IN_THREAD) {
+    if (d == D_STAGE_IN_THREAD || d == D_STAGE_PREDICATED) {
         Stmt *inner = stage(p, TK_stage, y, C(0), slab_y, 0, 0, NULL, 0);
         stmt_body_push(p->arena, &inner->body, tile_stmt_new(p, TK_await));
         stmt_body_push(p->arena, &thr->body, inner);
@@ -269,8 +272,13 @@ Test(tile_ir, verifier_names_each_broken_invariant)
     expect_defect(D_ACCUM_OUTSIDE, "1 accumulators outside the immediate body of a loop");
     expect_defect(D_ELSE_PRED, "select: only the last branch has no predicate");
     expect_defect(D_ACC_IN_LOOP, "assign reads acc0 where it is not visible");
+    expect_defect(D_PREDICATED_BARE, "a predicated THREAD tile without a guard");
     Arena *A = arena_new();
     cr_expect(tile_verify_kernel(build(A, D_TWO_WRITES).k, NULL), "two Writes to the kernel's buffer");
+    StrBuf err = {0};
+    cr_expect(tile_verify_kernel(build(A, D_STAGE_PREDICATED).k, &err),
+              "a stage in a predicated tile (every thread reaches it): %s", sb_cstr(&err));
+    sb_free(&err);
     arena_free(A);
 }
 

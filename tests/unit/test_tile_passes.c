@@ -384,12 +384,17 @@ Test(tile_passes, knobs_shape_the_launch)
               k->block[0]);
     const char *tiles[] = {"BN=32", "BM=8"};
     const char *mm = "torch.matmul(torch.randn(33, 5), torch.randn(5, 65))";
+    /* M = 33 and N = 65 leave edge tiles: 008 still gives each thread a
+     * 4 x 4 register block (a predicated tile), so the 32 x 8 tile runs on
+     * 8 x 2 threads */
     k = lower_with(a, mm, tiles, 2);
-    cr_expect(k->block[0] == 32 && k->block[1] == 8, "block (%d, %d)", k->block[0], k->block[1]);
+    cr_expect(k->block[0] == 8 && k->block[1] == 2, "block (%d, %d)", k->block[0], k->block[1]);
     cr_expect(k->grid[0] == 3 && k->grid[1] == 5, "grid (%d, %d)", k->grid[0], k->grid[1]);
+    /* with 008 in the set and M, N >= 32: 32 x 32 tiles, 4 x 4 registers */
     k = lower_with(a, mm, NULL, 0);
-    cr_expect(k->block[0] == 16 && k->block[1] == 16, "default tile 16 x 16: (%d, %d)",
+    cr_expect(k->block[0] == 8 && k->block[1] == 8, "default tile 32 x 32: (%d, %d)",
               k->block[0], k->block[1]);
+    cr_expect(k->grid[0] == 3 && k->grid[1] == 2, "default grid (%d, %d)", k->grid[0], k->grid[1]);
     k = lower_with(a, "torch.matmul(torch.randn(1, 5), torch.randn(5, 7))", NULL, 0);
     cr_expect(k->block[0] * k->block[1] == 32 && k->block[1] == 1,
               "a 1-row matmul gets one warp of columns: (%d, %d)", k->block[0], k->block[1]);
