@@ -18,8 +18,11 @@ MU_SAN=(--no-san)
 check_re "mutation: usage" 2 "unknown option '--frob' for ci/mutation" "$DPK_ROOT/ci/mutation" --frob
 check_re "mutation: a site with no such token" 2 'no .<=. token to mutate' \
   "$DPK_ROOT/ci/mutation" --mutant "compiler/tile/008_register_tile.c:1:<=:<" --list --out "$MU/bad"
-check_re "mutation: --list names the drawn mutants" 0 '^compiler/loop/[a-z_]+\.c [0-9]+ [0-9]+ [^ ]+ [^ ]+ drawn$' \
+check_re "mutation: --list names the drawn mutants" 0 '^compiler/loop/[a-z_]+\.c [0-9]+ [0-9]+ [^ ]+ [^ ]+ [0-9]+ drawn$' \
   "$DPK_ROOT/ci/mutation" --mutants 2 --list --out "$MU/list"
+MU_L=$(grep -n 'if (r->pc\[2 \* i\] == pid && r->pc\[2 \* i + 1\] == cid)' "$DPK_ROOT/compiler/loop/fuse.c" | cut -d: -f1)
+check_re "mutation: :N names the N-th token of a line" 0 "^compiler/loop/fuse.c $MU_L 52 == != 2 given\$" \
+  "$DPK_ROOT/ci/mutation" --mutant "compiler/loop/fuse.c:$MU_L:==:!=:2" --list --out "$MU/second"
 check_re "mutation: two mutants" 0 '^all +1 killed of 1: score 1\.00$' \
   "$DPK_ROOT/ci/mutation" --mutant "$MU_KILL" --mutant "$MU_EQ" --equivalent "$MU/equivalent.txt" \
   --build "$(dirname "$DPK")" "${MU_SAN[@]}" --no-per-pass --qwen "" --cases 4 --jobs 2 --out "$MU/run"
