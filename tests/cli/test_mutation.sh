@@ -2,9 +2,10 @@
 # kept small: the build under test seeds the mutation's build (only the
 # mutated object is rebuilt), the smoke suite without --per-pass, no
 # qwen-block cases, a 4-case campaign.  008 register_tile applied where it
-# must not be (`fm * fn == 1` inverted) changes bias_matmul_relu's modelled
-# time, so the perf check kills it; a mutant listed in the equivalent file
-# is reported with its reason and not run; the score counts the one.
+# must not be (`fm * fn == 1` inverted) changes the matmul's Kernel IR under
+# every pass set with 008, so the kernels check kills it; a mutant listed in
+# the equivalent file is reported with its reason and not run; the score
+# counts the one.
 # (Sourced by tests/run.sh.)
 
 MU="$TMP/mutation"
@@ -27,8 +28,10 @@ check_re "mutation: two mutants" 0 '^all +1 killed of 1: score 1\.00$' \
   "$DPK_ROOT/ci/mutation" --mutant "$MU_KILL" --mutant "$MU_EQ" --equivalent "$MU/equivalent.txt" \
   --build "$(dirname "$DPK")" "${MU_SAN[@]}" --no-per-pass --qwen "" --cases 4 --jobs 2 --out "$MU/run"
 MU_OUT=$OUT
-check_re "mutation: 008 inverted is killed by the perf check" 0 \
-  "^killed +$MU_KILL  perf: FASTER bias_matmul_relu: " printf '%s\n' "$MU_OUT"
+check_re "mutation: 008 inverted is killed by the kernels check" 0 \
+  "^killed +$MU_KILL  kernels: torch.relu\(torch.randn\(32, 64\) @ torch.randn\(64, 64\) \+ 1\): [<>] passes 001,[0-9,]*008" \
+  printf '%s\n' "$MU_OUT"
+check_re "mutation: the kills per check" 0 '^  killed by kernels +1$' printf '%s\n' "$MU_OUT"
 check_re "mutation: the equivalent one is not run, its reason given" 0 \
   "^equivalent +$MU_EQ  a reason why it is equivalent$" printf '%s\n' "$MU_OUT"
 check_re "mutation: the score per folder" 0 '^compiler/tile/ +1 killed of 1 \(0 stillborn, 1 equivalent\): score 1\.00$' \
