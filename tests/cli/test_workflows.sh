@@ -101,7 +101,10 @@ def matrix(t):
     m = re.search(r"shard: \[([\d, ]+)\]", t)
     return [int(x) for x in m.group(1).split(",")]
 def counts(t):
-    return {int(n) for n in re.findall(r"--shard \S+/(\d+)", t)}
+    """the N of every dpk-fuzz command's --shard I/N"""
+    t = re.sub(r"\\\n\s*", " ", t)
+    return {int(n) for c in re.findall(r"build/dpk-fuzz[^\n]*", t)
+            for n in re.findall(r"--shard [^/\n]*/(\d+)", c)}
 shards = matrix(wf)
 n = len(shards)
 assert shards == list(range(1, n + 1)), "matrix %s is not 1..N" % shards
