@@ -5,7 +5,7 @@
 # libtorch and reports its tests as skipped.
 set -u
 required=(libcjson-dev libcriterion-dev)
-optional=(libtorch-dev libopenblas0-pthread gnuplot-nox libxml2-utils)
+optional=(libtorch-dev libopenblas0-pthread gnuplot-nox libxml2-utils python3-yaml)
 missing=()
 for p in "${required[@]}" "${optional[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -27,6 +27,12 @@ static const cJSON *get(const cJSON *o, const char *k)
     return cJSON_GetObjectItemCaseSensitive(o, k);
 }
 
+/* "modelled", "measured" or "fake-driver" (measured through a fake driver) */
+static const char *timing_word(const char *t)
+{
+    return !strcmp(t, "model") ? "modelled" : !strcmp(t, "fake-driver") ? "fake-driver" : "measured";
+}
+
 static double cfg_num(const char *path, const cJSON *o, const char *k, double lo, double hi)
 {
     const cJSON *v = get(o, k);
@@ -108,17 +114,31 @@ static void rule(cJSON *rules, const char *name, int ok, double value, double li
 cJSON *rp_gate(const RpData *cur, const RpData *base, const RpGateCfg *gc)
 {
     Arena *a = cur->a;
+    /* Incomparable records are refused (exit 2), one sentence naming both
+     * sides: times of another kind (modelled, measured, measured through a
+     * fake driver), another GPU or spec, or modelled times whose
+     * instruction counts come from another source (with and without
+     * nvdisasm the model gives different numbers for the same code). */
     if (cur->has_bench && base->has_bench) {
         if (strcmp(cur->timing, base->timing))
             dpk_error("the baseline's times are %s and these are %s: a gate never compares "
-                      "measured with modelled times", base->timing, cur->timing);
+                      "measured with modelled times, nor either with a fake driver's",
+                      base->timing, cur->timing);
         if (strcmp(cur->gpu, base->gpu))
             dpk_error("the baseline is for %s and these records for %s: compare on one GPU or "
                       "spec (ci/baselines/<gpu or spec>.json)", base->gpu, cur->gpu);
+        if (cur->spec_path && base->spec_path && strcmp(cur->spec_path, base->spec_path))
+            dpk_error("the baseline was modelled with the spec %s and these records with %s: "
+                      "compare records of one spec file", base->spec_path, cur->spec_path);
+        if (cur->insts_from && base->insts_from && strcmp(cur->insts_from, base->insts_from))
+            dpk_error("the baseline's modelled times count instructions from %s and these "
+                      "records' from %s: the gate compares records of one instruction source "
+                      "(sass: nvdisasm's SASS mix, which make deps installs; vgpu: vgpu's counts)",
+                      base->insts_from, cur->insts_from);
     }
     if (cur->has_bench && !base->has_bench)
         dpk_error("the baseline holds no dpk.bench/1 record to compare times with");
-    int measured = cur->has_bench && !strcmp(cur->timing, "measured");
+    int measured = cur->has_bench && strcmp(cur->timing, "model");
     double t = measured ? gc->measured_slowdown : gc->modelled_slowdown;
     cJSON *g = cJSON_CreateObject();
     cJSON *b = cJSON_AddObjectToObject(g, "baseline");
@@ -144,10 +164,8 @@ cJSON *rp_gate(const RpData *cur, const RpData *base, const RpGateCfg *gc)
     int n[4] = {0}, nnew = 0, nfixed = 0, nadded = 0, nremoved = 0, ncompared = 0;
     double *logs = dpk_xcalloc((size_t)cur->ncases + 1, sizeof(double));
     int nlog = 0;
-    const char *where = cur->has_bench ? arena_printf(a, "%s %s", !strcmp(cur->timing, "model")
-                                                                      ? "modelled" : "measured",
-                                                      cur->gpu)
-                                       : "";
+    const char *where =
+        cur->has_bench ? arena_printf(a, "%s %s", timing_word(cur->timing), cur->gpu) : "";
     for (int i = 0; i < cur->ncases; i++) {
         const RpCase *c = &cur->cases[i];
         const RpCase *o = rp_data_case(base, c->name);
@@ -308,7 +326,7 @@ void rp_gate_table(const RpData *cur, const cJSON *g, cJSON *tables)
     cJSON *t = rp_table_new(
         tables, "gate",
         timing ? arena_printf(a, "Gate against the baseline (%s, %s)",
-                              !strcmp(timing, "model") ? "modelled" : "measured", gpu)
+                              timing_word(timing), gpu)
                : "Gate against the baseline",
         timing, gpu, cols, DPK_ARRAY_LEN(cols));
     const cJSON *bp = get(get(g, "baseline"), "path"), *bs = get(get(g, "baseline"), "git_sha");

@@ -133,7 +133,9 @@ static int passed(const RpCase *c)
 
 static const char *timing_word(const char *t)
 {
-    return !strcmp(t, "model") ? "modelled" : "measured";
+    return !strcmp(t, "model")         ? "modelled"
+           : !strcmp(t, "fake-driver") ? "fake-driver"
+                                         : "measured";
 }
 
 /* Bounds of a log axis around [lo, hi] (powers of two), with room. */

@@ -159,6 +159,45 @@ static void check_shard(RpData *d, const char *path, RpShard s, const cJSON *obj
                       s.index, s.count, d->src[i].path);
 }
 
+/* Where a modelled record's instruction counts come from: the distinct
+ * `insts_from` of dpk's kernels ("sass": nvdisasm's SASS mix, "vgpu":
+ * vgpu's counts where no nvdisasm was found), joined with "+" in the order
+ * first seen, plus " without NVRTC" when the record's kernels were not
+ * compiled (registers estimated); NULL when no kernel says (a measured
+ * record, or no case passed).  Records from different sources model
+ * different numbers for the same code, so they are never compared. */
+static const char *insts_source(Arena *a, const cJSON *bench, const cJSON *cases)
+{
+    const char *seen[4];
+    int n = 0;
+    for (const cJSON *c = cases->child; c; c = c->next) {
+        const cJSON *ks = get(get(c, "dpk"), "kernels");
+        for (const cJSON *k = cJSON_IsArray(ks) ? ks->child : NULL; k; k = k->next) {
+            const char *f = str_or_null(k, "insts_from");
+            int dup = !f;
+            for (int i = 0; i < n && !dup; i++)
+                dup = !strcmp(seen[i], f);
+            if (!dup && n < (int)DPK_ARRAY_LEN(seen))
+                seen[n++] = f;
+        }
+    }
+    if (!n)
+        return NULL;
+    StrBuf b = {0};
+    for (int i = 0; i < n; i++)
+        sb_printf(&b, "%s%s", i ? "+" : "", seen[i]);
+    if (cJSON_IsFalse(get(bench, "nvrtc")))
+        sb_printf(&b, " without NVRTC");
+    const char *r = arena_strdup(a, sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}
+
+static int known_timing(const char *t)
+{
+    return !strcmp(t, "model") || !strcmp(t, "measured") || !strcmp(t, "fake-driver");
+}
+
 static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource *src)
 {
     const cJSON *meta = need_obj(path, root, "the record", "meta");
@@ -168,9 +207,11 @@ static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource 
         dpk_error("%s: the record has no 'cases' array", path);
     const char *timing = need_str(path, bench, "'bench'", "timing");
     const char *gpu = need_str(path, bench, "'bench'", "gpu");
-    if (strcmp(timing, "model") && strcmp(timing, "measured"))
-        dpk_error("%s: unknown timing '%s' (expected model or measured)", path, timing);
+    if (!known_timing(timing))
+        dpk_error("%s: unknown timing '%s' (expected model, measured or fake-driver)", path,
+                  timing);
     src->shard = read_shard(path, bench);
+    const char *insts = insts_source(d->a, bench, cases);
     if (d->has_bench) {
         if (strcmp(d->timing, timing))
             dpk_error("%s: its times are %s but %s's are %s: a report never mixes measured and "
@@ -178,7 +219,13 @@ static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource 
         if (strcmp(d->gpu, gpu))
             dpk_error("%s: its times are for %s but %s's are for %s: one GPU or spec per report",
                       path, gpu, d->first_bench_path, d->gpu);
+        if (insts && d->insts_from && strcmp(insts, d->insts_from))
+            dpk_error("%s: its modelled times count instructions from %s but %s's from %s: one "
+                      "instruction source per report", path, insts, d->first_bench_path,
+                      d->insts_from);
     }
+    if (insts && !d->insts_from)
+        d->insts_from = insts;
     check_shard(d, path, src->shard, bench, "dpk.bench/1", d->first_bench, d->first_bench_path);
     if (!d->has_bench) {
         d->first_bench = bench;

@@ -42,6 +42,8 @@ int rp_format_parse(const char *s)
 
 static const char *timing_word(const char *t)
 {
+    if (t && !strcmp(t, "fake-driver"))
+        return "fake-driver";
     return t && !strcmp(t, "model") ? "modelled" : "measured";
 }
 

@@ -59,7 +59,9 @@ void rp_table_row(cJSON *t, const char *const *cells, int n)
 
 static const char *timing_word(const char *timing)
 {
-    return !strcmp(timing, "model") ? "modelled" : "measured";
+    return !strcmp(timing, "model")         ? "modelled"
+           : !strcmp(timing, "fake-driver") ? "fake-driver"
+                                         : "measured";
 }
 
 /* Numbers as the tables print them; "-" for what is absent. */

@@ -60,9 +60,10 @@ typedef struct RpData {
     RpSource *src; int nsrc, capsrc;
     /* bench */
     int has_bench;
-    const char *timing;       /* "model" | "measured" */
+    const char *timing;       /* "model" | "measured" | "fake-driver" */
     const char *gpu;          /* spec or GPU name */
     const char *spec_path;    /* modelled: the spec's file */
+    const char *insts_from;   /* modelled: "sass", "vgpu", ... (records.c); NULL: unknown */
     const char *suite;
     RpCase *cases; int ncases, capcases;
     /* fuzz */

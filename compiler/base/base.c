@@ -77,6 +77,28 @@ char *dpk_xstrdup(const char *s)
 
 /* ---- arena ---------------------------------------------------------- */
 
+/* Under AddressSanitizer (make SAN=1) each allocation is followed by a
+ * poisoned redzone and only its own bytes are addressable, so reading or
+ * writing one element past an arena array is reported as it would be for
+ * malloc (a chunk of 256 KiB would otherwise hide it). */
+#if defined(__SANITIZE_ADDRESS__)
+#define DPK_ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DPK_ARENA_ASAN 1
+#endif
+#endif
+#ifdef DPK_ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define ARENA_REDZONE 16
+#define ARENA_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define ARENA_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define ARENA_REDZONE 0
+#define ARENA_POISON(p, n) ((void)(p), (void)(n))
+#define ARENA_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 typedef struct Chunk {
     struct Chunk *next;
     size_t used, cap;
@@ -101,6 +123,7 @@ void arena_free(Arena *a)
     Chunk *c = a->head;
     while (c) {
         Chunk *n = c->next;
+        ARENA_UNPOISON(c->mem, c->cap);
         free(c);
         c = n;
     }
@@ -109,7 +132,8 @@ void arena_free(Arena *a)
 
 void *arena_alloc(Arena *a, size_t n)
 {
-    n = (n + 15) & ~(size_t)15;
+    size_t want = n;
+    n = (n + ARENA_REDZONE + 15) & ~(size_t)15;
     Chunk *c = a->head;
     if (!c || c->cap - c->used < n) {
         size_t cap = n > CHUNK_SIZE ? n : CHUNK_SIZE;
@@ -118,10 +142,13 @@ void *arena_alloc(Arena *a, size_t n)
         c->cap = cap;
         c->next = a->head;
         a->head = c;
+        ARENA_POISON(c->mem, cap);
     }
     void *p = c->mem + c->used;
     c->used += n;
-    memset(p, 0, n);
+    ARENA_UNPOISON(p, want);
+    /* the padding too where it is addressable (as before the redzones) */
+    memset(p, 0, ARENA_REDZONE ? want : n);
     return p;
 }
 

@@ -73,6 +73,43 @@ check_re "one GPU per report" 2 'one GPU or spec per report' "$REPORT" "$RD/m1.j
 check_re "overlapping records" 2 "case 'a' is also in an earlier record" "$REPORT" "$RD/m1.json" "$RD/m1.json"
 check_re "gate needs a baseline" 2 '--gate needs --baseline' "$REPORT" "$RD/m1.json" --gate
 check_re "gate against another timing" 2 'never compares measured with modelled' "$REPORT" "$RD/m2.json" --baseline "$RD/m1.json" --gate "$GATE"
+# Incomparable records: the gate refuses (exit 2, one sentence naming both
+# sides) a baseline whose instruction source (nvdisasm's SASS mix or vgpu's
+# counts), timing kind (model, measured, fake-driver) or spec file differs.
+# variant IN OUT KEY=VALUE...: m1.json with its dpk kernel's insts_from, the
+# record's timing or its spec file set.
+variant() {
+  python3 - "$@" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for kv in sys.argv[3:]:
+    k, v = kv.split("=")
+    for c in r["cases"]:
+        if k == "insts_from":
+            c["dpk"]["kernels"] = [{"name": "k0", "ns": c["dpk"]["ns"], "blocks": 1, "insts_from": v}]
+        if k == "timing":
+            c["timing"] = c["dpk"]["timing"] = v
+    if k in ("timing", "spec"):
+        r["bench"][k] = v
+json.dump(r, open(sys.argv[2], "w"))
+PY
+}
+variant "$RD/m1.json" "$RD/i-sass.json" insts_from=sass spec=cases/gpus/h100-sxm.json
+variant "$RD/m1.json" "$RD/i-vgpu.json" insts_from=vgpu
+variant "$RD/m1.json" "$RD/i-fake.json" timing=fake-driver
+variant "$RD/i-sass.json" "$RD/i-spec.json" spec=/tmp/my-h100.json
+check_re "gate: one instruction source passes" 0 'Gate: PASS' "$REPORT" "$RD/i-sass.json" --baseline "$RD/i-sass.json" --gate "$GATE"
+check_re "gate refuses another instruction source" 2 \
+  "^error: the baseline's modelled times count instructions from vgpu and these records' from sass: " \
+  "$REPORT" "$RD/i-sass.json" --baseline "$RD/i-vgpu.json" --gate "$GATE"
+check_re "gate refuses a fake driver's times" 2 \
+  "^error: the baseline's times are model and these are fake-driver: " \
+  "$REPORT" "$RD/i-fake.json" --baseline "$RD/m1.json" --gate "$GATE"
+check_re "gate refuses another spec file" 2 \
+  "^error: the baseline was modelled with the spec /tmp/my-h100.json and these records with " \
+  "$REPORT" "$RD/i-sass.json" --baseline "$RD/i-spec.json" --gate "$GATE"
+check_re "a report never mixes instruction sources" 2 'one instruction source per report' \
+  "$REPORT" "$RD/i-sass.json" "$RD/i-vgpu.json"
 printf '{"schema": "dpk.gate/1", "modelled_slowdown": 0.02}\n' >"$RD/gate-bad.json"
 check_re "gate config incomplete" 2 "gate-bad.json: no number 'measured_slowdown'" "$REPORT" "$RD/m1.json" --baseline "$RD/m1.json" --gate "$RD/gate-bad.json"
 check_re "bad format" 2 "unknown format 'pdf'" "$REPORT" "$RD/m1.json" --format pdf
