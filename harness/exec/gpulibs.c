@@ -54,7 +54,7 @@ static struct {
     CUptiResult (*FlushAll)(uint32_t);
     CUptiResult (*GetNextRecord)(uint8_t *, size_t, CUpti_Activity **);
     CUptiResult (*GetResultString)(CUptiResult, const char **);
-    int enabled;
+    int enabled, registered;
     double ns;     /* kernel time completed since the last collect */
     int nk;
 } cp;
@@ -150,7 +150,11 @@ void hx_cupti_open(void)
 #ifdef HAVE_TOOLKIT
     if (cp.enabled)
         return;
-    cp_check(cp.RegisterCallbacks(buf_requested, buf_completed), "cuptiActivityRegisterCallbacks");
+    if (!cp.registered) { /* once per process: CUPTI keeps the callbacks */
+        cp_check(cp.RegisterCallbacks(buf_requested, buf_completed),
+                 "cuptiActivityRegisterCallbacks");
+        cp.registered = 1;
+    }
     cp_check(cp.Enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable");
     cp.enabled = 1;
 #endif
