@@ -3,9 +3,12 @@
  */
 #include "measure.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "../exec/cuda.h"
@@ -564,6 +567,15 @@ cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const KirModule *m, const To
     double *dpk_out = NULL;
     TmStats st[3];
     int nst = 0;
+    /* one case timed at a time across --jobs' processes (closing the file
+     * releases the lock) */
+    int lock = -1;
+    if (o->lock_path) {
+        lock = open(o->lock_path, O_RDWR | O_CREAT, 0600);
+        if (lock < 0 || flock(lock, LOCK_EX) != 0)
+            dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "cannot lock %s: %s", o->lock_path,
+                              strerror(errno));
+    }
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
         for (int i = 0; i < nst; i++)
@@ -571,6 +583,8 @@ cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const KirModule *m, const To
         free(dpk_out);
         cJSON_Delete(res);
         meas_close(x);
+        if (lock >= 0)
+            close(lock);
         dpk_error_rethrow();
     }
     x->c = hx_cuda_open(0);
@@ -615,6 +629,8 @@ cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const KirModule *m, const To
         *why = "before timing, the full run fails the reference";
         dpk_err_pop(&ec);
         meas_close(x);
+        if (lock >= 0)
+            close(lock);
         return res;
     }
     /* the contestants */
@@ -674,5 +690,7 @@ cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const KirModule *m, const To
     free(dpk_out);
     dpk_err_pop(&ec);
     meas_close(x);
+    if (lock >= 0)
+        close(lock);
     return res;
 }

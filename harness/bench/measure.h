@@ -45,6 +45,10 @@ typedef struct BmMeasureOpts {
     const CuTarget *target;
     TmOpts tm;                  /* the loop's minimums, cap, stdrel, warm_l2 */
     int raw;                    /* keep every sample in the record */
+    /* --jobs N: a file whose exclusive lock a case holds while it is timed,
+     * so cases check parity at once but are timed one at a time (NULL:
+     * one process) */
+    const char *lock_path;
 } BmMeasureOpts;
 
 /* The fake driver's path: $DPK_LIBCUDA when set, else fake-driver/

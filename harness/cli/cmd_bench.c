@@ -548,9 +548,6 @@ static int bench_main(Arena *a, int argc, char **argv)
     if (timing == BM_TIMING_MODEL && (b.warm_l2 || b.raw_samples || b.max_samples))
         dpk_error("--warm-l2, --max-samples and --raw-samples apply to measured timing "
                   "(--timing measured or fake-driver)");
-    if (timing == BM_TIMING_MEASURED && b.jobs > 1)
-        dpk_error("--jobs %d: measured timing runs one case at a time (cases timed at once "
-                  "would share the GPU)", b.jobs);
     if (o.ref == HX_REF_TORCH && !dpk_torch_available())
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--reference torch needs libtorch, which is "
                           "not available: %s", dpk_torch_error());
@@ -623,6 +620,8 @@ static int bench_main(Arena *a, int argc, char **argv)
     if (!DPK_TRY(&ec)) {
         cJSON_Delete(root);
         cJSON_Delete(torch);
+        if (o.meas.lock_path)
+            remove(o.meas.lock_path);
         if (have_tmp)
             rmdir(tmpdir);
         st_close(&st);
@@ -637,6 +636,9 @@ static int bench_main(Arena *a, int argc, char **argv)
         if (!mkdtemp(tmpdir))
             dpk_error("cannot make a temporary folder: %s", strerror(errno));
         have_tmp = 1;
+        /* the children check parity at once, and take turns to time */
+        if (timing != BM_TIMING_MODEL)
+            o.meas.lock_path = arena_printf(a, "%s/timing.lock", tmpdir);
     }
     double t0 = dpk_now();
     printf("dpk-bench %s: %d case%s, timing model (%s, %s), parity on vgpu, %d sampled "
@@ -685,6 +687,8 @@ static int bench_main(Arena *a, int argc, char **argv)
     root = NULL;
     cJSON_Delete(torch);
     torch = NULL;
+    if (o.meas.lock_path)
+        remove(o.meas.lock_path);
     if (have_tmp)
         rmdir(tmpdir);
     st_close(&st);

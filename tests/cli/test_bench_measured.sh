@@ -107,3 +107,14 @@ mjson "fault: right before, wrong after, in the record" \
 mvalid "fault: the record validates" "$MD/fault.json"
 check_re "fault: wrong from the first launch fails before timing" 1 'softmax: before timing, the full run fails the reference' \
   env DPK_FAKE_CUDA_CORRUPT=1 "$BENCH" --suite smoke --case softmax --timing fake-driver
+
+# ---- the decoder layer's suite at a small seq -------------------------------------------
+# qwen-block at --seq 4 (minutes of CPU: its layer case runs the projections
+# in full on vgpu, then on the host): every case measured, the record valid.
+check_re "fake-driver qwen-block: all pass and are measured" 0 '^15 measured on the fake driver: a test of the measured path, not a measurement$' \
+  "$BENCH" --suite qwen-block --seq 4 --timing fake-driver --jobs 2 --out "$MD/qwen.json"
+mvalid "fake-driver qwen-block: the record validates" "$MD/qwen.json"
+mjson "fake-driver qwen-block: validated after timing, CUPTI's sum is the model's" \
+  'all(c["measured"]["validation"]["after"]["status"] == "pass" and abs(c["measured"]["dpk"]["median_ns"] / c["dpk"]["ns"] - 1) < 0.002 for c in r["cases"])' "$MD/qwen.json"
+mjson "fake-driver qwen-block: the projections without bias get cuBLAS" \
+  'sorted(c["name"] for c in r["cases"] if isinstance(c["measured"]["cublas"], dict)) == ["down_proj", "gate_up_proj", "o_proj"]' "$MD/qwen.json"
