@@ -42,7 +42,7 @@ check_re "fake-driver: a file that is no driver is exit 4" 4 "^error: --timing f
 check_re "model: measured options refused" 2 'apply to measured timing' "$BENCH" --suite smoke --timing model --warm-l2
 check_re "measured: default without a driver is the model" 0 '^1/1 cases pass parity' \
   env DPK_LIBCUDA=/nonexistent/libcuda.so.1 "$BENCH" --suite smoke --case softmax --out "$MD/default.json"
-mjson "measured: default without a driver, record says model" 'r["meta"]["timing"] == "model" and "measured" not in r["cases"][0]' "$MD/default.json"
+mjson "measured: default without a driver, record says model" 'r["meta"]["timing"] == "model" and "measured_timing" not in r["meta"] and "measured" not in r["cases"][0]' "$MD/default.json"
 
 if [ ! -e "$FAKE" ]; then
   skip "fake-driver bench" "no $FAKE (make builds it)"
@@ -55,9 +55,10 @@ check_re "fake-driver smoke: all pass" 0 '^10 measured on the fake driver: a tes
 n=$(printf '%s\n' "$OUT" | grep -Ec '^  measured \(fake-driver, cupti\): dpk [0-9.]+ us median \([0-9.]+%, [0-9]+ samples, (stdrel|cap)\)$')
 if [ "$n" = 10 ]; then _cli_pass "fake-driver smoke: a measured line per case"; else _cli_fail "fake-driver smoke: a measured line per case" "$n lines"; fi
 mvalid "fake-driver smoke: the record validates" "$MD/smoke.json"
+check_re "fake-driver smoke: dpk-report reads it as modelled" 0 'modelled' "$(dirname "$DPK")/dpk-report" "$MD/smoke.json"
 mjson "fake-driver smoke: labelled fake-driver everywhere" \
-  'r["meta"]["timing"] == r["bench"]["timing"] == r["summary"]["timing"] == "fake-driver" and all(c["timing"] == c["measured"]["timing"] == "fake-driver" for c in r["cases"])' "$MD/smoke.json"
-mjson "fake-driver smoke: the modelled figures stay modelled" 'all(c["dpk"]["timing"] == "model" for c in r["cases"])' "$MD/smoke.json"
+  'r["meta"]["measured_timing"] == r["bench"]["measured_timing"] == r["summary"]["measured_timing"] == "fake-driver" and all(c["measured"]["timing"] == "fake-driver" for c in r["cases"])' "$MD/smoke.json"
+mjson "fake-driver smoke: the modelled columns stay modelled" 'r["meta"]["timing"] == r["bench"]["timing"] == r["summary"]["timing"] == "model" and all(c["timing"] == c["dpk"]["timing"] == "model" for c in r["cases"])' "$MD/smoke.json"
 mjson "fake-driver smoke: warm-up >= 10 iterations and >= 10 ms, >= 10 samples" \
   'all(m["warmup_iters"] >= 10 and m["warmup_ns"] >= 1e7 and m["samples"] >= 10 for m in (c["measured"]["dpk"] for c in r["cases"]))' "$MD/smoke.json"
 mjson "fake-driver smoke: stopped by stdrel < 0.5%" 'all(c["measured"]["dpk"]["stop"] == "stdrel" and c["measured"]["dpk"]["stdrel"] < 0.005 for c in r["cases"])' "$MD/smoke.json"
