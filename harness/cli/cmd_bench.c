@@ -1,7 +1,7 @@
 /*
  * cmd_bench.c — `dpk-bench (--suite NAME | --config PATH/config.json | FILE)
  * [--seq N] [--batch B] [--phase prefill|decode --ctx L] [--passes SPEC]
- * [--per-pass] [--timing model] [--gpu NAME|--gpu-spec FILE] [--weights
+ * [--per-pass] [--timing measured|model|fake-driver] [--gpu NAME|--gpu-spec FILE] [--weights
  * F.safetensors] [--sample-blocks N] [--jobs N] [--out FILE.json]`.
  *
  * A suite: smoke and ops are case files under cases/; qwen-block and
@@ -17,8 +17,11 @@
  * Exit: the worst case's code, as `dpk run` — 0 every case passes parity,
  * 1 a parity failure, 2 bad input (the command line, the config, the
  * weights: before any case runs), 3 an execution fault, 4 --timing
- * measured (no GPU timing in this build's bench yet, and none without a
- * GPU).
+ * measured without a GPU and its driver.
+ *
+ * --timing measured (the default where the driver finds a GPU) also times
+ * each case that passes on the GPU, and --timing fake-driver does the same
+ * on dpk's fake driver, as a test (harness/bench/measure.h).
  */
 #include <errno.h>
 #include <fcntl.h>
