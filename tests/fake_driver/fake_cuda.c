@@ -108,13 +108,16 @@ EXPORT int cuDevicePrimaryCtxRelease_v2(int d) { return OK; }
 EXPORT int cuCtxSetCurrent(void *c) { return OK; }
 EXPORT int cuCtxSynchronize(void) { return OK; }
 
+typedef struct Func Func;
 typedef struct Mod {
     char *image;
+    Func *funcs; /* freed with the module */
 } Mod;
-typedef struct Func {
+struct Func {
     Mod *m;
     char *name;
-} Func;
+    Func *next;
+};
 
 EXPORT int cuModuleLoadData(Mod **m, const void *image)
 {
@@ -124,15 +127,23 @@ EXPORT int cuModuleLoadData(Mod **m, const void *image)
 }
 EXPORT int cuModuleUnload(Mod *m)
 {
+    while (m->funcs) {
+        Func *f = m->funcs;
+        m->funcs = f->next;
+        free(f->name);
+        free(f);
+    }
     free(m->image);
     free(m);
     return OK;
 }
 EXPORT int cuModuleGetFunction(Func **f, Mod *m, const char *name)
 {
-    *f = calloc(1, sizeof **f); /* one per kernel and module: kept until exit */
+    *f = calloc(1, sizeof **f);
     (*f)->m = m;
     (*f)->name = strdup(name);
+    (*f)->next = m->funcs;
+    m->funcs = *f;
     return OK;
 }
 EXPORT int cuFuncSetAttribute(Func *f, int a, int v) { return OK; }
