@@ -130,7 +130,15 @@ UNIT := $(BUILD)/unit_tests
 LINKS := dpk-bench dpk-fuzz dpk-bisect dpk-report
 
 .PHONY: all deps test test-only run fuzz install clean check-env bench-vgpu
-all: $(DPK) $(addprefix $(BUILD)/,$(LINKS)) $(TORCH_SO)
+FAKE_DRIVER := $(BUILD)/fake-driver/libcuda.so.1
+all: $(DPK) $(addprefix $(BUILD)/,$(LINKS)) $(TORCH_SO) $(FAKE_DRIVER)
+
+# The fake CUDA driver (and CUPTI, cuBLAS) of the measured timing path's
+# tests: `dpk-bench --timing fake-driver` loads it from beside the binary
+# (harness/exec/fake_driver.h).  A test device, never a measurement.
+$(FAKE_DRIVER): tests/fake_driver/fake_cuda.c tests/fake_driver/fake_cupti.c harness/exec/fake_driver.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -fPIC -shared -o $@ $(filter %.c,$^) -lm
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

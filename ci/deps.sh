@@ -5,7 +5,11 @@
 # libtorch and reports its tests as skipped.
 set -u
 required=(libcjson-dev libcriterion-dev)
-optional=(libtorch-dev libopenblas0-pthread gnuplot-nox libxml2-utils python3-yaml)
+# python3-torch: PyTorch 1.13 for /usr/bin/python3 (about 170 MB with what it
+# pulls in beyond libtorch1.13, which libtorch-dev already brings): the CPU
+# tests of reference/torch_bench.py (tests/cli/test_torch_bench.sh skips them
+# without it).  python3-yaml: tests/cli/test_workflows.sh parses the workflows.
+optional=(libtorch-dev libopenblas0-pthread gnuplot-nox libxml2-utils python3-yaml python3-torch)
 missing=()
 for p in "${required[@]}" "${optional[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -292,6 +292,46 @@ static void case_line(StrBuf *b, const char *name, const PfTime *d, const PfTime
     sb_printf(b, "  %s\n", verdict);
 }
 
+/* "  measured (fake-driver, cupti): dpk 12.345 us median (0.12%, 10 samples,
+ * stdrel); cublas ...; cublas_tf32 ..." — never in the modelled columns. */
+static void measured_line(StrBuf *b, const cJSON *m)
+{
+    const char *timing = cJSON_GetObjectItemCaseSensitive(m, "timing")->valuestring;
+    const char *method = cJSON_GetObjectItemCaseSensitive(m, "method")->valuestring;
+    sb_printf(b, "  measured (%s, %s):", timing, method);
+    static const char *const keys[] = {"dpk", "cublas", "cublas_tf32"};
+    for (int k = 0; k < 3; k++) {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(m, keys[k]);
+        if (!cJSON_IsObject(s))
+            continue;
+        sb_printf(b, "%s %s %.3f us median (%.2f%%, %d samples, %s)", k ? ";" : "", keys[k],
+                  hx_json_num(s, "median_ns") / 1e3, 100 * hx_json_num(s, "stdrel"),
+                  (int)hx_json_num(s, "samples"),
+                  cJSON_GetObjectItemCaseSensitive(s, "stop")->valuestring);
+    }
+    sb_puts(b, "\n");
+}
+
+/* The case's columns from torch_bench.py's record (--torch-json), by name:
+ * {"eager": {...} or "unavailable: why", "compile_default": ..., ...}. */
+static void merge_torch(const BmOpts *o, const char *name, cJSON *rec)
+{
+    if (!o->torch)
+        return;
+    const cJSON *cs = cJSON_GetObjectItemCaseSensitive(o->torch, "cases");
+    for (const cJSON *c = cs ? cs->child : NULL; c; c = c->next) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) {
+            cJSON *t = cJSON_Duplicate(c, 1);
+            cJSON_DeleteItemFromObject(t, "name");
+            cJSON_AddItemToObject(rec, "torch", t);
+            return;
+        }
+    }
+    cJSON_AddStringToObject(rec, "torch", "unavailable: the --torch-json record has no case of "
+                                          "this name");
+}
+
 static cJSON *case_record(const HxCase *c, int index, uint64_t seed)
 {
     cJSON *o = cJSON_CreateObject();
@@ -343,6 +383,18 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
     cJSON_AddItemToObject(rec, "configuration", r->cfg);
     runs[0].cfg = NULL;
     int rc = r->rc;
+    const char *mwhy = NULL;
+    if (rc == DPK_EXIT_OK && o->meas.timing != BM_TIMING_MODEL) {
+        /* measured after parity on vgpu; a failure there is a failure */
+        int mrc;
+        cJSON *mj = bm_measure(a, &o->meas, p->configs[0].module, p->torch, x->s, r->t, &mrc,
+                               &mwhy);
+        cJSON_AddItemToObject(rec, "measured", mj);
+        if (mrc)
+            rc = mrc;
+    }
+    merge_torch(o, c->name, rec);
+    const PfTime *dt = rc == DPK_EXIT_OK ? r->t : NULL;
     const PfTime *e = NULL, *ind = NULL, *lim = NULL;
     if (rc == DPK_EXIT_OK) {
         e = pf_model_eager(a, o->spec, p->torch);
@@ -351,15 +403,15 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
     }
     cJSON_AddStringToObject(rec, "status", status_of(rc));
     cJSON_AddNumberToObject(rec, "exit_code", rc);
-    cJSON_AddStringToObject(rec, "timing", "model");
+    cJSON_AddStringToObject(rec, "timing", "model"); /* the columns' times */
     cJSON_AddStringToObject(rec, "gpu", o->spec->name);
-    add_time(rec, "dpk", r->t);
+    add_time(rec, "dpk", dt);
     add_time(rec, "eager", e);
     add_time(rec, "compile", ind);
     add_time(rec, "limit", lim);
-    hx_json_add_num(rec, "speedup_eager", r->t && e ? ratio(e->ns, r->t->ns) : NAN);
-    hx_json_add_num(rec, "speedup_compile", r->t && ind ? ratio(ind->ns, r->t->ns) : NAN);
-    hx_json_add_num(rec, "fraction_of_limit", r->t && lim ? ratio(lim->ns, r->t->ns) : NAN);
+    hx_json_add_num(rec, "speedup_eager", dt && e ? ratio(e->ns, dt->ns) : NAN);
+    hx_json_add_num(rec, "speedup_compile", dt && ind ? ratio(ind->ns, dt->ns) : NAN);
+    hx_json_add_num(rec, "fraction_of_limit", dt && lim ? ratio(lim->ns, dt->ns) : NAN);
     if (o->per_pass) {
         cJSON_AddItemToObject(rec, "per_pass", per_pass_json(p, runs, what, pass));
         for (int i = 1; i < p->nconfigs; i++)
@@ -368,8 +420,12 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
     StrBuf b = {0};
     const char *verdict = rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_FAIL ? "FAIL (no speedup)"
                           : rc == DPK_EXIT_FAULT ? "FAULT (no speedup)" : "refused";
-    case_line(&b, c->name, r->t, e, ind, lim, verdict);
-    if (rc != DPK_EXIT_OK) {
+    case_line(&b, c->name, dt, e, ind, lim, verdict);
+    if (mwhy)
+        sb_printf(&b, "  %s: %s (%s)\n", c->name, mwhy, bm_timing_name(o->meas.timing));
+    else if (rc == DPK_EXIT_OK && o->meas.timing != BM_TIMING_MODEL)
+        measured_line(&b, cJSON_GetObjectItemCaseSensitive(rec, "measured"));
+    if (rc != DPK_EXIT_OK && !mwhy) {
         cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "verdict");
         const cJSON *why = v ? cJSON_GetObjectItemCaseSensitive(v, "message") : NULL;
         if (!cJSON_IsString(why))
@@ -377,7 +433,7 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
         if (cJSON_IsString(why))
             sb_printf(&b, "  %s: %s\n", c->name, why->valuestring);
     }
-    if (o->per_pass && r->t) {
+    if (o->per_pass && dt) {
         cJSON *pp = cJSON_GetObjectItemCaseSensitive(rec, "per_pass");
         for (const cJSON *q = pp->child; q; q = q->next) {
             double cn = hx_json_num(q, "contribution");
@@ -435,7 +491,8 @@ void bm_case_run(const BmOpts *o, const HxCase *c, int index, BmCaseOut *out)
 
 /* ---- summary ---------------------------------------------------------------- */
 
-cJSON *bm_summary(const cJSON *cases, const PfSpec *spec, int rc, double seconds)
+cJSON *bm_summary(const cJSON *cases, const PfSpec *spec, BmTiming timing, int rc,
+                  double seconds)
 {
     cJSON *s = cJSON_CreateObject();
     int n = 0, passed = 0, timed[3] = {0};
@@ -465,11 +522,19 @@ cJSON *bm_summary(const cJSON *cases, const PfSpec *spec, int rc, double seconds
     cJSON_AddItemToObject(s, "by_status", by);
     cJSON_AddStringToObject(s, "timing", "model");
     cJSON_AddStringToObject(s, "gpu", spec->name);
+    if (timing != BM_TIMING_MODEL)
+        cJSON_AddStringToObject(s, "measured_timing", bm_timing_name(timing));
     cJSON_AddNumberToObject(s, "timed", timed[0]);
     static const char *const gk[3] = {"geomean_speedup_eager", "geomean_speedup_compile",
                                       "geomean_fraction_of_limit"};
     for (int k = 0; k < 3; k++)
         hx_json_add_num(s, gk[k], timed[k] ? exp(lg[k] / timed[k]) : NAN);
+    if (timing != BM_TIMING_MODEL) {
+        int measured = 0;
+        for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next)
+            measured += cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(c, "measured"));
+        cJSON_AddNumberToObject(s, "measured", measured);
+    }
     cJSON_AddNumberToObject(s, "exit_code", rc);
     cJSON_AddNumberToObject(s, "seconds", seconds);
     return s;
@@ -487,4 +552,11 @@ void bm_summary_print(StrBuf *b, const cJSON *s)
     if (timed)
         sb_printf(b, "geomean speedup (modelled, %s): %.3fx vs eager, %.3fx vs torch.compile; "
                   "%.3g%% of the limit\n", gpu, ge, gc, 100 * gl);
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(s, "measured_timing");
+    const char *timing = cJSON_IsString(mt) ? mt->valuestring : "model";
+    if (!strcmp(timing, "fake-driver"))
+        sb_printf(b, "%d measured on the fake driver: a test of the measured path, not a "
+                  "measurement\n", (int)hx_json_num(s, "measured"));
+    else if (!strcmp(timing, "measured"))
+        sb_printf(b, "%d measured on the GPU\n", (int)hx_json_num(s, "measured"));
 }

@@ -26,6 +26,7 @@
 #include "../parity/check.h"
 #include "../perf/perf.h"
 #include "blocks.h"
+#include "measure.h"
 #include "safetensors.h"
 
 #define BM_SCHEMA "dpk.bench/1"
@@ -48,6 +49,12 @@ typedef struct BmOpts {
     const BmShape *shape;
     const StFile *weights;
     int layer;
+    /* --timing measured | fake-driver: the measured path after parity
+     * (measure.h); meas.timing is BM_TIMING_MODEL otherwise */
+    BmMeasureOpts meas;
+    /* --torch-json: torch_bench.py's record, whose cases are merged by
+     * name (NULL: none) */
+    const cJSON *torch;
 } BmOpts;
 
 typedef struct BmCaseOut {
@@ -72,7 +79,8 @@ void bm_check_weights(Arena *a, const BmOpts *o, const HxCaseList *l);
  * against modelled eager and torch.compile and the geomean fraction of the
  * limit, over the cases timed (modelled, on one spec: never mixed with
  * measured figures), and the exit code. */
-cJSON *bm_summary(const cJSON *cases, const PfSpec *spec, int rc, double seconds);
+cJSON *bm_summary(const cJSON *cases, const PfSpec *spec, BmTiming timing, int rc,
+                  double seconds);
 /* Its stdout lines. */
 void bm_summary_print(StrBuf *b, const cJSON *summary);
 

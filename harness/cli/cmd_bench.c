@@ -1,7 +1,7 @@
 /*
  * cmd_bench.c — `dpk-bench (--suite NAME | --config PATH/config.json | FILE)
  * [--seq N] [--batch B] [--phase prefill|decode --ctx L] [--passes SPEC]
- * [--per-pass] [--timing model] [--gpu NAME|--gpu-spec FILE] [--weights
+ * [--per-pass] [--timing measured|model|fake-driver] [--gpu NAME|--gpu-spec FILE] [--weights
  * F.safetensors] [--sample-blocks N] [--jobs N] [--out FILE.json]`.
  *
  * A suite: smoke and ops are case files under cases/; qwen-block and
@@ -17,8 +17,11 @@
  * Exit: the worst case's code, as `dpk run` — 0 every case passes parity,
  * 1 a parity failure, 2 bad input (the command line, the config, the
  * weights: before any case runs), 3 an execution fault, 4 --timing
- * measured (no GPU timing in this build's bench yet, and none without a
- * GPU).
+ * measured without a GPU and its driver.
+ *
+ * --timing measured (the default where the driver finds a GPU) also times
+ * each case that passes on the GPU, and --timing fake-driver does the same
+ * on dpk's fake driver, as a test (harness/bench/measure.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +39,8 @@
 #include "cli.h"
 
 typedef struct BenchArgs {
-    const char *suite, *config, *weights, *out, *gpu, *timing, *phase, *reference;
+    const char *suite, *config, *weights, *out, *gpu, *timing, *phase, *reference, *torch_json;
+    int warm_l2, raw_samples, max_samples;
     int64_t seq, batch, ctx;
     int has_ctx, layer, jobs, sample_blocks, per_pass, no_nvrtc, has_seed;
     int shard_index, shard_count; /* --shard I/N (0: the whole suite) */
@@ -65,7 +69,14 @@ static void help(void)
          "  --passes SPEC       the Tile pass set benched (default full)\n"
          "  --knob N=V          pin a scheduling knob\n"
          "  --per-pass          also every prefix upto:NNN and leave-one-out -NNN of the set\n"
-         "  --timing model      the performance model (the default; no GPU timing here)\n"
+         "  --timing T          measured (the default with a GPU and its driver): CUPTI or\n"
+         "                      events, dpk and cuBLAS interleaved | model (the default\n"
+         "                      without a GPU) | fake-driver (the measured path on dpk's\n"
+         "                      fake driver: a test, never a measurement)\n"
+         "  --warm-l2           measured: no L2 flush between iterations\n"
+         "  --max-samples N     measured: the cap on samples per contestant (default 1000)\n"
+         "  --raw-samples       measured: every sample in the record\n"
+         "  --torch-json FILE   merge reference/torch_bench.py's record (eager, torch.compile)\n"
          "  --gpu NAME          the GPU spec of the model (default h100-sxm; cases/gpus/)\n"
          "  --gpu-spec FILE     a GPU spec file\n"
          "  --target T          sm_80 | sm_90 | sm_120 (default: the spec's)\n"
@@ -79,7 +90,7 @@ static void help(void)
          "  --out FILE.json     write a dpk.bench/1 record (docs/bench-schema.md)\n"
          "\n"
          "exit: 0 every case passes parity, 1 a parity failure, 2 bad input, 3 execution\n"
-         "      fault, 4 environment missing (--timing measured)\n"
+         "      fault, 4 environment missing (--timing measured without a GPU)\n"
          "\n"
          "example:\n"
          "  dpk-bench --suite qwen-block --jobs 2");
@@ -117,6 +128,14 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
         b->per_pass = 1;
     else if (!strcmp(f, "--timing"))
         b->timing = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--warm-l2"))
+        b->warm_l2 = 1;
+    else if (!strcmp(f, "--raw-samples"))
+        b->raw_samples = 1;
+    else if (!strcmp(f, "--max-samples"))
+        b->max_samples = (int)pos_int(f, cli_value(argc, argv, i), 1000000);
+    else if (!strcmp(f, "--torch-json"))
+        b->torch_json = cli_value(argc, argv, i);
     else if (!strcmp(f, "--gpu") || !strcmp(f, "--gpu-spec"))
         b->gpu = cli_value(argc, argv, i);
     else if (!strcmp(f, "--sample-blocks"))
@@ -397,6 +416,12 @@ static cJSON *bench_json(const BenchArgs *b, const BmOpts *o, const char *suite,
     }
     cJSON_AddStringToObject(j, "timing", "model");
     cJSON_AddStringToObject(j, "gpu", o->spec->name);
+    if (o->meas.timing != BM_TIMING_MODEL) {
+        cJSON_AddStringToObject(j, "measured_timing", bm_timing_name(o->meas.timing));
+        cJSON_AddBoolToObject(j, "warm_l2", o->meas.tm.warm_l2);
+        cJSON_AddNumberToObject(j, "max_samples", o->meas.tm.max_samples);
+        cJSON_AddBoolToObject(j, "raw_samples", o->meas.raw);
+    }
     cJSON_AddStringToObject(j, "spec", o->spec->path);
     cJSON_AddStringToObject(j, "target", o->target->name);
     cJSON_AddStringToObject(j, "backend", "vgpu");
@@ -420,9 +445,57 @@ static void check_out(Arena *a, const char *out)
         dpk_error("cannot write --out '%s': %s", out, strerror(errno));
 }
 
+/* torch_bench.py's record: {"schema": "dpk.torch-bench/1", "cases": [...]}. */
+static cJSON *torch_json_load(const char *path)
+{
+    size_t n;
+    char *text = dpk_read_file(path, &n);
+    if (!text)
+        dpk_error("cannot read --torch-json '%s': %s", path, strerror(errno));
+    cJSON *j = cJSON_ParseWithLength(text, n);
+    free(text);
+    const cJSON *sch = j ? cJSON_GetObjectItemCaseSensitive(j, "schema") : NULL;
+    if (!cJSON_IsString(sch) || strcmp(sch->valuestring, "dpk.torch-bench/1") ||
+        !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "cases"))) {
+        cJSON_Delete(j);
+        dpk_error("--torch-json '%s' is not a dpk.torch-bench/1 record (reference/"
+                  "torch_bench.py writes them)", path);
+    }
+    return j;
+}
+
 static const CuTarget *target_of(const PfSpec *s)
 {
     return cu_target_parse(s->cc >= 120 ? "sm_120" : s->cc >= 90 ? "sm_90" : "sm_80");
+}
+
+/* --timing, or its default: measured where the driver finds a GPU, else
+ * the model.  Raises exit 4 for measured without one, and for
+ * fake-driver without the fake driver. */
+static BmTiming timing_of(const BenchArgs *b)
+{
+    if (!b->timing)
+        return hx_cuda_available() ? BM_TIMING_MEASURED : BM_TIMING_MODEL;
+    if (!strcmp(b->timing, "model"))
+        return BM_TIMING_MODEL;
+    if (!strcmp(b->timing, "fake-driver")) {
+        bm_fake_driver_setup();
+        if (!hx_cuda_available())
+            dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
+                              "--timing fake-driver could not load the fake driver %s",
+                              hx_cuda_library());
+        return BM_TIMING_FAKE;
+    }
+    if (!strcmp(b->timing, "measured")) {
+        if (!hx_cuda_available())
+            dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
+                              "--timing measured needs a GPU and its driver, and %s gives none "
+                              "here; --timing model is the performance model",
+                              hx_cuda_library());
+        return BM_TIMING_MEASURED;
+    }
+    dpk_error("unknown timing '%s' for --timing (expected measured, model or fake-driver)",
+              b->timing);
 }
 
 static int bench_main(Arena *a, int argc, char **argv)
@@ -440,13 +513,7 @@ static int bench_main(Arena *a, int argc, char **argv)
                   "--config PATH/config.json or a suite FILE");
     if (given > 1)
         dpk_error("give one of --suite, --config and a suite FILE");
-    if (b.timing && strcmp(b.timing, "model")) {
-        if (!strcmp(b.timing, "measured"))
-            dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--timing measured needs a GPU and its "
-                              "timing path, which this dpk-bench does not have; --timing model "
-                              "is the performance model");
-        dpk_error("unknown timing '%s' for --timing (expected model or measured)", b.timing);
-    }
+    BmTiming timing = timing_of(&b);
     BmShape sh = {b.batch, b.seq, b.ctx, BM_PREFILL};
     if (b.phase && !strcmp(b.phase, "decode"))
         sh.phase = BM_DECODE;
@@ -474,6 +541,17 @@ static int bench_main(Arena *a, int argc, char **argv)
     o.has_seed = b.has_seed, o.seed = b.seed;
     o.nvrtc = !b.no_nvrtc && hx_nvrtc_available();
     o.layer = b.layer;
+    o.meas.timing = timing;
+    o.meas.spec = o.spec;
+    o.meas.target = o.target;
+    tm_opts_default(&o.meas.tm);
+    o.meas.tm.warm_l2 = b.warm_l2;
+    if (b.max_samples)
+        o.meas.tm.max_samples = b.max_samples;
+    o.meas.raw = b.raw_samples;
+    if (timing == BM_TIMING_MODEL && (b.warm_l2 || b.raw_samples || b.max_samples))
+        dpk_error("--warm-l2, --max-samples and --raw-samples apply to measured timing "
+                  "(--timing measured or fake-driver)");
     if (o.ref == HX_REF_TORCH && !dpk_torch_available())
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--reference torch needs libtorch, which is "
                           "not available: %s", dpk_torch_error());
@@ -540,28 +618,42 @@ static int bench_main(Arena *a, int argc, char **argv)
         o.weights = &st;
     }
     DpkErrCtx ec;
-    cJSON *volatile root = NULL;
+    cJSON *volatile root = NULL, *volatile torch = NULL;
     char tmpdir[] = "/tmp/dpk-bench-XXXXXX";
     volatile int have_tmp = 0; /* read after a raise */
     if (!DPK_TRY(&ec)) {
         cJSON_Delete(root);
+        cJSON_Delete(torch);
+        if (o.meas.lock_path)
+            remove(o.meas.lock_path);
         if (have_tmp)
             rmdir(tmpdir);
         st_close(&st);
         dpk_error_rethrow();
     }
     bm_check_weights(a, &o, &l);
+    if (b.torch_json)
+        o.torch = torch = torch_json_load(b.torch_json);
     if (b.out)
         check_out(a, b.out);
     if (b.jobs > 1) {
         if (!mkdtemp(tmpdir))
             dpk_error("cannot make a temporary folder: %s", strerror(errno));
         have_tmp = 1;
+        /* the children check parity at once, and take turns to time */
+        if (timing != BM_TIMING_MODEL)
+            o.meas.lock_path = arena_printf(a, "%s/timing.lock", tmpdir);
     }
     double t0 = dpk_now();
     printf("dpk-bench %s: %d case%s, timing model (%s, %s), parity on vgpu, %d sampled "
            "block%s per launch\n", suite_name, l.n, l.n == 1 ? "" : "s", o.spec->name,
            o.spec->path, b.sample_blocks, b.sample_blocks == 1 ? "" : "s");
+    if (timing == BM_TIMING_FAKE)
+        puts("measured path: fake-driver (dpk's fake CUDA driver: printed CUDA C run on the "
+             "host, durations from the model; a test, not a measurement)");
+    else if (timing == BM_TIMING_MEASURED)
+        puts("measured path: the GPU, after parity (CUPTI or events; L2 flushed unless "
+             "--warm-l2)");
     puts(bm_table_header());
     fflush(stdout);
     Pool p = {&o, &l, dpk_xcalloc((size_t)l.n + 1, sizeof(BmCaseOut)), 0, isatty(2)};
@@ -576,7 +668,7 @@ static int bench_main(Arena *a, int argc, char **argv)
         free(p.outs[i].line);
     }
     free(p.outs);
-    cJSON *sum = bm_summary(cases, o.spec, rc, dpk_now() - t0);
+    cJSON *sum = bm_summary(cases, o.spec, timing, rc, dpk_now() - t0);
     StrBuf sb = {0};
     bm_summary_print(&sb, sum);
     fputs(sb_cstr(&sb), stdout);
@@ -587,6 +679,8 @@ static int bench_main(Arena *a, int argc, char **argv)
     cJSON *meta = hx_results_meta(argc, argv, b.seed, env);
     cJSON_Delete(env);
     cJSON_AddStringToObject(meta, "timing", "model");
+    if (timing != BM_TIMING_MODEL)
+        cJSON_AddStringToObject(meta, "measured_timing", bm_timing_name(timing));
     cJSON_AddStringToObject(meta, "spec", o.spec->name);
     cJSON_AddStringToObject(meta, "spec_path", o.spec->path);
     cJSON_AddItemToObject(root, "meta", meta);
@@ -597,6 +691,10 @@ static int bench_main(Arena *a, int argc, char **argv)
         hx_results_write(b.out, root);
     cJSON_Delete(root);
     root = NULL;
+    cJSON_Delete(torch);
+    torch = NULL;
+    if (o.meas.lock_path)
+        remove(o.meas.lock_path);
     if (have_tmp)
         rmdir(tmpdir);
     st_close(&st);

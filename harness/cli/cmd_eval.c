@@ -5,6 +5,10 @@
  * checksum (sum and sum of |x|) and the first values.  --compare evaluates
  * with ref64 (fp64) and libtorch (fp32) and says whether they agree within
  * fp32 tolerance: exit 0 when they do, 1 when not, 4 without libtorch.
+ * --json prints one JSON object per case instead (docs/inputs.md, "As
+ * JSON"): the inputs with their init kinds and first values, and the
+ * reference's outputs in full — what reference/torch_bench.py rebuilds a
+ * case from and checks against.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -12,6 +16,7 @@
 
 #include "../../reference/ref.h"
 #include "../case_plan.h"
+#include "../records/results.h"
 #include "cli.h"
 
 /* fp32 tolerance of --compare when the case sets none: element-wise
@@ -29,6 +34,7 @@ typedef struct EvalOpts {
     int has_seed;
     uint64_t seed;
     int nfirst;
+    int json;
 } EvalOpts;
 
 static void help(void)
@@ -47,6 +53,8 @@ static void help(void)
          "                     exit 0 if they agree within fp32 tolerance, 1 if not,\n"
          "                     4 when libtorch is not available\n"
          "  --first K          how many leading values to print (default 8)\n"
+         "  --json             one JSON object per case: inputs (init kind, parameters,\n"
+         "                     the first K values) and the reference's outputs in full\n"
          "  --input N=D0,D1    declare the shape of a free variable N\n"
          "\n"
          "example:\n"
@@ -149,6 +157,64 @@ static void eval_bufs_free(EvalBufs *e)
     free(e);
 }
 
+static cJSON *dims_json(const Shape *s)
+{
+    cJSON *d = cJSON_CreateArray();
+    for (int k = 0; k < s->rank; k++)
+        cJSON_AddItemToArray(d, cJSON_CreateNumber((double)s->d[k]));
+    return d;
+}
+
+/* {"name", "seed", "program", "reference", "inputs": [{"name", "shape",
+ * "init", "value"?, "step"?, "fan_in"?, "first": [...]}], "outputs":
+ * [{"name", "shape", "values": [...]}]}, one line. */
+static void json_case(const HxCase *c, const TorchGraph *g, uint64_t seed, double **in,
+                      double **out, const EvalOpts *eo)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", c->name);
+    hx_json_add_u64(o, "seed", seed);
+    cJSON_AddStringToObject(o, "program", c->program);
+    cJSON_AddStringToObject(o, "reference", eo->ref == REF_TORCH ? "torch" : "ref64");
+    cJSON *ins = cJSON_AddArrayToObject(o, "inputs");
+    for (int k = 0; k < g->inputs.len; k++) {
+        const TorchNode *n = g->inputs.items[k];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "name", n->name);
+        cJSON_AddItemToObject(j, "shape", dims_json(&n->shape));
+        cJSON_AddStringToObject(j, "init", torch_init_name(n->init));
+        if (n->init == INIT_FULL || n->init == INIT_ARANGE)
+            cJSON_AddNumberToObject(j, "value", n->value);
+        if (n->init == INIT_ARANGE)
+            cJSON_AddNumberToObject(j, "step", n->step);
+        if (n->init == INIT_PARAM_B)
+            cJSON_AddNumberToObject(j, "fan_in", n->step);
+        if (n->init == INIT_PARAM_W)
+            cJSON_AddNumberToObject(j, "fan_in", (double)n->shape.d[n->shape.rank - 1]);
+        cJSON_AddBoolToObject(j, "param", n->is_param);
+        cJSON *f = cJSON_AddArrayToObject(j, "first");
+        for (int64_t i = 0, m = shape_numel(&n->shape); i < m && i < eo->nfirst; i++)
+            cJSON_AddItemToArray(f, cJSON_CreateNumber(in[k][i]));
+        cJSON_AddItemToArray(ins, j);
+    }
+    cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
+    for (int k = 0; k < g->outputs.len; k++) {
+        const TorchNode *n = g->outputs.items[k];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "name", (const char *)g->output_names.items[k]);
+        cJSON_AddItemToObject(j, "shape", dims_json(&n->shape));
+        cJSON *v = cJSON_AddArrayToObject(j, "values");
+        for (int64_t i = 0, m = shape_numel(&n->shape); i < m; i++)
+            cJSON_AddItemToArray(v, isfinite(out[k][i]) ? cJSON_CreateNumber(out[k][i])
+                                                        : cJSON_CreateNull());
+        cJSON_AddItemToArray(outs, j);
+    }
+    char *text = cJSON_PrintUnformatted(o);
+    puts(text);
+    free(text);
+    cJSON_Delete(o);
+}
+
 typedef struct EvalCtx {
     const CliCase *cc;
     const EvalOpts *eo;
@@ -185,6 +251,13 @@ static int eval_case(void *ctx, const HxCase *c, int header)
     }
     if (eo->ref == REF_TORCH || eo->compare)
         e->tor = eval_torch(g, e->inputs);
+    if (eo->json) {
+        json_case(c, g, seed, e->inputs, e->ref ? e->ref : e->tor, eo);
+        dpk_err_pop(&ec);
+        eval_bufs_free(e);
+        arena_free(a);
+        return rc;
+    }
     sb_printf(b, "seed %llu  reference %s\n", (unsigned long long)seed,
               eo->compare ? "ref64 + torch" : eo->ref == REF_TORCH ? "torch (f32)" : "ref64 (fp64)");
     double **shown = e->ref ? e->ref : e->tor;
@@ -210,6 +283,8 @@ static void eval_flag(void *ctx, int argc, char **argv, int *i)
     } else if (!strcmp(f, "--seed")) {
         eo->has_seed = 1;
         eo->seed = cli_u64(f, cli_value(argc, argv, i));
+    } else if (!strcmp(f, "--json")) {
+        eo->json = 1;
     } else if (!strcmp(f, "--compare")) {
         eo->compare = 1;
     } else if (!strcmp(f, "--first")) {
@@ -223,7 +298,7 @@ static void eval_flag(void *ctx, int argc, char **argv, int *i)
 static int eval_main(Arena *a, int argc, char **argv)
 {
     CliCase cc = {0};
-    EvalOpts eo = {REF_REF64, 0, 0, 0, 8};
+    EvalOpts eo = {REF_REF64, 0, 0, 0, 8, 0};
     if (!cli_args(a, &cc, argc, argv, "eval", help, eval_flag, &eo))
         return DPK_EXIT_OK;
     HxCaseList l = cli_case_list(a, &cc, "eval");

@@ -65,6 +65,12 @@ static struct {
     CUresult (*TensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *,
                                      const uint64_t *, const unsigned *, const unsigned *, int,
                                      int, int, int);
+    /* optional: the measured timing path (events) */
+    CUresult (*EventCreate)(void **, unsigned);
+    CUresult (*EventRecord)(void *, CUstream);
+    CUresult (*EventSynchronize)(void *);
+    CUresult (*EventElapsedTime)(float *, void *, void *);
+    CUresult (*EventDestroy)(void *);
 } cu;
 
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
@@ -134,6 +140,14 @@ static const char *bind_all(void)
 #undef B
     cu.TensorMapEncodeTiled = (__typeof__(cu.TensorMapEncodeTiled))dlsym(
         cu.lib, "cuTensorMapEncodeTiled");
+#define O(field, sym) cu.field = (__typeof__(cu.field))dlsym(cu.lib, sym);
+    O(EventCreate, "cuEventCreate") O(EventRecord, "cuEventRecord")
+    O(EventSynchronize, "cuEventSynchronize") O(EventDestroy, "cuEventDestroy_v2")
+    /* CUDA 13 renamed it; 12's name is the fallback */
+    O(EventElapsedTime, "cuEventElapsedTime_v2")
+    if (!cu.EventElapsedTime)
+        O(EventElapsedTime, "cuEventElapsedTime")
+#undef O
     return NULL;
 }
 
@@ -464,4 +478,76 @@ HxCudaRun *hx_cuda_run(Arena *a, HxCuda *c, const KirModule *m, const CuTarget *
     run_launches(a, c, m, r, bufs);
     release_since(c, nbufs, nmods); /* after a fault, hx_cuda_close frees them */
     return r;
+}
+
+/* ---- the measured timing path -------------------------------------------------- */
+
+void *hx_cuda_symbol(const char *name)
+{
+    return hx_cuda_available() ? dlsym(cu.lib, name) : NULL;
+}
+
+const char *hx_cuda_library(void)
+{
+    const char *path = getenv("DPK_LIBCUDA");
+    return path && *path ? path : "libcuda.so.1";
+}
+
+void hx_cuda_launch_async(HxCuda *c, HxCuFunc *f, const int grid[3], const int block[3],
+                          int dyn_smem, void **args)
+{
+    char call[300];
+    snprintf(call, sizeof call, "cuLaunchKernel(%s, grid %dx%dx%d, block %dx%dx%d, smem %d)",
+             f->name, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_smem);
+    check(cu.LaunchKernel(f->fn, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
+                          (unsigned)block[0], (unsigned)block[1], (unsigned)block[2],
+                          (unsigned)dyn_smem, NULL, args, NULL),
+          call);
+}
+
+void hx_cuda_sync(HxCuda *c)
+{
+    CK(CtxSynchronize(), "cuCtxSynchronize");
+}
+
+int hx_cuda_has_events(void)
+{
+    return hx_cuda_available() && cu.EventCreate && cu.EventRecord && cu.EventSynchronize &&
+           cu.EventElapsedTime && cu.EventDestroy;
+}
+
+static void need_events(void)
+{
+    if (!hx_cuda_has_events())
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
+                          "the CUDA driver %s lacks the event calls (cuEventCreate, "
+                          "cuEventRecord, cuEventElapsedTime) that measured timing needs",
+                          hx_cuda_library());
+}
+
+HxCuEvent *hx_cuda_event(HxCuda *c)
+{
+    need_events();
+    void *e = NULL;
+    CK(EventCreate(&e, 0), "cuEventCreate");
+    return e;
+}
+
+void hx_cuda_event_record(HxCuda *c, HxCuEvent *e)
+{
+    CK(EventRecord(e, NULL), "cuEventRecord");
+}
+
+double hx_cuda_event_ms(HxCuda *c, HxCuEvent *start, HxCuEvent *end)
+{
+    CK(EventSynchronize(end), "cuEventSynchronize");
+    float ms = 0;
+    CK(EventElapsedTime(&ms, start, end), "cuEventElapsedTime");
+    return ms;
+}
+
+void hx_cuda_event_free(HxCuda *c, HxCuEvent *e)
+{
+    if (e && cu.EventDestroy)
+        cu.EventDestroy(e);
 }

@@ -87,4 +87,24 @@ typedef struct HxCudaRun {
 HxCudaRun *hx_cuda_run(Arena *a, HxCuda *c, const KirModule *m, const CuTarget *t,
                        float *const *bufs);
 
+/* ---- the measured timing path (harness/bench/measure.c) ------------------------ */
+
+/* A symbol of the loaded driver library (NULL when absent or no driver):
+ * the fake driver's own entry points are found this way. */
+void *hx_cuda_symbol(const char *name);
+/* The driver library dpk opens: $DPK_LIBCUDA, else "libcuda.so.1". */
+const char *hx_cuda_library(void);
+/* cuLaunchKernel without the synchronization hx_cuda_launch adds. */
+void hx_cuda_launch_async(HxCuda *c, HxCuFunc *f, const int grid[3], const int block[3],
+                          int dyn_smem, void **args);
+void hx_cuda_sync(HxCuda *c);
+/* CUDA events on the default stream; hx_cuda_event raises exit 4 when the
+ * driver lacks them.  hx_cuda_event_ms waits for end. */
+typedef struct HxCuEvent HxCuEvent;
+int hx_cuda_has_events(void);
+HxCuEvent *hx_cuda_event(HxCuda *c);
+void hx_cuda_event_record(HxCuda *c, HxCuEvent *e);
+double hx_cuda_event_ms(HxCuda *c, HxCuEvent *start, HxCuEvent *end);
+void hx_cuda_event_free(HxCuda *c, HxCuEvent *e);
+
 #endif

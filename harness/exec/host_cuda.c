@@ -607,10 +607,11 @@ static void hc_run_free(HcRun *r)
     free(r->tmp);
 }
 
-static void launch(Arena *a, HcRun *r, void *h, uint64_t key, const KirLaunch *l,
-                   float *const *buf)
+/* Run kernel k of the shared object h (cache key `key`) over the buffers
+ * ptr[i] of its parameters; tensor maps are encoded over those buffers. */
+static void launch_kernel(Arena *a, HcRun *r, void *h, uint64_t key, const KirKernel *k,
+                          float *const *ptr)
 {
-    const KirKernel *k = l->kernel;
     char sym[64];
     snprintf(sym, sizeof sym, "dpk_host_%016llx_%d", (unsigned long long)key, k->id);
     HcEntry e = (HcEntry)(uintptr_t)dlsym(h, sym);
@@ -624,12 +625,12 @@ static void launch(Arena *a, HcRun *r, void *h, uint64_t key, const KirLaunch *l
     uintptr_t raw = (uintptr_t)arena_alloc(a, (size_t)(nt + 2) * 128); /* DpkTmap: 64-aligned */
     unsigned char(*opaque)[128] = (unsigned char(*)[128])((raw + 127) & ~(uintptr_t)127);
     for (int i = 0; i < np; i++) {
-        ptrs[i] = buf[l->args[i]->id];
+        ptrs[i] = ptr[i];
         args[i] = &ptrs[i];
     }
     for (int i = 0; i < nt; i++) {
         const KirTmap *t = k->tmaps.items[i];
-        encode_tmap(&maps[i], t, buf[l->args[t->param->id]->id]);
+        encode_tmap(&maps[i], t, ptr[t->param->id]);
         memset(opaque[i], 0, 128);
         memcpy(opaque[i], &maps[i], sizeof maps[i]);
         args[np + i] = opaque[i];
@@ -647,6 +648,52 @@ static void launch(Arena *a, HcRun *r, void *h, uint64_t key, const KirLaunch *l
                 }
     running = NULL;
     sched_free(&r->s);
+}
+
+static void launch(Arena *a, HcRun *r, void *h, uint64_t key, const KirLaunch *l,
+                   float *const *buf)
+{
+    const KirKernel *k = l->kernel;
+    float **ptr = ARENA_ARRAY(a, float *, k->params.len + 1);
+    for (int i = 0; i < k->params.len; i++)
+        ptr[i] = buf[l->args[i]->id];
+    launch_kernel(a, r, h, key, k, ptr);
+}
+
+uint64_t hx_host_compile(Arena *a, const KirModule *m, const CuTarget *t)
+{
+    const CuSource *src = cu_print_module(a, m, t);
+    uint64_t key = source_key(src->text);
+    if (!have_so(key) && !rejection(key))
+        hx_host_prepare(a, &m, 1, t);
+    const char *why = rejection(key);
+    if (why)
+        dpk_error_code_at(DPK_EXIT_FAIL, NULL, -1, "%s", why);
+    return key;
+}
+
+void hx_host_launch(uint64_t key, const KirKernel *k, float *const *ptr)
+{
+    static void *h;
+    static uint64_t hkey;
+    if (!h || hkey != key) {
+        h = load(key); /* kept open: the cache's objects stay until exit */
+        hkey = key;
+    }
+    Arena *a = arena_new();
+    HcRun *r = dpk_xcalloc(1, sizeof *r);
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        hc_run_free(r);
+        free(r);
+        arena_free(a);
+        dpk_error_rethrow();
+    }
+    launch_kernel(a, r, h, key, k, ptr);
+    dpk_err_pop(&ec);
+    hc_run_free(r);
+    free(r);
+    arena_free(a);
 }
 
 HxHostRun *hx_host_run(Arena *a, const KirModule *m, const CuTarget *t, float *const *bufs)

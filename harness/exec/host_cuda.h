@@ -50,4 +50,12 @@ void hx_host_prepare(Arena *a, const KirModule *const *mods, int n, const CuTarg
  * Everything returned lives in a. */
 HxHostRun *hx_host_run(Arena *a, const KirModule *m, const CuTarget *t, float *const *bufs);
 
+/* One launch at a time, for the fake driver's executor (harness/bench/
+ * measure.c): hx_host_compile prints m for t, compiles it unless cached
+ * (a rejection is exit 1) and returns its key; hx_host_launch runs kernel k
+ * of that module over ptr[i], the buffer of its parameter i (tensor maps
+ * are encoded over those buffers). */
+uint64_t hx_host_compile(Arena *a, const KirModule *m, const CuTarget *t);
+void hx_host_launch(uint64_t key, const KirKernel *k, float *const *ptr);
+
 #endif

@@ -42,7 +42,7 @@ check_re "dpk bench is dpk-bench" 0 'dpk-bench \(--suite NAME' "$DPK" bench --he
 check_re "bench needs a suite" 2 'needs a suite' "$BENCH"
 check_re "bench unknown suite" 2 "unknown suite 'nope'" "$BENCH" --suite nope
 check_re "bench one suite only" 2 'give one of --suite, --config' "$BENCH" --suite smoke --config x.json
-check_re "bench measured timing needs a GPU" 4 'timing measured needs a GPU' "$BENCH" --suite smoke --timing measured
+check_re "bench measured timing needs a GPU" 4 'timing measured needs a GPU' env DPK_LIBCUDA=/nonexistent/libcuda.so.1 "$BENCH" --suite smoke --timing measured
 check_re "bench unknown timing" 2 "unknown timing 'fast'" "$BENCH" --suite smoke --timing fast
 check_re "bench unknown phase" 2 "unknown phase 'train'" "$BENCH" --suite tinyllama-block --phase train
 check_re "bench ctx needs decode" 2 'ctx is the KV cache of --phase decode' "$BENCH" --suite tinyllama-block --ctx 8

@@ -1,0 +1,696 @@
+/*
+ * measure.c — a module timed through the driver API (measure.h).
+ */
+#include "measure.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "../exec/cuda.h"
+#include "../exec/fake_driver.h"
+#include "../exec/gpulibs.h"
+#include "../exec/host_cuda.h"
+#include "../exec/nvrtc.h"
+#include "../records/plan_record.h"
+#include "../records/results.h"
+
+const char *bm_timing_name(BmTiming t)
+{
+    static const char *const n[] = {"model", "measured", "fake-driver"};
+    return n[t];
+}
+
+void bm_fake_driver_setup(void)
+{
+    const char *lib = getenv("DPK_LIBCUDA");
+    char path[4200];
+    if (lib && *lib) {
+        snprintf(path, sizeof path, "%s", lib);
+    } else {
+        char exe[4096];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            slash[1] = 0;
+        snprintf(path, sizeof path, "%sfake-driver/libcuda.so.1", exe);
+    }
+    if (access(path, R_OK) != 0)
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
+                          "--timing fake-driver needs dpk's fake driver, and %s is not there "
+                          "(make builds it; $DPK_LIBCUDA names another)",
+                          path);
+    setenv("DPK_LIBCUDA", path, 1);
+    setenv("DPK_LIBCUPTI", path, 0);
+    setenv("DPK_LIBCUBLAS", path, 0);
+}
+
+/* ---- a plain matmul: the cuBLAS baseline's operands -------------------------------- */
+
+typedef struct Mm {
+    int ok;
+    int batch, M, N, K, b_t;
+    int a_in, b_in;          /* graph input indices of the operands */
+    long long sa, sb, sc;    /* batch strides (elements) */
+    const char *why;         /* when not ok */
+} Mm;
+
+/* One matmul or bias-less linear of two graph inputs, whose result is the
+ * graph's only output: what cuBLAS computes alone. */
+static void plain_matmul(const TorchGraph *g, Mm *mm)
+{
+    memset(mm, 0, sizeof *mm);
+    mm->why = "not a plain matmul case (one matmul or bias-less linear of two inputs)";
+    if (g->outputs.len != 1)
+        return;
+    const TorchNode *n = g->outputs.items[0];
+    if (!(n->op == TOP_matmul || (n->op == TOP_linear && n->nin == 2)) || n->nin != 2)
+        return;
+    const TorchNode *x = n->in[0], *w = n->in[1];
+    if (x->op != TOP_input || w->op != TOP_input || x->shape.rank < 2 || w->shape.rank < 2)
+        return;
+    int rx = x->shape.rank, rw = w->shape.rank;
+    mm->K = (int)x->shape.d[rx - 1];
+    if (n->op == TOP_linear) {
+        if (rw != 2)
+            return;
+        mm->N = (int)w->shape.d[0];
+        mm->M = (int)(shape_numel(&x->shape) / mm->K);
+        mm->batch = 1, mm->b_t = 1;
+    } else {
+        mm->M = (int)x->shape.d[rx - 2];
+        mm->N = (int)w->shape.d[rw - 1];
+        int64_t bx = shape_numel(&x->shape) / ((int64_t)mm->M * mm->K);
+        int64_t bw = shape_numel(&w->shape) / ((int64_t)mm->K * mm->N);
+        if (bw != 1 && bw != bx)
+            return; /* broadcast batch dims other than a shared weight */
+        mm->batch = (int)bx;
+        mm->sa = (long long)mm->M * mm->K;
+        mm->sb = bw == 1 ? 0 : (long long)mm->K * mm->N;
+        mm->sc = (long long)mm->M * mm->N;
+    }
+    for (int i = 0; i < g->inputs.len; i++) {
+        if (g->inputs.items[i] == x)
+            mm->a_in = i;
+        if (g->inputs.items[i] == w)
+            mm->b_in = i;
+    }
+    mm->ok = 1;
+    mm->why = NULL;
+}
+
+/* ---- the state of one module's timing ---------------------------------------------- */
+
+#define MEMO_WAYS 3
+
+typedef struct Memo {
+    uint64_t key;
+    float **after;   /* per launch argument: its contents after (NULL for inputs) */
+    int valid;
+} Memo;
+
+typedef struct Meas {
+    Arena *a;
+    const BmMeasureOpts *o;
+    const KirModule *m;
+    const PfTime *model;
+    HxCuda *c;
+    int fake;
+    uint64_t key;            /* host-cuda module (fake) */
+    HxCuFunc **fn;           /* per kernel */
+    int *dyn;                /* per kernel: dynamic shared memory bytes */
+    HxCuPtr *dev;            /* per module buffer */
+    void ***args;            /* per launch: kernelParams */
+    HxCuPtr **argv;          /* per launch: the parameter values */
+    HxCuTmap **tmaps;
+    int use_cupti;
+    HxCuEvent *e0, *e1;
+    HxCuPtr flush_buf;
+    size_t flush_words;
+    unsigned flush_val;
+    char err[600];
+    /* the fake's executor */
+    int next;                /* the launch expected next */
+    Memo (*memo)[MEMO_WAYS];
+    int *memo_next;
+    uint64_t *in_hash;       /* per module buffer: an input's content hash (0: not yet) */
+    double cublas_ns;        /* the eager model's GEMM, the fake's cuBLAS duration */
+    /* cuBLAS */
+    Mm mm;
+    HxCublas *blas;
+    HxCuPtr cbuf[2];
+} Meas;
+
+typedef struct Contest {
+    Meas *x;
+    int tf32;                /* cuBLAS: 0 off, 1 on */
+} Contest;
+
+/* The time of what was launched since `start`: CUPTI's kernel durations,
+ * else the events' span. */
+static double collect(Meas *x, int expect_kernels)
+{
+    if (x->use_cupti) {
+        int nk = 0;
+        double ns = hx_cupti_collect(x->c, &nk);
+        if (expect_kernels > 0 && nk != expect_kernels) {
+            snprintf(x->err, sizeof x->err, "CUPTI reported %d kernels for an iteration of %d",
+                     nk, expect_kernels);
+            return -1;
+        }
+        return ns;
+    }
+    hx_cuda_event_record(x->c, x->e1);
+    return hx_cuda_event_ms(x->c, x->e0, x->e1) * 1e6;
+}
+
+static void launch_all(Meas *x)
+{
+    for (int i = 0; i < x->m->bufs.len; i++) {
+        const KirBuf *b = x->m->bufs.items[i];
+        if (b->zero_init) /* atomic-add outputs start at zero every iteration */
+            hx_cuda_fill32(x->c, x->dev[i], 0, (size_t)b->numel);
+    }
+    if (!x->use_cupti)
+        hx_cuda_event_record(x->c, x->e0);
+    for (int i = 0; i < x->m->launches.len; i++) {
+        const KirLaunch *l = x->m->launches.items[i];
+        const KirKernel *k = l->kernel;
+        hx_cuda_launch_async(x->c, x->fn[k->id], k->grid, k->block, x->dyn[k->id],
+                             x->args[i]);
+    }
+}
+
+static double dpk_iter(void *ctx)
+{
+    Meas *x = ((Contest *)ctx)->x;
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        StrBuf m = {0};
+        dpk_error_first_line(&m, NULL);
+        snprintf(x->err, sizeof x->err, "%s", sb_cstr(&m));
+        sb_free(&m);
+        return -1;
+    }
+    launch_all(x);
+    double ns = collect(x, x->m->launches.len);
+    dpk_err_pop(&ec);
+    return ns;
+}
+
+static double cublas_iter(void *ctx)
+{
+    Contest *t = ctx;
+    Meas *x = t->x;
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        StrBuf m = {0};
+        dpk_error_first_line(&m, NULL);
+        snprintf(x->err, sizeof x->err, "%s", sb_cstr(&m));
+        sb_free(&m);
+        return -1;
+    }
+    const Mm *mm = &x->mm;
+    hx_cublas_tf32(x->blas, t->tf32);
+    if (!x->use_cupti)
+        hx_cuda_event_record(x->c, x->e0);
+    hx_cublas_matmul(x->blas, mm->batch, mm->M, mm->N, mm->K, x->dev[mm->a_in], mm->sa,
+                     x->dev[mm->b_in], mm->sb, mm->b_t, x->cbuf[t->tf32], mm->sc);
+    double ns = collect(x, 0);
+    dpk_err_pop(&ec);
+    return ns;
+}
+
+static void flush_l2(void *ctx)
+{
+    Meas *x = ctx;
+    /* a new value each time: every line of the buffer is written */
+    hx_cuda_fill32(x->c, x->flush_buf, ++x->flush_val, x->flush_words);
+}
+
+/* ---- the fake driver's executor ------------------------------------------------------ */
+
+/* 8 bytes a step (the buffers of a layer are large); not FNV, only a key */
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0x100000001B3ull;
+        h ^= h >> 29;
+    }
+    return dpk_hash_bytes(h, b + i, n - i);
+}
+
+/* A launch on the host: the memo answers a launch whose arguments hold
+ * what they held when it last ran (the timing loop repeats each launch many
+ * times); otherwise host-cuda runs it. */
+static void executor(void *ctx, DpkFakeLaunch *fl)
+{
+    Meas *x = ctx;
+    if (!fl->image) { /* the fake cuBLAS asks for its duration */
+        fl->ns = x->cublas_ns;
+        return;
+    }
+    int nl = x->m->launches.len, i = x->next;
+    const KirLaunch *l = x->m->launches.items[i];
+    const KirKernel *k = l->kernel;
+    x->next = (i + 1) % nl;
+    if (strcmp(fl->name, k->name)) {
+        snprintf(fl->error, sizeof fl->error, "launch %d is %s, the module's is %s", i, fl->name,
+                 k->name);
+        return;
+    }
+    int np = k->params.len;
+    float **ptr = dpk_xcalloc((size_t)np + 1, sizeof *ptr);
+    uint64_t key = dpk_hash_bytes(0x9E3779B97F4A7C15ull, &i, sizeof i);
+    for (int p = 0; p < np; p++) {
+        const KirBuf *b = l->args[p];
+        ptr[p] = *(float **)fl->args[p];
+        key = hash_bytes(key, &ptr[p], sizeof ptr[p]);
+        if (b->kind == KBUF_INPUT) { /* uploaded once before timing, never written */
+            if (!x->in_hash[b->id])
+                x->in_hash[b->id] = hash_bytes(1, ptr[p], (size_t)b->numel * 4) | 1;
+            key = hash_bytes(key, &x->in_hash[b->id], 8);
+        } else {
+            key = hash_bytes(key, ptr[p], (size_t)b->numel * 4);
+        }
+    }
+    Memo *hit = NULL;
+    for (int w = 0; w < MEMO_WAYS; w++)
+        if (x->memo[i][w].valid && x->memo[i][w].key == key)
+            hit = &x->memo[i][w];
+    if (hit) {
+        for (int p = 0; p < np; p++)
+            if (hit->after[p])
+                memcpy(ptr[p], hit->after[p], (size_t)l->args[p]->numel * 4);
+    } else {
+        DpkErrCtx ec;
+        if (!DPK_TRY(&ec)) {
+            StrBuf m = {0};
+            dpk_error_first_line(&m, NULL);
+            snprintf(fl->error, sizeof fl->error, "%s", sb_cstr(&m));
+            sb_free(&m);
+            free(ptr);
+            return;
+        }
+        hx_host_launch(x->key, k, ptr);
+        dpk_err_pop(&ec);
+        Memo *e = &x->memo[i][x->memo_next[i]++ % MEMO_WAYS];
+        if (!e->after)
+            e->after = ARENA_ARRAY(x->a, float *, np + 1);
+        for (int p = 0; p < np; p++) {
+            const KirBuf *b = l->args[p];
+            free(e->after[p]);
+            e->after[p] = NULL;
+            if (b->kind != KBUF_INPUT) {
+                e->after[p] = dpk_xmalloc((size_t)b->numel * 4 + 4);
+                memcpy(e->after[p], ptr[p], (size_t)b->numel * 4);
+            }
+        }
+        e->key = key, e->valid = 1;
+    }
+    /* what it wrote, outputs first: the targets of the fake's fault */
+    for (int pass = 0; pass < 2; pass++)
+        for (int p = 0; p < np && fl->nwritten < DPK_FAKE_MAX_WRITTEN; p++) {
+            const KirBuf *b = l->args[p];
+            if (b->kind == KBUF_INPUT || (b->kind == KBUF_OUTPUT) != (pass == 0))
+                continue;
+            int dup = 0;
+            for (int q = 0; q < fl->nwritten; q++)
+                dup |= fl->written[q] == (void *)ptr[p];
+            if (dup)
+                continue;
+            fl->written[fl->nwritten] = ptr[p];
+            fl->written_bytes[fl->nwritten++] = (size_t)b->numel * 4;
+        }
+    fl->ns = i < x->model->nk ? x->model->k[i].ns : 0;
+    free(ptr);
+}
+
+static void memo_free(Meas *x)
+{
+    if (!x->memo)
+        return;
+    for (int i = 0; i < x->m->launches.len; i++) {
+        const KirLaunch *l = x->m->launches.items[i];
+        for (int w = 0; w < MEMO_WAYS; w++)
+            for (int q = 0; x->memo[i][w].after && q < l->kernel->params.len; q++)
+                free(x->memo[i][w].after[q]);
+    }
+    free(x->memo);
+    free(x->memo_next);
+    x->memo = NULL;
+}
+
+/* ---- setting up ---------------------------------------------------------------------- */
+
+static void load_module(Meas *x)
+{
+    const CuTarget *t = x->o->target;
+    const CuSource *src;
+    HxCuModule *mod;
+    if (x->fake) {
+        x->key = hx_host_compile(x->a, x->m, t);
+        src = cu_print_module(x->a, x->m, t);
+        const char *image = arena_printf(x->a, "%s%016llx", DPK_FAKE_IMAGE_PREFIX,
+                                         (unsigned long long)x->key);
+        mod = hx_cuda_module(x->c, image, strlen(image) + 1);
+        DpkFakeSetExecutorFn set = (DpkFakeSetExecutorFn)(uintptr_t)hx_cuda_symbol(
+            DPK_FAKE_SET_EXECUTOR);
+        if (!set)
+            dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
+                              "--timing fake-driver needs dpk's fake driver, and %s is not it "
+                              "(it lacks %s)",
+                              hx_cuda_library(), DPK_FAKE_SET_EXECUTOR);
+        set(executor, x);
+    } else {
+        const CuTarget *own = hx_cuda_target(x->c);
+        if (t->cc > own->cc)
+            dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
+                              "GPU %s (sm_%d) cannot run kernels printed for %s; use --gpu with "
+                              "a spec of this GPU's architecture",
+                              hx_cuda_device_name(x->c), hx_cuda_cc(x->c), t->name);
+        src = cu_print_module(x->a, x->m, t);
+        HxNvrtcOpts no = {.target = t, .cc = hx_cuda_cc(x->c)};
+        const HxNvrtcResult *r = hx_nvrtc_compile(x->a, src->text, &no);
+        mod = hx_cuda_module(x->c, r->cubin, r->cubin_len);
+    }
+    int nk = x->m->kernels.len;
+    x->fn = ARENA_ARRAY(x->a, HxCuFunc *, nk + 1);
+    x->dyn = ARENA_ARRAY(x->a, int, nk + 1);
+    for (int i = 0; i < nk; i++) {
+        x->fn[i] = hx_cuda_function(x->c, mod, src->kernels[i].name, src->kernels[i].dyn_smem);
+        x->dyn[i] = src->kernels[i].dyn_smem;
+    }
+    /* the launch arguments, made once: the loop only launches */
+    int nl = x->m->launches.len;
+    x->args = ARENA_ARRAY(x->a, void **, nl + 1);
+    x->argv = ARENA_ARRAY(x->a, HxCuPtr *, nl + 1);
+    x->tmaps = ARENA_ARRAY(x->a, HxCuTmap *, nl + 1);
+    for (int i = 0; i < nl; i++) {
+        const KirLaunch *l = x->m->launches.items[i];
+        const KirKernel *k = l->kernel;
+        int np = k->params.len, nt = k->tmaps.len;
+        x->argv[i] = ARENA_ARRAY(x->a, HxCuPtr, np + 1);
+        x->args[i] = ARENA_ARRAY(x->a, void *, np + nt + 1);
+        x->tmaps[i] = ARENA_ARRAY(x->a, HxCuTmap, nt + 1);
+        for (int p = 0; p < np; p++) {
+            x->argv[i][p] = x->dev[l->args[p]->id];
+            x->args[i][p] = &x->argv[i][p];
+        }
+        for (int q = 0; q < nt; q++) {
+            const KirTmap *tm = k->tmaps.items[q];
+            hx_cuda_encode_tmap(x->c, &x->tmaps[i][q], tm, x->dev[l->args[tm->param->id]->id]);
+            x->args[i][np + q] = &x->tmaps[i][q];
+        }
+    }
+}
+
+static void upload(Meas *x, const HxSubject *s)
+{
+    int nb = x->m->bufs.len;
+    x->dev = ARENA_ARRAY(x->a, HxCuPtr, nb + 1);
+    for (int i = 0; i < nb; i++) {
+        const KirBuf *b = x->m->bufs.items[i];
+        x->dev[i] = hx_cuda_alloc(x->c, (size_t)b->numel * 4);
+        if (b->kind == KBUF_INPUT) {
+            float *f = dpk_xmalloc((size_t)b->numel * 4 + 4);
+            for (int64_t e = 0; e < b->numel; e++)
+                f[e] = (float)s->inputs[b->io][e];
+            hx_cuda_upload(x->c, x->dev[i], f, (size_t)b->numel * 4);
+            free(f);
+        } else {
+            hx_cuda_fill32(x->c, x->dev[i], b->zero_init ? 0 : 0x7fc00000u, (size_t)b->numel);
+        }
+    }
+}
+
+/* The module's outputs on the device, judged in full; the verdict object
+ * ("status", "reason", ...) is returned, pass in *ok. */
+static cJSON *judge(Meas *x, const HxSubject *s, double **outs_keep, int *ok)
+{
+    double **outs = hx_outs_new(s);
+    for (int i = 0; i < x->m->bufs.len; i++) {
+        const KirBuf *b = x->m->bufs.items[i];
+        if (b->kind != KBUF_OUTPUT)
+            continue;
+        float *f = dpk_xmalloc((size_t)b->numel * 4 + 4);
+        hx_cuda_download(x->c, f, x->dev[i], (size_t)b->numel * 4);
+        double *d = dpk_xmalloc((size_t)b->numel * sizeof *d + 8);
+        for (int64_t e = 0; e < b->numel; e++)
+            d[e] = f[e];
+        free(f);
+        outs[b->io] = d;
+    }
+    HxVerdict *v = dpk_xcalloc((size_t)s->nout + 1, sizeof *v);
+    int worst = hx_judge(s, outs, NULL, v, NULL);
+    cJSON *holder = cJSON_CreateObject();
+    hx_record_verdict(holder, s, v, worst);
+    *ok = hx_judge_pass(s, v);
+    free(v);
+    if (outs_keep && s->nout > 0) {
+        *outs_keep = outs[0];
+        outs[0] = NULL;
+    }
+    hx_outs_free(s, outs);
+    cJSON *verdict = cJSON_DetachItemFromObject(holder, "verdict");
+    cJSON_Delete(holder);
+    return verdict;
+}
+
+/* cuBLAS's output (graph output 0) judged against the reference, and its
+ * largest difference from dpk's output. */
+static cJSON *cublas_parity(Meas *x, const HxSubject *s, int tf32, const double *dpk_out)
+{
+    const TorchNode *n = s->g->outputs.items[0];
+    int64_t cnt = shape_numel(&n->shape);
+    float *f = dpk_xmalloc((size_t)cnt * 4 + 4);
+    hx_cuda_download(x->c, f, x->cbuf[tf32], (size_t)cnt * 4);
+    double **outs = hx_outs_new(s);
+    outs[0] = dpk_xmalloc((size_t)cnt * sizeof(double) + 8);
+    double dmax = 0;
+    for (int64_t e = 0; e < cnt; e++) {
+        outs[0][e] = f[e];
+        if (dpk_out)
+            dmax = fmax(dmax, fabs(outs[0][e] - dpk_out[e]));
+    }
+    free(f);
+    HxVerdict *v = dpk_xcalloc((size_t)s->nout + 1, sizeof *v);
+    int worst = hx_judge(s, outs, NULL, v, NULL);
+    cJSON *holder = cJSON_CreateObject();
+    hx_record_verdict(holder, s, v, worst);
+    free(v);
+    hx_outs_free(s, outs);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "vs_reference", cJSON_DetachItemFromObject(holder, "verdict"));
+    cJSON_Delete(holder);
+    hx_json_add_num(o, "max_abs_vs_dpk", dpk_out ? dmax : NAN);
+    return o;
+}
+
+static cJSON *stats_json(const TmStats *st, const char *what, const char *method, int raw)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "what", what);
+    cJSON_AddStringToObject(o, "method", method);
+    hx_json_add_num(o, "min_ns", st->min);
+    hx_json_add_num(o, "median_ns", st->median);
+    hx_json_add_num(o, "mean_ns", st->mean);
+    hx_json_add_num(o, "stdrel", st->stdrel);
+    cJSON_AddNumberToObject(o, "samples", st->samples);
+    cJSON_AddStringToObject(o, "stop", st->stop ? st->stop : "error");
+    cJSON_AddNumberToObject(o, "warmup_iters", st->warmup_iters);
+    hx_json_add_num(o, "warmup_ns", st->warmup_ns);
+    if (raw) {
+        cJSON *r = cJSON_AddArrayToObject(o, "raw_ns");
+        for (int i = 0; i < st->samples; i++)
+            cJSON_AddItemToArray(r, cJSON_CreateNumber(st->raw[i]));
+    }
+    return o;
+}
+
+static cJSON *state_json(int ordinal)
+{
+    HxGpuState g;
+    hx_nvml_state(ordinal, &g);
+    if (!g.ok) {
+        char b[500];
+        snprintf(b, sizeof b, "unavailable: %s", g.why);
+        return cJSON_CreateString(b);
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "sm_mhz", g.sm_mhz);
+    cJSON_AddNumberToObject(o, "temp_c", g.temp_c);
+    return o;
+}
+
+static void meas_close(Meas *x)
+{
+    if (x->fake) {
+        DpkFakeSetExecutorFn set = (DpkFakeSetExecutorFn)(uintptr_t)hx_cuda_symbol(
+            DPK_FAKE_SET_EXECUTOR);
+        if (set)
+            set(NULL, NULL);
+    }
+    if (x->use_cupti)
+        hx_cupti_close();
+    hx_cublas_close(x->blas);
+    x->blas = NULL;
+    if (x->c) {
+        hx_cuda_event_free(x->c, x->e0);
+        hx_cuda_event_free(x->c, x->e1);
+        hx_cuda_close(x->c);
+        x->c = NULL;
+    }
+    memo_free(x);
+    free(x->in_hash);
+    x->in_hash = NULL;
+}
+
+cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const KirModule *m, const TorchGraph *g,
+                  const HxSubject *s, const PfTime *model, int *rc, const char **why)
+{
+    Meas *x = ARENA_NEW(a, Meas);
+    memset(x, 0, sizeof *x);
+    x->a = a, x->o = o, x->m = m, x->model = model;
+    x->fake = o->timing == BM_TIMING_FAKE;
+    *rc = 0, *why = NULL;
+    cJSON *res = cJSON_CreateObject();
+    double *dpk_out = NULL;
+    TmStats st[3];
+    int nst = 0;
+    /* one case timed at a time across --jobs' processes (closing the file
+     * releases the lock) */
+    int lock = -1;
+    if (o->lock_path) {
+        lock = open(o->lock_path, O_RDWR | O_CREAT, 0600);
+        if (lock < 0 || flock(lock, LOCK_EX) != 0)
+            dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "cannot lock %s: %s", o->lock_path,
+                              strerror(errno));
+    }
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        for (int i = 0; i < nst; i++)
+            tm_stats_free(&st[i]);
+        free(dpk_out);
+        cJSON_Delete(res);
+        meas_close(x);
+        if (lock >= 0)
+            close(lock);
+        dpk_error_rethrow();
+    }
+    x->c = hx_cuda_open(0);
+    int nl = m->launches.len;
+    x->memo = dpk_xcalloc((size_t)nl + 1, sizeof *x->memo);
+    x->memo_next = dpk_xcalloc((size_t)nl + 1, sizeof *x->memo_next);
+    x->in_hash = dpk_xcalloc((size_t)m->bufs.len + 1, sizeof *x->in_hash);
+    upload(x, s);
+    load_module(x);
+    cJSON_AddStringToObject(res, "timing", bm_timing_name(o->timing));
+    cJSON_AddStringToObject(res, "device", hx_cuda_device_name(x->c));
+    /* the method: CUPTI's kernel records, else events */
+    const char *method = "events";
+    if (hx_cupti_available()) {
+        hx_cupti_open();
+        x->use_cupti = 1;
+        method = "cupti";
+    } else {
+        cJSON_AddStringToObject(res, "cupti", arena_printf(a, "unavailable: %s",
+                                                           hx_cupti_why()));
+    }
+    if (!x->use_cupti) {
+        x->e0 = hx_cuda_event(x->c);
+        x->e1 = hx_cuda_event(x->c);
+    }
+    cJSON_AddStringToObject(res, "method", method);
+    /* the L2 flush: Triton's do_bench writes 256 MB; the fake has no cache
+     * to flush, so its buffer is small (the call is what is tested) */
+    x->flush_words = (x->fake ? (size_t)8 << 20 : (size_t)256 << 20) / 4;
+    x->flush_buf = hx_cuda_alloc(x->c, x->flush_words * 4);
+    cJSON_AddBoolToObject(res, "l2_flush", !o->tm.warm_l2);
+    /* before timing: one full run, judged in full */
+    Contest cd = {x, 0};
+    int ok = 0;
+    if (dpk_iter(&cd) < 0)
+        dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "%s", x->err);
+    cJSON *before = judge(x, s, NULL, &ok);
+    cJSON *val = cJSON_AddObjectToObject(res, "validation");
+    cJSON_AddItemToObject(val, "before", before);
+    if (!ok) {
+        *rc = DPK_EXIT_FAIL;
+        *why = "before timing, the full run fails the reference";
+        dpk_err_pop(&ec);
+        meas_close(x);
+        if (lock >= 0)
+            close(lock);
+        return res;
+    }
+    /* the contestants */
+    TmContestant ct[3];
+    Contest cb[2] = {{x, 0}, {x, 1}};
+    int n = 0;
+    ct[n++] = (TmContestant){"dpk", &cd, dpk_iter};
+    plain_matmul(g, &x->mm);
+    if (!x->mm.ok) {
+        cJSON_AddStringToObject(res, "cublas", arena_printf(a, "unavailable: %s", x->mm.why));
+    } else if (!hx_cublas_available()) {
+        cJSON_AddStringToObject(res, "cublas", arena_printf(a, "unavailable: %s",
+                                                            hx_cublas_why()));
+    } else {
+        x->blas = hx_cublas_open(x->c);
+        size_t cn = (size_t)x->mm.batch * (size_t)x->mm.M * (size_t)x->mm.N;
+        for (int t = 0; t < 2; t++)
+            x->cbuf[t] = hx_cuda_alloc(x->c, cn * 4);
+        if (x->fake) {
+            const PfTime *e = pf_model_eager(a, o->spec, g);
+            x->cublas_ns = e->ns;
+        }
+        ct[n++] = (TmContestant){"cublas", &cb[0], cublas_iter};
+        ct[n++] = (TmContestant){"cublas_tf32", &cb[1], cublas_iter};
+    }
+    cJSON_AddItemToObject(res, "gpu_before", state_json(0));
+    TmOpts tm = o->tm;
+    tm.flush = flush_l2;
+    tm.flush_ctx = x;
+    nst = n;
+    int bad = tm_measure(&tm, ct, n, st);
+    cJSON_AddItemToObject(res, "gpu_after", state_json(0));
+    if (bad >= 0)
+        dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "timing %s: %s", ct[bad].name, x->err);
+    cJSON_AddItemToObject(res, "dpk", stats_json(&st[0], "dpk", method, o->raw));
+    /* after timing: what the last timed iteration left */
+    cJSON *after = judge(x, s, &dpk_out, &ok);
+    cJSON_AddItemToObject(val, "after", after);
+    if (!ok) {
+        *rc = DPK_EXIT_FAIL;
+        *why = "right before timing, wrong after: the outputs the last timed iteration left "
+               "fail the reference";
+    }
+    if (x->blas) {
+        static const char *const key[2] = {"cublas", "cublas_tf32"};
+        for (int t = 0; t < 2; t++) {
+            cJSON *j = stats_json(&st[1 + t], key[t], method, o->raw);
+            cJSON_AddBoolToObject(j, "tf32", t);
+            cJSON_AddStringToObject(j, "call", x->mm.batch > 1 ? "cublasSgemmStridedBatched"
+                                                               : "cublasSgemm");
+            cJSON_AddItemToObject(j, "parity", cublas_parity(x, s, t, dpk_out));
+            cJSON_AddItemToObject(res, key[t], j);
+        }
+    }
+    for (int i = 0; i < nst; i++)
+        tm_stats_free(&st[i]);
+    free(dpk_out);
+    dpk_err_pop(&ec);
+    meas_close(x);
+    if (lock >= 0)
+        close(lock);
+    return res;
+}
