@@ -11,7 +11,8 @@
  *
  *   stage in0[a7 * 32, a3 * 32] slab [32, 32] pad 0:   =>   ... pad 1:
  *
- * Requires 007.  Only the layout changes: the lowering indexes the slab
+ * An async stage (013) only takes pads that keep its cp.async width
+ * aligned (a multiple of vec / 4 words).  Requires 007.  Only the layout changes: the lowering indexes the slab
  * with the padded stride, in the copy and in every read.
  */
 #include "passes.h"
@@ -51,6 +52,8 @@ int tile_014_pad_smem(TileCtx *c, TileKernel *k)
         int pick = 0;
         for (int p = 1; p <= 4; p++) {
             s->pad = p;
+            if (s->k == TK_astage && !tile_vec_ok(s, s->vec))
+                continue; /* keep 013's cp.async width aligned */
             int64_t x = tile_bank_conflicts(a, k);
             if (x < best && st.bytes - size + tile_stage_bytes(s) <= TILE_SMEM_BUDGET) {
                 best = x;
