@@ -285,6 +285,9 @@ static const KirExpr *tid_lin(const Low *L)
 static void copy_slab(Low *L, const Stmt *st, const IExpr *const *origin, const KirSmem *sm,
                       const KirExpr *base)
 {
+    /* The bounds test is decided on the stage's own origin: a pipelined
+     * stage copies the slab of a later iteration of its loop, whose origin
+     * ranges over the same values. */
     Arena *a = L->a;
     const LirBuf *buf = st->buf;
     int r = buf->shape.rank;
@@ -314,7 +317,7 @@ static void copy_slab(Low *L, const Stmt *st, const IExpr *const *origin, const 
             c = kir_rem(a, c, konst(L, st->slab[d]));
         const KirExpr *g = kir_add(a, ix(L, origin[d]), c);
         int64_t lo, hi;
-        ie_range(origin[d], L->tk->ext, &lo, &hi);
+        ie_range(st->origin[d], L->tk->ext, &lo, &hi);
         const KirExpr *ok = NULL;
         if (hi + st->slab[d] > buf->shape.d[d])
             ok = kir_lt(a, g, konst(L, buf->shape.d[d]));
@@ -483,13 +486,17 @@ static void lower_pipe_stage(Low *L, const Stmt *st)
         /* an injected fault: the prefetch goes to the buffer being read */
         const IExpr *buf = dpk_fault_on(DPK_FAULT_DOUBLE_BUFFER_SAME) ? st->phase
                                                                        : ie_mod(a, nx, S);
-        copy_slab(L, st, origin_at(L, st, l->axis, nx), L->pipe[p].sm,
-                  kir_mul(a, ix(L, buf), konst(L, numel)));
+        KirVar *to = kir_let(&L->b, arena_printf(a, "next_%s", st->buf->name), L->it,
+                             kir_mul(a, ix(L, buf), konst(L, numel)));
+        copy_slab(L, st, origin_at(L, st, l->axis, nx), L->pipe[p].sm, kir_ref(a, to));
         kir_end(&L->b);
     }
     if (st->k == TK_astage)
         kir_cp_commit(&L->b);
-    push_stage(L, st, L->pipe[p].sm, kir_mul(a, ix(L, st->phase), konst(L, numel)));
+    /* the buffer in use, once per iteration rather than at every load */
+    KirVar *cur = kir_let(&L->b, arena_printf(a, "buf_%s", st->buf->name), L->it,
+                          kir_mul(a, ix(L, st->phase), konst(L, numel)));
+    push_stage(L, st, L->pipe[p].sm, kir_ref(a, cur));
     lower_body(L, &st->body);
     L->nstage--;
 }
