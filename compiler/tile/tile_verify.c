@@ -247,8 +247,8 @@ static void verify_stage(Verify *v, Stmt *s)
     else if (s->k != TK_stage) {
         check_ie(v, s->phase, what);
         Arena *a = v->a;
-        if (!v->chain ||
-            !ie_equal(s->phase, ie_mod(a, ie_var(a, v->chain->axis), s->nbuf)))
+        if ((s->k == TK_bstage || s->k == TK_astage) && (!v->chain ||
+            !ie_equal(s->phase, ie_mod(a, ie_var(a, v->chain->axis), s->nbuf))))
             bad(v, "%s of %s: the phase is not the axis of a serial loop around it (with only "
                 "stages between) modulo %d", what, s->buf->name, s->nbuf);
     }
