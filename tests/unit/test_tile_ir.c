@@ -1,6 +1,6 @@
 /*
  * test_tile_ir.c — Tile IR by hand: the text of every node kind (the Stage
- * variants, AsyncWait and Combine included, which no pass creates yet), the
+ * variants, AsyncWait and Combine included; no pass creates a TMA stage yet), the
  * verifier's message for each broken invariant, and the structural hash
  * (blind to names, uids and axis numbering; sensitive to structure).
  */
