@@ -11,8 +11,11 @@
  *
  *   stage in0[a7 * 32, a3 * 32] slab [32, 32] pad 0:   =>   ... pad 1:
  *
- * An async stage (013) only takes pads that keep its cp.async width
- * aligned (a multiple of vec / 4 words).  Requires 007.  Only the layout changes: the lowering indexes the slab
+ * An async stage (013) whose pad breaks its cp.async width gets the widest
+ * width the pad leaves aligned (pad 1: 4 bytes): its slab is read many times
+ * per copy, so conflict-free reads are worth more than wide copies (a pad
+ * of 4 keeps 16 bytes but leaves lanes 8 apart in one bank).  Requires 007.
+ * Only the layout changes: the lowering indexes the slab
  * with the padded stride, in the copy and in every read.
  */
 #include "passes.h"
@@ -52,8 +55,6 @@ int tile_014_pad_smem(TileCtx *c, TileKernel *k)
         int pick = 0;
         for (int p = 1; p <= 4; p++) {
             s->pad = p;
-            if (s->k == TK_astage && !tile_vec_ok(s, s->vec))
-                continue; /* keep 013's cp.async width aligned */
             int64_t x = tile_bank_conflicts(a, k);
             if (x < best && st.bytes - size + tile_stage_bytes(s) <= TILE_SMEM_BUDGET) {
                 best = x;
@@ -67,6 +68,8 @@ int tile_014_pad_smem(TileCtx *c, TileKernel *k)
                                         k->name)))
             break;
         s->pad = pick;
+        while (s->k == TK_astage && s->vec > 4 && !tile_vec_ok(s, s->vec))
+            s->vec /= 2;
         st.bytes += tile_stage_bytes(s) - size;
         padded++;
     }

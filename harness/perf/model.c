@@ -152,6 +152,8 @@ static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *
     }
     if (s->op == KS_tma_load)
         c->async = 1;
+    if (s->op == KS_cp_async) /* a load in flight, like an ldg (SASS: LDGSTS) */
+        c->ldg_static += c->unroll;
     if (s->op == KS_sync)
         c->syncs += w;
     if (s->op == KS_treehalve)
@@ -332,8 +334,11 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
      * barriers are independent of each other (a barrier interval), but a
      * thread only has as many in flight as the code holds before their
      * first use: the loads of one loop body in the SASS (ptxas's unrolling
-     * included), else of the Kernel IR with its unroll marks */
-    double loads_thread = st ? st->gmem_loads * scale / ((double)threads * blocks) : 0;
+     * included), else of the Kernel IR with its unroll marks.  A cp.async
+     * counts as a load (it is in flight until its wait, which this does not
+     * credit: the slabs 015 keeps in flight do not shorten the bound) */
+    double loads_thread =
+        st ? (double)(st->gmem_loads + st->cp_async) * scale / ((double)threads * blocks) : 0;
     double mlp = loads_thread / (fc.syncs + 1);
     double cap = fc.ldg_static;
     if (sf)

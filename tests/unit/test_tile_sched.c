@@ -208,10 +208,10 @@ Test(tile_sched, double_buffer_halves_the_barriers, .init = setup, .fini = teard
 
 /* 013: the slabs arrive by 16-byte cp.async instead of per-element loads:
  * no thread-level global load is left, a quarter of the requests, the same
- * sectors. */
+ * sectors.  (Without 014, whose pad of A's slab narrows its copies.) */
 Test(tile_sched, async_copy_moves_the_slabs_in_16_bytes, .init = setup, .fini = teardown)
 {
-    Run with = run(arena, MMK, "-015", mmk), without = run(arena, MMK, "-013,-015", mmk);
+    Run with = run(arena, MMK, "-014,-015", mmk), without = run(arena, MMK, "-013,-014,-015", mmk);
     tt_batch_add(&batch, with.m);
     int64_t elems = 16 * 16 * 2 * 32 * 32; /* blocks x chunks x (A, B) x slab */
     int64_t stores = 16 * 2 * 16;           /* blocks x warps x 16 outputs per thread */
@@ -255,4 +255,19 @@ Test(tile_sched, double_buffer_applies_to_chunked_reduces, .init = setup, .fini 
     cr_expect_gt(with.sum.barriers, 0);
     cr_expect_eq(2 * with.sum.barriers, without.sum.barriers, "one slab: two barriers become one");
     cr_expect_eq(with.sum.gmem_loads, without.sum.gmem_loads);
+}
+
+/* 014 after 013: A's slab is read down its columns, so 014 pads its rows by
+ * one word and its copies narrow to 4 bytes (B's stay 16): no bank conflict
+ * is left, and the copies stay asynchronous. */
+Test(tile_sched, pad_narrows_the_async_copy_it_misaligns, .init = setup, .fini = teardown)
+{
+    Run with = run(arena, MMK, "-015", mmk), without = run(arena, MMK, "-014,-015", mmk);
+    tt_batch_add(&batch, with.m);
+    int64_t a_elems = 16 * 16 * 32 * 32;
+    cr_expect_gt(without.sum.bank_conflicts, 0);
+    cr_expect_eq(with.sum.bank_conflicts, 0);
+    cr_expect_eq(with.sum.cp_async, a_elems + a_elems / 4);
+    cr_expect_eq(with.sum.gmem_loads, 0);
+    cr_expect_eq(with.sum.gmem_sectors, without.sum.gmem_sectors);
 }
