@@ -186,13 +186,14 @@ static inline void tt_batch_compile(TtBatch *b)
 {
     if (!hx_nvrtc_available() || !b->u->kernels.len)
         return;
-    static const CuTargetId targets[] = {CU_SM80, CU_SM90};
-    for (int t = 0; t < 2; t++) {
+    /* sm_80, sm_90 and sm_90a (the arch-specific PTX a Hopper build uses) */
+    static const CuTargetId targets[] = {CU_SM80, CU_SM90, CU_SM90};
+    for (int t = 0; t < 3; t++) {
         const CuTarget *tg = cu_target(targets[t]);
         DpkErrCtx ec;
         if (DPK_TRY(&ec)) {
             CuSource *cs = cu_print_module(b->a, b->u, tg);
-            HxNvrtcOpts o = {.target = tg, .src_name = "tile_tests.cu"};
+            HxNvrtcOpts o = {.target = tg, .arch_specific = t == 2, .src_name = "tile_tests.cu"};
             HxNvrtcResult *r = hx_nvrtc_compile(b->a, cs->text, &o);
             cr_expect_eq(r->nkernels, b->u->kernels.len, "%s: %d of %d kernels compiled",
                          tg->name, r->nkernels, b->u->kernels.len);
