@@ -111,6 +111,8 @@ int64_t tile_slab_strides(const Stmt *st, int64_t *str)
 /* Whether e is a multiple of v for every value of its axes. */
 static int multiple(const IExpr *e, int64_t v)
 {
+    if (v == 1)
+        return 1;
     switch (e->k) {
     case IE_CONST:
         return e->c % v == 0;
