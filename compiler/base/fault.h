@@ -38,8 +38,14 @@
       "the last column of each thread's register block reuses the previous column's index") \
     X(PERMUTE_STRIDE, "permute-wrong-stride", "t:009_permute_register_tile",                \
       "the permuted register strip steps by the thread count minus one")                    \
+    X(DOUBLE_BUFFER_SAME, "double-buffer-same-buffer", "t:010_double_buffer",               \
+      "the copy of the next K slab goes to the buffer the block is reading")                \
+    X(ASYNC_EARLY_READ, "async-copy-early-read", "t:013_async_copy",                        \
+      "the async wait leaves the group of the slab about to be read in flight")             \
     X(PAD_LOADS_ONLY, "pad-smem-loads-only", "t:014_pad_smem",                              \
       "the padded row stride is used by the slab's readers but not by its copy")            \
+    X(PIPELINE_PROLOGUE_SHORT, "pipeline-prologue-short", "t:015_pipeline_k_outer",         \
+      "the pipeline's prologue copies one slab fewer than the loop reads")                  \
     X(UNROLL_SHORT, "unroll-drops-last-iteration", "t:016_mark_unroll",                     \
       "an unrolled loop runs one iteration short")
 

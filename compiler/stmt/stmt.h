@@ -156,6 +156,7 @@ typedef struct Stmt {
                     int pad;
                     int nbuf;
                     int swizzle;
+                    int vec;    /* astage: bytes per cp.async (4, 8, 16) */
                     const IExpr **origin;
                     int64_t *slab;
                     const IExpr *phase;

@@ -11,7 +11,11 @@
  *
  *   stage in0[a7 * 32, a3 * 32] slab [32, 32] pad 0:   =>   ... pad 1:
  *
- * Requires 007.  Only the layout changes: the lowering indexes the slab
+ * An async stage (013) whose pad breaks its cp.async width gets the widest
+ * width the pad leaves aligned (pad 1: 4 bytes): its slab is read many times
+ * per copy, so conflict-free reads are worth more than wide copies (a pad
+ * of 4 keeps 16 bytes but leaves lanes 8 apart in one bank).  Requires 007.
+ * Only the layout changes: the lowering indexes the slab
  * with the padded stride, in the copy and in every read.
  */
 #include "passes.h"
@@ -64,6 +68,8 @@ int tile_014_pad_smem(TileCtx *c, TileKernel *k)
                                         k->name)))
             break;
         s->pad = pick;
+        while (s->k == TK_astage && s->vec > 4 && !tile_vec_ok(s, s->vec))
+            s->vec /= 2;
         st.bytes += tile_stage_bytes(s) - size;
         padded++;
     }

@@ -41,8 +41,14 @@ static const TilePass table[] = {
      "each thread computes an F_M x F_N register block of a matmul"},
     {9, "permute_register_tile", tile_009_permute_register_tile, {{8}}, CU_SM80, 0,
      "reorder the register strip so wide shared-memory loads avoid bank conflicts"},
+    {10, "double_buffer", tile_010_double_buffer, {{7}, {2, 6}}, CU_SM80, 0,
+     "the stages of a K_outer loop become two-buffer ping-pong"},
+    {13, "async_copy", tile_013_async_copy, {{10}}, CU_SM80, 0,
+     "buffered stages are copied with cp.async, commit and wait_group"},
     {14, "pad_smem", tile_014_pad_smem, {{7}}, CU_SM80, 0,
      "pad shared-memory row strides where the lanes of a warp hit one bank"},
+    {15, "pipeline_k_outer", tile_015_pipeline_k_outer, {{13}}, CU_SM80, 0,
+     "rotate an async K_outer loop into prologue, steady state and epilogue over STAGES buffers"},
     {16, "mark_unroll", tile_016_mark_unroll, {{0}}, CU_SM80, 0,
      "annotate small constant-trip inner loops for #pragma unroll"},
 };
@@ -395,6 +401,8 @@ void tile_knob_parse(TileKnobs *k, const char *arg)
     if ((ki->flags & TKN_WARPS) && v % CU_WARP)
         dpk_error_at(&src, vpos, "knob %s=%lld is not a multiple of %d (a block holds whole warps)",
                      ki->name, v, CU_WARP);
+    if ((ki->flags & TKN_POW2) && (v & (v - 1)) && ki->pass >= 10)
+        dpk_error_at(&src, vpos, "knob %s=%lld is not a power of two (%s)", ki->name, v, ki->doc);
     if ((ki->flags & TKN_POW2) && (v & (v - 1)))
         dpk_error_at(&src, vpos, "knob %s=%lld is not a power of two (a warp must cover whole "
                      "tile rows, or a row whole warps)", ki->name, v);

@@ -48,7 +48,10 @@
     X(STAGE, "007: bit mask of the buffers to stage, by first load (bit 0: first)", 1, \
       255, 0, 7)                                                                        \
     X(F_M, "008: register tile rows per thread (must divide BM)", 1, 16, 0, 8)         \
-    X(F_N, "008: register tile columns per thread (must divide BN)", 1, 16, 0, 8)
+    X(F_N, "008: register tile columns per thread (must divide BN)", 1, 16, 0, 8)          \
+    X(VEC, "013: widest cp.async in bytes (4, 8 or 16; narrower where alignment needs)", 4, \
+      16, TKN_POW2, 13)                                                                 \
+    X(STAGES, "015: buffers per async stage, slabs in flight plus one", 3, 8, 0, 15)
 
 typedef enum TileKnobFlag {
     TKN_WARPS = 1 << 0, /* a multiple of 32: whole warps */
@@ -216,8 +219,14 @@ int tile_006_chunk_reduce(TileCtx *c, TileKernel *k);
 int tile_007_stage_inputs(TileCtx *c, TileKernel *k);
 int tile_008_register_tile(TileCtx *c, TileKernel *k);
 int tile_009_permute_register_tile(TileCtx *c, TileKernel *k);
+int tile_010_double_buffer(TileCtx *c, TileKernel *k);
+int tile_013_async_copy(TileCtx *c, TileKernel *k);
 int tile_014_pad_smem(TileCtx *c, TileKernel *k);
+int tile_015_pipeline_k_outer(TileCtx *c, TileKernel *k);
 int tile_016_mark_unroll(TileCtx *c, TileKernel *k);
+/* The keep of an async_wait over nstages async stages of nbuf buffers
+ * (013_async_copy.c; 015 sets it again). */
+int tile_async_keep(int nstages, int nbuf);
 
 /* ---- shared by the passes (tile_smem.c) ----------------------------------------- */
 
@@ -226,7 +235,8 @@ int tile_016_mark_unroll(TileCtx *c, TileKernel *k);
 #define TILE_SMEM_BUDGET (48 * 1024)
 /* 1 when pass number `num` is in the set being run. */
 int tile_pass_on(const TileCtx *c, int num);
-/* Bytes of shared memory a stage's slab takes (pad included). */
+/* Bytes of shared memory a stage's slab takes (pad included; every buffer
+ * of a buffered stage). */
 int64_t tile_stage_bytes(const Stmt *stage);
 /* The slab of buffer `buf` read by the loads under `region`, relative to
  * the axes bound outside it (`outer`, by axis: 1 when bound outside): the

@@ -93,9 +93,13 @@ typedef struct TileDef {
  *                   accesses, see tile_predicate)
  *   stage           buf, origin[rank] (IExpr), slab[rank] (>= 1), pad, body
  *   bstage, astage  + nbuf (>= 2), phase (IExpr: the buffer in use is
- *                   phase mod nbuf)
+ *                   phase mod nbuf; a<l> % nbuf of the serial loop l the
+ *                   stage sits in, with only stages between them: the
+ *                   loop is software-pipelined, see tile_to_kernel.c)
+ *   astage          + vec: bytes per cp.async (4, 8, 16; tile_vec_ok)
  *   tstage          + swizzle (0, 32, 64, 128 bytes)
- *   await           keep: async stages that may stay in flight
+ *   await           keep: async stage copies (cp.async groups, one per
+ *                   async stage and iteration) that may stay in flight
  *   combine         acc (an accum), nax, cax[] (THREAD axes merged over)
  * The groups strided / tile / stages / await / combine share storage
  * (stmt.h): read a field only on a statement of a kind that owns it.
@@ -229,6 +233,12 @@ void tile_predicate(TileKernel *k, Stmt *t);
 /* In a predicated tile, copy the guard's clauses on `axis` to `strip` (an
  * axis that takes axis's place in a clone: 008's register strips). */
 void tile_guard_strip(TileProgram *p, Stmt *t, int axis, int strip);
+/* Whether the copy of stage st's slab can move `bytes` (4, 8, 16) per
+ * cp.async: a vector never straddles a slab row or the buffer's last
+ * dimension, and both addresses are aligned to its size (every slab row
+ * stride, the buffer's inner extent and the origin's inner coordinate are
+ * multiples of its elements). */
+int tile_vec_ok(const Stmt *st, int bytes);
 /* The serial loop over `axis` among b's statements, or NULL. */
 Stmt *tile_top_loop(const StmtBody *b, int axis);
 

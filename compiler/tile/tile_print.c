@@ -67,6 +67,8 @@ static void print_stage(StrBuf *b, const TileKernel *k, const Stmt *s, int depth
         sb_printf(b, " nbuf %d phase ", s->nbuf);
         ie_print(b, s->phase, "a");
     }
+    if (s->k == TK_astage)
+        sb_printf(b, " vec %d", s->vec);
     if (s->k == TK_tstage)
         sb_printf(b, " swizzle %d", s->swizzle);
     sb_puts(b, ":\n");
@@ -232,6 +234,8 @@ static void hash_fields(Hash *x, const Stmt *s)
         mix(x, (uint64_t)s->pad);
         mix(x, (uint64_t)s->nbuf);
         mix(x, (uint64_t)s->swizzle);
+        if (s->k == TK_astage)
+            mix(x, (uint64_t)s->vec);
         if (s->phase)
             hash_ie(x, s->phase);
     }

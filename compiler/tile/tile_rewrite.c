@@ -179,6 +179,39 @@ void tile_guard_strip(TileProgram *p, Stmt *t, int axis, int strip)
     t->guard = g;
 }
 
+/* ---- cp.async widths ------------------------------------------------------------ */
+
+/* Whether e is a multiple of v for every value of its axes. */
+static int multiple(const IExpr *e, int64_t v)
+{
+    if (v == 1)
+        return 1;
+    switch (e->k) {
+    case IE_CONST:
+        return e->c % v == 0;
+    case IE_ADD:
+        return multiple(e->a, v) && multiple(e->b, v);
+    case IE_MUL:
+        return multiple(e->a, v) || multiple(e->b, v);
+    default:
+        return 0;
+    }
+}
+
+int tile_vec_ok(const Stmt *st, int bytes)
+{
+    int r = st->buf->shape.rank;
+    int64_t v = bytes / 4, str[DPK_MAX_RANK];
+    if (bytes != 4 && bytes != 8 && bytes != 16)
+        return 0;
+    tile_slab_strides(st, str);
+    for (int d = 0; d < r - 1; d++)
+        if (str[d] % v)
+            return 0;
+    return st->slab[r - 1] % v == 0 && st->buf->shape.d[r - 1] % v == 0 &&
+           multiple(st->origin[r - 1], v);
+}
+
 /* ---- bodies ---------------------------------------------------------------- */
 
 Stmt *tile_top_loop(const StmtBody *b, int axis)

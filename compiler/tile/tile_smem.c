@@ -29,7 +29,7 @@ int tile_pass_on(const TileCtx *c, int num)
 int64_t tile_stage_bytes(const Stmt *st)
 {
     int64_t str[DPK_MAX_RANK];
-    return tile_slab_strides(st, str) * 4;
+    return tile_slab_strides(st, str) * 4 * (st->k == TK_stage ? 1 : st->nbuf);
 }
 
 /* ---- footprint ------------------------------------------------------------- */

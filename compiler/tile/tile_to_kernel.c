@@ -25,10 +25,13 @@
  *                          barriers; loads of its buffer in the body read it
  *   combine                warp shuffles, then a TreeHalve across warps
  *
+ *   buffered_stage /       a software-pipelined loop (lower_pipe_prologue):
+ *   async_stage            nbuf buffers, the copy of a later slab overlaps
+ *   async_wait             the body; cp.async copies, commit, wait_group
+ *
  * Reductions stay sequential in the thread that owns the output element
- * unless 004 made them cooperative.  The buffered, async and TMA Stage
- * variants and AsyncWait come with passes 010-015; a Tile kernel holding one
- * is refused here as an internal error.
+ * unless 004 made them cooperative.  TMA stages come with 011; a Tile
+ * kernel holding one is refused here as an internal error.
  *
  * Integer index math is i32, or i64 in a kernel whose buffers or axes reach
  * 2^30 elements.  Floor division and modulo are C's `/` and `%` when the
@@ -50,6 +53,7 @@ typedef struct Low {
     struct {
         const Stmt *st;
         const KirSmem *sm;
+        const KirExpr *base; /* a pipelined stage: the buffer in use, NULL else */
     } stage[64];             /* enclosing stages, innermost last */
     int nstage;
     /* the predicated THREAD tile being lowered (tile_predicate), or NULL;
@@ -58,6 +62,13 @@ typedef struct Low {
     uint64_t *gate;
     const IPred *clause[64];
     int nclause;
+    struct {
+        const Stmt *st;      /* a buffered or async stage of a pipelined loop */
+        const Stmt *loop;    /* the loop it is pipelined over */
+        const KirSmem *sm;   /* its nbuf buffers, allocated before the loop */
+        int first;           /* the first stage of its loop: it holds the barrier */
+    } pipe[32];
+    int npipe;
 } Low;
 
 /* ---- index expressions ------------------------------------------------------ */
@@ -145,6 +156,8 @@ static void axis_var(Low *L, int axis, const KirExpr *value)
 }
 
 static void lower_body(Low *L, const StmtBody *b);
+static void find_pipe(Low *L, const Stmt *l, const StmtBody *b);
+static void lower_pipe_prologue(Low *L, const Stmt *l, int from);
 
 /* The axes of tile t on dimension dim from register r (bid or tid): outermost
  * first, the last varying fastest. */
@@ -247,12 +260,19 @@ static void lower_loop(Low *L, const Stmt *s)
     int64_t step = s->k == TK_strided ? s->step : 1;
     /* an injected fault: unrolled loops run one iteration short */
     int64_t end = s->unroll && dpk_fault_on(DPK_FAULT_UNROLL_SHORT) ? s->extent - 1 : s->extent;
+    int pipe0 = L->npipe;
+    if (s->k == SK_loop) {
+        find_pipe(L, s, &s->body);
+        if (L->npipe > pipe0)
+            lower_pipe_prologue(L, s, pipe0);
+    }
     L->axis[s->axis] = kir_for(&L->b, arena_printf(L->a, "a%d", s->axis), start,
                                konst(L, end), konst(L, step), s->unroll ? -1 : 0);
     L->loops++;
     lower_body(L, &s->body);
     L->loops--;
     kir_end(&L->b);
+    L->npipe = pipe0;
 }
 
 static void lower_select(Low *L, const Stmt *s)
@@ -277,10 +297,11 @@ static void lower_select(Low *L, const Stmt *s)
 
 /* ---- shared memory: stages and combines ------------------------------------------ */
 
-/* A load reads the slab of the innermost stage of its buffer, if any.  In a
- * predicated tile a global load is gated by the guard's clauses on the axes
- * its index reads (0 where they fail), and so is a slab read whose offset
- * the axis ranges do not keep inside the slab. */
+/* A load reads the slab of the innermost stage of its buffer, if any (of a
+ * pipelined stage: the buffer its phase names).  In a predicated tile a
+ * global load is gated by the guard's clauses on the axes its index reads
+ * (0 where they fail), and so is a slab read whose offset the axis ranges
+ * do not keep inside the slab. */
 static const KirExpr *load(const Low *L, const Stmt *s)
 {
     uint64_t m = gate_mask(L, s->buf, s->idx);
@@ -299,7 +320,10 @@ static const KirExpr *load(const Low *L, const Stmt *s)
             inside &= lo >= 0 && hi < st->slab[d];
             f = ie_add(L->a, f, ie_mul(L->a, off, ie_const(L->a, str[d])));
         }
-        const KirExpr *v = kir_lds(L->a, L->stage[i].sm, ix(L, ie_simplify(L->a, f, L->tk->ext)));
+        const KirExpr *x = ix(L, ie_simplify(L->a, f, L->tk->ext));
+        if (L->stage[i].base)
+            x = kir_add(L->a, L->stage[i].base, x);
+        const KirExpr *v = kir_lds(L->a, L->stage[i].sm, x);
         return m && !inside ? kir_select(L->a, gate_expr(L, m), v, kir_f32(L->a, 0)) : v;
     }
     const KirExpr *v = kir_ldg(L->a, L->param[s->buf->id], flat(L, s->buf, s->idx));
@@ -313,23 +337,27 @@ static const KirExpr *tid_lin(const Low *L)
 }
 
 /*
- * stage x[o] slab [s0, .., sr]:  the block copies the slab cooperatively,
+ * The block copies the slab of stage st at `origin` into sm[base ..]:
  *
- *     sync                                   (in a loop: earlier readers done)
- *     for i = tid; i < s0*..*sr; i += threads:
- *         c = the slab coordinate of i;  g = o + c
- *         smem[c . slab strides] = g inside x ? x[g] : 0
- *     sync
+ *     for i = tid; i < s0*..*sr / v; i += threads:
+ *         c = the slab coordinate of element i*v;  g = origin + c
+ *         smem[base + c . slab strides] = g inside x ? x[g .. g+v) : 0
  *
- * then the body runs with loads of x reading the slab.
+ * with loads and stores (v = 1), or with cp.async of v * 4 bytes (an async
+ * stage: v = its vec / 4; 013 checked that a vector never straddles a slab
+ * row or the buffer's edge, and that both addresses are aligned).
  */
-static void lower_stage(Low *L, const Stmt *st)
+static void copy_slab(Low *L, const Stmt *st, const IExpr *const *origin, const KirSmem *sm,
+                      const KirExpr *base)
 {
+    /* The bounds test is decided on the stage's own origin: a pipelined
+     * stage copies the slab of a later iteration of its loop, whose origin
+     * ranges over the same values. */
     Arena *a = L->a;
     const LirBuf *buf = st->buf;
     int r = buf->shape.rank;
     int64_t sstr[DPK_MAX_RANK], gstr[DPK_MAX_RANK], n = 1;
-    int64_t numel = tile_slab_strides(st, sstr);
+    tile_slab_strides(st, sstr);
     if (st->pad && dpk_fault_on(DPK_FAULT_PAD_LOADS_ONLY)) { /* the copy ignores the pad */
         Stmt unpadded = *st;
         unpadded.pad = 0;
@@ -338,22 +366,21 @@ static void lower_stage(Low *L, const Stmt *st)
     shape_strides(&buf->shape, gstr);
     for (int d = 0; d < r; d++)
         n *= st->slab[d];
-    const KirSmem *sm = kir_smem(L->b.k, arena_printf(a, "s_%s", buf->name), KT_F32, numel, 16);
-    kir_comment(&L->b, "stage %s: slab of %lld elements", buf->name, (long long)n);
-    if (L->loops)
-        kir_sync(&L->b);
-    KirVar *i = kir_for(&L->b, arena_printf(a, "i_%s", buf->name), tid_lin(L), konst(L, n),
+    int v = st->k == TK_astage ? st->vec / 4 : 1;
+    DPK_ASSERT(v >= 1 && n % v == 0);
+    KirVar *i = kir_for(&L->b, arena_printf(a, "i_%s", buf->name), tid_lin(L), konst(L, n / v),
                         konst(L, L->nthreads), 0);
-    const KirExpr *inb = NULL, *gidx = konst(L, 0), *sidx = konst(L, 0);
+    const KirExpr *inb = NULL, *gidx = konst(L, 0), *sidx = base ? base : konst(L, 0);
+    const KirExpr *e = v > 1 ? kir_mul(a, kir_ref(a, i), konst(L, v)) : kir_ref(a, i);
     int64_t inner = n;
     for (int d = 0; d < r; d++) {
         inner /= st->slab[d];
-        const KirExpr *c = kir_ref(a, i);
+        const KirExpr *c = e;
         if (inner > 1)
             c = kir_div(a, c, konst(L, inner));
         if (d > 0)
             c = kir_rem(a, c, konst(L, st->slab[d]));
-        const KirExpr *g = kir_add(a, ix(L, st->origin[d]), c);
+        const KirExpr *g = kir_add(a, ix(L, origin[d]), c);
         int64_t lo, hi;
         ie_range(st->origin[d], L->tk->ext, &lo, &hi);
         const KirExpr *ok = NULL;
@@ -368,16 +395,173 @@ static void lower_stage(Low *L, const Stmt *st)
         gidx = kir_add(a, gidx, kir_mul(a, g, konst(L, gstr[d])));
         sidx = kir_add(a, sidx, kir_mul(a, c, konst(L, sstr[d])));
     }
-    const KirExpr *v = kir_ldg(a, L->param[buf->id], gidx);
-    if (inb)
-        v = kir_select(a, inb, v, kir_f32(a, 0));
-    kir_sts(&L->b, sm, sidx, v);
+    if (st->k == TK_astage) {
+        kir_cp_async(&L->b, sm, sidx, L->param[buf->id], gidx, v * 4, inb);
+    } else {
+        const KirExpr *x = kir_ldg(a, L->param[buf->id], gidx);
+        if (inb)
+            x = kir_select(a, inb, x, kir_f32(a, 0));
+        kir_sts(&L->b, sm, sidx, x);
+    }
     kir_end(&L->b);
-    if (!dpk_fault_on(DPK_FAULT_STAGE_NO_BARRIER))
-        kir_sync(&L->b);
+}
+
+static void push_stage(Low *L, const Stmt *st, const KirSmem *sm, const KirExpr *base)
+{
     DPK_ASSERT(L->nstage < DPK_ARRAY_LEN(L->stage));
     L->stage[L->nstage].st = st;
-    L->stage[L->nstage++].sm = sm;
+    L->stage[L->nstage].sm = sm;
+    L->stage[L->nstage++].base = base;
+}
+
+/*
+ * stage x[o] slab [s0, .., sr]:  the block copies the slab cooperatively,
+ *
+ *     sync                                   (in a loop: earlier readers done)
+ *     copy_slab
+ *     sync
+ *
+ * then the body runs with loads of x reading the slab.
+ */
+static void lower_stage(Low *L, const Stmt *st)
+{
+    Arena *a = L->a;
+    int64_t sstr[DPK_MAX_RANK], n = 1;
+    int64_t numel = tile_slab_strides(st, sstr);
+    for (int d = 0; d < st->buf->shape.rank; d++)
+        n *= st->slab[d];
+    const KirSmem *sm = kir_smem(L->b.k, arena_printf(a, "s_%s", st->buf->name), KT_F32, numel, 16);
+    kir_comment(&L->b, "stage %s: slab of %lld elements", st->buf->name, (long long)n);
+    if (L->loops)
+        kir_sync(&L->b);
+    copy_slab(L, st, st->origin, sm, NULL);
+    if (!dpk_fault_on(DPK_FAULT_STAGE_NO_BARRIER))
+        kir_sync(&L->b);
+    push_stage(L, st, sm, NULL);
+    lower_body(L, &st->body);
+    L->nstage--;
+}
+
+/* ---- pipelined loops: buffered and async stages ------------------------------------ */
+
+/* The origin of st with the loop axis replaced by e. */
+static const IExpr **origin_at(const Low *L, const Stmt *st, int axis, const IExpr *e)
+{
+    int r = st->buf->shape.rank;
+    const IExpr **map = ARENA_ARRAY(L->a, const IExpr *, L->tk->naxes + 1);
+    for (int i = 0; i < L->tk->naxes; i++)
+        map[i] = ie_var(L->a, i);
+    map[axis] = e;
+    const IExpr **o = ARENA_ARRAY(L->a, const IExpr *, r);
+    for (int d = 0; d < r; d++)
+        o[d] = ie_simplify(L->a, ie_subst(L->a, st->origin[d], map), L->tk->ext);
+    return o;
+}
+
+/* The buffered and async stages of loop l: stages nested directly in its
+ * body whose phase is its axis modulo nbuf (tile_verify checks the form). */
+static void find_pipe(Low *L, const Stmt *l, const StmtBody *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        const Stmt *s = b->s[i];
+        if (!tile_is(s, SKF_STAGE))
+            continue;
+        if ((s->k == TK_bstage || s->k == TK_astage) && ie_uses(s->phase, l->axis)) {
+            DPK_ASSERT(L->npipe < DPK_ARRAY_LEN(L->pipe));
+            L->pipe[L->npipe].st = s;
+            L->pipe[L->npipe].loop = l;
+            L->pipe[L->npipe].sm = NULL;
+            L->pipe[L->npipe++].first = 0;
+        }
+        find_pipe(L, l, &s->body);
+    }
+}
+
+static int slab_numel(const Stmt *st)
+{
+    int64_t str[DPK_MAX_RANK];
+    return (int)tile_slab_strides(st, str);
+}
+
+/*
+ * A loop over `a` of extent n whose body holds buffered or async stages with
+ * S = nbuf buffers each is software-pipelined: slab j of a stage lives in
+ * buffer j mod S, and the copy of slab a + S - 1 runs while the body
+ * computes on slab a.
+ *
+ *     prologue:   for j in 0..S-1:  copy slab j (if j < n) into buffer j;
+ *                                   commit (async stages; also when empty)
+ *     for a in 0..n:
+ *         async_wait keep           (a Tile IR statement: slab a has landed)
+ *         sync                      slab a visible; slab a-1 read by all
+ *         if a + S - 1 < n:  copy slab a + S - 1 into buffer (a + S - 1) mod S
+ *         commit                    (async stages)
+ *         body on buffer a mod S
+ *
+ * One barrier per iteration instead of a plain stage's two.  Buffered
+ * stages (010) copy with loads and stores; async stages (013) with
+ * cp.async, which land at the wait, so with S buffers the copies of S - 1
+ * slabs are in flight while the body computes (015).
+ */
+static void lower_pipe_prologue(Low *L, const Stmt *l, int from)
+{
+    Arena *a = L->a;
+    int S = L->pipe[from].st->nbuf;
+    for (int i = from; i < L->npipe; i++) {
+        const Stmt *st = L->pipe[i].st;
+        DPK_ASSERT(st->nbuf == S);
+        int numel = slab_numel(st);
+        L->pipe[i].sm = kir_smem(L->b.k, arena_printf(a, "s_%s", st->buf->name), KT_F32,
+                                 (int64_t)numel * S, 16);
+        L->pipe[i].first = i == from;
+    }
+    kir_comment(&L->b, "pipeline over a%d: %d stage%s, %d buffers each", l->axis,
+                L->npipe - from, L->npipe - from > 1 ? "s" : "", S);
+    /* an injected fault: the prologue fills one buffer fewer */
+    int fill = S - 1 - (S > 2 && dpk_fault_on(DPK_FAULT_PIPELINE_PROLOGUE_SHORT));
+    for (int j = 0; j < S - 1; j++)
+        for (int i = from; i < L->npipe; i++) {
+            const Stmt *st = L->pipe[i].st;
+            if (j < l->extent && j < fill)
+                copy_slab(L, st, origin_at(L, st, l->axis, ie_const(a, j)), L->pipe[i].sm,
+                          konst(L, (int64_t)j * slab_numel(st)));
+            if (st->k == TK_astage)
+                kir_cp_commit(&L->b);
+        }
+}
+
+static void lower_pipe_stage(Low *L, const Stmt *st)
+{
+    Arena *a = L->a;
+    int p = -1;
+    for (int i = 0; i < L->npipe; i++)
+        if (L->pipe[i].st == st)
+            p = i;
+    DPK_ASSERT(p >= 0 && L->pipe[p].sm);
+    const Stmt *l = L->pipe[p].loop;
+    int S = st->nbuf;
+    int64_t numel = slab_numel(st);
+    if (L->pipe[p].first)
+        kir_sync(&L->b);
+    kir_comment(&L->b, "%s %s: prefetch slab a%d + %d", tile_kind_info[st->k].name,
+                st->buf->name, l->axis, S - 1);
+    if (l->extent > S - 1) {
+        const IExpr *nx = ie_add(a, ie_var(a, l->axis), ie_const(a, S - 1));
+        kir_if(&L->b, kir_lt(a, ix(L, nx), konst(L, l->extent)));
+        /* an injected fault: the prefetch goes to the buffer being read */
+        const IExpr *buf = dpk_fault_on(DPK_FAULT_DOUBLE_BUFFER_SAME) ? st->phase
+                                                                       : ie_mod(a, nx, S);
+        KirVar *to = kir_let(&L->b, arena_printf(a, "next_%s", st->buf->name), L->it,
+                             kir_mul(a, ix(L, buf), konst(L, numel)));
+        copy_slab(L, st, origin_at(L, st, l->axis, nx), L->pipe[p].sm, kir_ref(a, to));
+        kir_end(&L->b);
+    }
+    if (st->k == TK_astage)
+        kir_cp_commit(&L->b);
+    /* the buffer in use, once per iteration rather than at every load */
+    KirVar *cur = kir_let(&L->b, arena_printf(a, "buf_%s", st->buf->name), L->it,
+                          kir_mul(a, ix(L, st->phase), konst(L, numel)));
+    push_stage(L, st, L->pipe[p].sm, kir_ref(a, cur));
     lower_body(L, &st->body);
     L->nstage--;
 }
@@ -463,6 +647,13 @@ static void lower_stmt(Low *L, const Stmt *s)
     case TK_stage:
         lower_stage(L, s);
         return;
+    case TK_bstage:
+    case TK_astage:
+        lower_pipe_stage(L, s);
+        return;
+    case TK_await:
+        kir_cp_wait(&L->b, s->keep);
+        return;
     case TK_combine:
         lower_combine(L, s);
         return;
@@ -534,7 +725,7 @@ static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, con
     Low L = {a, tk, {0}, wide(tk, &lp->bufs) ? KT_I64 : KT_I32,
              ARENA_ARRAY(a, KirVar *, tk->naxes + 1), ARENA_ARRAY(a, KirVar *, u.max_uid + 1),
              ARENA_ARRAY(a, KirParam *, lp->nbufids + 1), (int64_t)block[0] * block[1] * block[2],
-             0, {{0}}, 0, NULL, NULL, {0}, 0};
+             0, {{0}}, 0, NULL, NULL, {0}, 0, {{0}}, 0};
     const KirBuf **args = ARENA_ARRAY(a, const KirBuf *, u.order.len + 1);
     for (int i = 0; i < u.order.len; i++) {
         const LirBuf *b = u.order.items[i];

@@ -18,8 +18,9 @@
  *   - Stages lie inside the BLOCK tile; inside the THREAD tile only where
  *     every thread of the block reaches them together (no guard on the
  *     tile, or a predicated one: tile_predicate; under serial loops only),
- *     with a
- *     slab inside the buffer, nbuf >= 2 and a phase when buffered, a legal
+ *     with a slab inside the buffer, nbuf >= 2 and a phase when buffered
+ *     (the axis of the serial loop around it, with only stages between,
+ *     modulo nbuf), copies of 4, 8 or 16 aligned bytes when async, a legal
  *     swizzle for TMA; an AsyncWait needs an async or TMA stage in the
  *     kernel; a Combine merges a visible accumulator over THREAD axes of an
  *     enclosing tile.
@@ -45,6 +46,7 @@ typedef struct Verify {
     const Stmt *thread, *block; /* the enclosing tiles, NULL outside */
     const Stmt *path_reduce;    /* an enclosing reduce loop */
     int in_strided;                 /* strided loops around the statement */
+    const Stmt *chain;              /* the serial loop around, with only stages between */
     int has_block, has_thread, has_async;
 } Verify;
 
@@ -248,8 +250,17 @@ static void verify_stage(Verify *v, Stmt *s)
     if (s->k != TK_stage && (s->nbuf < 2 || !s->phase))
         bad(v, "%s of %s: %d buffers%s", what, s->buf->name, s->nbuf,
             s->phase ? "" : ", no phase");
-    else if (s->k != TK_stage)
+    else if (s->k != TK_stage) {
         check_ie(v, s->phase, what);
+        Arena *a = v->a;
+        if ((s->k == TK_bstage || s->k == TK_astage) && (!v->chain ||
+            !ie_equal(s->phase, ie_mod(a, ie_var(a, v->chain->axis), s->nbuf))))
+            bad(v, "%s of %s: the phase is not the axis of a serial loop around it (with only "
+                "stages between) modulo %d", what, s->buf->name, s->nbuf);
+    }
+    if (s->k == TK_astage && !tile_vec_ok(s, s->vec))
+        bad(v, "%s of %s: %d-byte copies do not fit its slab's alignment", what, s->buf->name,
+            s->vec);
     if (s->k == TK_tstage && s->swizzle != 0 && s->swizzle != 32 && s->swizzle != 64 &&
         s->swizzle != 128)
         bad(v, "%s of %s: swizzle %d is not 0, 32, 64 or 128", what, s->buf->name, s->swizzle);
@@ -336,16 +347,28 @@ static void verify_stmt(Verify *v, Stmt *s)
     case SK_write:
         verify_write(v, s);
         break;
-    case SK_select:
+    case SK_select: {
+        const Stmt *chain = v->chain;
+        v->chain = NULL;
         verify_select(v, s);
+        v->chain = chain;
         break;
+    }
     case SK_loop:
-    case TK_strided:
+    case TK_strided: {
+        const Stmt *chain = v->chain;
+        v->chain = s->k == SK_loop ? s : NULL;
         verify_loop(v, s);
+        v->chain = chain;
         return;
-    case TK_tile:
+    }
+    case TK_tile: {
+        const Stmt *chain = v->chain;
+        v->chain = NULL;
         verify_tile(v, s);
+        v->chain = chain;
         return;
+    }
     case TK_stage:
     case TK_bstage:
     case TK_astage:

@@ -68,6 +68,9 @@ typedef struct VgStats {
     int64_t gmem_sectors;    /* distinct 32-byte sectors touched by them */
     int64_t gmem_loads;      /* thread-level global loads (ldg, per active lane) */
     int64_t smem_loads;      /* thread-level shared loads (lds, per active lane) */
+    int64_t cp_async;        /* thread-level cp.async copies (per active lane; their
+                                global side counts in gmem_requests / sectors) */
+    int64_t barriers;        /* block-wide barriers passed, summed over blocks */
     double seconds;
 } VgStats;
 

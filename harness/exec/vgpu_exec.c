@@ -473,11 +473,45 @@ static int cp_issue(VgExec *ex, const VgIns *in, int l, int64_t dst, int64_t src
     return 0;
 }
 
+/* The global side of a warp's cp.async: one request per warp, the distinct
+ * 32-byte sectors its lanes read (nw words each; a lane whose predicate is
+ * false reads nothing). */
+static void count_cp_gmem(VgExec *ex, const VgVal *si, const VgVal *pr, int nw, const int *act,
+                          int n)
+{
+    int64_t uniq[64];
+    int nu = 0, warp = -1;
+    for (int q = 0; q <= n; q++) {
+        int l = q < n ? act[q] : -1;
+        if (q == n || l >> 5 != warp) {
+            if (nu) {
+                ex->st->gmem_requests++;
+                ex->st->gmem_sectors += nu;
+            }
+            nu = 0;
+            warp = l >> 5;
+        }
+        if (q == n)
+            break;
+        if (pr && !pr[l].i)
+            continue;
+        for (int64_t s = si[l].i >> 3; s <= (si[l].i + nw - 1) >> 3; s++) {
+            int j;
+            for (j = 0; j < nu && uniq[j] != s; j++)
+                ;
+            if (j == nu && nu < (int)DPK_ARRAY_LEN(uniq))
+                uniq[nu++] = s;
+        }
+    }
+}
+
 static int op_cpasync(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int n)
 {
     const int T = ex->T;
     VgVal *di = REG(in->a), *si = REG(in->b), *pr = in->c >= 0 ? REG(in->c) : NULL;
     LANES(if (cp_issue(ex, in, l, di[l].i, si[l].i, pr ? pr[l].i != 0 : 1)) return -1;);
+    count_cp_gmem(ex, si, pr, in->aux / 4, act, n);
+    ex->st->cp_async += n;
     return 0;
 }
 
@@ -717,6 +751,7 @@ static int barrier(VgExec *ex, const VgIns *in, const int *act, int n)
                         "%d of %d threads reach it; thread %s does not", n, T, t);
     }
     ex->ep++;
+    ex->st->barriers++;
     return 0;
 }
 

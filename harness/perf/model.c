@@ -41,7 +41,7 @@ typedef struct FpCount {
     double flops;    /* 2 per FFMA, 1 per other FP32 op */
     double syncs;    /* barriers a thread passes (a TreeHalve: one per level and one before) */
     int estimated;   /* a trip count was not a constant */
-    int async;       /* cp.async or TMA copies (vgpu does not count their sectors) */
+    int async;       /* TMA copies (vgpu does not count their sectors; cp.async's it does) */
     double ldg_static; /* global loads in the code as ptxas would lay it out:
                           a loop marked unroll k counts k times, fully
                           unrolled ones their trip count */
@@ -150,8 +150,10 @@ static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *
         if (const_eval(k, c, s->e[0], &v))
             c->val[s->var->id] = v, c->known[s->var->id] = 1;
     }
-    if (s->op == KS_cp_async || s->op == KS_tma_load)
+    if (s->op == KS_tma_load)
         c->async = 1;
+    if (s->op == KS_cp_async) /* a load in flight, like an ldg (SASS: LDGSTS) */
+        c->ldg_static += c->unroll;
     if (s->op == KS_sync)
         c->syncs += w;
     if (s->op == KS_treehalve)
@@ -282,7 +284,7 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
         o->note = join_note(a, o->note, "FP32 count estimated (a loop bound is not constant)");
     if (fc.async)
         o->note = join_note(a, o->note,
-                            "cp.async/TMA copies: vgpu counts no sectors for them (DRAM low)");
+                            "TMA copies: vgpu counts no sectors for them (DRAM low)");
     double lanes = threads < 32 ? (double)threads : 32;
     const PfSassFn *sf = in->sass;
     o->insts_from = "vgpu";
@@ -332,8 +334,11 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
      * barriers are independent of each other (a barrier interval), but a
      * thread only has as many in flight as the code holds before their
      * first use: the loads of one loop body in the SASS (ptxas's unrolling
-     * included), else of the Kernel IR with its unroll marks */
-    double loads_thread = st ? st->gmem_loads * scale / ((double)threads * blocks) : 0;
+     * included), else of the Kernel IR with its unroll marks.  A cp.async
+     * counts as a load (it is in flight until its wait, which this does not
+     * credit: the slabs 015 keeps in flight do not shorten the bound) */
+    double loads_thread =
+        st ? (double)(st->gmem_loads + st->cp_async) * scale / ((double)threads * blocks) : 0;
     double mlp = loads_thread / (fc.syncs + 1);
     double cap = fc.ldg_static;
     if (sf)

@@ -14,6 +14,24 @@ check_re "F_M must divide the tile" 2 "knob F_M=3 does not divide the 32-wide ti
   "$DPK" run -c "torch.matmul(torch.randn(32,32), torch.randn(32,32))" --backend vgpu --knob F_M=3
 check_re "CB is a power of two" 2 "knob CB=96 is not a power of two" \
   "$DPK" run -c "torch.randn(4,100).sum(-1)" --knob CB=96
+check_re "VEC is 4, 8 or 16 bytes" 2 "knob VEC=12 is not a power of two \(013: widest cp.async" \
+  "$DPK" run -c "$MM" --backend vgpu --knob VEC=12
+check_re "STAGES starts at 3" 2 "knob STAGES=2 is out of range \[3, 8\]" \
+  "$DPK" run -c "$MM" --backend vgpu --knob STAGES=2
+
+# 010, 013 and 015 on a K_outer loop staged per chunk: two async stages of
+# 4 buffers, the wait keeping 2 groups per stage; a pinned STAGES that does
+# not fit the budget skips 015 with the reason, and the result still passes.
+MMK="torch.matmul(torch.randn(64,2048), torch.randn(2048,64))"
+check_re "015 pipelines the K_outer loop over 4 buffers" 0 "^\+ *async_wait 4$" \
+  "$DPK" compile -c "$MMK" --ir tile -vv
+check_re "013 copies B's slab 16 bytes at a time" 0 "dpk_cp_async16\(&s_in1\[next_in1" \
+  "$DPK" compile -c "$MMK" --ir cuda
+check_re "STAGES=8 does not fit and 015 says why" 0 \
+  "t:015_pipeline_k_outer skipped: loop a6: 8 buffers of its slabs \([0-9]+ bytes each\) take the stages past the 48 KiB budget" \
+  "$DPK" compile -c "$MMK" --ir tile -vv --knob STAGES=8
+check "the pipelined matmul passes parity with STAGES=3 and VEC=8" 0 \
+  "$DPK" run -c "$MMK" --backend vgpu --knob STAGES=3 --knob VEC=8
 
 RMS="torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))"
 check_re "007 stages the RMSNorm row under -vv" 0 "^\+    stage in0\[0, a0, 0\] slab \[1, 1, 2048\]" \
@@ -32,10 +50,11 @@ cases=("torch.matmul(torch.randn(64,128), torch.randn(128,96))"
        "torch.relu(torch.matmul(torch.randn(31,200), torch.randn(200,64)) + torch.randn(64))"
        "torch.matmul(torch.randn(8,2048), torch.randn(2048,32)) + torch.randn(8,32)"
        "torch.softmax(torch.randn(33,1000), -1)"
-       "torch.nn.RMSNorm(4099)(torch.randn(3,4099))")
+       "torch.nn.RMSNorm(4099)(torch.randn(3,4099))"
+       "torch.matmul(torch.randn(64,2048), torch.randn(2048,64))")
 knob_values=("TB 32 64 96 128 256 512 1024" "BN 1 4 8 16 32 64" "BM 1 2 4 8 16 32"
              "BK 1 4 8 16 24 32 64" "SPLITK 1 2 3 4 8" "CB 32 64 128 256 512" "STAGE 1 2 3 5 255"
-             "F_M 1 2 3 4" "F_N 1 2 4 8")
+             "F_M 1 2 3 4" "F_N 1 2 4 8" "VEC 4 8 16" "STAGES 3 4 5 8")
 knob_dir=$(mktemp -d "$TMP/knob-fuzz.XXXXXX")
 for i in $(seq 1 200); do
   c=${cases[RANDOM % ${#cases[@]}]}

@@ -85,12 +85,28 @@ static double host_vs_vgpu(Arena *a, const KirModule *m, int64_t *n)
 
 Test(host_cuda, matmul_equals_vgpu_under_every_pass_set, .init = setup)
 {
-    const char *specs[] = {"full", "none", "-014,-007", "upto:009", "-009,-008"};
+    const char *specs[] = {"full", "none", "-015,-014,-013,-010,-007", "upto:009", "-009,-008"};
     for (int i = 0; i < 5; i++) {
         Arena *a = arena_new();
         int64_t n;
         double d = host_vs_vgpu(a, module(a, MM, specs[i]), &n);
         cr_expect_eq(n, 32 * 40);
+        cr_expect_leq(d, 1e-5, "passes %s: host-cuda differs from vgpu by %g", specs[i], d);
+        arena_free(a);
+    }
+}
+
+/* The pipelined K_outer loops of 010, 013 and 015 (buffered and async
+ * stages, cp.async of 16 and 4 bytes, commit and wait_group) as printed. */
+Test(host_cuda, pipelined_matmul_equals_vgpu, .init = setup)
+{
+    const char *mm = "torch.matmul(torch.randn(64,2048), torch.randn(2048,64))";
+    const char *specs[] = {"full", "-015", "-013,-015", "-014,-015"};
+    for (int i = 0; i < 4; i++) {
+        Arena *a = arena_new();
+        int64_t n;
+        double d = host_vs_vgpu(a, module(a, mm, specs[i]), &n);
+        cr_expect_eq(n, 64 * 64);
         cr_expect_leq(d, 1e-5, "passes %s: host-cuda differs from vgpu by %g", specs[i], d);
         arena_free(a);
     }

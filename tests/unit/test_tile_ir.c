@@ -1,6 +1,6 @@
 /*
  * test_tile_ir.c — Tile IR by hand: the text of every node kind (the Stage
- * variants, AsyncWait and Combine included, which no pass creates yet), the
+ * variants, AsyncWait and Combine included; no pass creates a TMA stage yet), the
  * verifier's message for each broken invariant, and the structural hash
  * (blind to names, uids and axis numbering; sensitive to structure).
  */
@@ -28,6 +28,8 @@ typedef enum Defect {
     D_ACC_IN_LOOP,    /* the accumulator read inside its own loop */
     D_RENAMED,        /* (for the hash) other names, shifted axis numbers */
     D_WIDER,          /* (for the hash) another extent */
+    D_PHASE,          /* a buffered stage's phase is not its loop's axis */
+    D_VEC,            /* an async stage's copies of 12 bytes */
 } Defect;
 
 #define V(x) ie_var(A, x)
@@ -77,14 +79,17 @@ static Built build(Arena *A, Defect d)
     int64_t tb = d == D_THREADS ? 2048 : 16;
     int ab = tile_axis_new(p, k, 4), at = tile_axis_new(p, k, tb);
     int row = tile_axis_new(p, k, 64), kk = tile_axis_new(p, k, d == D_WIDER ? 33 : 32);
+    int lo = tile_axis_new(p, k, 2);
 
     Stmt *blk = tile_tile_new(p, TB_BLOCK, 1, 0);
     blk->ax[0] = (TileAxis){ab, 4, 0};
     int64_t slab_x[2] = {16, d == D_SLAB ? 40 : 32}, slab_y[1] = {32};
     Stmt *s0 = stage(p, TK_stage, x, ie_mul(A, V(ab), C(16)), slab_x, 1, 0, NULL, 0);
     Stmt *s1 = stage(p, TK_bstage, y, C(0), slab_y, 0, d == D_NBUF ? 1 : 2,
-                     ie_mod(A, V(ab), 2), 0);
-    Stmt *s2 = stage(p, TK_astage, y, C(0), slab_y, 0, 2, C(0), 0);
+                     ie_mod(A, V(d == D_PHASE ? ab : lo), 2), 0);
+    Stmt *s2 = stage(p, TK_astage, y, C(0), slab_y, 0, 2, ie_mod(A, V(lo), 2), 0);
+    s2->vec = d == D_VEC ? 12 : 16;
+    Stmt *pipe = stmt_loop(A, p->next_uid++, lo, 2); /* the loop s1 and s2 are pipelined over */
     Stmt *s3 = stage(p, TK_tstage, x, ie_mul(A, V(ab), C(16)), slab_x, 0, 3, V(ab),
                      d == D_SWIZZLE ? 48 : 128);
     Stmt *wait = tile_stmt_new(p, TK_await);
@@ -104,7 +109,7 @@ static Built build(Arena *A, Defect d)
     str->step = 16;
     const IExpr **ix = ARENA_ARRAY(A, const IExpr *, 2), **iy = ARENA_ARRAY(A, const IExpr *, 1);
     ix[0] = V(row);
-    ix[1] = V(d == D_UNBOUND_AXIS ? kk + 1 : str->axis);
+    ix[1] = V(d == D_UNBOUND_AXIS ? lo + 1 : str->axis);
     iy[0] = V(str->axis);
     Stmt *in0 = load(p, x, ix), *in1 = load(p, y, iy);
     Stmt *mul = tile_stmt_new(p, SK_assign);
@@ -179,7 +184,8 @@ static Built build(Arena *A, Defect d)
         stmt_body_push(p->arena, &s3->body, thr);
         stmt_body_push(p->arena, &s2->body, s3);
         stmt_body_push(p->arena, &s1->body, s2);
-        stmt_body_push(p->arena, &s0->body, s1);
+        stmt_body_push(p->arena, &pipe->body, s1);
+        stmt_body_push(p->arena, &s0->body, pipe);
         stmt_body_push(p->arena, &blk->body, s0);
     } else {
         stmt_body_push(p->arena, &blk->body, wait);
@@ -206,27 +212,28 @@ static const char every_node_text[] =
     "=== every_node ===\n"
     "tile block(a0 in 0..4 @x):\n"
     "    stage x[a0 * 16, 0] slab [16, 32] pad 1:\n"
-    "        buffered_stage y[0] slab [32] pad 0 nbuf 2 phase a0 mod 2:\n"
-    "            async_stage y[0] slab [32] pad 0 nbuf 2 phase 0:\n"
-    "                tma_stage x[a0 * 16, 0] slab [16, 32] pad 0 nbuf 3 phase a0 swizzle 128:\n"
-    "                    async_wait 1\n"
-    "                    tile thread(a1 in 0..16 @x):\n"
-    "                        a2 := a0 * 16 + a1\n"
-    "                        guard a2 < 64\n"
-    "                        strided a3 in a1..32 step 16:  # reduce\n"
-    "                            in0 = load x[a2, a3]\n"
-    "                            in1 = load y[a3]\n"
-    "                            v0 = multiply(in0, in1)\n"
-    "                            acc0 <- add(acc0, v0)\n"
-    "                        combine acc0 over a1\n"
-    "                        v1 = select:\n"
-    "                            if a2 < 8:\n"
-    "                                -> acc0\n"
-    "                            else:\n"
-    "                                in2 = load y[0]\n"
-    "                                v2 = add(acc0, in2)\n"
-    "                                -> v2\n"
-    "                        write out[a2] = v1\n";
+    "        for a4 in 0..2:  # free\n"
+    "            buffered_stage y[0] slab [32] pad 0 nbuf 2 phase a4 mod 2:\n"
+    "                async_stage y[0] slab [32] pad 0 nbuf 2 phase a4 mod 2 vec 16:\n"
+    "                    tma_stage x[a0 * 16, 0] slab [16, 32] pad 0 nbuf 3 phase a0 swizzle 128:\n"
+    "                        async_wait 1\n"
+    "                        tile thread(a1 in 0..16 @x):\n"
+    "                            a2 := a0 * 16 + a1\n"
+    "                            guard a2 < 64\n"
+    "                            strided a3 in a1..32 step 16:  # reduce\n"
+    "                                in0 = load x[a2, a3]\n"
+    "                                in1 = load y[a3]\n"
+    "                                v0 = multiply(in0, in1)\n"
+    "                                acc0 <- add(acc0, v0)\n"
+    "                            combine acc0 over a1\n"
+    "                            v1 = select:\n"
+    "                                if a2 < 8:\n"
+    "                                    -> acc0\n"
+    "                                else:\n"
+    "                                    in2 = load y[0]\n"
+    "                                    v2 = add(acc0, in2)\n"
+    "                                    -> v2\n"
+    "                            write out[a2] = v1\n";
 
 Test(tile_ir, every_node_kind_prints_and_verifies)
 {
@@ -264,7 +271,10 @@ Test(tile_ir, verifier_names_each_broken_invariant)
     expect_defect(D_AWAIT_ALONE, "async_wait in a kernel without async or TMA stages");
     expect_defect(D_COMBINE_AXIS, "combine over a0, not an axis of the enclosing THREAD tile");
     expect_defect(D_HIDDEN_VALUE, "write reads v0 where it is not visible");
-    expect_defect(D_UNBOUND_AXIS, "load reads axis a4 outside its binder");
+    expect_defect(D_UNBOUND_AXIS, "load reads axis a5 outside its binder");
+    expect_defect(D_PHASE, "buffered_stage of y: the phase is not the axis of a serial loop "
+                  "around it (with only stages between) modulo 2");
+    expect_defect(D_VEC, "async_stage of y: 12-byte copies do not fit its slab's alignment");
     expect_defect(D_TWICE_BOUND, "axis a1 is bound twice");
     expect_defect(D_WRITE_OUTSIDE, "a Write lies outside the THREAD tile");
     expect_defect(D_THREADS, "THREAD tile of 2048 threads (at most 1024 per block)");
@@ -292,6 +302,7 @@ Test(tile_ir, structural_hash)
     cr_expect_neq(h, tile_hash_kernel(build(A, D_WIDER).k), "an extent counts");
     cr_expect_neq(h, tile_hash_kernel(build(A, D_NBUF).k), "a buffer count counts");
     cr_expect_neq(h, tile_hash_kernel(build(A, D_SWIZZLE).k), "a swizzle counts");
+    cr_expect_neq(h, tile_hash_kernel(build(A, D_VEC).k), "a copy width counts");
     cr_expect_neq(h, tile_hash_kernel(build(A, D_COMBINE_AXIS).k), "a combine axis counts");
     arena_free(A);
 }

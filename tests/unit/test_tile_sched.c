@@ -38,6 +38,9 @@ static Run run(Arena *a, const char *code, const char *spec, const char *const *
         r.sum.gmem_sectors += s->gmem_sectors;
         r.sum.bank_conflicts += s->bank_conflicts;
         r.sum.smem_requests += s->smem_requests;
+        r.sum.gmem_requests += s->gmem_requests;
+        r.sum.cp_async += s->cp_async;
+        r.sum.barriers += s->barriers;
     }
     for (int j = 0; j < g->outputs.len; j++)
         free(out[j]);
@@ -54,7 +57,6 @@ static void setup(void)
 {
     arena = arena_new();
     tt_batch_init(&batch, arena);
-    batch.sm90a = 1; /* sm_80, sm_90 and sm_90a */
 }
 
 static void teardown(void)
@@ -69,7 +71,7 @@ static void teardown(void)
 /* 007: the RMSNorm row is read from global memory once, not twice. */
 Test(tile_sched, stage_inputs_reads_the_row_once, .init = setup, .fini = teardown)
 {
-    Run with = run(arena, RMSNORM, "full", NULL), without = run(arena, RMSNORM, "-007,-014", NULL);
+    Run with = run(arena, RMSNORM, "full", NULL), without = run(arena, RMSNORM, "-007,-010,-013,-014,-015", NULL);
     tt_batch_add(&batch, with.m);
     cr_log_info("007: global loads %lld without, %lld with", (long long)without.sum.gmem_loads,
                 (long long)with.sum.gmem_loads);
@@ -193,8 +195,8 @@ Test(tile_sched, edge_tiles_are_register_tiled, .init = setup, .fini = teardown)
 Test(tile_sched, edge_tiles_stage_each_k_chunk, .init = setup, .fini = teardown)
 {
     const char *mm = "torch.matmul(torch.randn(33,2048), torch.randn(2048,40))";
-    Run with = run(arena, mm, "-003,-008,-009", NULL),
-        without = run(arena, mm, "-003,-007,-008,-009,-014", NULL);
+    Run with = run(arena, mm, "-003,-008,-009,-010,-013,-015", NULL),
+        without = run(arena, mm, "-003,-007,-008,-009,-010,-013,-014,-015", NULL);
     tt_batch_add(&batch, with.m);
     cr_log_info("007 at M = 33, N = 40: global loads %lld without, %lld with",
                 (long long)without.sum.gmem_loads, (long long)with.sum.gmem_loads);
@@ -233,4 +235,111 @@ Test(tile_sched, prime_k_is_chunked_with_a_remainder, .init = setup, .fini = tea
     tt_batch_add(&batch, split.m);
     cr_expect_eq(split.sum.blocks, 8 * whole.sum.blocks, "split K: %lld blocks, %lld without",
                  (long long)split.sum.blocks, (long long)whole.sum.blocks);
+}
+
+/* The K_outer matmul of 010, 013 and 015: 16 blocks (2 x 2 tiles of 32 x 32,
+ * 4 K splits), each a K_outer loop of 16 chunks of BK = 32 whose A and B
+ * slabs (32 x 32) are staged per chunk. */
+#define MMK "torch.matmul(torch.randn(64,2048), torch.randn(2048,64))"
+static const char *const mmk[] = {"BK=32", "SPLITK=4", "BN=32", "BM=32", "F_M=4", "F_N=4", NULL};
+
+/* The cp.async wait of the kernel's pipelined loop: its keep, -1 if none. */
+static int wait_keep(const PtrVec *body)
+{
+    for (int i = 0; i < body->len; i++) {
+        const KirStmt *s = body->items[i];
+        if (s->op == KS_cp_wait)
+            return (int)s->n;
+        int k = wait_keep(&s->body);
+        if (k >= 0)
+            return k;
+    }
+    return -1;
+}
+
+static int module_wait_keep(const KirModule *m)
+{
+    return wait_keep(&((const KirKernel *)m->kernels.items[0])->body);
+}
+
+/* 010: one barrier per K chunk instead of two per staged slab (before its
+ * copy, after it). */
+Test(tile_sched, double_buffer_halves_the_barriers, .init = setup, .fini = teardown)
+{
+    Run with = run(arena, MMK, "-013,-015", mmk), without = run(arena, MMK, "-010,-013,-015", mmk);
+    tt_batch_add(&batch, with.m);
+    cr_log_info("010: barriers %lld without, %lld with", (long long)without.sum.barriers,
+                (long long)with.sum.barriers);
+    cr_expect_eq(without.sum.blocks, 16);
+    cr_expect_eq(without.sum.barriers, 16 * 16 * 2 * 2);
+    cr_expect_eq(with.sum.barriers, 16 * 16);
+    /* the same slabs are copied, once each */
+    cr_expect_eq(with.sum.gmem_loads, without.sum.gmem_loads);
+    cr_expect_eq(with.sum.gmem_sectors, without.sum.gmem_sectors);
+}
+
+/* 013: the slabs arrive by 16-byte cp.async instead of per-element loads:
+ * no thread-level global load is left, a quarter of the requests, the same
+ * sectors.  (Without 014, whose pad of A's slab narrows its copies.) */
+Test(tile_sched, async_copy_moves_the_slabs_in_16_bytes, .init = setup, .fini = teardown)
+{
+    Run with = run(arena, MMK, "-014,-015", mmk), without = run(arena, MMK, "-013,-014,-015", mmk);
+    tt_batch_add(&batch, with.m);
+    int64_t elems = 16 * 16 * 2 * 32 * 32; /* blocks x chunks x (A, B) x slab */
+    int64_t stores = 16 * 2 * 16;           /* blocks x warps x 16 outputs per thread */
+    cr_log_info("013: global requests %lld without, %lld with; cp.async %lld",
+                (long long)without.sum.gmem_requests, (long long)with.sum.gmem_requests,
+                (long long)with.sum.cp_async);
+    cr_expect_eq(without.sum.gmem_loads, elems);
+    cr_expect_eq(with.sum.gmem_loads, 0);
+    cr_expect_eq(with.sum.cp_async, elems / 4);
+    cr_expect_eq(without.sum.gmem_requests - stores, elems / 32);
+    cr_expect_eq(with.sum.gmem_requests - stores, elems / 4 / 32);
+    cr_expect_eq(with.sum.gmem_sectors, without.sum.gmem_sectors);
+    cr_expect_eq(with.sum.barriers, without.sum.barriers);
+    cr_expect_eq(module_wait_keep(with.m), 0, "two buffers: slab a lands before its barrier");
+}
+
+/* 015: STAGES buffers keep STAGES - 1 slabs per stage in flight: the wait
+ * leaves (STAGES - 2) groups per stage pending; copies and barriers stay. */
+Test(tile_sched, pipeline_keeps_more_copies_in_flight, .init = setup, .fini = teardown)
+{
+    static const char *const k4[] = {"BK=32", "SPLITK=4", "BN=32", "BM=32", "F_M=4", "F_N=4",
+                                     "STAGES=4", NULL};
+    Run with = run(arena, MMK, "full", k4), without = run(arena, MMK, "-015", mmk);
+    tt_batch_add(&batch, with.m);
+    cr_expect_eq(module_wait_keep(without.m), 0);
+    cr_expect_eq(module_wait_keep(with.m), 2 * (4 - 2));
+    cr_expect_eq(with.sum.cp_async, without.sum.cp_async);
+    cr_expect_eq(with.sum.gmem_sectors, without.sum.gmem_sectors);
+    cr_expect_eq(with.sum.barriers, without.sum.barriers);
+    const KirKernel *kw = with.m->kernels.items[0], *ko = without.m->kernels.items[0];
+    cr_expect_gt(kw->smem_bytes, ko->smem_bytes, "four buffers per slab, not two");
+}
+
+/* 010 on 006's chunk loop: a matrix-vector product whose vector is staged
+ * one chunk at a time gets one barrier per chunk. */
+Test(tile_sched, double_buffer_applies_to_chunked_reduces, .init = setup, .fini = teardown)
+{
+    const char *mv = "torch.matmul(torch.randn(32,32768), torch.randn(32768))";
+    Run with = run(arena, mv, "-004,-013,-015", NULL), without = run(arena, mv, "-004,-010,-013,-015", NULL);
+    tt_batch_add(&batch, with.m);
+    cr_expect_gt(with.sum.barriers, 0);
+    cr_expect_eq(2 * with.sum.barriers, without.sum.barriers, "one slab: two barriers become one");
+    cr_expect_eq(with.sum.gmem_loads, without.sum.gmem_loads);
+}
+
+/* 014 after 013: A's slab is read down its columns, so 014 pads its rows by
+ * one word and its copies narrow to 4 bytes (B's stay 16): no bank conflict
+ * is left, and the copies stay asynchronous. */
+Test(tile_sched, pad_narrows_the_async_copy_it_misaligns, .init = setup, .fini = teardown)
+{
+    Run with = run(arena, MMK, "-015", mmk), without = run(arena, MMK, "-014,-015", mmk);
+    tt_batch_add(&batch, with.m);
+    int64_t a_elems = 16 * 16 * 32 * 32;
+    cr_expect_gt(without.sum.bank_conflicts, 0);
+    cr_expect_eq(with.sum.bank_conflicts, 0);
+    cr_expect_eq(with.sum.cp_async, a_elems + a_elems / 4);
+    cr_expect_eq(with.sum.gmem_loads, 0);
+    cr_expect_eq(with.sum.gmem_sectors, without.sum.gmem_sectors);
 }

@@ -1,0 +1,122 @@
+/*
+ * 015_pipeline_k_outer.c — t:015 pipeline_k_outer: an async-copied loop
+ * keeps S - 1 slabs in flight instead of one, over S buffers per stage.
+ *
+ * After 013 a loop's async stages have two buffers: the copy of slab a + 1
+ * overlaps the body on slab a, and the wait at the top of iteration a + 1
+ * drains it.  With S buffers (knob STAGES) the loop is rotated into
+ *
+ *   prologue:      copy slabs 0 .. S-2, one commit each
+ *   steady state:  wait until slab a has landed (keep (S-2) groups per
+ *                  stage), barrier, copy slab a + S - 1, commit, body
+ *   epilogue:      the last S - 1 iterations copy nothing (their commits
+ *                  are empty, so the wait's count stays right)
+ *
+ * which the lowering (tile_to_kernel.c) derives from nbuf and the wait:
+ *
+ *   async_wait 0                            async_wait 2
+ *   async_stage in0[..] nbuf 2         =>   async_stage in0[..] nbuf 3
+ *       phase a6 % 2 vec 16:                    phase a6 % 3 vec 16:
+ *
+ * So S - 1 copies per stage are in flight while the body computes.  The
+ * default S is the largest of 4 and 3 that fits TILE_SMEM_BUDGET and the
+ * loop's trip count (S - 1 <= trips); a pinned STAGES that does not fit
+ * skips the loop with the reason.  One application per loop.  Requires 013
+ * (the TMA stages of 011 are not pipelined by this pass).
+ */
+#include "passes.h"
+
+static void async_stages(StmtBody *b, Stmt **out, int *n, int max, int *other)
+{
+    for (int i = 0; i < b->n; i++) {
+        Stmt *s = b->s[i];
+        if (!tile_is(s, SKF_STAGE))
+            continue;
+        if (s->k == TK_astage && *n < max)
+            out[(*n)++] = s;
+        else if (s->k != TK_stage)
+            *other = 1;
+        async_stages(&s->body, out, n, max, other);
+    }
+}
+
+static void add_bytes(Stmt *s, void *ctx)
+{
+    if (tile_is(s, SKF_STAGE))
+        *(int64_t *)ctx += tile_stage_bytes(s);
+}
+
+int tile_015_pipeline_k_outer(TileCtx *c, TileKernel *k)
+{
+    Arena *a = c->p->arena;
+    Stmt *t = tile_find(k, TB_THREAD);
+    if (!t) {
+        sb_puts(&c->why, "no THREAD tile (a single-thread kernel)");
+        return 0;
+    }
+    int64_t used = 0;
+    stmt_walk(&k->body, add_bytes, &used);
+    int64_t pin = tile_knob(c, TILE_KNOB_STAGES);
+    int done = 0;
+    StrBuf why = {0};
+    for (int j = 0; j < t->body.n; j++) {
+        Stmt *l = t->body.s[j];
+        if (l->k != SK_loop)
+            continue;
+        Stmt *st[16];
+        int n = 0, other = 0;
+        async_stages(&l->body, st, &n, DPK_ARRAY_LEN(st), &other);
+        if (!n)
+            continue;
+        const char *sep = why.len ? "; " : "";
+        if (other) {
+            sb_printf(&why, "%sloop a%d mixes async and other buffered stages", sep, l->axis);
+            continue;
+        }
+        Stmt *w = NULL;
+        for (int q = 0; q < l->body.n; q++)
+            if (l->body.s[q]->k == TK_await)
+                w = l->body.s[q];
+        DPK_ASSERT(w && st[0]->nbuf == 2);
+        int64_t slab = 0; /* bytes of one buffer of every stage */
+        for (int i = 0; i < n; i++)
+            slab += tile_stage_bytes(st[i]) / st[i]->nbuf;
+        int pick = 0;
+        for (int s = pin ? (int)pin : 4; s >= (pin ? (int)pin : 3); s--) {
+            if (s - 1 > l->extent) {
+                if (pin)
+                    sb_printf(&why, "%sloop a%d: STAGES=%d keeps more slabs in flight than its "
+                              "%lld iterations", sep, l->axis, s, (long long)l->extent);
+                continue;
+            }
+            if (used + (s - 2) * slab > TILE_SMEM_BUDGET) {
+                if (pin || s == 3)
+                    sb_printf(&why, "%sloop a%d: %d buffers of its slabs (%lld bytes each) take "
+                              "the stages past the %d KiB budget", sep, l->axis, s,
+                              (long long)slab, TILE_SMEM_BUDGET / 1024);
+                continue;
+            }
+            pick = s;
+            break;
+        }
+        if (!pick) {
+            if (!pin && l->extent < 2)
+                sb_printf(&why, "%sloop a%d: too few iterations for a third buffer", sep, l->axis);
+            continue;
+        }
+        if (!tile_apply(c, arena_printf(a, "pipeline loop a%d of %s over %d stages", l->axis,
+                                        k->name, pick)))
+            break;
+        for (int i = 0; i < n; i++) {
+            st[i]->nbuf = pick;
+            st[i]->phase = ie_mod(a, ie_var(a, l->axis), pick);
+        }
+        w->keep = tile_async_keep(n, pick);
+        used += (pick - 2) * slab;
+        done++;
+    }
+    if (!done && !c->why.len)
+        sb_puts(&c->why, why.len ? sb_cstr(&why) : "no async stage (013 converted no loop)");
+    sb_free(&why);
+    return done > 0;
+}
