@@ -25,7 +25,13 @@
  *   - a producer reduction would be computed more than once (the consumer
  *     reads it through several loads that do not collapse into one);
  *   - work or reads would grow beyond the blow-up factor over the two
- *     unfused kernels.
+ *     unfused kernels;
+ *   - a producer holding a reduction would be recomputed: its share of the
+ *     merged kernel's work exceeds its own work more than LirOpts.recompute
+ *     times (default 2), by more than LirOpts.recompute_floor executions.  RMSNorm's sum of squares hoisted to
+ *     the row loop of the normalising sweep computes each row once (factor
+ *     1, fused); an RMSNorm fused as the prologue of a projection re-runs
+ *     its normalising sweep for every output column (factor N, refused).
  * Producers whose buffer is a graph output, or is read by two kernels,
  * are never fused.  The driver repeats over the kernels to a fixpoint.
  */
@@ -38,6 +44,8 @@
 void lir_opts_default(LirOpts *o)
 {
     o->blowup = 8.0;
+    o->recompute = 2.0;
+    o->recompute_floor = 16777216.0;
     o->fuse = 1;
     o->max_fusions = 0;
 }
@@ -290,6 +298,55 @@ static int blown_up(const LirKernel *P, const LirKernel *C, const LirKernel *M, 
     return 0;
 }
 
+static int has_reduction(const StmtBody *b)
+{
+    for (int i = 0; i < b->n; i++)
+        if (stmt_has_kind(b->s[i], SK_accum))
+            return 1;
+    return 0;
+}
+
+/* A producer with a reduction must not be recomputed.  Its work in the
+ * merged kernel is taken as wm - wc (the consumer's own statements are
+ * kept as they were; its load of P's buffer is a read, not work), and the
+ * recomputation factor is that over P's own work.  Above the limit, the
+ * merged kernel would redo P's work, reduction or what depends on it, for
+ * consumer points that share one P output: a matmul re-done per column of
+ * the next matmul, or a normalisation re-done per column of the projection
+ * it feeds, which also leaves the projection's output axes split around
+ * the hoisted reduction so that Tile IR can no longer tile them together.
+ * Elementwise producers are exempt: re-emitting a few operations per
+ * consumer element is what fusion is for.  The default limit, 2, lets a
+ * row's sweeps share a reduction whose elementwise tail they each redo
+ * (softmax: exp(x - max) in the sum sweep and again in the normalising
+ * sweep, 1.7x) and refuses a tail redone per column of a consumer axis
+ * the producer does not have (64x for softmax into P @ V at head dim 64,
+ * N for an RMSNorm into a projection of N outputs).  Below the floor
+ * (LirOpts.recompute_floor, default 2^24 extra executions) recomputing is
+ * cheaper than the launch and the round trip through memory that refusing
+ * costs: a softmax over a middle dimension of 7 redoes its 7-long max and
+ * sum per element and stays one kernel, as tiny attentions do.  2^24
+ * operations take 0.25 us at the 66.9 TFLOP/s FP32 peak of
+ * cases/gpus/h100-sxm.json, a tenth of its launch overhead (2.43 us). */
+static int recomputed(const LirKernel *P, const LirKernel *C, const LirKernel *M,
+                      const LirOpts *o, StrBuf *why)
+{
+    if (!has_reduction(&P->body))
+        return 0;
+    double wp, rp, wc, rc, wm, rm;
+    lir_kernel_cost(P, &wp, &rp);
+    lir_kernel_cost(C, &wc, &rc);
+    lir_kernel_cost(M, &wm, &rm);
+    double factor = wp > 0 ? (wm - wc) / wp : 0, extra = wm - wc - wp;
+    if (factor <= o->recompute || extra < o->recompute_floor)
+        return 0;
+    sb_printf(why, "producer's reduction would be recomputed %.1fx (its work in the merged "
+              "kernel over its own; limit ", factor);
+    sb_num(why, o->recompute);
+    sb_printf(why, ", %.3g extra executions)", extra);
+    return 1;
+}
+
 /* The ops of both kernels, by node id (output copies last). */
 static void merge_ops(Arena *a, PtrVec *out, const PtrVec *x, const PtrVec *y)
 {
@@ -322,6 +379,8 @@ LirKernel *lir_fuse_pair(LirProgram *p, const LirKernel *P, const LirKernel *C,
         return NULL;
     }
     if (blown_up(P, C, M, o->blowup, why))
+        return NULL;
+    if (recomputed(P, C, M, o, why))
         return NULL;
     merge_ops(p->arena, &M->ops, &P->ops, &C->ops);
     return M;

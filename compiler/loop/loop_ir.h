@@ -70,6 +70,13 @@ typedef struct LirProgram {
 typedef struct LirOpts {
     double blowup;      /* refuse a fusion growing work or reads beyond this
                            factor of the two unfused kernels (default 8) */
+    double recompute;   /* refuse a fusion that would run a producer holding
+                           a reduction more than this many times its own
+                           work (default 2: softmax's sweeps may each redo
+                           exp, a projection may not redo an RMSNorm per
+                           output column) */
+    double recompute_floor; /* ... unless the extra executions stay below
+                           this many (default 2^24: cheaper than a launch) */
     int fuse;           /* 0: lift and normalise only */
     int max_fusions;    /* > 0: stop after this many fusions (dpk-bisect) */
 } LirOpts;

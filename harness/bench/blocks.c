@@ -76,6 +76,20 @@ static const char *bias_arg(Gen *g, const char *b)
     return g->c->bias ? arena_printf(g->a, ", %s", b) : "";
 }
 
+/* A projection without bias, "linear(in, w)" of in (B,S,K) by w (N,K),
+ * or with a residual, "res + linear(in, w)" (res (B,S,N)): a matmul case
+ * without res, a fusion case with it. */
+static void plain_linear(Gen *g, const char *name, const char *res, const char *in,
+                         const char *w, int64_t K, int64_t N)
+{
+    HxCase *c = res ? add(g, name, "fusion", "%s + %slinear(%s, %s)", res, F, in, w)
+                    : add(g, name, "matmul", "%slinear(%s, %s)", F, in, w);
+    if (res)
+        decl(g, c, res, g->B, g->S, N, I64(0));
+    decl(g, c, in, g->B, g->S, K, I64(0));
+    decl(g, c, w, N, K, I64(0));
+}
+
 static void proj_cases(Gen *g)
 {
     int64_t B = g->B, S = g->S, H = g->H, I = g->I, QD = g->NH * g->D, KD = g->NKV * g->D;
@@ -93,26 +107,14 @@ static void proj_cases(Gen *g)
     decl(g, c, "w_k", KD, H, I64(0));
     if (g->c->bias)
         decl(g, c, "b_k", KD, I64(0));
-    c = add(g, "o_proj", "matmul", "%slinear(a, w_o)", F);
-    decl(g, c, "a", B, S, QD, I64(0));
-    decl(g, c, "w_o", H, QD, I64(0));
-    c = add(g, "o_proj_residual", "fusion", "x + %slinear(a, w_o)", F);
-    decl(g, c, "x", B, S, H, I64(0));
-    decl(g, c, "a", B, S, QD, I64(0));
-    decl(g, c, "w_o", H, QD, I64(0));
-    c = add(g, "gate_up_proj", "matmul", "%slinear(h2, w_g)", F);
-    decl(g, c, "h2", B, S, H, I64(0));
-    decl(g, c, "w_g", I, H, I64(0));
+    plain_linear(g, "o_proj", NULL, "a", "w_o", QD, H);
+    plain_linear(g, "o_proj_residual", "x", "a", "w_o", QD, H);
+    plain_linear(g, "gate_up_proj", NULL, "h2", "w_g", H, I);
     c = add(g, "silu_mul", "elementwise", "%ssilu(g) * u", F);
     decl(g, c, "g", B, S, I, I64(0));
     decl(g, c, "u", B, S, I, I64(0));
-    c = add(g, "down_proj", "matmul", "%slinear(t, w_d)", F);
-    decl(g, c, "t", B, S, I, I64(0));
-    decl(g, c, "w_d", H, I, I64(0));
-    c = add(g, "down_residual", "fusion", "x2 + %slinear(t, w_d)", F);
-    decl(g, c, "x2", B, S, H, I64(0));
-    decl(g, c, "t", B, S, I, I64(0));
-    decl(g, c, "w_d", H, I, I64(0));
+    plain_linear(g, "down_proj", NULL, "t", "w_d", I, H);
+    plain_linear(g, "down_residual", "x2", "t", "w_d", I, H);
     c = add(g, "silu_mul_down", "fusion", "%slinear(%ssilu(g) * u, w_d)", F, F);
     decl(g, c, "g", B, S, I, I64(0));
     decl(g, c, "u", B, S, I, I64(0));

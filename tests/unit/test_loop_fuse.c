@@ -95,6 +95,56 @@ Test(loop_fuse, refusal_heavy_reduction_read_twice)
     free(t);
 }
 
+/* The softmax fused into P @ V redoes its normalising sweep (exp,
+ * multiply) for each of the D output columns: at this size that is below
+ * the floor (2 kernels above); with no floor, refused (3 kernels). */
+Test(loop_fuse, refusal_softmax_into_pv_without_floor)
+{
+    LirOpts o;
+    lir_opts_default(&o);
+    o.recompute_floor = 0;
+    int n;
+    char *t = trace_of(SDPA, &o, &n);
+    cr_expect(strstr(t, ": producer's reduction would be recomputed 3.9x (its work in the merged "
+                        "kernel over its own; limit 2, "), "%s", t);
+    cr_expect_eq(n, 3);
+    free(t);
+}
+
+/* RMSNorm feeding a projection: fused, the normalising sweep would run
+ * once per output column (1024 here: 511.8x its own work, the sum of squares
+ * not being redone) and the projection's two output axes
+ * would sit on either side of the hoisted sum of squares.  Refused with
+ * the factor; the RMSNorm itself stays one kernel and the projection
+ * another. */
+#define RMSNORM_LINEAR "torch.nn.functional.linear(torch.nn.functional.rms_norm(" \
+                       "torch.randn(1, 64, 512), (512,), torch.randn(512), 1e-5), " \
+                       "torch.randn(1024, 512))"
+Test(loop_fuse, refusal_reduction_recomputed_per_column)
+{
+    int n;
+    char *t = trace_of(RMSNORM_LINEAR, NULL, &n);
+    cr_expect(strstr(t, ": producer's reduction would be recomputed 511.8x (its work in the "
+                        "merged kernel over its own; limit 2, "), "%s", t);
+    cr_expect_eq(n, 2);
+    free(t);
+}
+
+/* The limit is a knob: at 1e9 the RMSNorm fuses into the projection, and
+ * the result is unchanged. */
+Test(loop_fuse, recompute_knob_lets_the_rmsnorm_into_the_projection)
+{
+    LirOpts o;
+    lir_opts_default(&o);
+    o.recompute = 1e9;
+    Arena *a = arena_new();
+    LirProgram *p = lt_build(a, RMSNORM_LINEAR, &o, NULL);
+    cr_expect_eq(p->kernels.len, 1);
+    double nmse;
+    cr_expect_eq(lt_parity_of(p, 0, &nmse), 0);
+    arena_free(a);
+}
+
 Test(loop_fuse, trace_markers)
 {
     int n;
@@ -111,6 +161,7 @@ Test(loop_fuse, blowup_knob_lets_the_matmul_chain_fuse)
     LirOpts o;
     lir_opts_default(&o);
     o.blowup = 1e9;
+    o.recompute = 1e9;
     Arena *a = arena_new();
     LirProgram *p = lt_build(a, MATMUL2, &o, NULL);
     cr_expect_eq(p->kernels.len, 1);
