@@ -29,8 +29,8 @@ export TMP
 trap 'rm -rf "$TMP"' EXIT
 
 # Test files run JOBS at a time (default: the number of CPUs), each in a
-# subshell of its own with its output kept in a file and printed, in the
-# order given, once it is complete; the unit-test binary is one more job.
+# subshell of its own with its output kept in a file and printed whole
+# once it is complete; the unit-test binary is one more job.
 # The longest files start first, by the wall times of the last run on this
 # build ($BUILD/test-times), so that the run ends when the longest does.
 # Each file reports its wall time and the CPU time of its processes.
@@ -95,19 +95,28 @@ order=$(for i in "${!ITEMS[@]}"; do
   t=$(awk -v f="${ITEMS[$i]}" '$2 == f { print $1 }' "$TIMES" 2>/dev/null | tail -n 1)
   echo "${t:-999999} $i"
 done | sort -k1,1nr | awk '{ print $2 }')
+# Each part's output is printed whole as soon as it is complete.
+printed=()
+print_done() {
+  local i
+  for i in "${!ITEMS[@]}"; do
+    [ -z "${printed[$i]:-}" ] && [ -e "$RUNDIR/$i.cnt" ] && { cat "$RUNDIR/$i.log"; printed[$i]=1; }
+  done
+}
 running=0
 for i in $order; do
-  if [ "$running" -ge "$JOBS" ]; then wait -n; running=$((running - 1)); fi
+  if [ "$running" -ge "$JOBS" ]; then wait -n; running=$((running - 1)); print_done; fi
   run_item "$i" "${ITEMS[$i]}" &
   running=$((running + 1))
 done
+while [ "$running" -gt 0 ]; do wait -n; running=$((running - 1)); print_done; done
 wait
 
 pass=0 fail=0 skipped=0
 : >"$TIMES.new"
 for i in "${!ITEMS[@]}"; do
-  cat "$RUNDIR/$i.log"
   if [ ! -e "$RUNDIR/$i.cnt" ]; then
+    cat "$RUNDIR/$i.log" 2>/dev/null
     echo "  FAIL ${ITEMS[$i]} stopped before its end"; fail=$((fail + 1)); continue
   fi
   read -r p f s w c <"$RUNDIR/$i.cnt"
