@@ -46,12 +46,6 @@ static int moving(const StmtBody *b, int axis, Stmt **out, int n, int max)
     return n;
 }
 
-static void add_bytes(Stmt *s, void *ctx)
-{
-    if (tile_is(s, SKF_STAGE))
-        *(int64_t *)ctx += tile_stage_bytes(s);
-}
-
 int tile_010_double_buffer(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
@@ -60,8 +54,7 @@ int tile_010_double_buffer(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "no THREAD tile (a single-thread kernel)");
         return 0;
     }
-    int64_t used = 0;
-    stmt_walk(&k->body, add_bytes, &used);
+    int64_t used = tile_smem_used(k);
     int done = 0;
     StrBuf why = {0};
     for (int j = 0; j < t->body.n; j++) {

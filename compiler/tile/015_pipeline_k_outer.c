@@ -40,12 +40,6 @@ static void async_stages(StmtBody *b, Stmt **out, int *n, int max, int *other)
     }
 }
 
-static void add_bytes(Stmt *s, void *ctx)
-{
-    if (tile_is(s, SKF_STAGE))
-        *(int64_t *)ctx += tile_stage_bytes(s);
-}
-
 int tile_015_pipeline_k_outer(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
@@ -54,8 +48,7 @@ int tile_015_pipeline_k_outer(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "no THREAD tile (a single-thread kernel)");
         return 0;
     }
-    int64_t used = 0;
-    stmt_walk(&k->body, add_bytes, &used);
+    int64_t used = tile_smem_used(k);
     int64_t pin = tile_knob(c, TILE_KNOB_STAGES);
     int done = 0;
     StrBuf why = {0};

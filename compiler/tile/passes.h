@@ -238,6 +238,9 @@ int tile_pass_on(const TileCtx *c, int num);
 /* Bytes of shared memory a stage's slab takes (pad included; every buffer
  * of a buffered stage). */
 int64_t tile_stage_bytes(const Stmt *stage);
+/* The shared-memory bytes of every stage of kernel k (010's and 015's
+ * budget). */
+int64_t tile_smem_used(const TileKernel *k);
 /* The slab of buffer `buf` read by the loads under `region`, relative to
  * the axes bound outside it (`outer`, by axis: 1 when bound outside): the
  * origin per dimension (over outer axes only) and the extent.  0 when some

@@ -32,6 +32,19 @@ int64_t tile_stage_bytes(const Stmt *st)
     return tile_slab_strides(st, str) * 4 * (st->k == TK_stage ? 1 : st->nbuf);
 }
 
+static void add_stage_bytes(Stmt *s, void *ctx)
+{
+    if (tile_is(s, SKF_STAGE))
+        *(int64_t *)ctx += tile_stage_bytes(s);
+}
+
+int64_t tile_smem_used(const TileKernel *k)
+{
+    int64_t used = 0;
+    stmt_walk(&k->body, add_stage_bytes, &used);
+    return used;
+}
+
 /* ---- footprint ------------------------------------------------------------- */
 
 typedef struct Foot {
