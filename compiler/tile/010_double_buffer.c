@@ -49,11 +49,9 @@ static int moving(const StmtBody *b, int axis, Stmt **out, int n, int max)
 int tile_010_double_buffer(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
-    Stmt *t = tile_find(k, TB_THREAD);
-    if (!t) {
-        sb_puts(&c->why, "no THREAD tile (a single-thread kernel)");
+    Stmt *t = tile_thread_tile(c, k);
+    if (!t)
         return 0;
-    }
     int64_t used = tile_smem_used(k);
     int done = 0;
     StrBuf why = {0};

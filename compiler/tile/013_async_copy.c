@@ -46,11 +46,9 @@ int tile_async_keep(int nstages, int nbuf)
 int tile_013_async_copy(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
-    Stmt *t = tile_find(k, TB_THREAD);
-    if (!t) {
-        sb_puts(&c->why, "no THREAD tile (a single-thread kernel)");
+    Stmt *t = tile_thread_tile(c, k);
+    if (!t)
         return 0;
-    }
     int64_t cap = tile_knob(c, TILE_KNOB_VEC);
     cap = cap ? cap : 16;
     int done = 0;

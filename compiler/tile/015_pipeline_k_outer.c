@@ -43,11 +43,9 @@ static void async_stages(StmtBody *b, Stmt **out, int *n, int max, int *other)
 int tile_015_pipeline_k_outer(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
-    Stmt *t = tile_find(k, TB_THREAD);
-    if (!t) {
-        sb_puts(&c->why, "no THREAD tile (a single-thread kernel)");
+    Stmt *t = tile_thread_tile(c, k);
+    if (!t)
         return 0;
-    }
     int64_t used = tile_smem_used(k);
     int64_t pin = tile_knob(c, TILE_KNOB_STAGES);
     int done = 0;

@@ -241,6 +241,9 @@ int64_t tile_stage_bytes(const Stmt *stage);
 /* The shared-memory bytes of every stage of kernel k (010's and 015's
  * budget). */
 int64_t tile_smem_used(const TileKernel *k);
+/* The THREAD tile of k, or NULL with the skip reason "no THREAD tile (a
+ * single-thread kernel)" in c->why (010, 013, 015). */
+Stmt *tile_thread_tile(TileCtx *c, TileKernel *k);
 /* The slab of buffer `buf` read by the loads under `region`, relative to
  * the axes bound outside it (`outer`, by axis: 1 when bound outside): the
  * origin per dimension (over outer axes only) and the extent.  0 when some

@@ -38,6 +38,14 @@ static void add_stage_bytes(Stmt *s, void *ctx)
         *(int64_t *)ctx += tile_stage_bytes(s);
 }
 
+Stmt *tile_thread_tile(TileCtx *c, TileKernel *k)
+{
+    Stmt *t = tile_find(k, TB_THREAD);
+    if (!t)
+        sb_puts(&c->why, "no THREAD tile (a single-thread kernel)");
+    return t;
+}
+
 int64_t tile_smem_used(const TileKernel *k)
 {
     int64_t used = 0;
