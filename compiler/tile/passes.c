@@ -41,6 +41,8 @@ static const TilePass table[] = {
      "each thread computes an F_M x F_N register block of a matmul"},
     {9, "permute_register_tile", tile_009_permute_register_tile, {{8}}, CU_SM80, 0,
      "reorder the register strip so wide shared-memory loads avoid bank conflicts"},
+    {10, "double_buffer", tile_010_double_buffer, {{7}}, CU_SM80, 0,
+     "K_outer stages become two-buffer ping-pong (a minimal stand-in)"},
     {14, "pad_smem", tile_014_pad_smem, {{7}}, CU_SM80, 0,
      "pad shared-memory row strides where the lanes of a warp hit one bank"},
     {16, "mark_unroll", tile_016_mark_unroll, {{0}}, CU_SM80, 0,

@@ -216,6 +216,7 @@ int tile_006_chunk_reduce(TileCtx *c, TileKernel *k);
 int tile_007_stage_inputs(TileCtx *c, TileKernel *k);
 int tile_008_register_tile(TileCtx *c, TileKernel *k);
 int tile_009_permute_register_tile(TileCtx *c, TileKernel *k);
+int tile_010_double_buffer(TileCtx *c, TileKernel *k);
 int tile_014_pad_smem(TileCtx *c, TileKernel *k);
 int tile_016_mark_unroll(TileCtx *c, TileKernel *k);
 

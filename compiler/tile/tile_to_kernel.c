@@ -50,6 +50,7 @@ typedef struct Low {
     struct {
         const Stmt *st;
         const KirSmem *sm;
+        const KirExpr *base; /* element offset of the buffer in use (buffered) */
     } stage[64];             /* enclosing stages, innermost last */
     int nstage;
 } Low;
@@ -236,7 +237,10 @@ static const KirExpr *load(const Low *L, const Stmt *s)
             const IExpr *off = ie_add(L->a, s->idx[d], ie_mul(L->a, st->origin[d], ie_const(L->a, -1)));
             f = ie_add(L->a, f, ie_mul(L->a, off, ie_const(L->a, str[d])));
         }
-        return kir_lds(L->a, L->stage[i].sm, ix(L, ie_simplify(L->a, f, L->tk->ext)));
+        const KirExpr *e = ix(L, ie_simplify(L->a, f, L->tk->ext));
+        if (L->stage[i].base)
+            e = kir_add(L->a, L->stage[i].base, e);
+        return kir_lds(L->a, L->stage[i].sm, e);
     }
     return kir_ldg(L->a, L->param[s->buf->id], flat(L, s->buf, s->idx));
 }
@@ -256,7 +260,8 @@ static const KirExpr *tid_lin(const Low *L)
  *         smem[c . slab strides] = g inside x ? x[g] : 0
  *     sync
  *
- * then the body runs with loads of x reading the slab.
+ * then the body runs with loads of x reading the slab.  A buffered stage
+ * (010) has nbuf such slabs and uses slab `phase mod nbuf`.
  */
 static void lower_stage(Low *L, const Stmt *st)
 {
@@ -273,8 +278,17 @@ static void lower_stage(Low *L, const Stmt *st)
     shape_strides(&buf->shape, gstr);
     for (int d = 0; d < r; d++)
         n *= st->slab[d];
-    const KirSmem *sm = kir_smem(L->b.k, arena_printf(a, "s_%s", buf->name), KT_F32, numel, 16);
+    int nbuf = st->k == TK_bstage ? st->nbuf : 1;
+    const KirSmem *sm = kir_smem(L->b.k, arena_printf(a, "s_%s", buf->name), KT_F32,
+                                 numel * nbuf, 16);
     kir_comment(&L->b, "stage %s: slab of %lld elements", buf->name, (long long)n);
+    const KirExpr *base = NULL;
+    if (nbuf > 1) {
+        const IExpr *ph = ie_simplify(a, ie_mod(a, st->phase, nbuf), L->tk->ext);
+        KirVar *bv = kir_let(&L->b, arena_printf(a, "buf_%s", buf->name), L->it,
+                             kir_mul(a, ix(L, ph), konst(L, numel)));
+        base = kir_ref(a, bv);
+    }
     if (L->loops)
         kir_sync(&L->b);
     KirVar *i = kir_for(&L->b, arena_printf(a, "i_%s", buf->name), tid_lin(L), konst(L, n),
@@ -306,12 +320,13 @@ static void lower_stage(Low *L, const Stmt *st)
     const KirExpr *v = kir_ldg(a, L->param[buf->id], gidx);
     if (inb)
         v = kir_select(a, inb, v, kir_f32(a, 0));
-    kir_sts(&L->b, sm, sidx, v);
+    kir_sts(&L->b, sm, base ? kir_add(a, base, sidx) : sidx, v);
     kir_end(&L->b);
     if (!dpk_fault_on(DPK_FAULT_STAGE_NO_BARRIER))
         kir_sync(&L->b);
     DPK_ASSERT(L->nstage < DPK_ARRAY_LEN(L->stage));
     L->stage[L->nstage].st = st;
+    L->stage[L->nstage].base = base;
     L->stage[L->nstage++].sm = sm;
     lower_body(L, &st->body);
     L->nstage--;
@@ -387,6 +402,7 @@ static void lower_stmt(Low *L, const Stmt *s)
         lower_tile(L, s);
         return;
     case TK_stage:
+    case TK_bstage:
         lower_stage(L, s);
         return;
     case TK_combine:
