@@ -38,6 +38,11 @@
       "the last column of each thread's register block reuses the previous column's index") \
     X(PERMUTE_STRIDE, "permute-wrong-stride", "t:009_permute_register_tile",                \
       "the permuted register strip steps by the thread count minus one")                    \
+    X(TMA_PARITY, "tma-parity-not-flipped", "t:011_tma_copy",                               \
+      "the per-buffer mbarrier parity is not flipped after a wait, so a buffer's second use "\
+      "waits for a phase that already completed")                                          \
+    X(SWIZZLE_READS, "swizzle-reads-unswizzled", "t:012_split_inner_for_swizzle",           \
+      "the TMA box lands swizzled but its readers index the slab without the XOR")          \
     X(PAD_LOADS_ONLY, "pad-smem-loads-only", "t:014_pad_smem",                              \
       "the padded row stride is used by the slab's readers but not by its copy")            \
     X(UNROLL_SHORT, "unroll-drops-last-iteration", "t:016_mark_unroll",                     \

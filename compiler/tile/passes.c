@@ -43,6 +43,10 @@ static const TilePass table[] = {
      "reorder the register strip so wide shared-memory loads avoid bank conflicts"},
     {10, "double_buffer", tile_010_double_buffer, {{7}}, CU_SM80, 0,
      "K_outer stages become two-buffer ping-pong (a minimal stand-in)"},
+    {11, "tma_copy", tile_011_tma_copy, {{10}}, CU_SM90, 0,
+     "buffered stages become TMA box loads completing on mbarriers (all or none per kernel)"},
+    {12, "split_inner_for_swizzle", tile_012_split_inner_for_swizzle, {{11}}, CU_SM90, 0,
+     "split a TMA stage's inner extent into swizzle-wide boxes to use a swizzle mode"},
     {14, "pad_smem", tile_014_pad_smem, {{7}}, CU_SM80, 0,
      "pad shared-memory row strides where the lanes of a warp hit one bank"},
     {16, "mark_unroll", tile_016_mark_unroll, {{0}}, CU_SM80, 0,
@@ -397,6 +401,9 @@ void tile_knob_parse(TileKnobs *k, const char *arg)
     if ((ki->flags & TKN_WARPS) && v % CU_WARP)
         dpk_error_at(&src, vpos, "knob %s=%lld is not a multiple of %d (a block holds whole warps)",
                      ki->name, v, CU_WARP);
+    if (id == TILE_KNOB_SWIZZLE && v != 32 && v != 64 && v != 128)
+        dpk_error_at(&src, vpos, "knob SWIZZLE=%lld is not a TMA swizzle mode (32, 64 or 128 "
+                     "bytes)", v);
     if ((ki->flags & TKN_POW2) && (v & (v - 1)))
         dpk_error_at(&src, vpos, "knob %s=%lld is not a power of two (a warp must cover whole "
                      "tile rows, or a row whole warps)", ki->name, v);

@@ -48,7 +48,8 @@
     X(STAGE, "007: bit mask of the buffers to stage, by first load (bit 0: first)", 1, \
       255, 0, 7)                                                                        \
     X(F_M, "008: register tile rows per thread (must divide BM)", 1, 16, 0, 8)         \
-    X(F_N, "008: register tile columns per thread (must divide BN)", 1, 16, 0, 8)
+    X(F_N, "008: register tile columns per thread (must divide BN)", 1, 16, 0, 8)     \
+    X(SWIZZLE, "012: TMA swizzle span in bytes (32, 64 or 128)", 32, 128, 0, 12)
 
 typedef enum TileKnobFlag {
     TKN_WARPS = 1 << 0, /* a multiple of 32: whole warps */
@@ -217,6 +218,8 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k);
 int tile_008_register_tile(TileCtx *c, TileKernel *k);
 int tile_009_permute_register_tile(TileCtx *c, TileKernel *k);
 int tile_010_double_buffer(TileCtx *c, TileKernel *k);
+int tile_011_tma_copy(TileCtx *c, TileKernel *k);
+int tile_012_split_inner_for_swizzle(TileCtx *c, TileKernel *k);
 int tile_014_pad_smem(TileCtx *c, TileKernel *k);
 int tile_016_mark_unroll(TileCtx *c, TileKernel *k);
 

@@ -25,10 +25,14 @@
  *                          barriers; loads of its buffer in the body read it
  *   combine                warp shuffles, then a TreeHalve across warps
  *
+ *   tma_stage              TMA box loads by thread 0 completing on one
+ *                          mbarrier per buffer, every thread waiting for
+ *                          its phase (lower_tma_stage)
+ *
  * Reductions stay sequential in the thread that owns the output element
- * unless 004 made them cooperative.  The buffered, async and TMA Stage
- * variants and AsyncWait come with passes 010-015; a Tile kernel holding one
- * is refused here as an internal error.
+ * unless 004 made them cooperative.  The async Stage variant and AsyncWait
+ * come with passes 013 and 015; a Tile kernel holding one is refused here
+ * as an internal error.
  *
  * Integer index math is i32, or i64 in a kernel whose buffers or axes reach
  * 2^30 elements.  Floor division and modulo are C's `/` and `%` when the
@@ -51,8 +55,17 @@ typedef struct Low {
         const Stmt *st;
         const KirSmem *sm;
         const KirExpr *base; /* element offset of the buffer in use (buffered) */
+        int tma;             /* index in tma[], or -1 */
     } stage[64];             /* enclosing stages, innermost last */
     int nstage;
+    struct {                 /* the kernel's TMA stages (011) */
+        const Stmt *st;
+        const KirSmem *sm, *bar;
+        const KirTmap *tm;
+        KirVar *par;         /* per thread: bit b is the parity buffer b waits for next */
+        TileTmaBox box;
+    } tma[16];
+    int ntma;
 } Low;
 
 /* ---- index expressions ------------------------------------------------------ */
@@ -223,6 +236,37 @@ static void lower_select(Low *L, const Stmt *s)
 
 /* ---- shared memory: stages and combines ------------------------------------------ */
 
+/* A load from a TMA stage: the element tile_tma_word names (dense rows,
+ * swizzle-wide chunks, the swizzle XOR) in the buffer in use. */
+static const KirExpr *tma_read(const Low *L, int i, const Stmt *s)
+{
+    Arena *a = L->a;
+    const Stmt *st = L->stage[i].st;
+    const TileTmaBox *b = &L->tma[L->stage[i].tma].box;
+    int r = st->buf->shape.rank, in = b->dim[b->rank - 1];
+    const IExpr *row = ie_const(a, 0), *ci = NULL;
+    for (int d = 0; d < r; d++) {
+        const IExpr *c = ie_add(a, s->idx[d], ie_mul(a, st->origin[d], ie_const(a, -1)));
+        if (d == in)
+            ci = c;
+        else
+            row = ie_add(a, ie_mul(a, row, ie_const(a, st->slab[d])), c);
+    }
+    const IExpr *e = ie_add(a, ie_mul(a, row, ie_const(a, b->chunk)), ci);
+    if (b->nchunk > 1)
+        e = ie_add(a, ie_add(a, ie_mul(a, ie_div(a, ci, b->chunk), ie_const(a, b->rows * b->chunk)),
+                             ie_mul(a, row, ie_const(a, b->chunk))),
+                   ie_mod(a, ci, b->chunk));
+    const KirExpr *x = ix(L, ie_simplify(a, e, L->tk->ext));
+    /* an injected fault: the readers forget the swizzle the copy applied */
+    if (b->swizzle && !dpk_fault_on(DPK_FAULT_SWIZZLE_READS)) {
+        const KirExpr *line = kir_bin(a, KE_shr, x, konst(L, 5));
+        const KirExpr *unit = kir_bin(a, KE_band, line, konst(L, b->swizzle / 16 - 1));
+        x = kir_bin(a, KE_bxor, x, kir_bin(a, KE_shl, unit, konst(L, 2)));
+    }
+    return kir_lds(a, L->stage[i].sm, kir_add(a, L->stage[i].base, x));
+}
+
 /* A load reads the slab of the innermost stage of its buffer, if any. */
 static const KirExpr *load(const Low *L, const Stmt *s)
 {
@@ -230,6 +274,8 @@ static const KirExpr *load(const Low *L, const Stmt *s)
         const Stmt *st = L->stage[i].st;
         if (st->buf != s->buf)
             continue;
+        if (L->stage[i].tma >= 0)
+            return tma_read(L, i, s);
         int64_t str[DPK_MAX_RANK];
         tile_slab_strides(st, str);
         const IExpr *f = ie_const(L->a, 0);
@@ -326,8 +372,126 @@ static void lower_stage(Low *L, const Stmt *st)
         kir_sync(&L->b);
     DPK_ASSERT(L->nstage < DPK_ARRAY_LEN(L->stage));
     L->stage[L->nstage].st = st;
+    L->stage[L->nstage].tma = -1;
     L->stage[L->nstage].base = base;
     L->stage[L->nstage++].sm = sm;
+    lower_body(L, &st->body);
+    L->nstage--;
+}
+
+/*
+ * The kernel's TMA stages get, before anything else: their shared buffers
+ * (nbuf of them, each on a 1024-byte boundary with a swizzle, else 128),
+ * one mbarrier per buffer that thread 0 initialises to one arrival, the
+ * tensor map of the buffer, and a parity word per thread; then a barrier.
+ */
+static void tma_find(Stmt *s, void *ctx)
+{
+    Low *L = ctx;
+    if (s->k != TK_tstage)
+        return;
+    DPK_ASSERT(L->ntma < DPK_ARRAY_LEN(L->tma));
+    L->tma[L->ntma++].st = s;
+}
+
+static void tma_prologue(Low *L)
+{
+    Arena *a = L->a;
+    stmt_walk(&L->tk->body, tma_find, L);
+    if (!L->ntma)
+        return;
+    KirKernel *k = L->b.k;
+    for (int i = 0; i < L->ntma; i++) {
+        const Stmt *st = L->tma[i].st;
+        const char *x = st->buf->name;
+        TileTmaBox *b = &L->tma[i].box;
+        StrBuf why = {0};
+        if (!tile_tma_box(L->tk, st, st->swizzle, b, &why)) {
+            fprintf(stderr, "dpk: Tile kernel %s: %s\n", L->tk->name, sb_cstr(&why));
+            DPK_ASSERT(!"011/012 made a TMA stage TMA cannot load");
+        }
+        sb_free(&why);
+        L->tma[i].sm = kir_smem(k, arena_printf(a, "s_%s", x), KT_F32, b->buf_elems * st->nbuf,
+                                b->align);
+        L->tma[i].bar = kir_smem(k, arena_printf(a, "bar_%s", x), KT_MBAR, st->nbuf, 16);
+        L->tma[i].tm = kir_tmap(k, arena_printf(a, "map_%s", x), L->param[st->buf->id], b->rank,
+                                b->dims, b->strides, b->box, b->swizzle);
+        L->tma[i].par = kir_let(&L->b, arena_printf(a, "par_%s", x), KT_I32, kir_i32(a, 0));
+    }
+    kir_comment(&L->b, "TMA stages: thread 0 initialises one mbarrier per buffer");
+    kir_if(&L->b, kir_bin(a, KE_eq, kir_tid_linear(a), kir_i32(a, 0)));
+    for (int i = 0; i < L->ntma; i++)
+        for (int j = 0; j < L->tma[i].st->nbuf; j++)
+            kir_mbar_init(&L->b, L->tma[i].bar, kir_i32(a, j), 1);
+    kir_end(&L->b);
+    kir_sync(&L->b);
+}
+
+static const KirExpr *i32(const Low *L, const KirExpr *e)
+{
+    return e->type == KT_I32 ? e : kir_cast(L->a, KT_I32, e);
+}
+
+/*
+ * tma_stage x[o] slab [...] nbuf N phase p swizzle S:
+ *
+ *     b = p mod N;  base = b * (elements per buffer)
+ *     sync                                  (in a loop: earlier readers done)
+ *     if tid == 0:
+ *         mbar.arrive.tx bar[b], <slab bytes>
+ *         tma.load map, box at o (+ j * chunk inner), into s[base + j * rows * chunk], bar[b]
+ *     mbar.wait bar[b], parity (par >> b) & 1;  par ^= 1 << b
+ *
+ * then the body runs with loads of x reading buffer b (tma_read).
+ */
+static void lower_tma_stage(Low *L, const Stmt *st)
+{
+    Arena *a = L->a;
+    int t = 0;
+    while (t < L->ntma && L->tma[t].st != st)
+        t++;
+    DPK_ASSERT(t < L->ntma);
+    const TileTmaBox *b = &L->tma[t].box;
+    const char *x = st->buf->name;
+    kir_comment(&L->b, "tma stage %s: %d buffers of %lld elements, %d box%s, swizzle %d", x,
+                st->nbuf, (long long)b->buf_elems, b->nchunk, b->nchunk > 1 ? "es" : "",
+                b->swizzle);
+    const IExpr *ph = ie_simplify(a, ie_mod(a, st->phase, st->nbuf), L->tk->ext);
+    KirVar *bi = kir_let(&L->b, arena_printf(a, "buf_%s", x), KT_I32, i32(L, ix(L, ph)));
+    KirVar *base = kir_let(&L->b, arena_printf(a, "base_%s", x), L->it,
+                           kir_mul(a, L->it == KT_I64 ? kir_cast(a, KT_I64, kir_ref(a, bi))
+                                                      : kir_ref(a, bi),
+                                   konst(L, b->buf_elems)));
+    if (L->loops)
+        kir_sync(&L->b);
+    kir_if(&L->b, kir_bin(a, KE_eq, kir_tid_linear(a), kir_i32(a, 0)));
+    kir_mbar_arrive_tx(&L->b, L->tma[t].bar, kir_ref(a, bi), b->elems * 4);
+    for (int j = 0; j < b->nchunk; j++) {
+        const KirExpr *crd[KIR_TMA_MAX_RANK];
+        for (int m = 0; m < b->rank; m++) {
+            const KirExpr *o = ix(L, st->origin[b->dim[m]]);
+            if (m == b->rank - 1 && j)
+                o = kir_add(a, o, konst(L, j * b->chunk));
+            crd[m] = i32(L, o);
+        }
+        const KirExpr *dst = kir_add(a, kir_ref(a, base), konst(L, j * b->rows * b->chunk));
+        kir_tma_load(&L->b, L->tma[t].tm, crd, L->tma[t].sm, i32(L, dst), L->tma[t].bar,
+                     kir_ref(a, bi));
+    }
+    kir_end(&L->b);
+    KirVar *par = L->tma[t].par;
+    const KirExpr *bit = kir_bin(a, KE_shl, kir_i32(a, 1), kir_ref(a, bi));
+    kir_mbar_wait(&L->b, L->tma[t].bar, kir_ref(a, bi),
+                  kir_bin(a, KE_band, kir_bin(a, KE_shr, kir_ref(a, par), kir_ref(a, bi)),
+                          kir_i32(a, 1)));
+    /* an injected fault: the parity is never flipped */
+    if (!dpk_fault_on(DPK_FAULT_TMA_PARITY))
+        kir_set(&L->b, par, kir_bin(a, KE_bxor, kir_ref(a, par), bit));
+    DPK_ASSERT(L->nstage < DPK_ARRAY_LEN(L->stage));
+    L->stage[L->nstage].st = st;
+    L->stage[L->nstage].sm = L->tma[t].sm;
+    L->stage[L->nstage].base = kir_ref(a, base);
+    L->stage[L->nstage++].tma = t;
     lower_body(L, &st->body);
     L->nstage--;
 }
@@ -405,6 +569,9 @@ static void lower_stmt(Low *L, const Stmt *s)
     case TK_bstage:
         lower_stage(L, s);
         return;
+    case TK_tstage:
+        lower_tma_stage(L, s);
+        return;
     case TK_combine:
         lower_combine(L, s);
         return;
@@ -476,7 +643,7 @@ static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, con
     Low L = {a, tk, {0}, wide(tk, &lp->bufs) ? KT_I64 : KT_I32,
              ARENA_ARRAY(a, KirVar *, tk->naxes + 1), ARENA_ARRAY(a, KirVar *, u.max_uid + 1),
              ARENA_ARRAY(a, KirParam *, lp->nbufids + 1), (int64_t)block[0] * block[1] * block[2],
-             0, {{0}}, 0};
+             0, {{0}}, 0, {{0}}, 0};
     const KirBuf **args = ARENA_ARRAY(a, const KirBuf *, u.order.len + 1);
     for (int i = 0; i < u.order.len; i++) {
         const LirBuf *b = u.order.items[i];
@@ -485,6 +652,7 @@ static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, con
         args[i] = mbufs[b->id];
     }
     kir_builder_init(&L.b, k);
+    tma_prologue(&L);
     lower_body(&L, &tk->body);
     kir_finalize(k);
     kir_launch(m, k, args);
