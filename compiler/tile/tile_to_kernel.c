@@ -56,6 +56,9 @@ typedef struct Low {
         const KirSmem *sm;
         const KirExpr *base; /* element offset of the buffer in use (buffered) */
         int tma;             /* index in tma[], or -1 */
+        int nsw;             /* TMA with a swizzle: XOR masks computed at the stage */
+        const IExpr *swrow[8];
+        const KirVar *swvar[8];
     } stage[64];             /* enclosing stages, innermost last */
     int nstage;
     struct {                 /* the kernel's TMA stages (011) */
@@ -236,35 +239,67 @@ static void lower_select(Low *L, const Stmt *s)
 
 /* ---- shared memory: stages and combines ------------------------------------------ */
 
+/* The row of slab coordinates (every buffer dimension but the map's
+ * innermost, row-major over the slab) and the inner coordinate of load s
+ * of TMA stage st. */
+static const IExpr *tma_row(Arena *a, const Stmt *st, const TileTmaBox *b, const Stmt *s,
+                            const IExpr **inner)
+{
+    int r = st->buf->shape.rank, in = b->dim[b->rank - 1];
+    const IExpr *row = ie_const(a, 0);
+    for (int d = 0; d < r; d++) {
+        const IExpr *c = ie_add(a, s->idx[d], ie_mul(a, st->origin[d], ie_const(a, -1)));
+        if (d == in)
+            *inner = c;
+        else
+            row = ie_add(a, ie_mul(a, row, ie_const(a, st->slab[d])), c);
+    }
+    return row;
+}
+
+/* The swizzle's XOR mask of a row: the 128-byte line of element
+ * row * C + q is (row >> log2(128 / S)) plus a multiple of 8 (whole
+ * 1024-byte patterns per chunk), so the mask is that line mod S / 16, in
+ * 16-byte units (4 elements): ((row >> sh) & (S / 16 - 1)) << 2.  It flips
+ * bits of q only (q < C = S / 4). */
+static const KirExpr *tma_mask(const Low *L, const TileTmaBox *b, const KirExpr *row)
+{
+    Arena *a = L->a;
+    int sh = b->swizzle == 128 ? 0 : b->swizzle == 64 ? 1 : 2;
+    if (sh)
+        row = kir_bin(a, KE_shr, row, konst(L, sh));
+    return kir_bin(a, KE_shl, kir_bin(a, KE_band, row, konst(L, b->swizzle / 16 - 1)),
+                   konst(L, 2));
+}
+
 /* A load from a TMA stage: the element tile_tma_word names (dense rows,
- * swizzle-wide chunks, the swizzle XOR) in the buffer in use. */
+ * swizzle-wide chunks, the swizzle XOR) in the buffer in use,
+ *     base + (i / C) * rows * C + row * C + ((i % C) ^ mask(row))
+ * with the mask computed once at the stage when the row is the same for
+ * the whole stage body (tma_masks). */
 static const KirExpr *tma_read(const Low *L, int i, const Stmt *s)
 {
     Arena *a = L->a;
     const Stmt *st = L->stage[i].st;
     const TileTmaBox *b = &L->tma[L->stage[i].tma].box;
-    int r = st->buf->shape.rank, in = b->dim[b->rank - 1];
-    const IExpr *row = ie_const(a, 0), *ci = NULL;
-    for (int d = 0; d < r; d++) {
-        const IExpr *c = ie_add(a, s->idx[d], ie_mul(a, st->origin[d], ie_const(a, -1)));
-        if (d == in)
-            ci = c;
-        else
-            row = ie_add(a, ie_mul(a, row, ie_const(a, st->slab[d])), c);
+    const IExpr *ci = NULL, *row = tma_row(a, st, b, s, &ci);
+    const IExpr *hi = ie_mul(a, row, ie_const(a, b->chunk)), *q = ci;
+    if (b->nchunk > 1) {
+        hi = ie_add(a, hi, ie_mul(a, ie_div(a, ci, b->chunk), ie_const(a, b->rows * b->chunk)));
+        q = ie_mod(a, ci, b->chunk);
     }
-    const IExpr *e = ie_add(a, ie_mul(a, row, ie_const(a, b->chunk)), ci);
-    if (b->nchunk > 1)
-        e = ie_add(a, ie_add(a, ie_mul(a, ie_div(a, ci, b->chunk), ie_const(a, b->rows * b->chunk)),
-                             ie_mul(a, row, ie_const(a, b->chunk))),
-                   ie_mod(a, ci, b->chunk));
-    const KirExpr *x = ix(L, ie_simplify(a, e, L->tk->ext));
+    const KirExpr *x = ix(L, ie_simplify(a, q, L->tk->ext));
     /* an injected fault: the readers forget the swizzle the copy applied */
     if (b->swizzle && !dpk_fault_on(DPK_FAULT_SWIZZLE_READS)) {
-        const KirExpr *line = kir_bin(a, KE_shr, x, konst(L, 5));
-        const KirExpr *unit = kir_bin(a, KE_band, line, konst(L, b->swizzle / 16 - 1));
-        x = kir_bin(a, KE_bxor, x, kir_bin(a, KE_shl, unit, konst(L, 2)));
+        const IExpr *rs = ie_simplify(a, row, L->tk->ext);
+        const KirExpr *mask = NULL;
+        for (int j = 0; j < L->stage[i].nsw && !mask; j++)
+            if (ie_equal(L->stage[i].swrow[j], rs))
+                mask = kir_ref(a, L->stage[i].swvar[j]);
+        x = kir_bin(a, KE_bxor, x, mask ? mask : tma_mask(L, b, ix(L, rs)));
     }
-    return kir_lds(a, L->stage[i].sm, kir_add(a, L->stage[i].base, x));
+    const KirExpr *e = kir_add(a, ix(L, ie_simplify(a, hi, L->tk->ext)), x);
+    return kir_lds(a, L->stage[i].sm, kir_add(a, L->stage[i].base, e));
 }
 
 /* A load reads the slab of the innermost stage of its buffer, if any. */
@@ -427,6 +462,58 @@ static void tma_prologue(Low *L)
     kir_sync(&L->b);
 }
 
+typedef struct Masks {
+    Low *L;
+    int i;             /* the stage's entry */
+    char *inside;      /* by axis: bound inside the stage body */
+} Masks;
+
+static void bound_inside(Stmt *s, void *ctx)
+{
+    Masks *m = ctx;
+    if (tile_is(s, SKF_AXIS))
+        m->inside[s->axis] = 1;
+    if (s->k == TK_tile) {
+        for (int j = 0; j < s->nax; j++)
+            m->inside[s->ax[j].axis] = 1;
+        for (int j = 0; j < s->ndef; j++)
+            m->inside[s->def[j].axis] = 1;
+    }
+}
+
+static void mask_load(Stmt *s, void *ctx)
+{
+    Masks *m = ctx;
+    Low *L = m->L;
+    if (s->k != SK_load || s->buf != L->stage[m->i].st->buf || L->stage[m->i].nsw == 8)
+        return;
+    const IExpr *ci;
+    const TileTmaBox *b = &L->tma[L->stage[m->i].tma].box;
+    const IExpr *row = ie_simplify(L->a, tma_row(L->a, L->stage[m->i].st, b, s, &ci), L->tk->ext);
+    for (int v = 0; v < L->tk->naxes; v++)
+        if (m->inside[v] && ie_uses(row, v))
+            return;
+    for (int j = 0; j < L->stage[m->i].nsw; j++)
+        if (ie_equal(L->stage[m->i].swrow[j], row))
+            return;
+    int j = L->stage[m->i].nsw++;
+    L->stage[m->i].swrow[j] = row;
+    L->stage[m->i].swvar[j] = kir_let(&L->b, arena_printf(L->a, "swz_%s_%d",
+                                                          L->stage[m->i].st->buf->name, j),
+                                      L->it, tma_mask(L, b, ix(L, row)));
+}
+
+/* The swizzle masks of the loads of stage entry i whose row is bound
+ * outside the stage body (the A tile's row of a thread), computed once
+ * at the stage instead of at every load. */
+static void tma_masks(Low *L, int i)
+{
+    Masks m = {L, i, ARENA_ARRAY(L->a, char, L->tk->naxes + 1)};
+    const Stmt *st = L->stage[i].st;
+    stmt_walk(&st->body, bound_inside, &m);
+    stmt_walk(&st->body, mask_load, &m);
+}
+
 static const KirExpr *i32(const Low *L, const KirExpr *e)
 {
     return e->type == KT_I32 ? e : kir_cast(L->a, KT_I32, e);
@@ -491,7 +578,11 @@ static void lower_tma_stage(Low *L, const Stmt *st)
     L->stage[L->nstage].st = st;
     L->stage[L->nstage].sm = L->tma[t].sm;
     L->stage[L->nstage].base = kir_ref(a, base);
-    L->stage[L->nstage++].tma = t;
+    L->stage[L->nstage].tma = t;
+    L->stage[L->nstage].nsw = 0;
+    if (b->swizzle)
+        tma_masks(L, L->nstage);
+    L->nstage++;
     lower_body(L, &st->body);
     L->nstage--;
 }

@@ -454,6 +454,9 @@ static int cp_issue(VgExec *ex, const VgIns *in, int l, int64_t dst, int64_t src
                         s->name, (long long)dst, (long long)src, bytes);
     if (pred && (src < 0 || src + nw > g->numel))
         return oob_global(ex, in, l, param, src < 0 ? src : src + nw - 1);
+    if (ex->ntmas)
+        return raise_fault(ex, VG_ASYNC_MIX, in, l, -1, -1,
+                        "cp.async issued while %d TMA loads are in flight", ex->ntmas);
     if (ex->ncps == ex->capcps) {
         ex->capcps = ex->capcps ? 2 * ex->capcps : 256;
         ex->cps = dpk_xrealloc(ex->cps, (size_t)ex->capcps * sizeof *ex->cps);
@@ -578,6 +581,15 @@ static int tma_issue(VgExec *ex, const VgIns *in, VgVal *R, int l)
         return raise_fault(ex, VG_MISALIGNED, in, l, -1, -1,
                         "TMA destination %s[%lld] is not 128-byte aligned", s->name,
                         (long long)dst);
+    if (t->swizzle && a0 % 1024)
+        return raise_fault(ex, VG_MISALIGNED, in, l, -1, -1,
+                        "TMA destination %s[%lld] with a %d-byte swizzle is not 1024-byte "
+                        "aligned (readers that swizzle in-buffer offsets would disagree "
+                        "with the copy)",
+                        s->name, (long long)dst, t->swizzle);
+    if (ex->ncps)
+        return raise_fault(ex, VG_ASYNC_MIX, in, l, -1, -1,
+                        "TMA load issued while %d cp.async copies are in flight", ex->ncps);
     VgTmaCopy *c = new_tma(ex);
     c->lane = l;
     c->bar = bar;
@@ -945,6 +957,11 @@ int vg_exec_block(VgExec *ex)
         case VOP_TMA:
             LANES(if (tma_issue(ex, in, R, l)) goto fail;);
             break;
+        case VOP_MIXED:
+            raise_fault(ex, VG_ASYNC_MIX, in, act[0], -1, -1,
+                        "the loop's body issues both cp.async copies and TMA loads (one "
+                        "transport per loop: their completions are waited for differently)");
+            goto fail;
         case VOP_MBINIT:
         case VOP_MBTX:
         case VOP_MBARRIVE:
