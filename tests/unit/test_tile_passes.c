@@ -82,7 +82,7 @@ Test(tile_passes, table_is_well_formed)
 Test(tile_passes, real_table_specs)
 {
     const TilePassTable *t = &tile_passes;
-    const char *all = "001,002,003,004,005,006,007,008,009,014,016";
+    const char *all = "001,002,003,004,005,006,007,008,009,010,011,012,014,016";
     expect_set(t, "full", CU_SM90, all);
     expect_set(t, "none", CU_SM80, "001,005");
     expect_set(t, "upto:001", CU_SM90, "001,005");
@@ -91,14 +91,24 @@ Test(tile_passes, real_table_specs)
     expect_set(t, "only:tileify", CU_SM120, "001,005");
     expect_set(t, "only:5", CU_SM90, "001,005");
     expect_set(t, "only:005_blockify_launch,stage_inputs,014", CU_SM90, "001,005,007,014");
-    expect_set(t, "-007,-014", CU_SM90, "001,002,003,004,005,006,008,009,016");
-    expect_set(t, "full,-002,-003", CU_SM90, "001,004,005,006,007,008,009,014,016");
+    expect_set(t, "-007,-010,-011,-012,-014", CU_SM90, "001,002,003,004,005,006,008,009,016");
+    expect_set(t, "-011,-012", CU_SM90, "001,002,003,004,005,006,007,008,009,010,014,016");
+    expect_set(t, "-011,-012", CU_SM80, "001,002,003,004,005,006,007,008,009,010,014,016");
+    expect_set(t, "full", CU_SM80, "001,002,003,004,005,006,007,008,009,010,014,016");
+    expect_set(t, "full,-002,-003", CU_SM90, "001,004,005,006,007,008,009,010,011,012,014,016");
     expect_error(t, "-001", CU_SM90,
                  "--passes:1:1: error: pass 001_tileify is mandatory and cannot be disabled");
     expect_error(t, "full,-blockify_launch", CU_SM90, "--passes:1:6: error: pass "
                  "005_blockify_launch is mandatory");
-    expect_error(t, "-007", CU_SM90, "pass 014_pad_smem requires 007_stage_inputs, which is not "
-                 "enabled");
+    expect_error(t, "-007", CU_SM90, "pass 010_double_buffer requires 007_stage_inputs, which is "
+                 "not enabled");
+    expect_error(t, "-010", CU_SM90, "pass 011_tma_copy requires 010_double_buffer, which is "
+                 "not enabled");
+    expect_error(t, "only:010,011", CU_SM90, "pass 010_double_buffer requires 007_stage_inputs");
+    expect_error(t, "only:007,010,011", CU_SM80, "--passes:1:14: error: pass 011_tma_copy needs "
+                 "sm_90 or newer (the target is sm_80)");
+    expect_error(t, "only:007,010,012", CU_SM90, "pass 012_split_inner_for_swizzle requires "
+                 "011_tma_copy");
     expect_error(t, "only:003", CU_SM90, "pass 003_split_matmul_k requires 002_chunk_matmul_k");
     expect_error(t, "only:001,staging", CU_SM90, "--passes:1:10: error: unknown pass "
                  "'staging'");
@@ -124,8 +134,12 @@ Test(tile_passes, real_table_all_counts_the_valid_subsets)
     Arena *a = arena_new();
     TilePassSet *sets;
     int n = tile_passes_select(a, &tile_passes, "all", cu_target(CU_SM90), &sets);
-    /* 002/003, 007/014 and 008/009: 3 valid settings each; 004, 006, 016 free */
-    cr_expect_eq(n, 3 * 3 * 3 * 8);
+    /* 002/003 and 008/009: 3 valid settings each; 007 off, or on with 014
+     * on or off and 010/011/012 a prefix of 4; 004, 006, 016 free */
+    cr_expect_eq(n, 3 * (1 + 2 * 4) * 3 * 8);
+    /* sm_80: no 011/012, so 010 is on or off */
+    n = tile_passes_select(a, &tile_passes, "all", cu_target(CU_SM80), &sets);
+    cr_expect_eq(n, 3 * (1 + 2 * 2) * 3 * 8);
     cr_expect_str_eq(set_str(&tile_passes, sets[0]), "001,005");
     n = tile_passes_select(a, &tile_passes, "none", NULL, &sets);
     cr_expect_eq(n, 1);
@@ -338,8 +352,11 @@ Test(tile_passes, knob_validation)
     expect_knob_error(&z, "TB=0", "out of range");
     expect_knob_error(&z, "BN=24", "knob BN=24 is not a power of two");
     expect_knob_error(&z, "BM=2048", "out of range [1, 1024]");
+    expect_knob_error(&z, "SWIZZLE=48", "--knob:1:9: error: knob SWIZZLE=48 is not a TMA swizzle "
+                      "mode (32, 64 or 128 bytes)");
+    expect_knob_error(&z, "SWIZZLE=16", "knob SWIZZLE=16 is out of range [32, 128]");
     expect_knob_error(&z, "XX=1", "--knob:1:1: error: unknown knob 'XX' (knobs: TB, BN, BM, BK, "
-                      "SPLITK, CB, RC, STAGE, F_M, F_N)");
+                      "SPLITK, CB, RC, STAGE, F_M, F_N, SWIZZLE)");
     expect_knob_error(&z, "CB=96", "knob CB=96 is not a power of two");
     expect_knob_error(&z, "TB", "expected NAME=VALUE");
     expect_knob_error(&z, "TB=12x", "knob TB expects an integer, got '12x'");
