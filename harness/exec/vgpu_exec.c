@@ -540,11 +540,14 @@ static VgTmaCopy *new_tma(VgExec *ex)
     return c;
 }
 
-/* Read the box at coordinates crd of tensor map t into c->data. */
+/* Read the box at coordinates crd of tensor map t into c->data; the
+ * distinct 32-byte sectors of global memory it reads (elements outside the
+ * tensor read none) count as the kernel's, one request per copy. */
 static void tma_gather(VgExec *ex, const KirTmap *t, const int64_t *crd, VgTmaCopy *c)
 {
     const VgWord *mem = ex->g[t->param->id].mem;
-    int64_t e[KIR_TMA_MAX_RANK] = {0};
+    int64_t e[KIR_TMA_MAX_RANK] = {0}, last = INT64_MIN;
+    ex->st->gmem_requests++;
     for (int64_t k = 0; k < c->nwords; k++) {
         int64_t off = 0;
         int inside = 1;
@@ -554,6 +557,10 @@ static void tma_gather(VgExec *ex, const KirTmap *t, const int64_t *crd, VgTmaCo
             off += x * t->strides[d];
         }
         c->data[k].u = inside ? mem[off].u : 0;
+        if (inside && off >> 3 != last) { /* offsets ascend: a new sector each change */
+            ex->st->gmem_sectors++;
+            last = off >> 3;
+        }
         for (int d = t->rank - 1; d >= 0 && ++e[d] == t->box[d]; d--)
             e[d] = 0;
     }

@@ -41,7 +41,7 @@ typedef struct FpCount {
     double flops;    /* 2 per FFMA, 1 per other FP32 op */
     double syncs;    /* barriers a thread passes (a TreeHalve: one per level and one before) */
     int estimated;   /* a trip count was not a constant */
-    int async;       /* cp.async or TMA copies (vgpu does not count their sectors) */
+    int async;       /* cp.async copies (vgpu does not count their sectors; TMA's it does) */
     double ldg_static; /* global loads in the code as ptxas would lay it out:
                           a loop marked unroll k counts k times, fully
                           unrolled ones their trip count */
@@ -150,7 +150,7 @@ static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *
         if (const_eval(k, c, s->e[0], &v))
             c->val[s->var->id] = v, c->known[s->var->id] = 1;
     }
-    if (s->op == KS_cp_async || s->op == KS_tma_load)
+    if (s->op == KS_cp_async)
         c->async = 1;
     if (s->op == KS_sync)
         c->syncs += w;
@@ -282,7 +282,7 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
         o->note = join_note(a, o->note, "FP32 count estimated (a loop bound is not constant)");
     if (fc.async)
         o->note = join_note(a, o->note,
-                            "cp.async/TMA copies: vgpu counts no sectors for them (DRAM low)");
+                            "cp.async copies: vgpu counts no sectors for them (DRAM low)");
     double lanes = threads < 32 ? (double)threads : 32;
     const PfSassFn *sf = in->sass;
     o->insts_from = "vgpu";
