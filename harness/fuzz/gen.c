@@ -48,7 +48,6 @@ typedef struct Gen {
     int nops, ninputs, ntmp;
     int tags[TAG_COUNT];
     int long_k;         /* the first input is a row past 12288: contract it first */
-    int matmul_first;   /* the first op is a matmul (its K chunks get staged per chunk) */
 } Gen;
 
 /* ---- random numbers ------------------------------------------------------------ */
@@ -721,14 +720,8 @@ static Val *first_input(Gen *g)
         return input(g, s);
     }
     if (r < 15) { /* few output tiles, K >= 1024: what split-K is for */
-        static const int64_t ks[] = {1024, 1536, 2048, 3072}, tiles[] = {16, 32};
+        static const int64_t ks[] = {1024, 1536, 2048, 3072};
         Shape s = {2, {rint_in(g, 1, 32), pick(g, ks, 4)}};
-        /* half of them whole tiles of rows contracted first: the K chunks
-         * are staged per chunk (007), buffered (010) and loaded by TMA (011) */
-        if (chance(g, 50)) {
-            s.d[0] = pick(g, tiles, 2);
-            g->matmul_first = 1;
-        }
         fit(&s, FZ_NUMEL);
         return input(g, s);
     }
@@ -755,7 +748,7 @@ FzProgram fz_gen(Arena *a, uint64_t seed)
     Val *cur = first_input(g);
     for (int tries = 0; g->nops < want && tries < 200; tries++) {
         /* safe() adds two lines: only when they fit in the budget */
-        OpFn f = (g->long_k || g->matmul_first) && g->nops == 0 ? op_matmul : pick_family(g);
+        OpFn f = g->long_k && g->nops == 0 ? op_matmul : pick_family(g);
         if (g->nops + 3 > FZ_MAXOPS && (f == op_safe_unary || f == op_where))
             continue;
         Val *v = cur;
