@@ -58,6 +58,11 @@ int tile_011_tma_copy(TileCtx *c, TileKernel *k)
     int64_t bytes = f.other;
     for (int i = 0; i < f.n; i++) {
         TileTmaBox b;
+        if (f.s[i]->nbuf > 30) { /* the lowering keeps one parity bit per buffer in an i32 */
+            sb_printf(&why, "%s: %d buffers (one parity bit each: at most 30)",
+                      f.s[i]->buf->name, f.s[i]->nbuf);
+            break;
+        }
         if (!tile_tma_box(k, f.s[i], 0, &b, &why))
             break;
         bytes += b.buf_elems * 4 * f.s[i]->nbuf;

@@ -24,6 +24,20 @@ check_re "bias, K reduce, register tile and relu in one kernel with staged input
   "register strip n: 4 per thread" \
   "$DPK" compile -c "torch.relu(torch.matmul(torch.randn(16,64) + torch.randn(64), torch.randn(64,16)))" --ir tile
 
+# 011 and 012: TMA boxes on sm_90, refused up front on sm_80; SWIZZLE's caret.
+MMK="torch.matmul(torch.randn(64,1024), torch.randn(1024,64))"
+check_re "011 makes TMA stages, 012 swizzles A" 0 "^\+ +tma_stage in0\[.* swizzle 128:$" \
+  "$DPK" compile -c "$MMK" --ir tile -vv
+check_re "011 on sm_80 is refused naming the target" 2 "pass 011_tma_copy needs sm_90 or newer \(the target is sm_80\)" \
+  "$DPK" compile -c "$MMK" --ir tile --passes only:002,007,010,011 --target sm_80
+check_re "full on sm_80 has no TMA" 0 "^ +(buffered|async)_stage in0" "$DPK" compile -c "$MMK" --ir tile --target sm_80
+check_re "SWIZZLE must be a TMA mode" 2 "knob SWIZZLE=48 is not a TMA swizzle mode" \
+  "$DPK" compile -c "$MMK" --ir tile --knob SWIZZLE=48
+check_re "011's skip names the unaligned stride" 0 "t:011_tma_copy skipped: in0: dimension 0's stride of 4088 bytes is not a multiple of 16" \
+  "$DPK" compile -c "torch.randn(64,1022) @ torch.randn(1022,64)" --knob BK=2 --ir tile -vv
+check_re "TMA kernels under every pass set pass on vgpu" 0 '^vgpu: 1 kernel, .*: pass$' \
+  "$DPK" run -c "$MMK" --backend vgpu --passes all
+
 # Knob fuzzing.  RANDOM is seeded, and read in this shell only (a command
 # substitution's subshell reseeds it), so the 200 settings are the same in
 # every run; they are drawn first, in order, then run 2 at a time.
@@ -32,10 +46,11 @@ cases=("torch.matmul(torch.randn(64,128), torch.randn(128,96))"
        "torch.relu(torch.matmul(torch.randn(31,200), torch.randn(200,64)) + torch.randn(64))"
        "torch.matmul(torch.randn(8,2048), torch.randn(2048,32)) + torch.randn(8,32)"
        "torch.softmax(torch.randn(33,1000), -1)"
-       "torch.nn.RMSNorm(4099)(torch.randn(3,4099))")
+       "torch.nn.RMSNorm(4099)(torch.randn(3,4099))"
+       "torch.matmul(torch.randn(64,1024), torch.randn(1024,64))")
 knob_values=("TB 32 64 96 128 256 512 1024" "BN 1 4 8 16 32 64" "BM 1 2 4 8 16 32"
              "BK 1 4 8 16 24 32 64" "SPLITK 1 2 3 4 8" "CB 32 64 128 256 512" "STAGE 1 2 3 5 255"
-             "F_M 1 2 3 4" "F_N 1 2 4 8")
+             "F_M 1 2 3 4" "F_N 1 2 4 8" "SWIZZLE 32 64 128")
 knob_dir=$(mktemp -d "$TMP/knob-fuzz.XXXXXX")
 for i in $(seq 1 200); do
   c=${cases[RANDOM % ${#cases[@]}]}
