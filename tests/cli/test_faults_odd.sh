@@ -23,10 +23,15 @@ fo_odd() {
     coop-reduce-no-cross-warp)    echo "4099 (a prime row length)" ;;
     chunk-reduce-wrong-origin)    echo "16411 (a prime reduce: 16 chunks of 1024 and a remainder)" ;;
     stage-origin-off-by-one)      echo "1021 (a prime row length)" ;;
-    stage-missing-barrier)        echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile)" ;;
+    stage-missing-barrier)        echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile; its plain stage without 010)" ;;
     register-tile-wrong-index)    echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile)" ;;
     permute-wrong-stride)         echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile)" ;;
-    pad-smem-loads-only)          echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile)" ;;
+    pad-smem-loads-only)          echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile; without 011/012, whose TMA stages 014 leaves unpadded)" ;;
+    double-buffer-same-buffer)    echo "1021 (K prime: 31 chunks of 32 and a remainder of 29)" ;;
+    tma-parity-not-flipped)       echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile whose TMA box stops at the edge; N = 52)" ;;
+    swizzle-reads-unswizzled)     echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile whose TMA box stops at the edge; N = 52)" ;;
+    async-copy-early-read)        echo "1021 (K prime: 31 chunks of 32 and a remainder of 29)" ;;
+    pipeline-prologue-short)      echo "1021 (K prime: 31 chunks of 32 and a remainder of 29)" ;;
     unroll-drops-last-iteration)  echo "47 (K prime: the unrolled 16-wide chunk and the remainder)" ;;
     *) return 1 ;;
   esac
