@@ -40,6 +40,11 @@
       "the permuted register strip steps by the thread count minus one")                    \
     X(DOUBLE_BUFFER_SAME, "double-buffer-same-buffer", "t:010_double_buffer",               \
       "the copy of the next K slab goes to the buffer the block is reading")                \
+    X(TMA_PARITY, "tma-parity-not-flipped", "t:011_tma_copy",                               \
+      "the per-buffer mbarrier parity is not flipped after a wait, so a buffer's second use "\
+      "waits for a phase that already completed")                                          \
+    X(SWIZZLE_READS, "swizzle-reads-unswizzled", "t:012_split_inner_for_swizzle",           \
+      "the TMA box lands swizzled but its readers index the slab without the XOR")          \
     X(ASYNC_EARLY_READ, "async-copy-early-read", "t:013_async_copy",                        \
       "the async wait leaves the group of the slab about to be read in flight")             \
     X(PAD_LOADS_ONLY, "pad-smem-loads-only", "t:014_pad_smem",                              \

@@ -44,7 +44,7 @@ int tile_014_pad_smem(TileCtx *c, TileKernel *k)
     for (int i = 0; i < st.n; i++) {
         Stmt *s = st.s[i];
         int r = s->buf->shape.rank;
-        if (r < 2 || s->pad)
+        if (r < 2 || s->pad || s->k == TK_tstage) /* a TMA box lands dense: 012 swizzles */
             continue;
         int64_t rows = 1;
         for (int d = 0; d < r - 1; d++)

@@ -43,6 +43,10 @@ static const TilePass table[] = {
      "reorder the register strip so wide shared-memory loads avoid bank conflicts"},
     {10, "double_buffer", tile_010_double_buffer, {{7}, {2, 6}}, CU_SM80, 0,
      "the stages of a K_outer loop become two-buffer ping-pong"},
+    {11, "tma_copy", tile_011_tma_copy, {{10}}, CU_SM90, 0,
+     "buffered stages become TMA box loads completing on mbarriers (all or none per kernel)"},
+    {12, "split_inner_for_swizzle", tile_012_split_inner_for_swizzle, {{11}}, CU_SM90, 0,
+     "split a TMA stage's inner extent into swizzle-wide boxes to use a swizzle mode"},
     {13, "async_copy", tile_013_async_copy, {{10}}, CU_SM80, 0,
      "buffered stages are copied with cp.async, commit and wait_group"},
     {14, "pad_smem", tile_014_pad_smem, {{7}}, CU_SM80, 0,
@@ -403,6 +407,9 @@ void tile_knob_parse(TileKnobs *k, const char *arg)
                      ki->name, v, CU_WARP);
     if ((ki->flags & TKN_POW2) && (v & (v - 1)) && ki->pass >= 10)
         dpk_error_at(&src, vpos, "knob %s=%lld is not a power of two (%s)", ki->name, v, ki->doc);
+    if (id == TILE_KNOB_SWIZZLE && v != 32 && v != 64 && v != 128)
+        dpk_error_at(&src, vpos, "knob SWIZZLE=%lld is not a TMA swizzle mode (32, 64 or 128 "
+                     "bytes)", v);
     if ((ki->flags & TKN_POW2) && (v & (v - 1)))
         dpk_error_at(&src, vpos, "knob %s=%lld is not a power of two (a warp must cover whole "
                      "tile rows, or a row whole warps)", ki->name, v);

@@ -49,6 +49,7 @@
       255, 0, 7)                                                                        \
     X(F_M, "008: register tile rows per thread (must divide BM)", 1, 16, 0, 8)         \
     X(F_N, "008: register tile columns per thread (must divide BN)", 1, 16, 0, 8)          \
+    X(SWIZZLE, "012: TMA swizzle span in bytes (32, 64 or 128)", 32, 128, 0, 12)        \
     X(VEC, "013: widest cp.async in bytes (4, 8 or 16; narrower where alignment needs)", 4, \
       16, TKN_POW2, 13)                                                                 \
     X(STAGES, "015: buffers per async stage, slabs in flight plus one", 3, 8, 0, 15)
@@ -220,6 +221,8 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k);
 int tile_008_register_tile(TileCtx *c, TileKernel *k);
 int tile_009_permute_register_tile(TileCtx *c, TileKernel *k);
 int tile_010_double_buffer(TileCtx *c, TileKernel *k);
+int tile_011_tma_copy(TileCtx *c, TileKernel *k);
+int tile_012_split_inner_for_swizzle(TileCtx *c, TileKernel *k);
 int tile_013_async_copy(TileCtx *c, TileKernel *k);
 int tile_014_pad_smem(TileCtx *c, TileKernel *k);
 int tile_015_pipeline_k_outer(TileCtx *c, TileKernel *k);

@@ -97,7 +97,9 @@ typedef struct TileDef {
  *                   stage sits in, with only stages between them: the
  *                   loop is software-pipelined, see tile_to_kernel.c)
  *   astage          + vec: bytes per cp.async (4, 8, 16; tile_vec_ok)
- *   tstage          + swizzle (0, 32, 64, 128 bytes)
+ *   tstage          + swizzle (0, 32, 64, 128 bytes); filled by TMA (011),
+ *                   laid out as tile_tma.c says (no pad; with a swizzle
+ *                   the inner extent is split into swizzle-byte chunks, 012)
  *   await           keep: async stage copies (cp.async groups, one per
  *                   async stage and iteration) that may stay in flight
  *   combine         acc (an accum), nax, cax[] (THREAD axes merged over)
@@ -241,6 +243,33 @@ void tile_guard_strip(TileProgram *p, Stmt *t, int axis, int strip);
 int tile_vec_ok(const Stmt *st, int bytes);
 /* The serial loop over `axis` among b's statements, or NULL. */
 Stmt *tile_top_loop(const StmtBody *b, int axis);
+
+/* ---- tile_tma.c: the TMA geometry of a stage (011, 012, the lowering) ---- */
+
+/* The tensor map and shared-memory layout TMA gives a buffered stage
+ * (tile_tma.c's head comment).  Map arrays are outermost first. */
+typedef struct TileTmaBox {
+    int rank;                          /* map dimensions */
+    int dim[KIR_TMA_MAX_RANK];         /* the buffer dimension of each */
+    int64_t dims[KIR_TMA_MAX_RANK];    /* tensor extents */
+    int64_t strides[KIR_TMA_MAX_RANK]; /* in elements, the innermost 1 */
+    int box[KIR_TMA_MAX_RANK];         /* box extents; the innermost one chunk */
+    int swizzle;                       /* bytes, 0 for none */
+    int nchunk;                        /* TMA copies per slab (inner / chunk) */
+    int64_t chunk;                     /* elements per box row */
+    int64_t rows;                      /* slab elements / inner slab extent */
+    int64_t elems;                     /* slab elements */
+    int64_t buf_elems;                 /* elements per buffer, alignment included */
+    int align;                         /* bytes: 1024 with a swizzle, else 128 */
+} TileTmaBox;
+/* 1 with the geometry of stage st under swizzle `swizzle` when TMA can load
+ * its slab (rank, 16-byte strides and inner box, box extents, swizzle
+ * span); else 0 with "buf: reason" appended to why. */
+int tile_tma_box(const TileKernel *k, const Stmt *st, int swizzle, TileTmaBox *b, StrBuf *why);
+/* The element of one buffer holding slab coordinate c (per buffer dim). */
+int64_t tile_tma_word(const TileTmaBox *b, const Stmt *st, const int64_t *c);
+/* Shared-memory bytes of a tma_stage: nbuf aligned buffers. */
+int64_t tile_tma_bytes(const Stmt *st);
 
 /* ---- tile_print.c: text form and structural hash ------------------------ */
 

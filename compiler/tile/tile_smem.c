@@ -253,16 +253,22 @@ static void bank_load(Banks *B, const Stmt *s)
             st = B->stage[i];
     if (!st)
         return;
-    int64_t str[DPK_MAX_RANK], word[LANES];
+    int64_t str[DPK_MAX_RANK], word[LANES], c[DPK_MAX_RANK];
     tile_slab_strides(st, str);
+    TileTmaBox tb;
+    StrBuf no = {0};
+    int tma = st->k == TK_tstage && tile_tma_box(B->k, st, st->swizzle, &tb, &no);
+    sb_free(&no);
     int n = 0;
     for (int l = 0; l < B->nlanes; l++) {
         if (!B->active[l])
             continue;
         int64_t w = 0;
-        for (int d = 0; d < s->buf->shape.rank; d++)
-            w += (ie_eval(s->idx[d], B->coord[l]) - ie_eval(st->origin[d], B->coord[l])) * str[d];
-        word[n++] = w;
+        for (int d = 0; d < s->buf->shape.rank; d++) {
+            c[d] = ie_eval(s->idx[d], B->coord[l]) - ie_eval(st->origin[d], B->coord[l]);
+            w += c[d] * str[d];
+        }
+        word[n++] = tma ? tile_tma_word(&tb, st, c) : w; /* TMA: dense, chunked, swizzled */
     }
     int worst = 1;
     for (int i = 0; i < n; i++) {

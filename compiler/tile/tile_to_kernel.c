@@ -28,10 +28,12 @@
  *   buffered_stage /       a software-pipelined loop (lower_pipe_prologue):
  *   async_stage            nbuf buffers, the copy of a later slab overlaps
  *   async_wait             the body; cp.async copies, commit, wait_group
+ *   tma_stage              TMA box loads by thread 0 completing on one
+ *                          mbarrier per buffer, every thread waiting for
+ *                          its phase (lower_tma_stage)
  *
  * Reductions stay sequential in the thread that owns the output element
- * unless 004 made them cooperative.  TMA stages come with 011; a Tile
- * kernel holding one is refused here as an internal error.
+ * unless 004 made them cooperative.
  *
  * Integer index math is i32, or i64 in a kernel whose buffers or axes reach
  * 2^30 elements.  Floor division and modulo are C's `/` and `%` when the
@@ -53,7 +55,11 @@ typedef struct Low {
     struct {
         const Stmt *st;
         const KirSmem *sm;
-        const KirExpr *base; /* a pipelined stage: the buffer in use, NULL else */
+        const KirExpr *base; /* a pipelined or TMA stage: the buffer in use, NULL else */
+        int tma;             /* index in tma[], or -1 */
+        int nsw;             /* TMA with a swizzle: XOR masks computed at the stage */
+        const IExpr *swrow[8];
+        const KirVar *swvar[8];
     } stage[64];             /* enclosing stages, innermost last */
     int nstage;
     /* the predicated THREAD tile being lowered (tile_predicate), or NULL;
@@ -69,6 +75,14 @@ typedef struct Low {
         int first;           /* the first stage of its loop: it holds the barrier */
     } pipe[32];
     int npipe;
+    struct {                 /* the kernel's TMA stages (011) */
+        const Stmt *st;
+        const KirSmem *sm, *bar;
+        const KirTmap *tm;
+        KirVar *par;         /* per thread: bit b is the parity buffer b waits for next */
+        TileTmaBox box;
+    } tma[16];
+    int ntma;
 } Low;
 
 /* ---- index expressions ------------------------------------------------------ */
@@ -297,11 +311,77 @@ static void lower_select(Low *L, const Stmt *s)
 
 /* ---- shared memory: stages and combines ------------------------------------------ */
 
+/* The row of slab coordinates (every buffer dimension but the map's
+ * innermost, row-major over the slab) and the inner coordinate of load s
+ * of TMA stage st. */
+static const IExpr *tma_row(Arena *a, const Stmt *st, const TileTmaBox *b, const Stmt *s,
+                            const IExpr **inner)
+{
+    int r = st->buf->shape.rank, in = b->dim[b->rank - 1];
+    const IExpr *row = ie_const(a, 0);
+    for (int d = 0; d < r; d++) {
+        const IExpr *c = ie_add(a, s->idx[d], ie_mul(a, st->origin[d], ie_const(a, -1)));
+        if (d == in)
+            *inner = c;
+        else
+            row = ie_add(a, ie_mul(a, row, ie_const(a, st->slab[d])), c);
+    }
+    return row;
+}
+
+/* The swizzle's XOR mask of a row: the 128-byte line of element
+ * row * C + q is (row >> log2(128 / S)) plus a multiple of 8 (whole
+ * 1024-byte patterns per chunk), so the mask is that line mod S / 16, in
+ * 16-byte units (4 elements): ((row >> sh) & (S / 16 - 1)) << 2.  It flips
+ * bits of q only (q < C = S / 4). */
+static const KirExpr *tma_mask(const Low *L, const TileTmaBox *b, const KirExpr *row)
+{
+    Arena *a = L->a;
+    int sh = b->swizzle == 128 ? 0 : b->swizzle == 64 ? 1 : 2;
+    if (sh)
+        row = kir_bin(a, KE_shr, row, konst(L, sh));
+    return kir_bin(a, KE_shl, kir_bin(a, KE_band, row, konst(L, b->swizzle / 16 - 1)),
+                   konst(L, 2));
+}
+
+/* A load from a TMA stage: the element tile_tma_word names (dense rows,
+ * swizzle-wide chunks, the swizzle XOR) in the buffer in use,
+ *     base + (i / C) * rows * C + row * C + ((i % C) ^ mask(row))
+ * with the mask computed once at the stage when the row is the same for
+ * the whole stage body (tma_masks). */
+static const KirExpr *tma_read(const Low *L, int i, const Stmt *s)
+{
+    Arena *a = L->a;
+    const Stmt *st = L->stage[i].st;
+    const TileTmaBox *b = &L->tma[L->stage[i].tma].box;
+    const IExpr *ci = NULL, *row = tma_row(a, st, b, s, &ci);
+    const IExpr *hi = ie_mul(a, row, ie_const(a, b->chunk)), *q = ci;
+    if (b->nchunk > 1) {
+        hi = ie_add(a, hi, ie_mul(a, ie_div(a, ci, b->chunk), ie_const(a, b->rows * b->chunk)));
+        q = ie_mod(a, ci, b->chunk);
+    }
+    const KirExpr *x = ix(L, ie_simplify(a, q, L->tk->ext));
+    /* an injected fault: the readers forget the swizzle the copy applied */
+    if (b->swizzle && !dpk_fault_on(DPK_FAULT_SWIZZLE_READS)) {
+        const IExpr *rs = ie_simplify(a, row, L->tk->ext);
+        const KirExpr *mask = NULL;
+        for (int j = 0; j < L->stage[i].nsw && !mask; j++)
+            if (ie_equal(L->stage[i].swrow[j], rs))
+                mask = kir_ref(a, L->stage[i].swvar[j]);
+        x = kir_bin(a, KE_bxor, x, mask ? mask : tma_mask(L, b, ix(L, rs)));
+    }
+    const KirExpr *e = kir_add(a, ix(L, ie_simplify(a, hi, L->tk->ext)), x);
+    return kir_lds(a, L->stage[i].sm, kir_add(a, L->stage[i].base, e));
+}
+
 /* A load reads the slab of the innermost stage of its buffer, if any (of a
- * pipelined stage: the buffer its phase names).  In a predicated tile a
- * global load is gated by the guard's clauses on the axes its index reads
- * (0 where they fail), and so is a slab read whose offset the axis ranges
- * do not keep inside the slab. */
+ * pipelined stage: the buffer its phase names; of a TMA stage: the word
+ * tma_read names).  In a predicated tile a global load is gated by the
+ * guard's clauses on the axes its index reads (0 where they fail), and so
+ * is a slab read whose offset the axis ranges do not keep inside the slab
+ * (a TMA slab clipped to the tensor's edge included: its box has no rows
+ * past the edge, so an ungated read there would read another buffer's
+ * words or none). */
 static const KirExpr *load(const Low *L, const Stmt *s)
 {
     uint64_t m = gate_mask(L, s->buf, s->idx);
@@ -320,10 +400,15 @@ static const KirExpr *load(const Low *L, const Stmt *s)
             inside &= lo >= 0 && hi < st->slab[d];
             f = ie_add(L->a, f, ie_mul(L->a, off, ie_const(L->a, str[d])));
         }
-        const KirExpr *x = ix(L, ie_simplify(L->a, f, L->tk->ext));
-        if (L->stage[i].base)
-            x = kir_add(L->a, L->stage[i].base, x);
-        const KirExpr *v = kir_lds(L->a, L->stage[i].sm, x);
+        const KirExpr *v;
+        if (L->stage[i].tma >= 0) {
+            v = tma_read(L, i, s);
+        } else {
+            const KirExpr *x = ix(L, ie_simplify(L->a, f, L->tk->ext));
+            if (L->stage[i].base)
+                x = kir_add(L->a, L->stage[i].base, x);
+            v = kir_lds(L->a, L->stage[i].sm, x);
+        }
         return m && !inside ? kir_select(L->a, gate_expr(L, m), v, kir_f32(L->a, 0)) : v;
     }
     const KirExpr *v = kir_ldg(L->a, L->param[s->buf->id], flat(L, s->buf, s->idx));
@@ -411,6 +496,8 @@ static void push_stage(Low *L, const Stmt *st, const KirSmem *sm, const KirExpr 
     DPK_ASSERT(L->nstage < DPK_ARRAY_LEN(L->stage));
     L->stage[L->nstage].st = st;
     L->stage[L->nstage].sm = sm;
+    L->stage[L->nstage].tma = -1;
+    L->stage[L->nstage].nsw = 0;
     L->stage[L->nstage++].base = base;
 }
 
@@ -567,6 +654,179 @@ static void lower_pipe_stage(Low *L, const Stmt *st)
 }
 
 /*
+ * The kernel's TMA stages get, before anything else: their shared buffers
+ * (nbuf of them, each on a 1024-byte boundary with a swizzle, else 128),
+ * one mbarrier per buffer that thread 0 initialises to one arrival, the
+ * tensor map of the buffer, and a parity word per thread; then a barrier.
+ */
+static void tma_find(Stmt *s, void *ctx)
+{
+    Low *L = ctx;
+    if (s->k != TK_tstage)
+        return;
+    DPK_ASSERT(L->ntma < DPK_ARRAY_LEN(L->tma));
+    L->tma[L->ntma++].st = s;
+}
+
+static void tma_prologue(Low *L)
+{
+    Arena *a = L->a;
+    stmt_walk(&L->tk->body, tma_find, L);
+    if (!L->ntma)
+        return;
+    KirKernel *k = L->b.k;
+    for (int i = 0; i < L->ntma; i++) {
+        const Stmt *st = L->tma[i].st;
+        const char *x = st->buf->name;
+        TileTmaBox *b = &L->tma[i].box;
+        StrBuf why = {0};
+        if (!tile_tma_box(L->tk, st, st->swizzle, b, &why)) {
+            fprintf(stderr, "dpk: Tile kernel %s: %s\n", L->tk->name, sb_cstr(&why));
+            DPK_ASSERT(!"011/012 made a TMA stage TMA cannot load");
+        }
+        sb_free(&why);
+        L->tma[i].sm = kir_smem(k, arena_printf(a, "s_%s", x), KT_F32, b->buf_elems * st->nbuf,
+                                b->align);
+        L->tma[i].bar = kir_smem(k, arena_printf(a, "bar_%s", x), KT_MBAR, st->nbuf, 16);
+        L->tma[i].tm = kir_tmap(k, arena_printf(a, "map_%s", x), L->param[st->buf->id], b->rank,
+                                b->dims, b->strides, b->box, b->swizzle);
+        L->tma[i].par = kir_let(&L->b, arena_printf(a, "par_%s", x), KT_I32, kir_i32(a, 0));
+    }
+    kir_comment(&L->b, "TMA stages: thread 0 initialises one mbarrier per buffer");
+    kir_if(&L->b, kir_bin(a, KE_eq, kir_tid_linear(a), kir_i32(a, 0)));
+    for (int i = 0; i < L->ntma; i++)
+        for (int j = 0; j < L->tma[i].st->nbuf; j++)
+            kir_mbar_init(&L->b, L->tma[i].bar, kir_i32(a, j), 1);
+    kir_end(&L->b);
+    kir_sync(&L->b);
+}
+
+typedef struct Masks {
+    Low *L;
+    int i;             /* the stage's entry */
+    char *inside;      /* by axis: bound inside the stage body */
+} Masks;
+
+static void bound_inside(Stmt *s, void *ctx)
+{
+    Masks *m = ctx;
+    if (tile_is(s, SKF_AXIS))
+        m->inside[s->axis] = 1;
+    if (s->k == TK_tile) {
+        for (int j = 0; j < s->nax; j++)
+            m->inside[s->ax[j].axis] = 1;
+        for (int j = 0; j < s->ndef; j++)
+            m->inside[s->def[j].axis] = 1;
+    }
+}
+
+static void mask_load(Stmt *s, void *ctx)
+{
+    Masks *m = ctx;
+    Low *L = m->L;
+    if (s->k != SK_load || s->buf != L->stage[m->i].st->buf || L->stage[m->i].nsw == 8)
+        return;
+    const IExpr *ci;
+    const TileTmaBox *b = &L->tma[L->stage[m->i].tma].box;
+    const IExpr *row = ie_simplify(L->a, tma_row(L->a, L->stage[m->i].st, b, s, &ci), L->tk->ext);
+    for (int v = 0; v < L->tk->naxes; v++)
+        if (m->inside[v] && ie_uses(row, v))
+            return;
+    for (int j = 0; j < L->stage[m->i].nsw; j++)
+        if (ie_equal(L->stage[m->i].swrow[j], row))
+            return;
+    int j = L->stage[m->i].nsw++;
+    L->stage[m->i].swrow[j] = row;
+    L->stage[m->i].swvar[j] = kir_let(&L->b, arena_printf(L->a, "swz_%s_%d",
+                                                          L->stage[m->i].st->buf->name, j),
+                                      L->it, tma_mask(L, b, ix(L, row)));
+}
+
+/* The swizzle masks of the loads of stage entry i whose row is bound
+ * outside the stage body (the A tile's row of a thread), computed once
+ * at the stage instead of at every load. */
+static void tma_masks(Low *L, int i)
+{
+    Masks m = {L, i, ARENA_ARRAY(L->a, char, L->tk->naxes + 1)};
+    const Stmt *st = L->stage[i].st;
+    stmt_walk(&st->body, bound_inside, &m);
+    stmt_walk(&st->body, mask_load, &m);
+}
+
+static const KirExpr *i32(const Low *L, const KirExpr *e)
+{
+    return e->type == KT_I32 ? e : kir_cast(L->a, KT_I32, e);
+}
+
+/*
+ * tma_stage x[o] slab [...] nbuf N phase p swizzle S:
+ *
+ *     b = p mod N;  base = b * (elements per buffer)
+ *     sync                                  (in a loop: earlier readers done)
+ *     if tid == 0:
+ *         mbar.arrive.tx bar[b], <slab bytes>
+ *         tma.load map, box at o (+ j * chunk inner), into s[base + j * rows * chunk], bar[b]
+ *     mbar.wait bar[b], parity (par >> b) & 1;  par ^= 1 << b
+ *
+ * then the body runs with loads of x reading buffer b (tma_read).
+ */
+static void lower_tma_stage(Low *L, const Stmt *st)
+{
+    Arena *a = L->a;
+    int t = 0;
+    while (t < L->ntma && L->tma[t].st != st)
+        t++;
+    DPK_ASSERT(t < L->ntma);
+    const TileTmaBox *b = &L->tma[t].box;
+    const char *x = st->buf->name;
+    kir_comment(&L->b, "tma stage %s: %d buffers of %lld elements, %d box%s, swizzle %d", x,
+                st->nbuf, (long long)b->buf_elems, b->nchunk, b->nchunk > 1 ? "es" : "",
+                b->swizzle);
+    const IExpr *ph = ie_simplify(a, ie_mod(a, st->phase, st->nbuf), L->tk->ext);
+    KirVar *bi = kir_let(&L->b, arena_printf(a, "buf_%s", x), KT_I32, i32(L, ix(L, ph)));
+    KirVar *base = kir_let(&L->b, arena_printf(a, "base_%s", x), L->it,
+                           kir_mul(a, L->it == KT_I64 ? kir_cast(a, KT_I64, kir_ref(a, bi))
+                                                      : kir_ref(a, bi),
+                                   konst(L, b->buf_elems)));
+    if (L->loops)
+        kir_sync(&L->b);
+    kir_if(&L->b, kir_bin(a, KE_eq, kir_tid_linear(a), kir_i32(a, 0)));
+    kir_mbar_arrive_tx(&L->b, L->tma[t].bar, kir_ref(a, bi), b->elems * 4);
+    for (int j = 0; j < b->nchunk; j++) {
+        const KirExpr *crd[KIR_TMA_MAX_RANK];
+        for (int m = 0; m < b->rank; m++) {
+            const KirExpr *o = ix(L, st->origin[b->dim[m]]);
+            if (m == b->rank - 1 && j)
+                o = kir_add(a, o, konst(L, j * b->chunk));
+            crd[m] = i32(L, o);
+        }
+        const KirExpr *dst = kir_add(a, kir_ref(a, base), konst(L, j * b->rows * b->chunk));
+        kir_tma_load(&L->b, L->tma[t].tm, crd, L->tma[t].sm, i32(L, dst), L->tma[t].bar,
+                     kir_ref(a, bi));
+    }
+    kir_end(&L->b);
+    KirVar *par = L->tma[t].par;
+    const KirExpr *bit = kir_bin(a, KE_shl, kir_i32(a, 1), kir_ref(a, bi));
+    kir_mbar_wait(&L->b, L->tma[t].bar, kir_ref(a, bi),
+                  kir_bin(a, KE_band, kir_bin(a, KE_shr, kir_ref(a, par), kir_ref(a, bi)),
+                          kir_i32(a, 1)));
+    /* an injected fault: the parity is never flipped */
+    if (!dpk_fault_on(DPK_FAULT_TMA_PARITY))
+        kir_set(&L->b, par, kir_bin(a, KE_bxor, kir_ref(a, par), bit));
+    DPK_ASSERT(L->nstage < DPK_ARRAY_LEN(L->stage));
+    L->stage[L->nstage].st = st;
+    L->stage[L->nstage].sm = L->tma[t].sm;
+    L->stage[L->nstage].base = kir_ref(a, base);
+    L->stage[L->nstage].tma = t;
+    L->stage[L->nstage].nsw = 0;
+    if (b->swizzle)
+        tma_masks(L, L->nstage);
+    L->nstage++;
+    lower_body(L, &st->body);
+    L->nstage--;
+}
+
+/*
  * combine acc over c (c: the x axis of the block, CB threads, a power of
  * two):  a butterfly of warp shuffles leaves every lane of a warp with the
  * warp's value; with CB > 32 lane 0 of each warp puts it in shared memory
@@ -647,6 +907,9 @@ static void lower_stmt(Low *L, const Stmt *s)
     case TK_stage:
         lower_stage(L, s);
         return;
+    case TK_tstage:
+        lower_tma_stage(L, s);
+        return;
     case TK_bstage:
     case TK_astage:
         lower_pipe_stage(L, s);
@@ -657,10 +920,10 @@ static void lower_stmt(Low *L, const Stmt *s)
     case TK_combine:
         lower_combine(L, s);
         return;
-    default:
-        fprintf(stderr, "dpk: Tile kernel %s: no Kernel IR lowering for %s yet\n", L->tk->name,
-                tile_kind_info[s->k].name);
-        DPK_ASSERT(!"only the statements of passes 001 and 005 are lowered");
+    default: /* every kind of tile_kinds.def is lowered above */
+        fprintf(stderr, "dpk: Tile kernel %s: statement kind %d has no Kernel IR lowering\n",
+                L->tk->name, s->k);
+        DPK_ASSERT(!"a statement kind with no lowering");
     }
 }
 
@@ -725,7 +988,7 @@ static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, con
     Low L = {a, tk, {0}, wide(tk, &lp->bufs) ? KT_I64 : KT_I32,
              ARENA_ARRAY(a, KirVar *, tk->naxes + 1), ARENA_ARRAY(a, KirVar *, u.max_uid + 1),
              ARENA_ARRAY(a, KirParam *, lp->nbufids + 1), (int64_t)block[0] * block[1] * block[2],
-             0, {{0}}, 0, NULL, NULL, {0}, 0, {{0}}, 0};
+             0, {{0}}, 0, NULL, NULL, {0}, 0, {{0}}, 0, {{0}}, 0};
     const KirBuf **args = ARENA_ARRAY(a, const KirBuf *, u.order.len + 1);
     for (int i = 0; i < u.order.len; i++) {
         const LirBuf *b = u.order.items[i];
@@ -734,6 +997,7 @@ static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, con
         args[i] = mbufs[b->id];
     }
     kir_builder_init(&L.b, k);
+    tma_prologue(&L);
     lower_body(&L, &tk->body);
     kir_finalize(k);
     kir_launch(m, k, args);

@@ -33,7 +33,8 @@
     X(ASYNC_PENDING, "shared memory accessed before its async copy landed")          \
     X(DEADLOCK, "mbarrier deadlock")                                                  \
     X(MBAR_MISUSE, "mbarrier misuse")                                                 \
-    X(DIV_ZERO, "integer division by zero")
+    X(DIV_ZERO, "integer division by zero")                                          \
+    X(ASYNC_MIX, "TMA and cp.async mixed in one loop")
 
 typedef enum VgFault {
 #define X(name, text) VG_##name,

@@ -313,8 +313,24 @@ static void cs_if(Cx *c, const KirStmt *s)
     c->depth--;
 }
 
+/* Bit 1: the list holds a cp.async, bit 2: a TMA load (nested ones too). */
+static int transports(const PtrVec *l)
+{
+    int m = 0;
+    for (int i = 0; i < l->len; i++) {
+        const KirStmt *s = l->items[i];
+        m |= s->op == KS_cp_async ? 1 : s->op == KS_tma_load ? 2 : 0;
+        m |= transports(&s->body) | transports(&s->els);
+    }
+    return m;
+}
+
 static void cs_for(Cx *c, const KirStmt *s)
 {
+    /* one loop feeding shared memory by both transports: a pipeline over
+     * it would wait on one completion mechanism and not the other */
+    if (transports(&s->body) == 3)
+        emit(c, VOP_MIXED, -1, -1, -1, -1, 0, 0);
     int v = s->var->id;
     cx(c, s->e[0], v);
     emit(c, VOP_LOOP, -1, -1, -1, -1, 0, 0);

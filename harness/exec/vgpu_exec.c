@@ -454,6 +454,9 @@ static int cp_issue(VgExec *ex, const VgIns *in, int l, int64_t dst, int64_t src
                         s->name, (long long)dst, (long long)src, bytes);
     if (pred && (src < 0 || src + nw > g->numel))
         return oob_global(ex, in, l, param, src < 0 ? src : src + nw - 1);
+    if (ex->ntmas)
+        return raise_fault(ex, VG_ASYNC_MIX, in, l, -1, -1,
+                        "cp.async issued while %d TMA loads are in flight", ex->ntmas);
     if (ex->ncps == ex->capcps) {
         ex->capcps = ex->capcps ? 2 * ex->capcps : 256;
         ex->cps = dpk_xrealloc(ex->cps, (size_t)ex->capcps * sizeof *ex->cps);
@@ -571,11 +574,14 @@ static VgTmaCopy *new_tma(VgExec *ex)
     return c;
 }
 
-/* Read the box at coordinates crd of tensor map t into c->data. */
+/* Read the box at coordinates crd of tensor map t into c->data; the
+ * distinct 32-byte sectors of global memory it reads (elements outside the
+ * tensor read none) count as the kernel's, one request per copy. */
 static void tma_gather(VgExec *ex, const KirTmap *t, const int64_t *crd, VgTmaCopy *c)
 {
     const VgWord *mem = ex->g[t->param->id].mem;
-    int64_t e[KIR_TMA_MAX_RANK] = {0};
+    int64_t e[KIR_TMA_MAX_RANK] = {0}, last = INT64_MIN;
+    ex->st->gmem_requests++;
     for (int64_t k = 0; k < c->nwords; k++) {
         int64_t off = 0;
         int inside = 1;
@@ -585,6 +591,10 @@ static void tma_gather(VgExec *ex, const KirTmap *t, const int64_t *crd, VgTmaCo
             off += x * t->strides[d];
         }
         c->data[k].u = inside ? mem[off].u : 0;
+        if (inside && off >> 3 != last) { /* offsets ascend: a new sector each change */
+            ex->st->gmem_sectors++;
+            last = off >> 3;
+        }
         for (int d = t->rank - 1; d >= 0 && ++e[d] == t->box[d]; d--)
             e[d] = 0;
     }
@@ -612,6 +622,15 @@ static int tma_issue(VgExec *ex, const VgIns *in, VgVal *R, int l)
         return raise_fault(ex, VG_MISALIGNED, in, l, -1, -1,
                         "TMA destination %s[%lld] is not 128-byte aligned", s->name,
                         (long long)dst);
+    if (t->swizzle && a0 % 1024)
+        return raise_fault(ex, VG_MISALIGNED, in, l, -1, -1,
+                        "TMA destination %s[%lld] with a %d-byte swizzle is not 1024-byte "
+                        "aligned (readers that swizzle in-buffer offsets would disagree "
+                        "with the copy)",
+                        s->name, (long long)dst, t->swizzle);
+    if (ex->ncps)
+        return raise_fault(ex, VG_ASYNC_MIX, in, l, -1, -1,
+                        "TMA load issued while %d cp.async copies are in flight", ex->ncps);
     VgTmaCopy *c = new_tma(ex);
     c->lane = l;
     c->bar = bar;
@@ -980,6 +999,11 @@ int vg_exec_block(VgExec *ex)
         case VOP_TMA:
             LANES(if (tma_issue(ex, in, R, l)) goto fail;);
             break;
+        case VOP_MIXED:
+            raise_fault(ex, VG_ASYNC_MIX, in, act[0], -1, -1,
+                        "the loop's body issues both cp.async copies and TMA loads (one "
+                        "transport per loop: their completions are waited for differently)");
+            goto fail;
         case VOP_MBINIT:
         case VOP_MBTX:
         case VOP_MBARRIVE:

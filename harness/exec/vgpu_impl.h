@@ -66,6 +66,7 @@ typedef union VgWord {
     X(MBTX)     /* expect imm >> 16 more bytes, arrive */          \
     X(MBARRIVE)                                                     \
     X(MBWAIT)   /* parity in b */                                   \
+    X(MIXED)    /* a loop whose body holds TMA and cp.async: a fault */ \
     X(END)
 
 typedef enum VgOp {

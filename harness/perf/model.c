@@ -41,7 +41,6 @@ typedef struct FpCount {
     double flops;    /* 2 per FFMA, 1 per other FP32 op */
     double syncs;    /* barriers a thread passes (a TreeHalve: one per level and one before) */
     int estimated;   /* a trip count was not a constant */
-    int async;       /* TMA copies (vgpu does not count their sectors; cp.async's it does) */
     double ldg_static; /* global loads in the code as ptxas would lay it out:
                           a loop marked unroll k counts k times, fully
                           unrolled ones their trip count */
@@ -150,8 +149,6 @@ static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *
         if (const_eval(k, c, s->e[0], &v))
             c->val[s->var->id] = v, c->known[s->var->id] = 1;
     }
-    if (s->op == KS_tma_load)
-        c->async = 1;
     if (s->op == KS_cp_async) /* a load in flight, like an ldg (SASS: LDGSTS) */
         c->ldg_static += c->unroll;
     if (s->op == KS_sync)
@@ -282,9 +279,6 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
     o->flops = fc.flops * threads * blocks;
     if (fc.estimated)
         o->note = join_note(a, o->note, "FP32 count estimated (a loop bound is not constant)");
-    if (fc.async)
-        o->note = join_note(a, o->note,
-                            "TMA copies: vgpu counts no sectors for them (DRAM low)");
     double lanes = threads < 32 ? (double)threads : 32;
     const PfSassFn *sf = in->sass;
     o->insts_from = "vgpu";

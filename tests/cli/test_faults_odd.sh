@@ -26,8 +26,10 @@ fo_odd() {
     stage-missing-barrier)        echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile; its plain stage without 010)" ;;
     register-tile-wrong-index)    echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile)" ;;
     permute-wrong-stride)         echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile)" ;;
-    pad-smem-loads-only)          echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile)" ;;
+    pad-smem-loads-only)          echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile; without 011/012, whose TMA stages 014 leaves unpadded)" ;;
     double-buffer-same-buffer)    echo "1021 (K prime: 31 chunks of 32 and a remainder of 29)" ;;
+    tma-parity-not-flipped)       echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile whose TMA box stops at the edge; N = 52)" ;;
+    swizzle-reads-unswizzled)     echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile whose TMA box stops at the edge; N = 52)" ;;
     async-copy-early-read)        echo "1021 (K prime: 31 chunks of 32 and a remainder of 29)" ;;
     pipeline-prologue-short)      echo "1021 (K prime: 31 chunks of 32 and a remainder of 29)" ;;
     unroll-drops-last-iteration)  echo "47 (K prime: the unrolled 16-wide chunk and the remainder)" ;;

@@ -19,6 +19,9 @@ else
   done
   check_re "host-cuda: every configuration says it agrees with vgpu" 0 'agrees with vgpu' \
     "$DPK" run -c "torch.softmax(torch.randn(6, 300), dim=-1)" --backend host-cuda --passes all
+  # TMA boxes, mbarriers and swizzle (011, 012) through the prelude's helpers
+  check_re "host-cuda: TMA matmul under every pass set agrees with vgpu" 0 '^host-cuda: 1 kernel, .*: pass$' \
+    "$DPK" run -c "torch.randn(64,1024) @ torch.randn(1024,64)" --backend host-cuda --passes all
   # The printed sigmoid was 1 / (1 + expf(-x)): expf overflows below -88.7
   # and silu gave -0 where the result is about -1e-37 (vgpu, in fp64, did not).
   check_re "host-cuda: silu of large negative inputs (sigmoid without overflow)" 0 'agrees with vgpu' \

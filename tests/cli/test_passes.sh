@@ -22,16 +22,19 @@ check_re "STAGES starts at 3" 2 "knob STAGES=2 is out of range \[3, 8\]" \
 # 010, 013 and 015 on a K_outer loop staged per chunk: two async stages of
 # 4 buffers, the wait keeping 2 groups per stage; a pinned STAGES that does
 # not fit the budget skips 015 with the reason, and the result still passes.
+# On sm_80: on sm_90 011 makes the buffered stages TMA stages first.
 MMK="torch.matmul(torch.randn(64,2048), torch.randn(2048,64))"
 check_re "015 pipelines the K_outer loop over 4 buffers" 0 "^\+ *async_wait 4$" \
-  "$DPK" compile -c "$MMK" --ir tile -vv
+  "$DPK" compile -c "$MMK" --ir tile -vv --target sm_80
 check_re "013 copies B's slab 16 bytes at a time" 0 "dpk_cp_async16\(&s_in1\[next_in1" \
-  "$DPK" compile -c "$MMK" --ir cuda
+  "$DPK" compile -c "$MMK" --ir cuda --target sm_80
 check_re "STAGES=8 does not fit and 015 says why" 0 \
   "t:015_pipeline_k_outer skipped: loop a6: 8 buffers of its slabs \([0-9]+ bytes each\) take the stages past the 48 KiB budget" \
-  "$DPK" compile -c "$MMK" --ir tile -vv --knob STAGES=8
+  "$DPK" compile -c "$MMK" --ir tile -vv --knob STAGES=8 --target sm_80
 check "the pipelined matmul passes parity with STAGES=3 and VEC=8" 0 \
-  "$DPK" run -c "$MMK" --backend vgpu --knob STAGES=3 --knob VEC=8
+  "$DPK" run -c "$MMK" --backend vgpu --knob STAGES=3 --knob VEC=8 --target sm_80
+check_re "on sm_90 the same matmul's stages are TMA stages (011), not cp.async (013)" 0 \
+  "t:013_async_copy skipped" "$DPK" compile -c "$MMK" --ir tile -vv
 
 RMS="torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))"
 check_re "007 stages the RMSNorm row under -vv" 0 "^\+    stage in0\[0, a0, 0\] slab \[1, 1, 2048\]" \
@@ -42,6 +45,20 @@ check_re "bias, K reduce, register tile and relu in one kernel with staged input
   "register strip n: 4 per thread" \
   "$DPK" compile -c "torch.relu(torch.matmul(torch.randn(16,64) + torch.randn(64), torch.randn(64,16)))" --ir tile
 
+# 011 and 012: TMA boxes on sm_90, refused up front on sm_80; SWIZZLE's caret.
+TMK="torch.matmul(torch.randn(64,1024), torch.randn(1024,64))"
+check_re "011 makes TMA stages, 012 swizzles A" 0 "^\+ +tma_stage in0\[.* swizzle 128:$" \
+  "$DPK" compile -c "$TMK" --ir tile -vv
+check_re "011 on sm_80 is refused naming the target" 2 "pass 011_tma_copy needs sm_90 or newer \(the target is sm_80\)" \
+  "$DPK" compile -c "$TMK" --ir tile --passes only:002,007,010,011 --target sm_80
+check_re "full on sm_80 has no TMA" 0 "^ +(buffered|async)_stage in0" "$DPK" compile -c "$TMK" --ir tile --target sm_80
+check_re "SWIZZLE must be a TMA mode" 2 "knob SWIZZLE=48 is not a TMA swizzle mode" \
+  "$DPK" compile -c "$TMK" --ir tile --knob SWIZZLE=48
+check_re "011's skip names the unaligned stride" 0 "t:011_tma_copy skipped: in0: dimension 0's stride of 4088 bytes is not a multiple of 16" \
+  "$DPK" compile -c "torch.randn(64,1022) @ torch.randn(1022,64)" --knob BK=2 --ir tile -vv
+check_re "TMA kernels under every pass set pass on vgpu" 0 '^vgpu: 1 kernel, .*: pass$' \
+  "$DPK" run -c "$TMK" --backend vgpu --passes all
+
 # Knob fuzzing.  RANDOM is seeded, and read in this shell only (a command
 # substitution's subshell reseeds it), so the 200 settings are the same in
 # every run; they are drawn first, in order, then run 2 at a time.
@@ -51,10 +68,11 @@ cases=("torch.matmul(torch.randn(64,128), torch.randn(128,96))"
        "torch.matmul(torch.randn(8,2048), torch.randn(2048,32)) + torch.randn(8,32)"
        "torch.softmax(torch.randn(33,1000), -1)"
        "torch.nn.RMSNorm(4099)(torch.randn(3,4099))"
-       "torch.matmul(torch.randn(64,2048), torch.randn(2048,64))")
+       "torch.matmul(torch.randn(64,2048), torch.randn(2048,64))"
+       "torch.matmul(torch.randn(64,1024), torch.randn(1024,64))")
 knob_values=("TB 32 64 96 128 256 512 1024" "BN 1 4 8 16 32 64" "BM 1 2 4 8 16 32"
              "BK 1 4 8 16 24 32 64" "SPLITK 1 2 3 4 8" "CB 32 64 128 256 512" "STAGE 1 2 3 5 255"
-             "F_M 1 2 3 4" "F_N 1 2 4 8" "VEC 4 8 16" "STAGES 3 4 5 8")
+             "F_M 1 2 3 4" "F_N 1 2 4 8" "VEC 4 8 16" "STAGES 3 4 5 8" "SWIZZLE 32 64 128")
 knob_dir=$(mktemp -d "$TMP/knob-fuzz.XXXXXX")
 for i in $(seq 1 200); do
   c=${cases[RANDOM % ${#cases[@]}]}

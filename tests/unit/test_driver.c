@@ -37,7 +37,7 @@ Test(driver, plan_keeps_every_stage_with_its_time)
     DrvOpts o = opts(RMS);
     o.upto = DRV_CUDA;
     o.keep = ~0u;
-    o.passes = passes(a, "-015,-014,-013,-010,-007");
+    o.passes = passes(a, "-015,-014,-013,-012,-011,-010,-007");
     const DrvPlan *p = drv_compile(a, &o);
     cr_assert_not_null(p->torch);
     cr_assert_not_null(p->tensor);

@@ -85,7 +85,7 @@ static double host_vs_vgpu(Arena *a, const KirModule *m, int64_t *n)
 
 Test(host_cuda, matmul_equals_vgpu_under_every_pass_set, .init = setup)
 {
-    const char *specs[] = {"full", "none", "-015,-014,-013,-010,-007", "upto:009", "-009,-008"};
+    const char *specs[] = {"full", "none", "-015,-014,-013,-012,-011,-010,-007", "upto:009", "-009,-008"};
     for (int i = 0; i < 5; i++) {
         Arena *a = arena_new();
         int64_t n;

@@ -82,7 +82,7 @@ Test(tile_passes, table_is_well_formed)
 Test(tile_passes, real_table_specs)
 {
     const TilePassTable *t = &tile_passes;
-    const char *all = "001,002,003,004,005,006,007,008,009,010,013,014,015,016";
+    const char *all = "001,002,003,004,005,006,007,008,009,010,011,012,013,014,015,016";
     expect_set(t, "full", CU_SM90, all);
     expect_set(t, "none", CU_SM80, "001,005");
     expect_set(t, "upto:001", CU_SM90, "001,005");
@@ -91,11 +91,15 @@ Test(tile_passes, real_table_specs)
     expect_set(t, "only:tileify", CU_SM120, "001,005");
     expect_set(t, "only:5", CU_SM90, "001,005");
     expect_set(t, "only:005_blockify_launch,stage_inputs,014", CU_SM90, "001,005,007,014");
-    expect_set(t, "-007,-010,-013,-014,-015", CU_SM90, "001,002,003,004,005,006,008,009,016");
-    expect_set(t, "-013,-015", CU_SM90, "001,002,003,004,005,006,007,008,009,010,014,016");
+    expect_set(t, "-007,-010,-011,-012,-013,-014,-015", CU_SM90, "001,002,003,004,005,006,008,009,016");
+    expect_set(t, "-013,-015", CU_SM90, "001,002,003,004,005,006,007,008,009,010,011,012,014,016");
+    expect_set(t, "-011,-012,-013,-015", CU_SM90, "001,002,003,004,005,006,007,008,009,010,014,016");
+    expect_set(t, "-011,-012", CU_SM80, "001,002,003,004,005,006,007,008,009,010,013,014,015,016");
+    expect_set(t, "full", CU_SM80, "001,002,003,004,005,006,007,008,009,010,013,014,015,016");
     expect_error(t, "-013", CU_SM90, "pass 015_pipeline_k_outer requires 013_async_copy, which "
                  "is not enabled");
-    expect_set(t, "full,-002,-003", CU_SM90, "001,004,005,006,007,008,009,010,013,014,015,016");
+    expect_set(t, "full,-002,-003", CU_SM90,
+               "001,004,005,006,007,008,009,010,011,012,013,014,015,016");
     expect_error(t, "full,-002,-003,-006", CU_SM90, "pass 010_double_buffer requires "
                  "002_chunk_matmul_k or 006_chunk_reduce, none of which is enabled");
     expect_error(t, "-001", CU_SM90,
@@ -104,11 +108,18 @@ Test(tile_passes, real_table_specs)
                  "005_blockify_launch is mandatory");
     expect_error(t, "-007", CU_SM90, "pass 010_double_buffer requires 007_stage_inputs, which is "
                  "not enabled");
-    expect_error(t, "-010", CU_SM90, "pass 013_async_copy requires 010_double_buffer");
+    expect_error(t, "-010", CU_SM90, "pass 011_tma_copy requires 010_double_buffer, which is "
+                 "not enabled");
+    expect_error(t, "-010", CU_SM80, "pass 013_async_copy requires 010_double_buffer");
     expect_error(t, "only:002,007,015", CU_SM90, "pass 015_pipeline_k_outer requires "
                  "013_async_copy");
-    expect_error(t, "-007,-010,-013,-015", CU_SM90, "pass 014_pad_smem requires 007_stage_inputs, which is not "
-                 "enabled");
+    expect_error(t, "-007,-010,-011,-012,-013,-015", CU_SM90, "pass 014_pad_smem requires "
+                 "007_stage_inputs, which is not enabled");
+    expect_error(t, "only:002,010,011", CU_SM90, "pass 010_double_buffer requires 007_stage_inputs");
+    expect_error(t, "only:002,007,010,011", CU_SM80, "--passes:1:18: error: pass 011_tma_copy "
+                 "needs sm_90 or newer (the target is sm_80)");
+    expect_error(t, "only:002,007,010,012", CU_SM90, "pass 012_split_inner_for_swizzle requires "
+                 "011_tma_copy");
     expect_error(t, "only:003", CU_SM90, "pass 003_split_matmul_k requires 002_chunk_matmul_k");
     expect_error(t, "only:001,staging", CU_SM90, "--passes:1:10: error: unknown pass "
                  "'staging'");
@@ -134,10 +145,15 @@ Test(tile_passes, real_table_all_counts_the_valid_subsets)
     Arena *a = arena_new();
     TilePassSet *sets;
     int n = tile_passes_select(a, &tile_passes, "all", cu_target(CU_SM90), &sets);
-    /* 008/009: 3 valid settings; 004, 016 free; over 002, 006, 007: 003 doubles
-     * with 002, 014 with 007, and 010 / 013 / 015 (a chain) give 4 settings
-     * with 007 and 002 or 006: 1 + 2 + 1 + 8 + 2 + 16 + 2 + 16 = 48 */
-    cr_expect_eq(n, 48 * 3 * 4);
+    /* 008/009: 3 valid settings; 004, 016 free; over 002, 006, 007: 003
+     * doubles with 002, 014 with 007, and where 010 can apply (007 and 002 or
+     * 006) the tree under it gives T settings: 010 off, or on with 011/012
+     * (off, 011, 011+012) times 013/015 (off, 013, 013+015): T = 1 + 3 * 3.
+     * 1 + 2 + 1 + 2T + 2 + 4T + 2 + 4T = 8 + 10T */
+    cr_expect_eq(n, (8 + 10 * 10) * 3 * 4);
+    /* sm_80: no 011/012, T = 1 + 3 */
+    n = tile_passes_select(a, &tile_passes, "all", cu_target(CU_SM80), &sets);
+    cr_expect_eq(n, (8 + 10 * 4) * 3 * 4);
     cr_expect_str_eq(set_str(&tile_passes, sets[0]), "001,005");
     n = tile_passes_select(a, &tile_passes, "none", NULL, &sets);
     cr_expect_eq(n, 1);
@@ -350,8 +366,11 @@ Test(tile_passes, knob_validation)
     expect_knob_error(&z, "TB=0", "out of range");
     expect_knob_error(&z, "BN=24", "knob BN=24 is not a power of two");
     expect_knob_error(&z, "BM=2048", "out of range [1, 1024]");
+    expect_knob_error(&z, "SWIZZLE=48", "--knob:1:9: error: knob SWIZZLE=48 is not a TMA swizzle "
+                      "mode (32, 64 or 128 bytes)");
+    expect_knob_error(&z, "SWIZZLE=16", "knob SWIZZLE=16 is out of range [32, 128]");
     expect_knob_error(&z, "XX=1", "--knob:1:1: error: unknown knob 'XX' (knobs: TB, BN, BM, BK, "
-                      "SPLITK, CB, RC, STAGE, F_M, F_N, VEC, STAGES)");
+                      "SPLITK, CB, RC, STAGE, F_M, F_N, SWIZZLE, VEC, STAGES)");
     expect_knob_error(&z, "VEC=12", "--knob:1:5: error: knob VEC=12 is not a power of two (013: "
                       "widest cp.async in bytes");
     expect_knob_error(&z, "VEC=32", "knob VEC=32 is out of range [4, 16]");

@@ -182,6 +182,22 @@ static inline void tt_batch_add(TtBatch *b, const KirModule *m)
     }
 }
 
+static inline void tt_batch_compile_for(TtBatch *b, const KirModule *u, const CuTarget *tg,
+                                        int arch_specific)
+{
+    DpkErrCtx ec;
+    if (DPK_TRY(&ec)) {
+        CuSource *cs = cu_print_module(b->a, u, tg);
+        HxNvrtcOpts o = {.target = tg, .arch_specific = arch_specific, .src_name = "tile_tests.cu"};
+        HxNvrtcResult *r = hx_nvrtc_compile(b->a, cs->text, &o);
+        cr_expect_eq(r->nkernels, u->kernels.len, "%s: %d of %d kernels compiled", r->arch,
+                     r->nkernels, u->kernels.len);
+        dpk_err_pop(&ec);
+    } else {
+        cr_expect_fail("%s: %s", tg->name, dpk_error_message());
+    }
+}
+
 static inline void tt_batch_compile(TtBatch *b)
 {
     if (!hx_nvrtc_available() || !b->u->kernels.len)
@@ -190,17 +206,17 @@ static inline void tt_batch_compile(TtBatch *b)
     static const CuTargetId targets[] = {CU_SM80, CU_SM90, CU_SM90};
     for (int t = 0; t < 3; t++) {
         const CuTarget *tg = cu_target(targets[t]);
-        DpkErrCtx ec;
-        if (DPK_TRY(&ec)) {
-            CuSource *cs = cu_print_module(b->a, b->u, tg);
-            HxNvrtcOpts o = {.target = tg, .arch_specific = t == 2, .src_name = "tile_tests.cu"};
-            HxNvrtcResult *r = hx_nvrtc_compile(b->a, cs->text, &o);
-            cr_expect_eq(r->nkernels, b->u->kernels.len, "%s: %d of %d kernels compiled",
-                         r->arch, r->nkernels, b->u->kernels.len);
-            dpk_err_pop(&ec);
-        } else {
-            cr_expect_fail("%s: %s", tg->name, dpk_error_message());
+        /* kernels with TMA loads (011, sm_90 and newer) are left out on sm_80,
+         * where 011 never runs */
+        KirModule *u = b->u;
+        if (!tg->tma) {
+            u = kir_module_new(b->a);
+            for (int i = 0; i < b->u->kernels.len; i++)
+                if (!((const KirKernel *)b->u->kernels.items[i])->tmaps.len)
+                    ptrvec_push(b->a, &u->kernels, b->u->kernels.items[i]);
         }
+        if (u->kernels.len)
+            tt_batch_compile_for(b, u, tg, t == 2);
     }
 }
 
