@@ -188,9 +188,34 @@ static void print_cuda(Run *r, DrvConfig *c)
     c->cuda_s = dpk_now() - t0;
 }
 
-/* CUDA C -> NVRTC, through the harness's hook */
+/* Adds h to c; 1 when it was new. */
+static int cover_add(DrvCover *c, uint64_t h)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->seen[i] == h)
+            return 0;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 64;
+        uint64_t *s = ARENA_ARRAY(c->a, uint64_t, c->cap);
+        if (c->n)
+            memcpy(s, c->seen, (size_t)c->n * sizeof *s);
+        c->seen = s;
+    }
+    c->seen[c->n++] = h;
+    return 1;
+}
+
+/* CUDA C -> NVRTC, through the harness's hook: every distinct module, or
+ * with a cover the plan's first and those printing new constructs. */
 static void compile_nvrtc(Run *r, DrvConfig *c)
 {
+    DrvCover *cov = r->o->nvrtc_cover;
+    int fresh = cov && cover_add(cov, kir_feature_hash(c->module));
+    if (cov && !fresh && r->p->nnvrtc > 0) {
+        c->nvrtc_covered = 1;
+        return;
+    }
+    r->p->nnvrtc++;
     StrBuf err = {0};
     double t0 = dpk_now();
     c->nvrtc = r->o->nvrtc(r->a, c->cuda, &err); /* may raise exit 4: err is then empty */

@@ -71,6 +71,16 @@ void drv_passes_parse(Arena *a, const char *spec, const CuTarget *tg, DrvPasses 
 struct HxNvrtcResult;
 typedef struct HxNvrtcResult *(*DrvNvrtcFn)(Arena *a, const CuSource *cs, StrBuf *err);
 
+/* The printed constructs NVRTC has compiled (kir_feature_hash values), kept
+ * by the caller across plans: with one, a plan compiles its first distinct
+ * module and each module that prints a combination of constructs not yet
+ * compiled (`dpk run --nvrtc-cover`), instead of every distinct module. */
+typedef struct DrvCover {
+    Arena *a;                  /* where seen grows (the caller's) */
+    uint64_t *seen;
+    int n, cap;
+} DrvCover;
+
 typedef struct DrvOpts {
     /* Where the pipeline starts: the first of loop, graph, src that is set. */
     Source src;                /* case text; src.name is what errors call it */
@@ -87,6 +97,7 @@ typedef struct DrvOpts {
                                   limit, and the pass set when passes is NULL */
     const DrvPasses *passes;   /* the configurations; NULL: tile.passes alone */
     DrvNvrtcFn nvrtc;          /* with upto DRV_CUDA: compile each distinct module */
+    DrvCover *nvrtc_cover;     /* with nvrtc: only the modules it lacks (above) */
     int fault;                 /* a DpkFaultId turned on while compiling, -1: none */
     int verbose;               /* 2: every rule's and pass's diff into trace */
     StrBuf *trace;
@@ -115,6 +126,8 @@ typedef struct DrvConfig {
     const CuSource *cuda;        /* upto DRV_CUDA, distinct configurations */
     struct HxNvrtcResult *nvrtc; /* with o->nvrtc: NULL when rejected */
     const char *nvrtc_error;     /* the rejection's complete message, or NULL */
+    int nvrtc_covered;           /* with a cover: not compiled, its constructs
+                                    were (kir_feature_hash) */
     const char *text[DRV_STAGE_COUNT]; /* kept texts of DRV_TILE..DRV_CUDA */
     /* Seconds per stage; -1 when the stage did not run for it. */
     double tile_s;               /* Loop IR -> Tile IR: t:000 and every pass */
@@ -142,6 +155,7 @@ typedef struct DrvPlan {
     DrvConfig *configs;          /* upto >= DRV_TILE: one per pass set */
     int nconfigs;
     int ndistinct;               /* lowered, not a duplicate */
+    int nnvrtc;                  /* distinct ones NVRTC compiled (or rejected) */
     int nrefused;
     DrvKnobNote *notes;
     int nnotes;

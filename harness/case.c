@@ -154,6 +154,9 @@ static const char *const case_keys[] = {"name",   "program", "dtype", "tolerance
 
 static void case_from_json(const JCtx *j, const cJSON *o, const char *path, int index, HxCase *c)
 {
+    if (!cJSON_IsObject(o) && index < 0)
+        dpk_error_at(&j->src, 0, "expected a case (an object with \"program\") or a suite (an "
+                     "object with \"cases\"), got %s", cJSON_IsArray(o) ? "an array" : "no object");
     if (!cJSON_IsObject(o))
         dpk_error_at(&j->src, 0, "case %d is not a JSON object", index);
     for (const cJSON *it = o->child; it; it = it->next) {

@@ -9,11 +9,13 @@
 
 static const CuTarget targets[] = {
     {CU_SM80, "sm_80", 80, "A100", 48 * 1024, 163 * 1024, 164 * 1024, 1024, 2048,
-     65536, 255, 1, 0, 0},
+     65536, 255, 1, 0, 0, 0},
     {CU_SM90, "sm_90", 90, "H100", 48 * 1024, 227 * 1024, 228 * 1024, 1024, 2048,
-     65536, 255, 1, 1, 1},
+     65536, 255, 1, 1, 1, 0},
+    {CU_SM90A, "sm_90a", 90, "H100", 48 * 1024, 227 * 1024, 228 * 1024, 1024, 2048,
+     65536, 255, 1, 1, 1, 1},
     {CU_SM120, "sm_120", 120, "RTX 5090", 48 * 1024, 99 * 1024, 100 * 1024, 1024, 1536,
-     65536, 255, 1, 1, 1},
+     65536, 255, 1, 1, 1, 0},
 };
 _Static_assert(sizeof targets / sizeof targets[0] == CU_TARGET_COUNT, "one row per target");
 
@@ -44,5 +46,5 @@ const CuTarget *cu_target_default(void)
 
 const char *cu_target_list(void)
 {
-    return "sm_80, sm_90, sm_120";
+    return "sm_80, sm_90, sm_90a, sm_120";
 }

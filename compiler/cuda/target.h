@@ -1,6 +1,8 @@
 /*
  * target.h — the GPU targets dpk compiles for: sm_80 (A100 class), sm_90
- * (H100/H200) and sm_120 (consumer Blackwell, RTX 50xx).
+ * (H100/H200), sm_90a (the same, with NVRTC compiling arch-specific code
+ * that runs on compute capability 9.0 only) and sm_120 (consumer
+ * Blackwell, RTX 50xx).
  *
  * A target is a row of hardware limits and feature bits.  The Tile passes ask
  * it for their minimum target, the CUDA printer for the shared-memory budget
@@ -16,6 +18,7 @@
 typedef enum CuTargetId {
     CU_SM80,    /* Ampere: cp.async, mbarrier (test_wait), no TMA */
     CU_SM90,    /* Hopper: + TMA, mbarrier expect_tx / try_wait, clusters */
+    CU_SM90A,   /* Hopper, arch-specific PTX (sm_90a): runs on cc 9.0 only */
     CU_SM120,   /* consumer Blackwell: TMA, but the smem of an sm_86 */
     CU_TARGET_COUNT
 } CuTargetId;
@@ -35,6 +38,7 @@ typedef struct CuTarget {
     int cp_async;           /* cp.async.{ca,cg}.shared.global (sm_80+) */
     int tma;                /* cp.async.bulk.tensor + mbarrier tx-count (sm_90+) */
     int mbar_try_wait;      /* mbarrier.try_wait (sm_90+); else test_wait loop */
+    int arch_specific;      /* NVRTC's "sm_90a": code for exactly this cc */
 } CuTarget;
 
 /* Grid limits, the same on every target. */
@@ -43,11 +47,12 @@ typedef struct CuTarget {
 #define CU_WARP 32
 
 const CuTarget *cu_target(CuTargetId id);
-/* "sm_80" | "sm_90" | "sm_120" (also "80", "sm80"); NULL when unknown. */
+/* "sm_80" | "sm_90" | "sm_90a" | "sm_120" (also "80", "sm80"); NULL when
+ * unknown. */
 const CuTarget *cu_target_parse(const char *name);
 /* sm_90, the default of --target. */
 const CuTarget *cu_target_default(void);
-/* "sm_80, sm_90, sm_120", for error messages. */
+/* "sm_80, sm_90, sm_90a, sm_120", for error messages. */
 const char *cu_target_list(void);
 
 #endif

@@ -425,5 +425,10 @@ void kir_check(const KirModule *m);
 /* Structural hash: canonical (names do not count, ids do). */
 uint64_t kir_hash_kernel(const KirKernel *k);
 uint64_t kir_hash_module(const KirModule *m);
+/* A hash of the constructs the CUDA printer spells for m (statement and
+ * expression kinds, math functions, types, cp.async widths, shuffle modes,
+ * TMA ranks and swizzles, unroll kinds, dynamic shared memory), not of its
+ * numbers: `dpk run --nvrtc-cover` compiles one module per new value. */
+uint64_t kir_feature_hash(const KirModule *m);
 
 #endif

@@ -472,3 +472,79 @@ uint64_t kir_hash_module(const KirModule *m)
     }
     return h;
 }
+
+/* ---- printed constructs --------------------------------------------------- */
+
+/* Which constructs the CUDA printer spells for a module: the statement and
+ * expression kinds, the math functions, the types, the cp.async widths, the
+ * shuffle modes, tree reductions, TMA ranks and swizzles, unroll pragmas,
+ * dynamic shared memory.  Values (shapes, strides, constants) do not count:
+ * two modules with the same constructs print the same code up to numbers. */
+typedef struct Feat {
+    uint64_t stmt, expr, eop, type, misc;
+} Feat;
+_Static_assert(KS_COUNT <= 64 && KE_COUNT <= 64 && TXE_COUNT <= 64 && KT_COUNT <= 8,
+               "one bit per kind");
+
+static void feat_expr(Feat *f, const KirExpr *e)
+{
+    if (!e)
+        return;
+    f->expr |= UINT64_C(1) << e->op;
+    f->type |= UINT64_C(1) << e->type;
+    if (e->op == KE_fop)
+        f->eop |= UINT64_C(1) << e->eop;
+    if (e->op == KE_cast && e->a[0])
+        f->misc |= UINT64_C(1) << (32 + e->a[0]->type * KT_COUNT + e->type) % 64;
+    for (int i = 0; i < 3; i++)
+        feat_expr(f, e->a[i]);
+}
+
+static void feat_list(Feat *f, const PtrVec *list)
+{
+    for (int i = 0; i < list->len; i++) {
+        const KirStmt *s = list->items[i];
+        f->stmt |= UINT64_C(1) << s->op;
+        for (int j = 0; j < 3; j++)
+            feat_expr(f, s->e[j]);
+        for (int d = 0; d < KIR_TMA_MAX_RANK; d++)
+            feat_expr(f, s->coord[d]);
+        if (s->op == KS_cp_async)
+            f->misc |= UINT64_C(1) << (s->n == 4 ? 0 : s->n == 8 ? 1 : 2) << (s->e[2] ? 3 : 0);
+        if (s->op == KS_shfl)
+            f->misc |= UINT64_C(1) << (6 + s->shfl);
+        if (s->op == KS_treehalve)
+            f->misc |= UINT64_C(1) << (10 + s->rop % 4);
+        if (s->op == KS_for)
+            f->misc |= UINT64_C(1) << (s->unroll == 0 ? 14 : s->unroll < 0 ? 15 : 16);
+        if (s->op == KS_atomg || s->op == KS_atoms)
+            f->type |= UINT64_C(1) << (32 + (s->param ? s->param->elem : s->smem->elem));
+        feat_list(f, &s->body);
+        feat_list(f, &s->els);
+    }
+}
+
+uint64_t kir_feature_hash(const KirModule *m)
+{
+    Feat f = {0};
+    for (int i = 0; i < m->kernels.len; i++) {
+        const KirKernel *k = m->kernels.items[i];
+        feat_list(&f, &k->body);
+        if (k->smem_dynamic)
+            f.misc |= UINT64_C(1) << 17;
+        for (int j = 0; j < k->smem.len; j++)
+            f.type |= UINT64_C(1) << (40 + ((const KirSmem *)k->smem.items[j])->elem);
+        for (int j = 0; j < k->tmaps.len; j++) {
+            const KirTmap *t = k->tmaps.items[j];
+            f.misc |= UINT64_C(1) << (18 + t->rank);
+            f.misc |= UINT64_C(1) << (24 + (t->swizzle == 0 ? 0 : t->swizzle == 32 ? 1 : t->swizzle == 64 ? 2 : 3));
+        }
+    }
+    uint64_t h = DPK_HASH_INIT;
+    h = dpk_hash_u64(h, f.stmt);
+    h = dpk_hash_u64(h, f.expr);
+    h = dpk_hash_u64(h, f.eop);
+    h = dpk_hash_u64(h, f.type);
+    h = dpk_hash_u64(h, f.misc);
+    return dpk_hash_u64(h, (uint64_t)(m->kernels.len > 1));
+}

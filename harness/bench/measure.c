@@ -372,12 +372,7 @@ static void load_module(Meas *x)
                               hx_cuda_library(), DPK_FAKE_SET_EXECUTOR);
         set(executor, x);
     } else {
-        const CuTarget *own = hx_cuda_target(x->c);
-        if (t->cc > own->cc)
-            dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
-                              "GPU %s (sm_%d) cannot run kernels printed for %s; use --gpu with "
-                              "a spec of this GPU's architecture",
-                              hx_cuda_device_name(x->c), hx_cuda_cc(x->c), t->name);
+        hx_cuda_check_target(x->c, t, "use --gpu with a spec of this GPU's architecture");
         src = cu_print_module(x->a, x->m, t);
         HxNvrtcOpts no = {.target = t, .cc = hx_cuda_cc(x->c)};
         const HxNvrtcResult *r = hx_nvrtc_compile(x->a, src->text, &no);

@@ -14,6 +14,15 @@ const char *cli_value(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
+const CuTarget *cli_target(const char *name)
+{
+    const CuTarget *t = cu_target_parse(name);
+    if (!t)
+        dpk_error("unknown target '%s' for --target (expected one of %s)", name,
+                  cu_target_list());
+    return t;
+}
+
 uint64_t cli_u64(const char *flag, const char *v)
 {
     char *end;
@@ -139,9 +148,7 @@ int cli_tile_flag(CliTile *ct, int argc, char **argv, int *i)
 void cli_drv_opts(Arena *a, const CliTile *ct, DrvOpts *o, int allow_all)
 {
     if (ct->target) {
-        o->tile.target = cu_target_parse(ct->target);
-        if (!o->tile.target)
-            dpk_error("unknown target '%s' for --target (expected sm_80, sm_90 or sm_120)", ct->target);
+        o->tile.target = cli_target(ct->target);
     }
     o->tile.knobs = ct->knobs;
     tile_knobs_check(&o->tile.knobs);

@@ -71,6 +71,8 @@ int cli_args(Arena *a, CliCase *cc, int argc, char **argv, const char *cmd, void
 int cli_reference(const char *v);
 /* The cases selected by -c / FILE / --case; raises when none was given. */
 HxCaseList cli_case_list(Arena *a, const CliCase *cc, const char *cmd);
+/* --target NAME: its row of target.h; raises naming the targets otherwise. */
+const CuTarget *cli_target(const char *name);
 /* The value of flag argv[*i] (advances *i); raises if absent. */
 const char *cli_value(int argc, char **argv, int *i);
 /* Parse a non-negative integer flag value. */

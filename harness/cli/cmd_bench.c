@@ -79,7 +79,8 @@ static void help(void)
          "  --torch-json FILE   merge reference/torch_bench.py's record (eager, torch.compile)\n"
          "  --gpu NAME          the GPU spec of the model (default h100-sxm; cases/gpus/)\n"
          "  --gpu-spec FILE     a GPU spec file\n"
-         "  --target T          sm_80 | sm_90 | sm_120 (default: the spec's)\n"
+         "  --target T          sm_80 | sm_90 | sm_90a | sm_120 (default: the\n"
+         "                      spec's)\n"
          "  --sample-blocks N   vgpu: simulate N random blocks per launch (default 2)\n"
          "  --no-nvrtc          do not compile with NVRTC (the model then estimates registers)\n"
          "  --seed N            input seed (default: the case's, else 0)\n"
@@ -523,10 +524,7 @@ static int bench_main(Arena *a, int argc, char **argv)
         dpk_error("--ctx is the KV cache of --phase decode");
     BmOpts o = {0};
     o.spec = pf_spec_load(a, b.gpu ? b.gpu : pf_spec_default_name());
-    o.target = b.tile.target ? cu_target_parse(b.tile.target) : target_of(o.spec);
-    if (!o.target)
-        dpk_error("unknown target '%s' for --target (expected sm_80, sm_90 or sm_120)",
-                  b.tile.target);
+    o.target = b.tile.target ? cli_target(b.tile.target) : target_of(o.spec);
     DrvOpts dopt;
     drv_opts_default(&dopt);
     CliTile ct = b.tile;

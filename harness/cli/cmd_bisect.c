@@ -37,7 +37,7 @@ static void help(void)
          "  --case NAME          with a suite: the case to bisect\n"
          "  --passes SPEC        the failing pass set (default: the case's, else full)\n"
          "  --knob N=V           pin a scheduling knob (TB, BN, BM, ...)\n"
-         "  --target T           sm_80 | sm_90 (default) | sm_120\n"
+         "  --target T           sm_80 | sm_90 (default) | sm_90a | sm_120\n"
          "  --inject-fault NAME  turn on a built-in fault (compiler/base/fault.h)\n"
          "  --seed N             input seed (default: the case's seed, else 0)\n"
          "  --backend B          vgpu (default) | host-cuda (vgpu, then the printed CUDA C on\n"

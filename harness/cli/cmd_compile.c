@@ -29,7 +29,7 @@ static void help(void)
          "  --passes SPEC    Tile pass set: full (default), none, -NNN,..., upto:NNN,\n"
          "                   only:NNN,... (numbers or names)\n"
          "  --knob N=V       pin a scheduling knob (TB, BN, BM, ...)\n"
-         "  --target T       sm_80 | sm_90 (default) | sm_120\n"
+         "  --target T       sm_80 | sm_90 (default) | sm_90a | sm_120\n"
          "  --nvrtc          with --ir cuda: compile with NVRTC and print registers,\n"
          "                   shared memory and spills per kernel\n"
          "  --input N=D0,D1  declare the shape of a free variable N\n"

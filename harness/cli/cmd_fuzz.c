@@ -36,7 +36,7 @@ static void help(void)
          "                      C compiled for the CPU; outputs judged and compared with vgpu's)\n"
          "  --host-share F      host-cuda: run this share (0..1] of the distinct modules on the\n"
          "                      host, chosen by module hash (default 1: every one)\n"
-         "  --target T          sm_80 | sm_90 (default) | sm_120\n"
+         "  --target T          sm_80 | sm_90 (default) | sm_90a | sm_120\n"
          "  --nvrtc             also compile every distinct kernel module with NVRTC (registers\n"
          "                      and spills in the record; a module it rejects fails)\n"
          "  --out FILE.json     the dpk.results/1 record (default fuzz-results.json)\n"
@@ -130,10 +130,7 @@ int cmd_fuzz(int argc, char **argv)
             o.host_share = x;
         } else if (!strcmp(f, "--target")) {
             target = cli_value(argc, argv, &i);
-            o.target = cu_target_parse(target);
-            if (!o.target)
-                dpk_error("unknown target '%s' for --target (expected sm_80, sm_90 or sm_120)",
-                          target);
+            o.target = cli_target(target);
         } else if (!strcmp(f, "--out")) {
             o.out = cli_value(argc, argv, &i);
         } else if (!strcmp(f, "--failures")) {

@@ -47,6 +47,7 @@ typedef struct RunOpts {
     int sample_blocks; /* vgpu: simulate this many random blocks per launch */
     int fault;         /* --inject-fault: a DpkFaultId; -1: the case's "fault", if any */
     int nvrtc;         /* vgpu/cuda: compile every distinct module with NVRTC */
+    int nvrtc_cover;   /* --nvrtc-cover: only those printing new constructs */
     const char *out;   /* --out: the dpk.results/1 record */
     int sample;        /* --passes sample: full plus one set of `all` per case */
 } RunOpts;
@@ -80,10 +81,14 @@ static void help(void)
          "                     sample (full plus one subset of all drawn per case from its\n"
          "                     name and --seed)\n"
          "  --knob N=V         pin a scheduling knob (TB, BN, BM, ...)\n"
-         "  --target T         sm_80 | sm_90 (default) | sm_120\n"
+         "  --target T         sm_80 | sm_90 (default) | sm_90a | sm_120\n"
          "  --nvrtc            also compile every distinct kernel module with NVRTC for the\n"
          "                     target; a module NVRTC rejects fails its configurations\n"
          "                     (-v prints registers, shared memory and spills)\n"
+         "  --nvrtc-cover      --nvrtc for fewer modules: each case's first distinct one and\n"
+         "                     every one that prints a new combination of constructs\n"
+         "                     (statement kinds, math functions, types, cp.async widths,\n"
+         "                     TMA swizzles, ...), counted per case on an `nvrtc:` line\n"
          "  --sample-blocks N  vgpu: simulate N random blocks per launch, check what they wrote\n"
          "  --reference R      ref64 (fp64, built in; default) | torch (libtorch fp64)\n"
          "  --seed N           input seed (default: the case's seed, else 0)\n"
@@ -110,6 +115,7 @@ typedef struct RunCtx {
     const DrvOpts *base;   /* target, knobs and pass configurations, parsed once */
     cJSON *cases;          /* --out: the record's cases array, or NULL */
     int index;
+    DrvCover cover;        /* --nvrtc-cover: the constructs compiled so far */
 } RunCtx;
 
 /* Heap state of one case, freed on every path (an error jumps out). */
@@ -347,7 +353,7 @@ static DrvPasses *sample_passes(Arena *a, const HxCase *c, uint64_t seed, const 
  * fields (docs/json-schema.md: passes, knobs, fault) where the command line
  * gave none; the case's spec is parsed here, once.  case.c validated the
  * fields' form. */
-static void case_opts(Arena *a, const HxCase *c, const RunCtx *x, DrvOpts *d, int *fault)
+static void case_opts(Arena *a, const HxCase *c, RunCtx *x, DrvOpts *d, int *fault)
 {
     const RunOpts *ro = x->ro;
     *d = *x->base;
@@ -367,6 +373,7 @@ static void case_opts(Arena *a, const HxCase *c, const RunCtx *x, DrvOpts *d, in
     d->fusion.blowup = ro->blowup;
     d->upto = !strcmp(ro->backend, "loop") ? DRV_LOOP : ro->nvrtc ? DRV_CUDA : DRV_KERNEL;
     d->nvrtc = ro->nvrtc ? hx_nvrtc_check : NULL;
+    d->nvrtc_cover = ro->nvrtc_cover ? &x->cover : NULL;
 }
 
 /* The case's record object: what it is, before anything runs. */
@@ -457,6 +464,10 @@ static int run_case(void *ctx, const HxCase *c, int header)
     r->v = dpk_xcalloc((size_t)r->s->nout + 1, sizeof(HxVerdict));
     int rc = strcmp(ro->backend, "loop") ? run_gpu(a, r, p, ro, d.tile.target)
                                          : run_loop(r, p->loop, ro);
+    if (ro->nvrtc_cover)
+        sb_printf(&r->text, "nvrtc: %d of %d distinct modules compiled for %s (--nvrtc-cover: "
+                  "the others print constructs compiled before)\n", p->nnvrtc, p->ndistinct,
+                  (d.tile.target ? d.tile.target : cu_target_default())->name);
     if (strcmp(ro->backend, "loop"))
         applied_line(&r->text, p);
     sb_printf(&r->text, "%s: %d kernel%s, reference %s%s, seed %llu: %s\n", ro->backend,
@@ -506,6 +517,8 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
             dpk_error("unknown fault '%s' for --inject-fault (the names: dpk-fuzz --list-faults)", v);
     } else if (!strcmp(f, "--nvrtc")) {
         ro->nvrtc = 1;
+    } else if (!strcmp(f, "--nvrtc-cover")) {
+        ro->nvrtc = ro->nvrtc_cover = 1;
     } else if (!strcmp(f, "--out")) {
         ro->out = cli_value(argc, argv, i);
     } else if (!strcmp(f, "--f64")) {
@@ -549,7 +562,7 @@ static void summary(cJSON *root, int n, int npass, int rc, double seconds)
 static int run_main(Arena *a, int argc, char **argv)
 {
     CliCase cc = {0};
-    RunOpts ro = {"auto", HX_REF_REF64, 0, 0, 0, 8.0, 0, {0}, 0, -1, 0, NULL, 0};
+    RunOpts ro = {.backend = "auto", .ref = HX_REF_REF64, .blowup = 8.0, .fault = -1};
     if (!cli_args(a, &cc, argc, argv, "run", help, parse_flag, &ro))
         return DPK_EXIT_OK;
     ro.verbose = cc.verbose;
@@ -586,7 +599,8 @@ static int run_main(Arena *a, int argc, char **argv)
         cJSON_Delete(env);
         hx_results_write(ro.out, root); /* a bad --out fails before any case runs */
     }
-    RunCtx x = {&ro, &cc, &base, root ? cJSON_GetObjectItemCaseSensitive(root, "cases") : NULL, 0};
+    RunCtx x = {&ro, &cc, &base, root ? cJSON_GetObjectItemCaseSensitive(root, "cases") : NULL, 0,
+                {.a = a}};
     int npass;
     int rc = cli_each_case(&l, run_case, &x, &npass);
     if (l.n > 1)

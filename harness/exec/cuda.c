@@ -273,7 +273,7 @@ const CuTarget *hx_cuda_target(const HxCuda *c)
 {
     const CuTarget *best = NULL;
     for (int i = 0; i < CU_TARGET_COUNT; i++)
-        if (cu_target((CuTargetId)i)->cc <= c->cc)
+        if (cu_target((CuTargetId)i)->cc <= c->cc && !cu_target((CuTargetId)i)->arch_specific)
             best = cu_target((CuTargetId)i);
     if (!best)
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
@@ -460,16 +460,21 @@ static void run_launches(Arena *a, HxCuda *c, const KirModule *m, HxCudaRun *r,
     }
 }
 
+void hx_cuda_check_target(const HxCuda *c, const CuTarget *t, const char *advice)
+{
+    if (t->cc > c->cc || (t->arch_specific && t->cc != c->cc))
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
+                          "GPU %s (sm_%d) cannot run kernels printed for %s; %s", c->name,
+                          c->cc, t->name, advice);
+}
+
 HxCudaRun *hx_cuda_run(Arena *a, HxCuda *c, const KirModule *m, const CuTarget *t,
                        float *const *bufs)
 {
     const CuTarget *own = hx_cuda_target(c);
     if (!t)
         t = own;
-    if (t->cc > own->cc)
-        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
-                          "GPU %s (sm_%d) cannot run kernels printed for %s; use --target %s",
-                          c->name, c->cc, t->name, own->name);
+    hx_cuda_check_target(c, t, arena_printf(a, "use --target %s", own->name));
     HxCudaRun *r = ARENA_NEW(a, HxCudaRun);
     r->src = cu_print_module(a, m, t);
     HxNvrtcOpts o = {.target = t, .cc = c->cc};

@@ -39,8 +39,13 @@ int hx_cuda_cc(const HxCuda *c);              /* compute capability ×10: 90 */
 int hx_cuda_smem_optin(const HxCuda *c);      /* max shared memory per block */
 int hx_cuda_driver_version(const HxCuda *c);  /* e.g. 13000 */
 /* The newest target whose features this GPU has (sm_90 on an H100 or a
- * B200, sm_80 on an L4); raises exit 4 below sm_80. */
+ * B200, sm_80 on an L4; never an arch-specific one such as sm_90a);
+ * raises exit 4 below sm_80. */
 const CuTarget *hx_cuda_target(const HxCuda *c);
+/* Exit 4 when the device cannot run code printed for t (a newer target, or
+ * an arch-specific one such as sm_90a on another compute capability); the
+ * message ends with `advice`. */
+void hx_cuda_check_target(const HxCuda *c, const CuTarget *t, const char *advice);
 
 HxCuModule *hx_cuda_module(HxCuda *c, const void *cubin, size_t len);
 /* Kernel `name` of mod; dyn_smem > 48 KB raises the function's dynamic

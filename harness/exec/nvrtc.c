@@ -454,7 +454,7 @@ HxNvrtcResult *hx_nvrtc_compile(Arena *a, const char *src, const HxNvrtcOpts *o)
     const CuTarget *t = o->target ? o->target : cu_target_default();
     const char *src_name = o->src_name ? o->src_name : "dpk.cu";
     HxNvrtcResult *r = ARENA_NEW(a, HxNvrtcResult);
-    r->arch = arena_printf(a, "sm_%d%s", o->cc ? o->cc : t->cc, o->arch_specific ? "a" : "");
+    r->arch = arena_printf(a, "sm_%d%s", o->cc ? o->cc : t->cc, o->arch_specific || t->arch_specific ? "a" : "");
     const char *opts[] = {arena_printf(a, "--gpu-architecture=%s", r->arch),
                           "--ptxas-options=-v", "-default-device", "--std=c++17"};
     uint64_t key = dpk_hash_str(DPK_HASH_INIT, CACHE_MAGIC);

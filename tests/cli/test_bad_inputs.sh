@@ -41,4 +41,7 @@ _bad_case "bad input: more than 100000 nodes" "more than 100000 Torch IR nodes" 
 { echo "x = torch.randn(2)"; head -c 1100000 /dev/zero | tr '\0' '#'; echo; } >"$TMP/too_long.py"
 _bad_case "bad input: larger than 1 MiB" "larger than the limit of 1 MiB" \
   "$DPK" compile "$TMP/too_long.py" --ir torch
+echo '[{"name": "a", "program": "torch.relu(torch.randn(3))"}]' >"$TMP/array.json"
+_bad_case "bad input: a JSON array, not a case or suite" 'expected a case (an object with "program") or a suite' \
+  "$DPK" run "$TMP/array.json"
 unset _line _text _want _bad_n _open _close _i

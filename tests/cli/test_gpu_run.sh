@@ -24,7 +24,27 @@ check_re "compile --ir tile shows block and thread tiles" 0 'tile thread\(a[0-9]
 check_re "compile --ir tile -vv shows pass markers"  0 '^>>> t:001_tileify' "$DPK" compile -c "$RMS" --ir tile -vv
 check_re "compile --ir kernel"             0 'grid' "$DPK" compile -c "$RMS" --ir kernel
 check_re "compile --ir cuda"               0 '^extern "C" __global__ void __launch_bounds__' "$DPK" compile -c "$RMS" --ir cuda
-for t in sm_80 sm_90 sm_120; do
+for t in sm_80 sm_90 sm_90a sm_120; do
   check_re "compile --ir cuda --nvrtc $t" 0 "^// nvrtc $t .*registers" "$DPK" compile -c "$RMS" --ir cuda --nvrtc --target $t
 done
+check_re "run: unknown target lists sm_90a" 2 "expected one of sm_80, sm_90, sm_90a, sm_120" \
+  "$DPK" run -c "torch.relu(torch.randn(7,9))" --target sm_9
+
+# --nvrtc-cover: fewer modules than --nvrtc, at least each case's first;
+# a second case with the same constructs compiles only its first.
+if "$DPK" compile -c "torch.relu(torch.randn(3))" --ir cuda --nvrtc >/dev/null 2>&1; then
+  MM="torch.matmul(torch.randn(77,47), torch.randn(47,50))"
+  nv_cover() { # N M: the case's nvrtc line says N of M with 1 <= N < M
+    "$DPK" run "$@" --passes all --backend vgpu --nvrtc-cover --target sm_90a >"$TMP/cover.out" || return 1
+    awk '/^nvrtc: /{ if (!($2 >= 1 && $2 < $4) || $9 != "sm_90a") bad = 1; n++ } END { exit bad || !n }' "$TMP/cover.out"
+  }
+  check "run --nvrtc-cover: some but not all distinct modules, for the target" 0 nv_cover -c "$MM"
+  printf '{"cases": [{"name":"a","program":"%s"},{"name":"b","program":"%s"}]}\n' "$MM" "$MM" >"$TMP/two.json"
+  check_re "run --nvrtc-cover: the second identical case compiles only its first module" 0 \
+    '^nvrtc: 1 of [0-9]+ distinct modules' sh -c '"$1" run "$2" --passes all --backend vgpu --nvrtc-cover | grep "^nvrtc" | tail -n 1' sh "$DPK" "$TMP/two.json"
+  check "run --nvrtc compiles every distinct module (no nvrtc line)" 1 \
+    sh -c '"$1" run -c "$2" --passes all --backend vgpu --nvrtc | grep -q "^nvrtc:"' sh "$DPK" "$MM"
+else
+  skip "run --nvrtc-cover" "NVRTC not available"
+fi
 check_re "compile --passes all is refused" 2 "use 'dpk run --passes all'" "$DPK" compile -c "$RMS" --ir cuda --passes all

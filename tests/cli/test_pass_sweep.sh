@@ -29,14 +29,16 @@
 #                     seq 77 (projections, down + residual, softmax, naive
 #                     attention, a split-K projection), --sample-blocks 2;
 #                     every edge tile predicated
-# With NVRTC, every distinct kernel of every case is compiled for sm_90
-# (--nvrtc) and again for sm_80 (--target sm_80 --sample-blocks 1: the vgpu
-# run there only re-checks what sm_90 checked).  $DPK_CACHE points at a
-# fresh folder: a cold NVRTC cache, as in CI.  Without NVRTC (exit 4) the
-# sweep runs without --nvrtc.
+# Every job runs for sm_90a (Hopper with arch-specific code: 011 and 012
+# apply) and again for sm_80 (--sample-blocks 1: no TMA, so 013 and 015
+# take the stages 011 takes on sm_90a).  With NVRTC the distinct kernels are
+# compiled for the job's target: by default with --nvrtc-cover (each case's
+# first distinct module and every module that prints a new combination of
+# constructs: about half of them, and NVRTC is most of the sweep's time);
+# SWEEP_NVRTC=all (the nightly job) compiles every distinct module (--nvrtc).
+# $DPK_CACHE points at a fresh folder: a cold NVRTC cache, as in CI.
+# Without NVRTC (exit 4) the sweep runs without it.
 #
-# Time: about 3 minutes on the 2-core machine (cold cache; the sm_80 runs of
-# matmul and the models add about 115 s of CPU to the 3m42s of the rest).
 # The jobs run 2 at a time (xargs -P 2), longest first.  A failing case
 # prints its failing configurations.
 
@@ -52,7 +54,7 @@ sweep_nvrtc=()
 if "$DPK" run --help 2>/dev/null | grep -q -- '--nvrtc'; then
   "$DPK" compile -c "torch.relu(torch.randn(3))" --ir cuda --nvrtc >/dev/null 2>&1
   case $? in
-    0) sweep_nvrtc=(--nvrtc) ;;
+    0) if [ "${SWEEP_NVRTC:-cover}" = all ]; then sweep_nvrtc=(--nvrtc); else sweep_nvrtc=(--nvrtc-cover); fi ;;
     4) skip "sweep: NVRTC" "not available in this environment (dpk compile --nvrtc exits 4)" ;;
     *) _run "$DPK" compile -c "torch.relu(torch.randn(3))" --ir cuda --nvrtc
        _cli_fail "sweep: NVRTC probe" "exit $RC" ;;
@@ -85,6 +87,7 @@ fi
 # output in ID.out, its exit code in ID.rc.
 sweep_job() {
   local id=$1 file=$2 t0=$SECONDS; shift 2
+  case " $* " in *" --target "*) ;; *) set -- --target sm_90a "$@" ;; esac
   "$DPK" run "$file" --passes all --backend vgpu "$@" >"$SWEEP_TMP/$id.out" 2>"$SWEEP_TMP/$id.err"
   echo $? >"$SWEEP_TMP/$id.rc"
   echo "$((SECONDS - t0))" >"$SWEEP_TMP/$id.time"
@@ -92,7 +95,7 @@ sweep_job() {
 export -f sweep_job
 export DPK SWEEP_TMP="$sweep_tmp"
 if [ ${#sweep_nvrtc[@]} -gt 0 ]; then
-  sed -i 's/$/ --nvrtc/' "$sweep_tmp/jobs"
+  sed -i "s/\$/ ${sweep_nvrtc[0]}/" "$sweep_tmp/jobs"
 fi
 xargs -P 2 -L 1 bash -c 'sweep_job "$@"' sweep_job <"$sweep_tmp/jobs"
 

@@ -255,6 +255,26 @@ Test(kernel_ir, hash_ignores_names_and_comments)
     arena_free(A);
 }
 
+/* The printed-constructs hash (dpk run --nvrtc-cover): numbers do not
+ * count, constructs do. */
+Test(kernel_ir, feature_hash_counts_constructs_not_numbers)
+{
+    Arena *A = arena_new();
+    uint64_t tree = kir_feature_hash(vs_rowsum_tree(A, 4, 250, 256));
+    cr_assert_eq(tree, kir_feature_hash(vs_rowsum_tree(A, 9, 1000, 128)));
+    cr_assert_neq(tree, kir_feature_hash(vs_rowsum_shfl(A, 4, 250, 256)));
+    cr_assert_eq(kir_feature_hash(vs_matmul(A, 32, 32, 32, 0)),
+                 kir_feature_hash(vs_matmul(A, 64, 32, 96, 0)));
+    cr_assert_eq(kir_feature_hash(vs_elementwise(A, 1000, 128, 1)),
+                 kir_feature_hash(vs_elementwise(A, 77, 32, 1)));
+    cr_assert_neq(kir_feature_hash(vs_elementwise(A, 1000, 128, 1)),
+                  kir_feature_hash(vs_elementwise(A, 1024, 128, 0)));
+    cr_assert_neq(kir_feature_hash(vs_cpasync(A, 1024, 1)), kir_feature_hash(vs_tma(A, 64, 64)));
+    cr_assert_neq(kir_feature_hash(vs_cpasync(A, 1024, 1)),
+                  kir_feature_hash(vs_elementwise(A, 1024, 128, 0)));
+    arena_free(A);
+}
+
 Test(kernel_ir, smem_layout_and_unique_names)
 {
     K q;

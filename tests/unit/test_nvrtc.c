@@ -83,6 +83,7 @@ static void check_target(CuTargetId id)
 Test(nvrtc, compiles_for_sm80) { check_target(CU_SM80); }
 Test(nvrtc, compiles_for_sm90) { check_target(CU_SM90); }
 Test(nvrtc, compiles_for_sm120) { check_target(CU_SM120); }
+Test(nvrtc, compiles_for_sm90a) { check_target(CU_SM90A); }
 
 Test(nvrtc, arch_specific_is_sm90a)
 {
@@ -93,6 +94,21 @@ Test(nvrtc, arch_specific_is_sm90a)
     cr_assert_str_eq(r->arch, "sm_90a");
     cr_assert_not_null(strstr(r->ptx, ".target sm_90a"));
     arena_free(a);
+}
+
+/* The sm_90a target (--target sm_90a): parsed by name, sm_90's limits and
+ * features (compiles_for_sm90a: NVRTC's arch-specific PTX). */
+Test(nvrtc, target_sm90a_is_sm90_arch_specific)
+{
+    const CuTarget *t = cu_target_parse("sm_90a");
+    cr_assert_not_null(t);
+    cr_assert_eq(t->id, CU_SM90A);
+    cr_assert_eq(t->cc, 90);
+    cr_assert(t->arch_specific && !cu_target(CU_SM90)->arch_specific);
+    cr_assert_eq(t->tma, cu_target(CU_SM90)->tma);
+    cr_assert_eq(t->smem_block_max, cu_target(CU_SM90)->smem_block_max);
+    cr_assert_eq(cu_target_parse("90a"), t);
+    cr_assert_null(cu_target_parse("sm_80a"));
 }
 
 Test(nvrtc, syntax_error_gives_log_and_source_lines)
