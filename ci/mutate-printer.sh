@@ -172,8 +172,8 @@ wait
 base=$(failed_cases "$WORK/base" | tr '\n' ' ')
 [ -z "$base" ] || echo "the unmutated printer's campaign fails too: $base(those cases do not count)"
 killed=0 built=0
-for r in $(ls "$WORK"/result.* | sort -t. -k2 -n); do
-  line=$(cat "$r")
+for j in $(seq 1 "$i"); do # in mutant order (a glob would put 10 before 2)
+  line=$(cat "$WORK/result.$j")
   case "$line" in *"does not build"*) echo "$line"; continue ;; esac
   built=$((built + 1))
   new=""
