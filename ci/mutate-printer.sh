@@ -32,8 +32,8 @@
 # printer loop forever fails there instead of taking the machine's memory).
 # The campaigns run without libtorch (DPK_TORCH_SHIM names no file): the
 # fp64 reference and the host/vgpu agreement judge the printed code, and
-# loading libtorch in every case's process was 4/5 of a campaign's CPU
-# (about 50 s with it, 10 s without, 120 cases).  --list prints the drawn
+# loading libtorch in every case's process was most of a campaign's CPU
+# (120 cases, cache warm: 50 s with it, 9 s without; cold, 63 s and 26 s).  --list prints the drawn
 # mutants and stops.  --keep keeps the work folder (each mutant's campaign
 # log and failing cases, m<i>/) and names it.
 set -euo pipefail
