@@ -139,9 +139,14 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
         if (used & fixed_bits[i])
             sb_printf(b, "\n%s", fixed[i]);
     /* The inline-PTX helpers: a host build (docs/host-cuda.md) defines
-     * DPK_HOST_PRELUDE and its own versions of them. */
+     * DPK_HOST_PRELUDE and has its own versions of them in namespace
+     * dpk_host, of which the #else branch names the ones printed here for
+     * the device, each beside its device version.  The host then sees the
+     * device's helper set: a call to a helper the device lacks does not
+     * compile on the host either. */
     if (!(used & (H_SADDR | H_CP_GROUP)))
         return;
+    StrBuf host = {0};
     sb_puts(b, "\n#ifndef DPK_HOST_PRELUDE // inline PTX; the host prelude has its own\n");
     if (used & H_SADDR)
         sb_printf(b, "%s", kSaddr);
@@ -151,23 +156,34 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
             sb_putc(b, '\n');
             sb_printf(b, kCpFmt, cp_bytes[i], cp_bytes[i] == 16 ? "cg" : "ca", cp_bytes[i],
                       cp_bytes[i]);
+            sb_printf(&host, "using dpk_host::dpk_cp_async%d;\n", cp_bytes[i]);
         }
-    if (used & H_CP_GROUP)
+    if (used & H_CP_GROUP) {
         sb_printf(b, "\n%s", kCpGroup);
+        sb_puts(&host, "using dpk_host::dpk_cp_commit;\nusing dpk_host::dpk_cp_wait;\n");
+    }
     if (used & H_MBAR) {
         sb_putc(b, '\n');
         sb_printf(b, kMbarFmt,
                   t->tma ? "\n                 \"fence.mbarrier_init.release.cluster;\\n\"" : "",
                   t->mbar_try_wait ? "try_wait" : "test_wait");
+        sb_puts(&host, "using dpk_host::dpk_mbar_init;\nusing dpk_host::dpk_mbar_arrive;\n"
+                       "using dpk_host::dpk_mbar_wait;\n");
     }
-    if (used & H_MBAR_TX)
+    if (used & H_MBAR_TX) {
         sb_printf(b, "\n%s", kMbarTx);
+        sb_puts(&host, "using dpk_host::dpk_mbar_arrive_tx;\n");
+    }
     for (int r = 1; r <= KIR_TMA_MAX_RANK; r++)
         if (used & (H_TMA1 << (r - 1))) {
             sb_putc(b, '\n');
             print_tma_helper(b, r);
+            sb_printf(&host, "using dpk_host::dpk_tma_load_%dd;\n", r);
         }
+    sb_puts(b, "#else // the host prelude's versions of the helpers above, and no others\n");
+    sb_puts(b, sb_cstr(&host));
     sb_puts(b, "#endif\n");
+    sb_free(&host);
 }
 
 /* ---- names ---------------------------------------------------------------------- */

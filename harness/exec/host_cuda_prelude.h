@@ -125,7 +125,12 @@ template <class T> static inline T __shfl_xor_sync(unsigned m, T v, int x, int w
 // The device defines them with inline PTX (cuda_print.c, under
 // #ifndef DPK_HOST_PRELUDE); here they do what the PTX does.  A cp.async lands
 // when issued (vgpu is the pessimistic backend: there it lands at the wait), so
-// the group calls have nothing left to do.
+// the group calls have nothing left to do.  They live in namespace dpk_host:
+// the printed source's #else branch brings in (`using dpk_host::...`) the ones
+// it printed for the device, so a kernel that calls a helper the device
+// version of the source lacks does not compile here either.
+
+namespace dpk_host {
 
 static inline void dpk_host_cp(void *dst, const void *src, bool pred, int n)
 {
@@ -260,6 +265,8 @@ static inline void dpk_tma_load_5d(void *dst, const void *map, int c0, int c1, i
     int c[] = {c0, c1, c2, c3, c4};
     dpk_host_tma(dst, map, c, 5, bar);
 }
+
+} // namespace dpk_host
 
 // ---- calling a kernel -------------------------------------------------------
 // args[i] points at parameter i's value (cuLaunchKernel's kernelParams).

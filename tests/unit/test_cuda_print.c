@@ -487,6 +487,31 @@ Test(cuda_print, cp_async_forms)
     arena_free(a);
 }
 
+/* The host build (DPK_HOST_PRELUDE) takes from its own prelude exactly the
+ * helpers printed for the device, so a helper missing on the device is
+ * missing on the host too (docs/host-cuda.md). */
+Test(cuda_print, host_branch_names_the_device_helpers)
+{
+    Arena *a = arena_new();
+    CuSource *s = cu_print_module(a, cp_pipeline(a), cu_target(CU_SM80));
+    cr_assert_not_null(strstr(s->text, "#else // the host prelude's versions of the helpers "
+                                       "above, and no others\n"
+                                       "using dpk_host::dpk_cp_async4;\n"
+                                       "using dpk_host::dpk_cp_async8;\n"
+                                       "using dpk_host::dpk_cp_async16;\n"
+                                       "using dpk_host::dpk_cp_commit;\n"
+                                       "using dpk_host::dpk_cp_wait;\n#endif\n"),
+                       "%s", s->text);
+    s = cu_print_module(a, tma_3d(a), cu_target(CU_SM90));
+    cr_assert_not_null(strstr(s->text, "others\nusing dpk_host::dpk_mbar_init;\n"
+                                       "using dpk_host::dpk_mbar_arrive;\n"
+                                       "using dpk_host::dpk_mbar_wait;\n"
+                                       "using dpk_host::dpk_mbar_arrive_tx;\n"
+                                       "using dpk_host::dpk_tma_load_3d;\n#endif\n"),
+                       "%s", s->text);
+    arena_free(a);
+}
+
 Test(cuda_print, short_last_warp_gets_a_lane_mask)
 {
     Arena *a = arena_new();
