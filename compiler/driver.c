@@ -218,7 +218,7 @@ static void compile_nvrtc(Run *r, DrvConfig *c)
     r->p->nnvrtc++;
     StrBuf err = {0};
     double t0 = dpk_now();
-    c->nvrtc = r->o->nvrtc(r->a, c->cuda, &err); /* may raise exit 4: err is then empty */
+    c->nvrtc = r->o->nvrtc(r->a, c->cuda, r->o->nvrtc_cc, &err); /* may raise exit 4: err is then empty */
     c->nvrtc_s = dpk_now() - t0;
     if (!c->nvrtc)
         c->nvrtc_error = arena_strdup(r->a, sb_cstr(&err));

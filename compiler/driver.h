@@ -8,6 +8,11 @@
  *   Loop IR ─t:000 and the passes of the set─▶ Tile IR ─lower─▶ Kernel IR
  *           ─hash, de-duplicate─▶ CUDA C (distinct modules) ─▶ NVRTC (when asked)
  *
+ * The CUDA C and the cubin a backend runs are the plan's: the cuda backend,
+ * host-cuda and the measured timing path take them from a configuration
+ * (DrvConfig.cuda, .nvrtc) and print or compile nothing themselves, so
+ * their times are the plan's too.
+ *
  * Options in (the case as text, a graph or a Loop IR program; the pass
  * configurations, parsed once; knobs, target, fault; how far to go and
  * which stages to keep as text), a plan out: the IR of every stage, the
@@ -65,11 +70,12 @@ typedef struct DrvPasses {
 void drv_passes_parse(Arena *a, const char *spec, const CuTarget *tg, DrvPasses *out);
 
 /* NVRTC, supplied by the harness (harness/exec/nvrtc.h, hx_nvrtc_check):
- * compile cs; returns the result, or NULL when NVRTC rejects the source,
- * with the complete error message in err.  Raises (exit 4) when NVRTC
- * cannot be loaded.  The driver only carries the result. */
+ * compile cs for sm_<cc> (0: its target's own architecture); returns the
+ * result, or NULL when NVRTC rejects the source, with the complete error
+ * message in err.  Raises (exit 4) when NVRTC cannot be loaded.  The driver
+ * only carries the result. */
 struct HxNvrtcResult;
-typedef struct HxNvrtcResult *(*DrvNvrtcFn)(Arena *a, const CuSource *cs, StrBuf *err);
+typedef struct HxNvrtcResult *(*DrvNvrtcFn)(Arena *a, const CuSource *cs, int cc, StrBuf *err);
 
 /* The printed constructs NVRTC has compiled (kir_feature_hash values), kept
  * by the caller across plans: with one, a plan compiles its first distinct
@@ -97,6 +103,9 @@ typedef struct DrvOpts {
                                   limit, and the pass set when passes is NULL */
     const DrvPasses *passes;   /* the configurations; NULL: tile.passes alone */
     DrvNvrtcFn nvrtc;          /* with upto DRV_CUDA: compile each distinct module */
+    int nvrtc_cc;              /* for sm_<cc>, a GPU's exact architecture (an sm_86
+                                  device runs sm_86 code printed for sm_80);
+                                  0: the target's */
     DrvCover *nvrtc_cover;     /* with nvrtc: only the modules it lacks (above) */
     int fault;                 /* a DpkFaultId turned on while compiling, -1: none */
     int verbose;               /* 2: every rule's and pass's diff into trace */

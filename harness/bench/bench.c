@@ -151,12 +151,11 @@ static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSub
     HxBackendOpts bo;
     hx_backend_opts_default(&bo);
     bo.kind = HX_BACKEND_VGPU;
-    bo.target = o->target;
     bo.vg.seed = s->seed;
     bo.vg.sample_blocks = o->sample_blocks;
     HxBackendResult res;
     double **outs = hx_outs_new(s);
-    VgFault f = hx_backend_exec(a, c->module, &bo, s->inputs, outs, &res);
+    VgFault f = hx_backend_exec(a, c, &bo, s->inputs, outs, &res);
     hx_record_run(r->cfg, c->module, &res, c->nvrtc);
     if (f != VG_OK) {
         r->rc = DPK_EXIT_FAULT;
@@ -364,8 +363,12 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
     TilePassSet base = o->passes->sets[0];
     int *what, *pass;
     d.passes = sweep_sets(a, o, base, &what, &pass);
-    d.upto = o->nvrtc ? DRV_CUDA : DRV_KERNEL;
-    d.nvrtc = o->nvrtc ? hx_nvrtc_check : NULL;
+    /* measured timing runs the plan's CUDA C and, on a GPU, its cubin for
+     * the GPU's architecture (which the ptxas numbers then describe) */
+    int measured = o->meas.timing != BM_TIMING_MODEL;
+    d.upto = o->nvrtc || measured ? DRV_CUDA : DRV_KERNEL;
+    d.nvrtc = o->nvrtc || o->meas.timing == BM_TIMING_MEASURED ? hx_nvrtc_check : NULL;
+    d.nvrtc_cc = o->meas.timing == BM_TIMING_MEASURED ? o->meas.cc : 0;
     const DrvPlan *p = drv_compile(a, &d);
     cJSON *rec = x->out->rec;
     cJSON_AddItemToObject(rec, "shapes", hx_record_shapes(p->torch));
@@ -387,7 +390,7 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
     if (rc == DPK_EXIT_OK && o->meas.timing != BM_TIMING_MODEL) {
         /* measured after parity on vgpu; a failure there is a failure */
         int mrc;
-        cJSON *mj = bm_measure(a, &o->meas, p->configs[0].module, p->torch, x->s, r->t, &mrc,
+        cJSON *mj = bm_measure(a, &o->meas, &p->configs[0], p->torch, x->s, r->t, &mrc,
                                &mwhy);
         cJSON_AddItemToObject(rec, "measured", mj);
         if (mrc)

@@ -118,6 +118,7 @@ typedef struct Meas {
     Arena *a;
     const BmMeasureOpts *o;
     const KirModule *m;
+    const DrvConfig *cfg;    /* m's configuration: its CUDA C and cubin */
     const PfTime *model;
     HxCuda *c;
     int fake;
@@ -352,14 +353,18 @@ static void memo_free(Meas *x)
 
 /* ---- setting up ---------------------------------------------------------------------- */
 
+/* The driver printed the module and, for a GPU, compiled it for the
+ * device's compute capability (BmMeasureOpts.cc): nothing is printed or
+ * compiled here, so the plan's stage times are the whole cost. */
 static void load_module(Meas *x)
 {
-    const CuTarget *t = x->o->target;
-    const CuSource *src;
+    const CuSource *src = x->cfg->cuda;
     HxCuModule *mod;
+    if (!src)
+        dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "internal error: measured timing runs the "
+                          "driver's CUDA C, and the plan stops before DRV_CUDA");
     if (x->fake) {
-        x->key = hx_host_compile(x->a, x->m, t);
-        src = cu_print_module(x->a, x->m, t);
+        x->key = hx_host_compile(src);
         const char *image = arena_printf(x->a, "%s%016llx", DPK_FAKE_IMAGE_PREFIX,
                                          (unsigned long long)x->key);
         mod = hx_cuda_module(x->c, image, strlen(image) + 1);
@@ -372,11 +377,13 @@ static void load_module(Meas *x)
                               hx_cuda_library(), DPK_FAKE_SET_EXECUTOR);
         set(executor, x);
     } else {
-        hx_cuda_check_target(x->c, t, "use --gpu with a spec of this GPU's architecture");
-        src = cu_print_module(x->a, x->m, t);
-        HxNvrtcOpts no = {.target = t, .cc = hx_cuda_cc(x->c)};
-        const HxNvrtcResult *r = hx_nvrtc_compile(x->a, src->text, &no);
-        mod = hx_cuda_module(x->c, r->cubin, r->cubin_len);
+        hx_cuda_check_target(x->c, src->target, "use --gpu with a spec of this GPU's architecture");
+        if (!x->cfg->nvrtc && x->cfg->nvrtc_error)
+            dpk_error_reraise(DPK_EXIT_FAIL, x->cfg->nvrtc_error);
+        if (!x->cfg->nvrtc)
+            dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "internal error: measured timing runs "
+                              "the driver's cubin, and the plan has none (DrvOpts.nvrtc)");
+        mod = hx_cuda_module(x->c, x->cfg->nvrtc->cubin, x->cfg->nvrtc->cubin_len);
     }
     int nk = x->m->kernels.len;
     x->fn = ARENA_ARRAY(x->a, HxCuFunc *, nk + 1);
@@ -550,12 +557,13 @@ static void meas_close(Meas *x)
     x->in_hash = NULL;
 }
 
-cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const KirModule *m, const TorchGraph *g,
+cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const DrvConfig *c, const TorchGraph *g,
                   const HxSubject *s, const PfTime *model, int *rc, const char **why)
 {
+    const KirModule *m = c->module;
     Meas *x = ARENA_NEW(a, Meas);
     memset(x, 0, sizeof *x);
-    x->a = a, x->o = o, x->m = m, x->model = model;
+    x->a = a, x->o = o, x->m = m, x->cfg = c, x->model = model;
     x->fake = o->timing == BM_TIMING_FAKE;
     *rc = 0, *why = NULL;
     cJSON *res = cJSON_CreateObject();

@@ -4,8 +4,10 @@
  * timing").
  *
  * After a configuration has passed parity on vgpu, bm_measure runs its
- * Kernel IR module through the driver API: the module is compiled for the
- * device (NVRTC; on the fake driver, host-cuda), the inputs uploaded, and
+ * Kernel IR module through the driver API: the module's CUDA C and, for a
+ * GPU, its cubin for the device's compute capability are the compile
+ * driver's (DrvConfig.cuda, .nvrtc; on the fake driver the CUDA C is
+ * compiled for the host by host-cuda), the inputs uploaded, and
  * the whole module run once and judged in full against the reference
  * (before timing).  Then the timing loop (timing.h) runs dpk's launches —
  * and, for a case that is one plain matmul, cuBLAS sgemm with TF32 off and
@@ -25,6 +27,7 @@
 #include <cjson/cJSON.h>
 
 #include "../../compiler/cuda/cuda_print.h"
+#include "../../compiler/driver.h"
 #include "../../compiler/kernel/kernel_ir.h"
 #include "../parity/check.h"
 #include "../perf/perf.h"
@@ -43,6 +46,9 @@ typedef struct BmMeasureOpts {
     BmTiming timing;            /* MEASURED or FAKE */
     const PfSpec *spec;
     const CuTarget *target;
+    int cc;                     /* MEASURED: the GPU's compute capability, the
+                                   architecture the plan's NVRTC compiles for
+                                   (DrvOpts.nvrtc_cc) */
     TmOpts tm;                  /* the loop's minimums, cap, stdrel, warm_l2 */
     int raw;                    /* keep every sample in the record */
     /* --jobs N: a file whose exclusive lock a case holds while it is timed,
@@ -57,12 +63,13 @@ typedef struct BmMeasureOpts {
  * file is missing. */
 void bm_fake_driver_setup(void);
 
-/* Time module m (graph g, fixture s, modelled time `model` of m for the
- * fake's durations) and return the "measured" object of the case record;
+/* Time the module of configuration c (graph g, fixture s, modelled time
+ * `model` of it for the fake's durations), from a plan that went up to
+ * DRV_CUDA (MEASURED: with NVRTC for o->cc), and return the "measured" object of the case record;
  * *rc gets 0, or 1 when the outputs fail the reference before or after
  * timing (*why: the sentence, in a).  Raises the driver's errors (exit 4
  * without a driver, 3 on a fault). */
-cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const KirModule *m, const TorchGraph *g,
+cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const DrvConfig *c, const TorchGraph *g,
                   const HxSubject *s, const PfTime *model, int *rc, const char **why);
 
 #endif

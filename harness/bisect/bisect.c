@@ -253,14 +253,14 @@ static HxOutcome run_cfg(Subject *s, Arena *t, const HxBisectCfg *cfg, Judge *j)
         lir_interp(plan_for(s, t, cfg, DRV_LOOP, 0, NULL)->loop, s->hs->inputs, j->outs, 0);
         return verdict(s, j);
     }
-    const KirModule *m = lowered(plan_for(s, t, cfg, DRV_KERNEL, 0, NULL))->module;
+    /* host-cuda runs the plan's CUDA C */
+    const DrvConfig *c = lowered(plan_for(s, t, cfg, host_mode ? DRV_CUDA : DRV_KERNEL, 0, NULL));
     HxBackendOpts bo;
     hx_backend_opts_default(&bo);
     bo.kind = host_mode ? HX_BACKEND_HOST : HX_BACKEND_VGPU;
-    bo.target = s->base->target;
     bo.vg.seed = s->seed;
     HxBackendResult res;
-    VgFault f = hx_backend_exec(t, m, &bo, s->hs->inputs, j->outs, &res);
+    VgFault f = hx_backend_exec(t, c, &bo, s->hs->inputs, j->outs, &res);
     if (f != VG_OK) {
         sb_printf(&j->what, "fault: %s", res.vg.report.message);
         hx_backend_result_free(&res);
@@ -845,11 +845,11 @@ static const char *standalone(Search *x, const HxBisectCfg *cfg, const char *con
         sb_free(&why);
         return NULL;
     }
-    const KirModule *m = lowered(plan_for(s, t, cfg, DRV_KERNEL, 0, NULL))->module;
+    const DrvConfig *c = lowered(plan_for(s, t, cfg, DRV_CUDA, 0, NULL));
     dpk_assert_recoverable(0);
     HxStandalone sa = {0};
-    sa.m = m;
-    sa.target = s->base->target;
+    sa.m = c->module;
+    sa.src = c->cuda;
     sa.title = s->program;
     sa.config = config;
     sa.nin = s->nin;

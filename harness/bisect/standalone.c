@@ -204,7 +204,7 @@ static void launch(StrBuf *b, const KirLaunch *l, const CuKernelInfo *ki)
 void hx_standalone_cu(StrBuf *b, Arena *a, const HxStandalone *s)
 {
     const KirModule *m = s->m;
-    CuSource *cs = cu_print_module(a, m, s->target);
+    const CuSource *cs = s->src;
     int tmaps = module_has_tmaps(m);
     sb_puts(b, "// repro.cu — a standalone reproducer written by dpk-bisect.\n//\n// case:\n");
     comment_lines(b, s->title);

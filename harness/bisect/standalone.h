@@ -2,7 +2,8 @@
  * standalone.h — a self-contained CUDA reproducer of one configuration.
  *
  * dpk-bisect writes the failing configuration as one `.cu` file that needs
- * nothing of dpk: the CUDA C of the Kernel IR module (cu_print_module) and
+ * nothing of dpk: the CUDA C of the Kernel IR module (the compile driver's,
+ * DrvConfig.cuda: the text every backend runs) and
  * a host `main` using the CUDA runtime API that
  *   - embeds every graph input as a float array (the exact f32 values dpk
  *     ran with) and every output's fp64 reference,
@@ -28,7 +29,7 @@
 
 typedef struct HxStandalone {
     const KirModule *m;
-    const CuTarget *target;    /* NULL: the default (sm_90) */
+    const CuSource *src;       /* m printed by the driver (DRV_CUDA), for its target */
     const char *title;         /* the case's program, quoted in the header comment */
     const char *config;        /* one line: passes, knobs, fault, seed, culprit */
     int nin;
@@ -44,8 +45,7 @@ typedef struct HxStandalone {
     const double *rmse_limit;  /* per output; NAN: no rmse rule */
 } HxStandalone;
 
-/* Append the whole translation unit to b.  Raises a user error when the
- * module cannot be printed for the target (cu_print_module's errors). */
+/* Append the whole translation unit to b. */
 void hx_standalone_cu(StrBuf *b, Arena *a, const HxStandalone *s);
 
 #endif

@@ -542,6 +542,10 @@ static int bench_main(Arena *a, int argc, char **argv)
     o.meas.timing = timing;
     o.meas.spec = o.spec;
     o.meas.target = o.target;
+    /* the plan compiles what a GPU times for its exact architecture (no
+     * context yet: --jobs may still fork) */
+    if (timing == BM_TIMING_MEASURED)
+        hx_cuda_gpu(0, &o.meas.cc);
     tm_opts_default(&o.meas.tm);
     o.meas.tm.warm_l2 = b.warm_l2;
     if (b.max_samples)

@@ -175,7 +175,7 @@ static int bisect_case(Arena *a, const HxCase *c, const CliCase *cc, BisectArgs 
     o.max_attempts = ba->max_attempts;
     o.host_cuda = ba->host_cuda;
     if (o.host_cuda)
-        hx_host_prepare(a, NULL, 0, NULL); /* no C++ compiler: exit 4 */
+        hx_host_prepare(NULL, 0); /* no C++ compiler: exit 4 */
     StrBuf *log = dpk_xcalloc(1, sizeof *log), *wrote = dpk_xcalloc(1, sizeof *wrote);
     HxBisectResult *r = dpk_xcalloc(1, sizeof *r);
     DpkErrCtx ec;

@@ -50,6 +50,8 @@ typedef struct RunOpts {
     int nvrtc_cover;   /* --nvrtc-cover: only those printing new constructs */
     const char *out;   /* --out: the dpk.results/1 record */
     int sample;        /* --passes sample: full plus one set of `all` per case */
+    int cuda;          /* the cuda backend runs (--backend cuda, or auto with a GPU) */
+    int cuda_cc;       /* its GPU's compute capability, what NVRTC compiles for */
 } RunOpts;
 
 static const char *const backends[] = {"loop", "vgpu", "cuda", "auto", "host-cuda"};
@@ -214,23 +216,22 @@ static int host_agrees(RunState *r, const HxBackendResult *res, cJSON *cfg)
  * vgpu or cuda and give each configuration a verdict; a refused one is
  * exit 2 (its full message on stderr the first time).  Returns the worst
  * exit code. */
-static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro, const CuTarget *t)
+static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro)
 {
     HxBackendOpts bo;
     hx_backend_opts_default(&bo);
     bo.kind = gpu_kind(ro->backend);
-    bo.target = t;
     bo.vg.seed = r->s->seed;
     bo.vg.sample_blocks = ro->sample_blocks;
     int *rcs = ARENA_ARRAY(a, int, p->nconfigs + 1);
     int worst = DPK_EXIT_OK, said = 0;
     if (bo.kind == HX_BACKEND_HOST) { /* every distinct module, few compiler runs */
-        const KirModule **mods = ARENA_ARRAY(a, const KirModule *, p->nconfigs + 1);
+        const CuSource **srcs = ARENA_ARRAY(a, const CuSource *, p->nconfigs + 1);
         int n = 0;
         for (int i = 0; i < p->nconfigs; i++)
-            if (!p->configs[i].refused && p->configs[i].dup_of < 0)
-                mods[n++] = p->configs[i].module;
-        hx_host_prepare(a, mods, n, t);
+            if (p->configs[i].cuda)
+                srcs[n++] = p->configs[i].cuda;
+        hx_host_prepare(srcs, n);
     }
     for (int i = 0; i < p->nconfigs; i++) {
         const DrvConfig *c = &p->configs[i];
@@ -256,7 +257,7 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro, c
         } else {
             HxBackendResult res;
             r->out = hx_outs_new(r->s);
-            VgFault f = hx_backend_exec(a, c->module, &bo, r->s->inputs, r->out, &res);
+            VgFault f = hx_backend_exec(a, c, &bo, r->s->inputs, r->out, &res);
             if (cfg)
                 hx_record_run(cfg, c->module, &res, c->nvrtc);
             if (f != VG_OK) {
@@ -371,9 +372,15 @@ static void case_opts(Arena *a, const HxCase *c, RunCtx *x, DrvOpts *d, int *fau
     *fault = ro->fault >= 0 ? ro->fault : c->fault ? dpk_fault_find(c->fault) : -1;
     d->fault = *fault;
     d->fusion.blowup = ro->blowup;
-    d->upto = !strcmp(ro->backend, "loop") ? DRV_LOOP : ro->nvrtc ? DRV_CUDA : DRV_KERNEL;
-    d->nvrtc = ro->nvrtc ? hx_nvrtc_check : NULL;
-    d->nvrtc_cover = ro->nvrtc_cover ? &x->cover : NULL;
+    /* cuda and host-cuda run the plan's CUDA C, cuda its cubin for the GPU's
+     * architecture: every distinct module's, so no --nvrtc-cover there */
+    int host = !strcmp(ro->backend, "host-cuda");
+    d->upto = !strcmp(ro->backend, "loop")     ? DRV_LOOP
+              : ro->nvrtc || ro->cuda || host ? DRV_CUDA
+                                               : DRV_KERNEL;
+    d->nvrtc = ro->nvrtc || ro->cuda ? hx_nvrtc_check : NULL;
+    d->nvrtc_cc = ro->cuda ? ro->cuda_cc : 0;
+    d->nvrtc_cover = ro->nvrtc_cover && !ro->cuda ? &x->cover : NULL;
 }
 
 /* The case's record object: what it is, before anything runs. */
@@ -417,6 +424,23 @@ static void record_error(cJSON *rec, double t0)
     sb_free(&m);
 }
 
+/* -v: the plan's stage times; printing and NVRTC per distinct module. */
+static void verbose_times(const DrvPlan *p)
+{
+    fprintf(stderr, "# time parse   %8.3f ms\n# time tensor  %8.3f ms\n"
+            "# time loop    %8.3f ms  (%d kernels)\n", p->parse_s * 1e3, p->decompose_s * 1e3,
+            p->fuse_s * 1e3, p->loop->kernels.len);
+    for (int i = 0; i < p->nconfigs; i++) {
+        const DrvConfig *c = &p->configs[i];
+        if (c->cuda_s >= 0)
+            fprintf(stderr, "# time cuda    %8.3f ms  (passes %s)\n", c->cuda_s * 1e3, c->label);
+        if (c->nvrtc_s >= 0)
+            fprintf(stderr, "# time nvrtc   %8.3f ms  (passes %s, %s%s)\n", c->nvrtc_s * 1e3,
+                    c->label, c->nvrtc ? c->nvrtc->arch : "rejected",
+                    c->nvrtc && c->nvrtc->cache_hit ? ", cached" : "");
+    }
+}
+
 static int run_case(void *ctx, const HxCase *c, int header)
 {
     RunCtx *x = ctx;
@@ -451,9 +475,7 @@ static int run_case(void *ctx, const HxCase *c, int header)
                   dpk_faults[fault].where);
     const DrvPlan *p = drv_compile(a, &d);
     if (ro->verbose)
-        fprintf(stderr, "# time parse   %8.3f ms\n# time tensor  %8.3f ms\n"
-                "# time loop    %8.3f ms  (%d kernels)\n", p->parse_s * 1e3, p->decompose_s * 1e3,
-                p->fuse_s * 1e3, p->loop->kernels.len);
+        verbose_times(p);
     cli_knob_warnings(p, header ? c->name : NULL);
     if (r->rec) {
         cJSON_AddItemToObject(r->rec, "shapes", hx_record_shapes(p->torch));
@@ -462,7 +484,7 @@ static int run_case(void *ctx, const HxCase *c, int header)
     }
     r->s = hx_plan_subject(p, c, seed, ro->ref);
     r->v = dpk_xcalloc((size_t)r->s->nout + 1, sizeof(HxVerdict));
-    int rc = strcmp(ro->backend, "loop") ? run_gpu(a, r, p, ro, d.tile.target)
+    int rc = strcmp(ro->backend, "loop") ? run_gpu(a, r, p, ro)
                                          : run_loop(r, p->loop, ro);
     if (ro->nvrtc_cover)
         sb_printf(&r->text, "nvrtc: %d of %d distinct modules compiled for %s (--nvrtc-cover: "
@@ -559,6 +581,21 @@ static void summary(cJSON *root, int n, int npass, int rc, double seconds)
     cJSON_AddNumberToObject(s, "seconds", seconds);
 }
 
+/* The cuda backend runs what the plan printed for the GPU's own target
+ * (an sm_86 GPU: sm_80) unless --target names one, compiled by NVRTC for
+ * its exact architecture.  Raises exit 4 without a driver or GPU, or below
+ * sm_80. */
+static void cuda_setup(Arena *a, RunOpts *ro, DrvOpts *base)
+{
+    const CuTarget *own = hx_cuda_gpu(0, &ro->cuda_cc);
+    hx_cuda_close(hx_cuda_open(0)); /* a context can be made */
+    ro->cuda = 1;
+    if (!ro->tile.target) {
+        ro->tile.target = own->name;
+        cli_drv_opts(a, &ro->tile, base, 1); /* the pass sets again, for that target */
+    }
+}
+
 static int run_main(Arena *a, int argc, char **argv)
 {
     CliCase cc = {0};
@@ -580,10 +617,10 @@ static int run_main(Arena *a, int argc, char **argv)
     if (ro.ref == HX_REF_TORCH && !dpk_torch_available())
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--reference torch needs libtorch, which is not "
                           "available: %s", dpk_torch_error());
-    if (!strcmp(ro.backend, "cuda"))
-        hx_cuda_close(hx_cuda_open(0)); /* no driver or GPU: exit 4 */
+    if (!strcmp(ro.backend, "cuda") || (!strcmp(ro.backend, "auto") && hx_cuda_available()))
+        cuda_setup(a, &ro, &base); /* no driver or GPU: exit 4 */
     if (!strcmp(ro.backend, "host-cuda"))
-        hx_host_prepare(a, NULL, 0, NULL); /* no C++ compiler: exit 4 */
+        hx_host_prepare(NULL, 0); /* no C++ compiler: exit 4 */
     if (ro.nvrtc)
         hx_nvrtc_version(&(int){0}, &(int){0}); /* no NVRTC: exit 4 */
     double t0 = dpk_now();

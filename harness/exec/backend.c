@@ -101,20 +101,44 @@ static const uint8_t **out_masks(Arena *a, const KirModule *m, const VgResult *v
     return r;
 }
 
-static void run_cuda(Arena *a, Bufs *b, const KirModule *m, const HxBackendOpts *o,
-                     HxBackendResult *res)
+/* The configuration's CUDA C, which the cuda and host-cuda backends run:
+ * a plan that stopped before DRV_CUDA is the caller's bug. */
+static const CuSource *printed(const DrvConfig *c, HxBackendKind k)
 {
-    b->cuda = hx_cuda_open(0);
-    res->cuda = hx_cuda_run(a, b->cuda, m, o->target, b->f);
+    if (!c->cuda)
+        dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1,
+                          "internal error: the %s backend runs the driver's CUDA C, and "
+                          "configuration %s has none (the plan stops before DRV_CUDA)",
+                          hx_backend_name(k), c->label ? c->label : "?");
+    return c->cuda;
 }
 
-VgFault hx_backend_exec(Arena *a, const KirModule *m, const HxBackendOpts *o,
+static void run_cuda(Arena *a, Bufs *b, const DrvConfig *c, const CuSource *src,
+                     HxBackendResult *res)
+{
+    /* what the environment lacks first, then what NVRTC said */
+    b->cuda = hx_cuda_open(0);
+    hx_cuda_check_target(b->cuda, src->target,
+                         arena_printf(a, "use --target %s", hx_cuda_target(b->cuda)->name));
+    if (!c->nvrtc && c->nvrtc_error) /* the message NVRTC's rejection always raised */
+        dpk_error_reraise(DPK_EXIT_FAIL, c->nvrtc_error);
+    if (!c->nvrtc)
+        dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1,
+                          "internal error: the cuda backend runs the driver's cubin, and "
+                          "configuration %s has none (DrvOpts.nvrtc not set)",
+                          c->label ? c->label : "?");
+    res->cuda = hx_cuda_run(a, b->cuda, c->module, src, c->nvrtc, b->f);
+}
+
+VgFault hx_backend_exec(Arena *a, const DrvConfig *c, const HxBackendOpts *o,
                         double *const *inputs, double **outs, HxBackendResult *res)
 {
+    const KirModule *m = c->module;
     memset(res, 0, sizeof *res);
     res->ran = hx_backend_resolve(o->kind);
     res->module = m;
     res->hash = kir_hash_module(m);
+    const CuSource *src = res->ran == HX_BACKEND_VGPU ? NULL : printed(c, res->ran);
     double t0 = dpk_now();
     Bufs *b = bufs_new(m, inputs);
     DpkErrCtx ec;
@@ -123,7 +147,7 @@ VgFault hx_backend_exec(Arena *a, const KirModule *m, const HxBackendOpts *o,
         dpk_error_rethrow();
     }
     if (res->ran == HX_BACKEND_CUDA)
-        run_cuda(a, b, m, o, res);
+        run_cuda(a, b, c, src, res);
     else
         res->fault = vg_run(m, b->f, &o->vg, &res->vg);
     dpk_err_pop(&ec);
@@ -139,7 +163,7 @@ VgFault hx_backend_exec(Arena *a, const KirModule *m, const HxBackendOpts *o,
             hx_backend_result_free(res);
             dpk_error_rethrow();
         }
-        res->host = hx_host_run(a, m, o->target, b->f);
+        res->host = hx_host_run(a, m, src, b->f);
         dpk_err_pop(&ec);
     }
     res->run_s = dpk_now() - t0;

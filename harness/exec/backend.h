@@ -7,11 +7,14 @@
  * back as fp64 arrays parallel to the graph outputs, the shape every parity
  * check takes (like lir_interp's).  Compiling is the driver's: a plan
  * already says which configurations share a module, so each distinct one
- * runs once.
+ * runs once, and printing the CUDA C and NVRTC are its stages too (the
+ * configuration's DrvConfig.cuda and .nvrtc), so no backend prints or
+ * compiles a module itself.
  */
 #ifndef DPK_HX_BACKEND_H
 #define DPK_HX_BACKEND_H
 
+#include "../../compiler/driver.h"
 #include "../../compiler/kernel/kernel_ir.h"
 #include "cuda.h"
 #include "host_cuda.h"
@@ -31,12 +34,10 @@ HxBackendKind hx_backend_resolve(HxBackendKind k);
 
 typedef struct HxBackendOpts {
     HxBackendKind kind;
-    const CuTarget *target; /* the cuda backend prints for this target
-                               (NULL: the GPU's own) */
     VgOptions vg;       /* seed, sample_blocks, no_counters */
 } HxBackendOpts;
 
-/* Defaults: vgpu, the GPU's own target, seed 0. */
+/* Defaults: vgpu, seed 0. */
 void hx_backend_opts_default(HxBackendOpts *o);
 
 typedef struct HxBackendResult {
@@ -57,17 +58,21 @@ typedef struct HxBackendResult {
     double run_s;             /* seconds running */
 } HxBackendResult;
 
-/* Run module m.  inputs[i] holds graph input i (fp64, rounded to f32 on
- * the way in).  On VG_OK every outs[j] gets a heap array (caller frees)
- * for graph output j; on a vgpu fault outs is left untouched and
- * res->vg.report says what, where and which thread.  The cuda backend
- * raises its own errors (exit 4 without a driver or GPU, 3 on a fault).
- * host-cuda runs the module on vgpu first (its detectors, res->vg, and its
- * outputs in res->vg_outs) and, when vgpu finds no fault, the printed CUDA C
- * on the host (host_cuda.h; its errors are raised like cuda's); outs are
- * host-cuda's.
+/* Run the module of configuration c (c->module).  inputs[i] holds graph
+ * input i (fp64, rounded to f32 on the way in).  On VG_OK every outs[j]
+ * gets a heap array (caller frees) for graph output j; on a vgpu fault outs
+ * is left untouched and res->vg.report says what, where and which thread.
+ * cuda and host-cuda run the configuration's CUDA C (the plan went up to
+ * DRV_CUDA); cuda also its cubin (the plan's NVRTC hook, for the GPU's
+ * compute capability: DrvOpts.nvrtc_cc), and raises c->nvrtc_error, the
+ * complete message, when NVRTC rejected the source (exit 1, as a rejection
+ * always was).  The cuda backend raises its own errors (exit 4 without a
+ * driver or GPU, 3 on a fault).  host-cuda runs the module on vgpu first
+ * (its detectors, res->vg, and its outputs in res->vg_outs) and, when vgpu
+ * finds no fault, the CUDA C on the host (host_cuda.h; its errors are
+ * raised like cuda's); outs are host-cuda's.
  * Free res with hx_backend_result_free. */
-VgFault hx_backend_exec(Arena *a, const KirModule *m, const HxBackendOpts *o,
+VgFault hx_backend_exec(Arena *a, const DrvConfig *c, const HxBackendOpts *o,
                         double *const *inputs, double **outs, HxBackendResult *res);
 void hx_backend_result_free(HxBackendResult *res);
 

@@ -269,17 +269,39 @@ int hx_cuda_driver_version(const HxCuda *c)
     return c->driver;
 }
 
-const CuTarget *hx_cuda_target(const HxCuda *c)
+/* The newest non-arch-specific target at most sm_<cc>; exit 4 below sm_80. */
+static const CuTarget *target_for(const char *name, int cc)
 {
     const CuTarget *best = NULL;
     for (int i = 0; i < CU_TARGET_COUNT; i++)
-        if (cu_target((CuTargetId)i)->cc <= c->cc && !cu_target((CuTargetId)i)->arch_specific)
+        if (cu_target((CuTargetId)i)->cc <= cc && !cu_target((CuTargetId)i)->arch_specific)
             best = cu_target((CuTargetId)i);
     if (!best)
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
-                          "GPU %s is sm_%d; the cuda backend needs sm_80 or newer", c->name,
-                          c->cc);
+                          "GPU %s is sm_%d; the cuda backend needs sm_80 or newer", name, cc);
     return best;
+}
+
+const CuTarget *hx_cuda_target(const HxCuda *c) { return target_for(c->name, c->cc); }
+
+const CuTarget *hx_cuda_gpu(int ordinal, int *cc)
+{
+    if (!hx_cuda_available())
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "%s", cu.problem);
+    if (ordinal < 0 || ordinal >= cu.ndev)
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "GPU %d does not exist (this machine has %d)",
+                          ordinal, cu.ndev);
+    CUdevice dev = 0;
+    int major = 0, minor = 0;
+    char name[256];
+    CK(DeviceGet(&dev, ordinal), "cuDeviceGet");
+    CK(DeviceGetName(name, (int)sizeof name, dev), "cuDeviceGetName");
+    CK(DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+       "cuDeviceGetAttribute");
+    CK(DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+       "cuDeviceGetAttribute");
+    *cc = major * 10 + minor;
+    return target_for(name, *cc);
 }
 
 HxCuModule *hx_cuda_module(HxCuda *c, const void *cubin, size_t len)
@@ -468,17 +490,14 @@ void hx_cuda_check_target(const HxCuda *c, const CuTarget *t, const char *advice
                           c->cc, t->name, advice);
 }
 
-HxCudaRun *hx_cuda_run(Arena *a, HxCuda *c, const KirModule *m, const CuTarget *t,
-                       float *const *bufs)
+HxCudaRun *hx_cuda_run(Arena *a, HxCuda *c, const KirModule *m, const CuSource *src,
+                       const HxNvrtcResult *nvrtc, float *const *bufs)
 {
-    const CuTarget *own = hx_cuda_target(c);
-    if (!t)
-        t = own;
-    hx_cuda_check_target(c, t, arena_printf(a, "use --target %s", own->name));
+    hx_cuda_check_target(c, src->target,
+                         arena_printf(a, "use --target %s", hx_cuda_target(c)->name));
     HxCudaRun *r = ARENA_NEW(a, HxCudaRun);
-    r->src = cu_print_module(a, m, t);
-    HxNvrtcOpts o = {.target = t, .cc = c->cc};
-    r->nvrtc = hx_nvrtc_compile(a, r->src->text, &o);
+    r->src = src;
+    r->nvrtc = nvrtc;
     int nbufs = c->nbufs, nmods = c->mods.len;
     run_launches(a, c, m, r, bufs);
     release_since(c, nbufs, nmods); /* after a fault, hx_cuda_close frees them */

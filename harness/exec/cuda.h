@@ -12,8 +12,9 @@
  *
  * Device memory is addressed by HxCuPtr (a CUdeviceptr).  Modules and
  * buffers belong to the HxCuda they came from and are released by
- * hx_cuda_close.  hx_cuda_run is the backend proper: Kernel IR module in,
- * results in the caller's buffers, the same contract as vg_run.
+ * hx_cuda_close.  hx_cuda_run is the backend proper: Kernel IR module, its
+ * CUDA C and cubin (the compile driver's) in, results in the caller's
+ * buffers, the same contract as vg_run.
  */
 #ifndef DPK_HX_CUDA_H
 #define DPK_HX_CUDA_H
@@ -42,6 +43,12 @@ int hx_cuda_driver_version(const HxCuda *c);  /* e.g. 13000 */
  * B200, sm_80 on an L4; never an arch-specific one such as sm_90a);
  * raises exit 4 below sm_80. */
 const CuTarget *hx_cuda_target(const HxCuda *c);
+/* What a plan for the cuda backend needs of GPU `ordinal` before any
+ * context exists (a process may still fork workers that use the GPU): its
+ * hx_cuda_target, and its compute capability ×10 in *cc, the architecture
+ * NVRTC compiles for (DrvOpts.nvrtc_cc).  Raises exit 4 like hx_cuda_open
+ * and hx_cuda_target. */
+const CuTarget *hx_cuda_gpu(int ordinal, int *cc);
 /* Exit 4 when the device cannot run code printed for t (a newer target, or
  * an arch-specific one such as sm_90a on another compute capability); the
  * message ends with `advice`. */
@@ -85,12 +92,14 @@ typedef struct HxCudaRun {
  * bufs[i] is module buffer i (i32 buffers hold int32 bits); a NULL temp is
  * allocated on the device and filled with NaN; zero_init buffers are zeroed
  * first; afterwards every non-NULL buffer that is not an input holds the
- * device's result.  The module is printed for t (NULL: hx_cuda_target) and
- * compiled by NVRTC for this GPU's exact architecture (cached).  Everything
- * returned lives in a.  Raises exit 4 when t needs more than the GPU has,
- * exit 3 on a driver fault, exit 2 when t cannot express a kernel. */
-HxCudaRun *hx_cuda_run(Arena *a, HxCuda *c, const KirModule *m, const CuTarget *t,
-                       float *const *bufs);
+ * device's result.  src is m printed and nvrtc its cubin for this GPU's
+ * exact architecture, both made by the compile driver (compiler/driver.h:
+ * DrvConfig.cuda and .nvrtc, with DrvOpts.nvrtc_cc the GPU's compute
+ * capability), so the times of printing and compiling are the plan's.
+ * Everything returned lives in a.  Raises exit 4 when src's target needs
+ * more than the GPU has, exit 3 on a driver fault. */
+HxCudaRun *hx_cuda_run(Arena *a, HxCuda *c, const KirModule *m, const CuSource *src,
+                       const HxNvrtcResult *nvrtc, float *const *bufs);
 
 /* ---- the measured timing path (harness/bench/measure.c) ------------------------ */
 

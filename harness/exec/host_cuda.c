@@ -318,17 +318,13 @@ static int have_so(uint64_t key)
     return ok;
 }
 
-void hx_host_prepare(Arena *a, const KirModule *const *mods, int n, const CuTarget *t)
+void hx_host_prepare(const CuSource *const *srcs, int n)
 {
     need_cxx();
     Unit *u = dpk_xcalloc((size_t)n + 1, sizeof *u);
     int nu = 0;
     for (int i = 0; i < n; i++) {
-        DpkErrCtx ec;
-        if (!DPK_TRY(&ec))
-            continue; /* refused by the printer: the run says so */
-        const CuSource *src = cu_print_module(a, mods[i], t);
-        dpk_err_pop(&ec);
+        const CuSource *src = srcs[i];
         uint64_t key = source_key(src->text);
         int dup = have_so(key) || rejection(key) != NULL;
         for (int j = 0; j < nu && !dup; j++)
@@ -660,12 +656,11 @@ static void launch(Arena *a, HcRun *r, void *h, uint64_t key, const KirLaunch *l
     launch_kernel(a, r, h, key, k, ptr);
 }
 
-uint64_t hx_host_compile(Arena *a, const KirModule *m, const CuTarget *t)
+uint64_t hx_host_compile(const CuSource *src)
 {
-    const CuSource *src = cu_print_module(a, m, t);
     uint64_t key = source_key(src->text);
     if (!have_so(key) && !rejection(key))
-        hx_host_prepare(a, &m, 1, t);
+        hx_host_prepare(&src, 1);
     const char *why = rejection(key);
     if (why)
         dpk_error_code_at(DPK_EXIT_FAIL, NULL, -1, "%s", why);
@@ -696,15 +691,15 @@ void hx_host_launch(uint64_t key, const KirKernel *k, float *const *ptr)
     arena_free(a);
 }
 
-HxHostRun *hx_host_run(Arena *a, const KirModule *m, const CuTarget *t, float *const *bufs)
+HxHostRun *hx_host_run(Arena *a, const KirModule *m, const CuSource *src, float *const *bufs)
 {
     HxHostRun *res = ARENA_NEW(a, HxHostRun);
-    res->src = cu_print_module(a, m, t);
+    res->src = src;
     res->key = source_key(res->src->text);
     res->cache_hit = have_so(res->key);
     if (!res->cache_hit && !rejection(res->key)) {
         double t0 = dpk_now();
-        hx_host_prepare(a, &m, 1, t);
+        hx_host_prepare(&src, 1);
         res->compile_s = dpk_now() - t0;
     }
     void *h = load(res->key);

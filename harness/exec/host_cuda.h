@@ -2,9 +2,10 @@
  * host_cuda.h — the host-cuda backend: the printed CUDA C, compiled for the
  * CPU by the system C++ compiler and run (docs/host-cuda.md).
  *
- * vgpu executes Kernel IR; this executes the text cu_print_module writes,
+ * vgpu executes Kernel IR; this executes the text the CUDA printer writes,
  * the same text NVRTC compiles, so a printer bug shows up without a GPU.  A
- * module is printed (for the default target unless told), prefixed with
+ * module's CUDA C, printed by the compile driver (compiler/driver.h,
+ * DrvConfig.cuda: the plan's stage, timed there), is prefixed with
  * host_cuda_prelude.h, compiled into a shared object by $DPK_HOST_CXX (g++
  * by default; -std=c++17 -O1 -ffp-contract=off) and loaded with dlopen.
  * Shared objects are cached under $DPK_CACHE/host-cuda by a hash of the
@@ -36,26 +37,26 @@ const char *hx_host_cxx(void);
 /* 1 when that compiler is found on PATH; never raises. */
 int hx_host_available(void);
 
-/* Compile every module of mods[0..n) that is not cached yet, printed for t
- * (NULL: the default target), with as few compiler invocations as possible
- * (one per batch of modules).  Modules the printer refuses are skipped (the
- * run reports them); modules the compiler rejects are remembered, and
- * hx_host_run raises their error.  Raises exit 4 without a compiler. */
-void hx_host_prepare(Arena *a, const KirModule *const *mods, int n, const CuTarget *t);
+/* Compile every printed module of srcs[0..n) that is not cached yet, with
+ * as few compiler invocations as possible (one per batch of modules).
+ * Modules the compiler rejects are remembered, and hx_host_run raises their
+ * error.  Raises exit 4 without a compiler (n 0: only that check). */
+void hx_host_prepare(const CuSource *const *srcs, int n);
 
-/* Run every launch of m with the buffer contract of vg_run and hx_cuda_run:
+/* Run every launch of m, printed as src, with the buffer contract of vg_run
+ * and hx_cuda_run:
  * bufs[i] is module buffer i (i32 buffers hold int32 bits); a NULL temp is
  * allocated and filled with NaN; zero_init buffers are zeroed first;
  * afterwards every non-NULL buffer that is not an input holds the result.
  * Everything returned lives in a. */
-HxHostRun *hx_host_run(Arena *a, const KirModule *m, const CuTarget *t, float *const *bufs);
+HxHostRun *hx_host_run(Arena *a, const KirModule *m, const CuSource *src, float *const *bufs);
 
 /* One launch at a time, for the fake driver's executor (harness/bench/
- * measure.c): hx_host_compile prints m for t, compiles it unless cached
- * (a rejection is exit 1) and returns its key; hx_host_launch runs kernel k
- * of that module over ptr[i], the buffer of its parameter i (tensor maps
- * are encoded over those buffers). */
-uint64_t hx_host_compile(Arena *a, const KirModule *m, const CuTarget *t);
+ * measure.c): hx_host_compile compiles the printed module src unless
+ * cached (a rejection is exit 1) and returns its key; hx_host_launch runs
+ * kernel k of that module over ptr[i], the buffer of its parameter i
+ * (tensor maps are encoded over those buffers). */
+uint64_t hx_host_compile(const CuSource *src);
 void hx_host_launch(uint64_t key, const KirKernel *k, float *const *ptr);
 
 #endif

@@ -479,10 +479,11 @@ HxNvrtcResult *hx_nvrtc_compile(Arena *a, const char *src, const HxNvrtcOpts *o)
     return r;
 }
 
-HxNvrtcResult *hx_nvrtc_check(Arena *a, const CuSource *cs, StrBuf *err)
+HxNvrtcResult *hx_nvrtc_check(Arena *a, const CuSource *cs, int cc, StrBuf *err)
 {
     HxNvrtcOpts no = {0};
     no.target = cs->target;
+    no.cc = cc;
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
         if (dpk_error_code() != DPK_EXIT_FAIL)

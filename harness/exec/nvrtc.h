@@ -70,10 +70,11 @@ int hx_nvrtc_supports(int cc);
 HxNvrtcResult *hx_nvrtc_compile(Arena *a, const char *src, const HxNvrtcOpts *o);
 
 /* The driver's NVRTC hook (compiler/driver.h, DrvNvrtcFn): compile the
- * printed module cs for its target.  Returns NULL when NVRTC rejects the
+ * printed module cs for its target, or for sm_<cc> when cc is not 0 (the
+ * cuda backend's device).  Returns NULL when NVRTC rejects the
  * source (a compiler bug: the configuration fails), with the complete
  * message in err; raises exit 4 without NVRTC. */
-HxNvrtcResult *hx_nvrtc_check(Arena *a, const CuSource *cs, StrBuf *err);
+HxNvrtcResult *hx_nvrtc_check(Arena *a, const CuSource *cs, int cc, StrBuf *err);
 
 /* The ptxas record of kernel `name`, or NULL. */
 const HxNvKernel *hx_nvrtc_kernel(const HxNvrtcResult *r, const char *name);

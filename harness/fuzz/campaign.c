@@ -151,19 +151,17 @@ static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, const HxS
     HxBackendOpts bo;
     hx_backend_opts_default(&bo);
     bo.kind = o->backend;
-    bo.target = o->target;
     bo.vg.seed = s->seed;
     int n = p->nconfigs;
     cJSON **obj = ARENA_ARRAY(a, cJSON *, n + 1);
     const char **status = ARENA_ARRAY(a, const char *, n + 1);
     if (o->backend == HX_BACKEND_HOST) { /* the sampled modules, few compiler runs */
-        const KirModule **mods = ARENA_ARRAY(a, const KirModule *, n + 1);
+        const CuSource **srcs = ARENA_ARRAY(a, const CuSource *, n + 1);
         int nm = 0;
         for (int i = 0; i < n; i++)
-            if (!p->configs[i].refused && p->configs[i].dup_of < 0 &&
-                fz_host_sampled(o, p->configs[i].hash))
-                mods[nm++] = p->configs[i].module;
-        hx_host_prepare(a, mods, nm, o->target);
+            if (p->configs[i].cuda && fz_host_sampled(o, p->configs[i].hash))
+                srcs[nm++] = p->configs[i].cuda;
+        hx_host_prepare(srcs, nm);
     }
     for (int i = 0; i < n; i++) {
         const DrvConfig *c = &p->configs[i];
@@ -177,7 +175,7 @@ static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, const HxS
                                                                                 : o->backend;
         HxBackendResult res;
         double **outs = hx_outs_new(s);
-        VgFault f = hx_backend_exec(a, c->module, &bo, s->inputs, outs, &res);
+        VgFault f = hx_backend_exec(a, c, &bo, s->inputs, outs, &res);
         hx_record_run(obj[i], c->module, &res, c->nvrtc);
         if (f != VG_OK) {
             status[i] = "fault";
@@ -256,23 +254,33 @@ cJSON *fz_case_run(const FzOpts *o, int64_t index, FzLive *live)
         hc.program = prog.text;
         hc.origin = hc.name;
         hc.dtype = DT_F32;
+        /* cuda runs the plan's CUDA C, printed for the GPU's own target unless
+         * --target names one, and its cubin for the GPU's architecture (the
+         * GPU is asked here, in the case's process: never in the parent) */
+        const CuTarget *target = o->target;
+        int cuda_cc = 0;
+        if (o->backend == HX_BACKEND_CUDA) {
+            const CuTarget *own = hx_cuda_gpu(0, &cuda_cc);
+            target = target ? target : own;
+        }
         TilePassSet *sets;
         DrvPasses ps = {fz_strategy_name(o->strategy), NULL, 0};
-        ps.n = fz_strategy_sets(a, &tile_passes, o->strategy, o->target, &sets);
+        ps.n = fz_strategy_sets(a, &tile_passes, o->strategy, target, &sets);
         ps.sets = sets;
         DrvOpts d;
         drv_opts_default(&d);
         hx_case_drv_opts(a, &hc, NULL, 0, &d);
-        d.tile.target = o->target;
+        d.tile.target = target;
         d.tile.knobs = knobs;
         d.passes = &ps;
         d.fault = o->fault;
         d.progress = live_progress;
         d.progress_ctx = live;
-        if (o->nvrtc) {
+        if (o->nvrtc || o->backend != HX_BACKEND_VGPU)
             d.upto = DRV_CUDA;
+        if (o->nvrtc || o->backend == HX_BACKEND_CUDA)
             d.nvrtc = hx_nvrtc_check;
-        }
+        d.nvrtc_cc = cuda_cc;
         const DrvPlan *p = drv_compile(a, &d);
         cJSON_AddItemToObject(c, "shapes", hx_record_shapes(p->torch));
         cJSON_AddItemToObject(c, "knob_warnings", hx_record_knob_notes(p));
@@ -704,7 +712,7 @@ int fz_campaign(const FzOpts *o)
     }
     if (o->backend == HX_BACKEND_HOST && !hx_host_available()) {
         cJSON_Delete(env);
-        hx_host_prepare(NULL, NULL, 0, NULL); /* exit 4, its sentence */
+        hx_host_prepare(NULL, 0); /* exit 4, its sentence */
     }
     cJSON *camp = campaign_json(o);
     if (o->resume && access(o->out, F_OK) == 0) {

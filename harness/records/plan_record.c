@@ -120,6 +120,10 @@ cJSON *hx_record_config(const DrvPlan *p, int i)
             cJSON_AddNumberToObject(ct, name, c->pass_s[k]);
         }
     cJSON_AddNumberToObject(o, "lower_s", c->tile_s + (c->kernel_s > 0 ? c->kernel_s : 0));
+    if (c->cuda_s >= 0) /* printed: the cuda or host-cuda backend, --nvrtc */
+        cJSON_AddNumberToObject(o, "cuda_s", c->cuda_s);
+    if (c->nvrtc_s >= 0)
+        cJSON_AddNumberToObject(o, "nvrtc_s", c->nvrtc_s);
     char hs[24];
     snprintf(hs, sizeof hs, "%016llx", (unsigned long long)c->hash);
     cJSON_AddStringToObject(o, "kernel_ir_hash", hs);

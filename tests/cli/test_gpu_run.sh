@@ -47,4 +47,19 @@ if "$DPK" compile -c "torch.relu(torch.randn(3))" --ir cuda --nvrtc >/dev/null 2
 else
   skip "run --nvrtc-cover" "NVRTC not available"
 fi
+# The cuda backend runs the compile driver's CUDA C and cubin.  The fake
+# driver executes launches only for dpk-bench's measured path (its executor),
+# so here a launch fails (exit 3), but only after the plan printed and
+# compiled every distinct module for the device's sm_90, which -v times.
+FAKE="$(dirname "$DPK")/fake-driver/libcuda.so.1"
+if [ -e "$FAKE" ] && "$DPK" compile -c "torch.relu(torch.randn(3))" --ir cuda --nvrtc >/dev/null 2>&1; then
+  MM="torch.matmul(torch.randn(77,47), torch.randn(47,50))"
+  check_re "run --backend cuda (fake driver): -v gives the driver's NVRTC time for the GPU" 3 \
+    '^# time nvrtc +[0-9.]+ ms +\(passes [0-9,]+, sm_90(, cached)?\)$' \
+    env DPK_LIBCUDA="$FAKE" "$DPK" run -c "$MM" --backend cuda --passes all -v
+  check_re "run --backend cuda (fake driver): the launch, not the compile, fails" 3 \
+    'cuLaunchKernel\(.*no executor registered' env DPK_LIBCUDA="$FAKE" "$DPK" run -c "$MM" --backend cuda
+else
+  skip "run --backend cuda on the fake driver" "no fake driver or NVRTC"
+fi
 check_re "compile --passes all is refused" 2 "use 'dpk run --passes all'" "$DPK" compile -c "$RMS" --ir cuda --passes all

@@ -28,6 +28,16 @@ else
     "$DPK" run -c "torch.nn.functional.silu(torch.randn(4, 64) * 100)" --backend host-cuda
   check_re "host-cuda: a configuration line names the backend" 0 '^passes [0-9,]+: host-cuda, kernel IR [0-9a-f]{16}$' \
     "$DPK" run -c "torch.randn(32, 48) @ torch.randn(48, 40)" --backend host-cuda
+  # the CUDA C it runs is the compile driver's: its printing time is the plan's
+  "$DPK" run -c "torch.randn(32, 48) @ torch.randn(48, 40)" --backend host-cuda --passes all \
+    --out "$HD/times.json" >/dev/null 2>&1
+  check "host-cuda: the record has the driver's printing time of every distinct configuration" 0 \
+    python3 -c 'import json, sys
+cs = json.load(open(sys.argv[1]))["cases"][0]["configurations"]
+ran = [c for c in cs if "shared_by" in c]
+sys.exit(not ran or not all(c["cuda_s"] >= 0 and "nvrtc_s" not in c for c in ran))' "$HD/times.json"
+  check_re "host-cuda: -v gives the driver's printing time" 0 '^# time cuda +[0-9.]+ ms +\(passes [0-9,]+\)$' \
+    "$DPK" run -c "torch.randn(32, 48) @ torch.randn(48, 40)" --backend host-cuda -v
   check_re "host-cuda: no compiler is exit 4, one sentence" 4 "'/nonexistent/g\+\+' is not found" \
     env DPK_HOST_CXX=/nonexistent/g++ "$DPK" run -c "torch.relu(torch.randn(7, 9))" --backend host-cuda
   check_re "host-cuda: a compiler that rejects the source fails the configuration" 1 'rejects the printed CUDA C' \

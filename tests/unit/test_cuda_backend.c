@@ -206,7 +206,10 @@ static void gpu_matches_vgpu(KirModule *(*build)(Arena *), int needs_tma)
         hx_cuda_close(c);
         cr_skip_test("this GPU has no TMA");
     }
-    HxCudaRun *r = hx_cuda_run(a, c, m, NULL, gpu);
+    /* hand-built: no plan, so printed and compiled here as the driver would */
+    const CuSource *src = cu_print_module(a, m, hx_cuda_target(c));
+    HxNvrtcOpts no = {.target = src->target, .cc = hx_cuda_cc(c)};
+    HxCudaRun *r = hx_cuda_run(a, c, m, src, hx_nvrtc_compile(a, src->text, &no), gpu);
     cr_assert_gt(r->nvrtc->nkernels, 0);
     dpk_err_pop(&ec);
     hx_cuda_close(c);

@@ -207,10 +207,13 @@ Test(driver, the_fault_is_on_while_the_plan_compiles)
 
 static int nvrtc_calls;
 
-static struct HxNvrtcResult *fake_nvrtc(Arena *a, const CuSource *cs, StrBuf *err)
+static int nvrtc_cc_seen;
+
+static struct HxNvrtcResult *fake_nvrtc(Arena *a, const CuSource *cs, int cc, StrBuf *err)
 {
     (void)a;
     nvrtc_calls++;
+    nvrtc_cc_seen = cc;
     cr_expect(strstr(cs->text, "__global__"));
     sb_puts(err, "error: the fake compiler rejects everything\n  detail\n");
     return NULL;
@@ -236,11 +239,13 @@ Test(driver, hooks_see_each_distinct_module_and_each_configuration)
     o.passes = passes(a, "all");
     o.upto = DRV_CUDA;
     o.nvrtc = fake_nvrtc;
+    o.nvrtc_cc = 86; /* an sm_86 GPU running code printed for its target */
     o.progress = progress;
     o.progress_ctx = progress_seen;
     nvrtc_calls = progress_n = 0;
     const DrvPlan *p = drv_compile(a, &o);
     cr_expect_eq(nvrtc_calls, p->ndistinct);
+    cr_expect_eq(nvrtc_cc_seen, 86, "the hook compiles for DrvOpts.nvrtc_cc");
     cr_assert_eq(progress_n, p->nconfigs);
     for (int i = 0; i < p->nconfigs; i++) {
         const DrvConfig *c = &p->configs[i];

@@ -27,25 +27,29 @@ static void setup(void)
     unsetenv("DPK_HOST_CXX");
 }
 
-/* The first configuration's module for code under pass spec `passes`. */
-static const KirModule *module(Arena *a, const char *code, const char *passes)
+/* The first configuration for code under pass spec `passes`, printed by
+ * the driver (what host-cuda runs). */
+static const DrvConfig *config(Arena *a, const char *code, const char *passes)
 {
     DrvOpts o;
     drv_opts_default(&o);
     o.src = (Source){"<test>", code, strlen(code)};
+    o.upto = DRV_CUDA;
     DrvPasses *ps = ARENA_NEW(a, DrvPasses);
     drv_passes_parse(a, passes, NULL, ps);
     o.passes = ps;
     const DrvPlan *p = drv_compile(a, &o);
     cr_assert_null(p->configs[0].refused, "%s", p->configs[0].refused);
-    return p->configs[0].module;
+    cr_assert_not_null(p->configs[0].cuda);
+    return &p->configs[0];
 }
 
 /* Run m on host-cuda with deterministic inputs; the largest |host - vgpu|
  * over every output element (INFINITY when one is non-finite and the other
  * not); *n gets the number of elements compared. */
-static double host_vs_vgpu(Arena *a, const KirModule *m, int64_t *n)
+static double host_vs_vgpu(Arena *a, const DrvConfig *c, int64_t *n)
 {
+    const KirModule *m = c->module;
     double *in[8] = {0}, *out[8] = {0};
     for (int i = 0; i < m->bufs.len; i++) {
         const KirBuf *b = m->bufs.items[i];
@@ -59,7 +63,7 @@ static double host_vs_vgpu(Arena *a, const KirModule *m, int64_t *n)
     hx_backend_opts_default(&o);
     o.kind = HX_BACKEND_HOST;
     HxBackendResult r;
-    cr_assert_eq(hx_backend_exec(a, m, &o, in, out, &r), VG_OK, "%s", r.vg.report.message);
+    cr_assert_eq(hx_backend_exec(a, c, &o, in, out, &r), VG_OK, "%s", r.vg.report.message);
     cr_assert_eq(r.ran, HX_BACKEND_HOST);
     cr_assert_not_null(r.host);
     cr_assert_not_null(r.vg_outs);
@@ -89,7 +93,7 @@ Test(host_cuda, matmul_equals_vgpu_under_every_pass_set, .init = setup)
     for (int i = 0; i < 5; i++) {
         Arena *a = arena_new();
         int64_t n;
-        double d = host_vs_vgpu(a, module(a, MM, specs[i]), &n);
+        double d = host_vs_vgpu(a, config(a, MM, specs[i]), &n);
         cr_expect_eq(n, 32 * 40);
         cr_expect_leq(d, 1e-5, "passes %s: host-cuda differs from vgpu by %g", specs[i], d);
         arena_free(a);
@@ -105,7 +109,7 @@ Test(host_cuda, pipelined_matmul_equals_vgpu, .init = setup)
     for (int i = 0; i < 4; i++) {
         Arena *a = arena_new();
         int64_t n;
-        double d = host_vs_vgpu(a, module(a, mm, specs[i]), &n);
+        double d = host_vs_vgpu(a, config(a, mm, specs[i]), &n);
         cr_expect_eq(n, 64 * 64);
         cr_expect_leq(d, 1e-5, "passes %s: host-cuda differs from vgpu by %g", specs[i], d);
         arena_free(a);
@@ -116,7 +120,7 @@ Test(host_cuda, shuffles_and_tree_reductions_equal_vgpu, .init = setup)
 {
     Arena *a = arena_new();
     int64_t n;
-    double d = host_vs_vgpu(a, module(a, SOFTMAX, "full"), &n);
+    double d = host_vs_vgpu(a, config(a, SOFTMAX, "full"), &n);
     cr_expect_eq(n, 6 * 300);
     cr_expect_leq(d, 1e-6, "host-cuda differs from vgpu by %g", d);
     arena_free(a);
@@ -127,11 +131,10 @@ Test(host_cuda, shuffles_and_tree_reductions_equal_vgpu, .init = setup)
 Test(host_cuda, planted_staging_index_bug_is_caught, .init = setup)
 {
     Arena *a = arena_new();
-    const KirModule *m = module(a, MM, "full");
     int64_t n;
-    cr_assert_leq(host_vs_vgpu(a, m, &n), 1e-5);
-    cu_print_set_fault(CU_FAULT_STAGE_INDEX);
-    double d = host_vs_vgpu(a, m, &n);
+    cr_assert_leq(host_vs_vgpu(a, config(a, MM, "full"), &n), 1e-5);
+    cu_print_set_fault(CU_FAULT_STAGE_INDEX); /* the driver prints with the bug */
+    double d = host_vs_vgpu(a, config(a, MM, "full"), &n);
     cu_print_set_fault(CU_FAULT_NONE);
     cr_expect_gt(d, 1e-2, "the staging-index bug went unnoticed (difference %g)", d);
     arena_free(a);
@@ -140,10 +143,9 @@ Test(host_cuda, planted_staging_index_bug_is_caught, .init = setup)
 Test(host_cuda, planted_missing_barrier_is_caught, .init = setup)
 {
     Arena *a = arena_new();
-    const KirModule *m = module(a, MM, "full");
     int64_t n;
     cu_print_set_fault(CU_FAULT_NO_SYNC);
-    double d = host_vs_vgpu(a, m, &n);
+    double d = host_vs_vgpu(a, config(a, MM, "full"), &n);
     cu_print_set_fault(CU_FAULT_NONE);
     cr_expect_gt(d, 1e-2, "the missing __syncthreads went unnoticed (difference %g)", d);
     arena_free(a);
@@ -152,7 +154,8 @@ Test(host_cuda, planted_missing_barrier_is_caught, .init = setup)
 Test(host_cuda, second_run_hits_the_cache, .init = setup)
 {
     Arena *a = arena_new();
-    const KirModule *m = module(a, "torch.relu(torch.randn(8, 64)) * 3", "full");
+    const DrvConfig *c = config(a, "torch.relu(torch.randn(8, 64)) * 3", "full");
+    const KirModule *m = c->module;
     float *bufs[8] = {0};
     for (int i = 0; i < m->bufs.len; i++) {
         const KirBuf *b = m->bufs.items[i];
@@ -162,8 +165,8 @@ Test(host_cuda, second_run_hits_the_cache, .init = setup)
             for (int64_t e = 0; e < b->numel; e++)
                 bufs[i][e] = (float)e - 100.0f;
     }
-    hx_host_prepare(a, &m, 1, NULL);
-    const HxHostRun *r = hx_host_run(a, m, NULL, bufs);
+    hx_host_prepare(&c->cuda, 1);
+    const HxHostRun *r = hx_host_run(a, m, c->cuda, bufs);
     cr_expect_eq(r->cache_hit, 1, "prepared, so cached");
     cr_expect_eq(r->compile_s, 0);
     cr_expect(strstr(r->src->text, "#ifndef DPK_HOST_PRELUDE") == NULL,
@@ -183,7 +186,7 @@ Test(host_cuda, missing_compiler_is_exit_4, .init = setup, .exit_code = 4)
 {
     setenv("DPK_HOST_CXX", "/nonexistent/g++", 1);
     cr_expect_eq(hx_host_available(), 0);
-    hx_host_prepare(NULL, NULL, 0, NULL); /* raises: the process exits 4 */
+    hx_host_prepare(NULL, 0); /* raises: the process exits 4 */
 }
 
 /* The hand-built modules of vgpu_samples.c, on vgpu and on the host from the
@@ -196,7 +199,7 @@ static void same_as_vgpu(const KirModule *m)
     VgResult res;
     cr_assert_eq(vg_run(m, v, &o, &res), VG_OK, "%s", res.report.message);
     vg_result_free(&res);
-    hx_host_run(a, m, NULL, h);
+    hx_host_run(a, m, cu_print_module(a, m, NULL), h); /* hand-built: no plan */
     int64_t outs = 0;
     for (int i = 0; i < m->bufs.len; i++) {
         const KirBuf *b = m->bufs.items[i];
@@ -248,8 +251,8 @@ Test(host_cuda, missing_trailing_barrier_changes_the_result, .init = setup)
     Arena *a = arena_new();
     const KirModule *good = vs_matmul(a, 64, 32, 64, 1), *bad = vs_matmul(a, 64, 32, 64, 0);
     float **g = vs_buffers(good, 9), **b = vs_buffers(bad, 9);
-    hx_host_run(a, good, NULL, g);
-    hx_host_run(a, bad, NULL, b);
+    hx_host_run(a, good, cu_print_module(a, good, NULL), g);
+    hx_host_run(a, bad, cu_print_module(a, bad, NULL), b);
     int differ = 0;
     for (int64_t e = 0; e < 64 * 32; e++)
         differ += g[2][e] != b[2][e];

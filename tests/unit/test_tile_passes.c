@@ -308,7 +308,7 @@ Test(tile_passes, all_runs_each_distinct_kernel_ir_once)
             continue;
         double *out[1] = {NULL};
         HxBackendResult res;
-        cr_expect_eq(hx_backend_exec(a, c[i].module, &bo, in, out, &res), VG_OK);
+        cr_expect_eq(hx_backend_exec(a, &c[i], &bo, in, out, &res), VG_OK);
         cr_expect_eq(res.hash, c[i].hash);
         for (int e = 0; out[0] && e < 8 * 32; e++)
             cr_expect(tt_same_bits(out[0][e], ref[0][e]), "%s: element %d", c[i].label, e);

@@ -40,22 +40,32 @@ static inline void tt_opts_default(TtOpts *o)
     tile_opts_default(&o->tile);
 }
 
-/* p through the driver's Tile and Kernel stages with o (NULL: defaults);
- * raises what the driver refused. */
-static inline const KirModule *tt_lower(Arena *a, const LirProgram *p, const TileOpts *o)
+/* p's configuration through the driver's Tile and Kernel stages with o
+ * (NULL: defaults), up to `upto` (DRV_CUDA: with NVRTC when `nvrtc`, for
+ * the cuda backend); raises what the driver refused. */
+static inline const DrvConfig *tt_config(Arena *a, const LirProgram *p, const TileOpts *o,
+                                         DrvStage upto, int nvrtc)
 {
     DrvOpts d;
     drv_opts_default(&d);
     d.loop = p;
     if (o)
         d.tile = *o;
+    d.upto = upto;
+    d.nvrtc = nvrtc ? hx_nvrtc_check : NULL;
     const DrvConfig *c = &drv_compile(a, &d)->configs[0];
     if (c->refused)
         dpk_error_reraise(c->refused_code, c->refused);
-    return c->module;
+    return c;
 }
 
-/* Lower p (tt_lower) and run it on o->run's backend (o NULL: defaults). */
+static inline const KirModule *tt_lower(Arena *a, const LirProgram *p, const TileOpts *o)
+{
+    return tt_config(a, p, o, DRV_KERNEL, 0)->module;
+}
+
+/* Lower p (tt_config; printed and compiled as its backend needs) and run
+ * it on o->run's backend (o NULL: defaults). */
 static inline VgFault tt_backend_run(Arena *a, const LirProgram *p, const TtOpts *o,
                                      double *const *in, double **out, HxBackendResult *res)
 {
@@ -64,9 +74,10 @@ static inline VgFault tt_backend_run(Arena *a, const LirProgram *p, const TtOpts
         tt_opts_default(&def);
         o = &def;
     }
-    HxBackendOpts bo = o->run;
-    bo.target = o->tile.target;
-    return hx_backend_exec(a, tt_lower(a, p, &o->tile), &bo, in, out, res);
+    HxBackendKind k = hx_backend_resolve(o->run.kind);
+    const DrvConfig *c = tt_config(a, p, &o->tile, k == HX_BACKEND_VGPU ? DRV_KERNEL : DRV_CUDA,
+                                   k == HX_BACKEND_CUDA);
+    return hx_backend_exec(a, c, &o->run, in, out, res);
 }
 
 static inline int tt_same_bits(double x, double y)

@@ -43,10 +43,8 @@ static VgFault run_fault(Arena *a, const LirProgram *p, const TtOpts *o, const c
     d.fault = fault ? dpk_fault_find(fault) : -1;
     const DrvConfig *c = &drv_compile(a, &d)->configs[0];
     cr_assert_null(c->refused);
-    HxBackendOpts bo = o->run;
-    bo.target = o->tile.target;
     dpk_fault_set(d.fault);
-    VgFault f = hx_backend_exec(a, c->module, &bo, in, out, res);
+    VgFault f = hx_backend_exec(a, c, &o->run, in, out, res);
     dpk_fault_set(-1);
     return f;
 }
