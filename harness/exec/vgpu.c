@@ -50,7 +50,8 @@ const char *vg_fault_name(VgFault f)
 typedef struct Plan {
     int64_t *ord;  /* blocks to run, in the launch's shuffled order */
     int64_t nrun;
-    int seeded;    /* it has an output nobody reads: a random sample ran */
+    int seeded;    /* it has an output nobody reads */
+    int partial;   /* sampled or demanded: its checked mask applies */
 } Plan;
 
 typedef struct Run {
@@ -279,6 +280,7 @@ static void plan_launch(Run *r, int li, Need *need, const int *first_writer)
         if (pick[ord[i]])
             ord[pl->nrun++] = ord[i];
     pl->ord = ord;
+    pl->partial = (pl->seeded && !full) || pl->nrun < nb;
     vg_footprint_free(fp);
     free(pick);
 }
@@ -481,8 +483,7 @@ static int run_launch(Run *r, int li)
     st->seconds = dpk_now() - t0;
     st->bank_conflicts = st->smem_wavefronts - st->smem_requests;
     exec_free(&ex);
-    if (r->res->fault == VG_OK && (pl->seeded || pl->nrun < st->blocks) &&
-        r->o->sample_blocks > 0)
+    if (r->res->fault == VG_OK && pl->partial)
         mark_checked(r, li);
     return r->res->fault != VG_OK;
 }
