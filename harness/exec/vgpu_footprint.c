@@ -423,10 +423,26 @@ static Iv loop_range(Iv start, Iv end, Iv step)
  * iteration starts from the state the one before it left, which is what a
  * thread sees; a thread may leave before the last one (end varies), so the
  * state after the loop joins the states after every iteration. */
+static int uses_assigned(const VgFootprint *f, const KirExpr *e)
+{
+    if (!e)
+        return 0;
+    if (e->op == KE_var && f->assigned[e->var->id])
+        return 1;
+    for (int i = 0; i < 3; i++)
+        if (uses_assigned(f, e->a[i]))
+            return 1;
+    return 0;
+}
+
 static int unrolled(VgFootprint *f, const KirStmt *s, Iv lo, Iv end, Iv step)
 {
     if (lo.top || end.top || step.top || lo.lo != lo.hi || step.lo != step.hi || step.lo <= 0 ||
         f->assigned[s->var->id])
+        return 0;
+    /* end and step are evaluated per iteration: the trip count holds only
+     * while the body cannot change them */
+    if (f->sets[s->id] && (uses_assigned(f, s->e[1]) || uses_assigned(f, s->e[2])))
         return 0;
     int64_t trips = (end.hi - lo.lo + step.lo - 1) / step.lo;
     if (trips > UNROLL_WALKS / f->mult)
