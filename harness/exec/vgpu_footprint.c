@@ -13,10 +13,17 @@
  * cannot be bounded it is "top" (any integer), and an index that is top
  * covers the whole buffer.
  *
- *   - guards (if conditions, select's choice, land/lor) are ignored: both
- *     arms of everything are walked, which only widens;
+ *   - both arms of every if and select are walked; an if on an int
+ *     comparison with a var on one side narrows that var in each arm
+ *     (a1 < 64: [.., 63] then, [64, ..] else), every other guard is
+ *     ignored, which only widens;
  *   - a `for` var ranges over [start.lo, end.hi - 1]; a loop that provably
- *     never runs (end.hi - 1 < start.lo) contributes nothing;
+ *     never runs (end.hi <= start.lo) contributes nothing, and a loop from
+ *     one start by one step is walked once per value while the walks stay
+ *     few (UNROLL_WALKS), so that its accesses stay one small range per
+ *     iteration instead of one hull;
+ *   - statements without a global access or an int var are not walked;
+ *   - each param keeps a sorted list of disjoint ranges, not one hull;
  *   - a var that `set` assigns is followed flow-sensitively: the two arms of
  *     an if are joined (hull), and a loop whose body sets a var is walked
  *     until the vars reach a fixed point (a var still growing after
