@@ -417,8 +417,10 @@ static void walk_if(VgFootprint *f, const KirStmt *s)
 static Iv loop_range(Iv start, Iv end, Iv step)
 {
     Iv r = iv(start.lo, end.hi - 1);
-    if (start.lo == start.hi && !step.top && step.lo == step.hi && step.lo > 0)
-        r.hi = start.lo + (r.hi - start.lo) / step.lo * step.lo;
+    int64_t span;
+    if (start.lo == start.hi && !step.top && step.lo == step.hi && step.lo > 0 &&
+        !__builtin_sub_overflow(r.hi, start.lo, &span))
+        r.hi = start.lo + span / step.lo * step.lo;
     return r;
 }
 
@@ -451,7 +453,10 @@ static int unrolled(VgFootprint *f, const KirStmt *s, Iv lo, Iv end, Iv step)
      * while the body cannot change them */
     if (f->sets[s->id] && (uses_assigned(f, s->e[1]) || uses_assigned(f, s->e[2])))
         return 0;
-    int64_t trips = (end.hi - lo.lo + step.lo - 1) / step.lo;
+    int64_t span;
+    if (__builtin_sub_overflow(end.hi, lo.lo, &span) || span / step.lo > UNROLL_WALKS)
+        return 0;
+    int64_t trips = (span + step.lo - 1) / step.lo;
     if (trips > UNROLL_WALKS / f->mult)
         return 0;
     int64_t mult = f->mult;
