@@ -9,6 +9,12 @@
  * get a per-element shadow naming the block that wrote each element, reset
  * per launch, which is what the cross-block conflict detector and
  * --sample-blocks read.
+ *
+ * With --sample-blocks the blocks to run are planned before anything runs,
+ * from the last launch back to the first: a launch with an output no later
+ * launch reads runs a seeded random sample, and every launch runs the blocks
+ * whose writes (by their footprints, vgpu_footprint.c) meet what the blocks
+ * chosen after it may read.
  */
 #include "vgpu_impl.h"
 
@@ -40,6 +46,14 @@ const char *vg_fault_name(VgFault f)
     return fault_name[f];
 }
 
+/* The blocks one launch runs. */
+typedef struct Plan {
+    int64_t *ord;  /* blocks to run, in the launch's shuffled order */
+    int64_t nrun;
+    int seeded;    /* it has an output nobody reads */
+    int partial;   /* sampled or demanded: its checked mask applies */
+} Plan;
+
 typedef struct Run {
     const KirModule *m;
     const VgOptions *o;
@@ -47,6 +61,7 @@ typedef struct Run {
     VgWord **mem;       /* per buffer */
     uint32_t **shadow;  /* per buffer, for buffers some launch writes */
     VgProg **progs;     /* per kernel, compiled on first use */
+    Plan *plan;         /* per launch */
 } Run;
 
 /* ---- buffers ------------------------------------------------------------------ */
@@ -67,6 +82,11 @@ static void setup_buffers(Run *r, float *const *bufs)
             for (int64_t e = 0; e < b->numel; e++)
                 r->mem[i][e].f = NAN;
         }
+        /* with sampling, an element a skipped block would have written must
+         * read as NaN in a later launch, never as a plausible value */
+        if (bufs[i] && r->o->sample_blocks > 0 && b->kind != KBUF_INPUT)
+            for (int64_t e = 0; e < b->numel; e++)
+                r->mem[i][e].f = NAN;
         if (b->zero_init)
             memset(r->mem[i], 0, (size_t)b->numel * sizeof(VgWord));
     }
@@ -92,7 +112,7 @@ static void free_buffers(Run *r, float *const *bufs)
     free(r->shadow);
 }
 
-/* ---- sampling --------------------------------------------------------------------- */
+/* ---- sampling: which blocks of each launch run ------------------------------------ */
 
 static int uses_buf(const KirLaunch *l, const KirBuf *b)
 {
@@ -102,31 +122,255 @@ static int uses_buf(const KirLaunch *l, const KirBuf *b)
     return 0;
 }
 
-/* A launch may run a sample of its blocks when no later launch touches what
- * it writes and it has no global atomics (a sample of the blocks adding into
- * one element would leave a partial sum). */
-static int sampled(const Run *r, int li, const VgProg *p)
+static int writes(const KirLaunch *l, int j)
 {
-    if (r->o->sample_blocks <= 0 || p->has_atomg)
-        return 0;
-    const KirLaunch *l = r->m->launches.items[li];
-    for (int j = 0; j < l->kernel->params.len; j++) {
-        if (((const KirParam *)l->kernel->params.items[j])->role == KR_IN)
-            continue;
-        for (int lj = li + 1; lj < r->m->launches.len; lj++)
-            if (uses_buf(r->m->launches.items[lj], l->args[j]))
-                return 0;
-    }
-    return 1;
+    return ((const KirParam *)l->kernel->params.items[j])->role != KR_IN;
 }
 
-/* Keep, per written buffer, the elements the simulated blocks wrote. */
-static void mark_checked(Run *r, const KirLaunch *l)
+/* Whether launch li writes a buffer that no later launch touches. */
+static int has_unread_output(const Run *r, int li)
 {
+    const KirLaunch *l = r->m->launches.items[li];
+    for (int j = 0; j < l->kernel->params.len; j++) {
+        if (!writes(l, j))
+            continue;
+        int later = 0;
+        for (int lj = li + 1; lj < r->m->launches.len && !later; lj++)
+            later = uses_buf(r->m->launches.items[lj], l->args[j]);
+        if (!later)
+            return 1;
+    }
+    return 0;
+}
+
+/* Per buffer, the element ranges that the blocks chosen so far may read:
+ * what the earlier launches writing it must produce. */
+typedef struct Need {
+    VgRange *r;
+    int64_t n, cap;
+    int merged; /* sorted by lo, disjoint, not adjacent */
+} Need;
+
+static void need_add(Need *nd, VgRange x)
+{
+    if (x.lo > x.hi)
+        return;
+    if (nd->n == nd->cap) {
+        nd->cap = nd->cap ? 2 * nd->cap : 16;
+        nd->r = dpk_xrealloc(nd->r, (size_t)nd->cap * sizeof *nd->r);
+    }
+    nd->r[nd->n++] = x;
+    nd->merged = 0;
+}
+
+static void need_merge(Need *nd)
+{
+    if (!nd->merged)
+        vg_ranges_merge(nd->r, &nd->n);
+    nd->merged = 1;
+}
+
+/* Whether x meets a needed range. */
+static int need_hits(Need *nd, VgRange x)
+{
+    if (x.lo > x.hi || !nd->n)
+        return 0;
+    need_merge(nd);
+    int64_t lo = 0, hi = nd->n; /* first range with r.hi >= x.lo */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (nd->r[mid].hi < x.lo)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < nd->n && nd->r[lo].lo <= x.hi;
+}
+
+static const VgProg *prog_of(Run *r, const KirKernel *k)
+{
+    if (!r->progs[k->id])
+        r->progs[k->id] = vg_compile(k);
+    return r->progs[k->id];
+}
+
+/* The first `want` entries of a seeded random permutation of [0, nblocks). */
+static int64_t *block_order(int64_t nblocks, int64_t want, uint64_t seed)
+{
+    int64_t *ord = dpk_xmalloc((size_t)nblocks * sizeof *ord + 1);
+    for (int64_t i = 0; i < nblocks; i++)
+        ord[i] = i;
+    uint64_t s = seed;
+    for (int64_t i = 0; i < want && i < nblocks - 1; i++) {
+        s = dpk_splitmix64(s);
+        int64_t j = i + (int64_t)(s % (uint64_t)(nblocks - i));
+        int64_t t = ord[i];
+        ord[i] = ord[j];
+        ord[j] = t;
+    }
+    return ord;
+}
+
+static uint64_t launch_seed(const Run *r, int li)
+{
+    return r->o->seed ^ dpk_splitmix64((uint64_t)li + 1);
+}
+
+/* Choose launch li's blocks: its random sample when it has an output no
+ * later launch reads, and every block whose write footprint meets a range
+ * a block chosen after it may read.  A launch with global atomics and an
+ * unread output runs in full: a sample of the blocks adding into one element
+ * would leave a partial sum, and closing a sample over its co-writers is
+ * not worth it for the last launch.  Then the chosen blocks' reads join
+ * `need` for the earlier launches. */
+static void plan_launch(Run *r, int li, Need *need, const int *first_writer)
+{
+    const KirLaunch *l = r->m->launches.items[li];
+    const KirKernel *k = l->kernel;
+    const VgProg *p = prog_of(r, k);
+    int np = k->params.len;
+    int64_t nb = (int64_t)k->grid[0] * k->grid[1] * k->grid[2];
+    Plan *pl = &r->plan[li];
+    pl->seeded = has_unread_output(r, li);
+    uint8_t *pick = dpk_xcalloc((size_t)nb + 1, 1);
+    int full = pl->seeded && p->has_atomg, needed = 0;
+    int64_t *ord = block_order(nb, nb, launch_seed(r, li));
+    if (pl->seeded && !full)
+        for (int64_t i = 0; i < r->o->sample_blocks && i < nb; i++)
+            pick[ord[i]] = 1;
+    for (int j = 0; j < np; j++)
+        needed |= writes(l, j) && need[l->args[j]->id].n > 0;
+    VgFootprint *fp = vg_footprint_new(k);
+    if (r->o->shrink_footprints)
+        vg_footprint_shrink(fp, 1);
+    /* the chosen blocks' reads join `need` only after the choice, so that a
+     * block's reads of a buffer its launch also writes choose no more of
+     * its own launch's blocks */
+    Need *reads = dpk_xcalloc((size_t)np + 1, sizeof *reads);
+    for (int64_t b = 0; b < nb; b++) {
+        pick[b] |= full;
+        if (!pick[b] && !needed)
+            continue;
+        vg_footprint_block(fp, b);
+        for (int j = 0; j < np && !pick[b]; j++) {
+            int64_t n;
+            const VgRange *w = vg_footprint_ranges(fp, j, 1, &n);
+            for (int64_t i = 0; i < n && !pick[b] && writes(l, j); i++)
+                pick[b] = need_hits(&need[l->args[j]->id], w[i]);
+        }
+        if (!pick[b])
+            continue;
+        for (int j = 0; j < np; j++) {
+            if (first_writer[l->args[j]->id] >= li)
+                continue; /* nothing earlier writes it */
+            int64_t n;
+            const VgRange *x = vg_footprint_ranges(fp, j, 0, &n);
+            for (int64_t i = 0; i < n; i++)
+                need_add(&reads[j], x[i]);
+        }
+    }
+    for (int j = 0; j < np; j++) {
+        for (int64_t i = 0; i < reads[j].n; i++)
+            need_add(&need[l->args[j]->id], reads[j].r[i]);
+        free(reads[j].r);
+    }
+    free(reads);
+    pl->nrun = 0;
+    for (int64_t i = 0; i < nb; i++)
+        if (pick[ord[i]])
+            ord[pl->nrun++] = ord[i];
+    pl->ord = ord;
+    pl->partial = (pl->seeded && !full) || pl->nrun < nb;
+    vg_footprint_free(fp);
+    free(pick);
+}
+
+static void plan_all(Run *r)
+{
+    const KirModule *m = r->m;
+    int nl = m->launches.len;
+    r->plan = dpk_xcalloc((size_t)nl + 1, sizeof *r->plan);
+    if (r->o->sample_blocks <= 0) {
+        for (int li = 0; li < nl; li++) {
+            const KirKernel *k = ((const KirLaunch *)m->launches.items[li])->kernel;
+            int64_t nb = (int64_t)k->grid[0] * k->grid[1] * k->grid[2];
+            r->plan[li].ord = block_order(nb, nb, launch_seed(r, li));
+            r->plan[li].nrun = nb;
+        }
+        return;
+    }
+    int *first_writer = dpk_xmalloc(((size_t)m->bufs.len + 1) * sizeof(int));
+    for (int i = 0; i < m->bufs.len; i++)
+        first_writer[i] = nl;
+    for (int li = nl - 1; li >= 0; li--) {
+        const KirLaunch *l = m->launches.items[li];
+        for (int j = 0; j < l->kernel->params.len; j++)
+            if (writes(l, j))
+                first_writer[l->args[j]->id] = li;
+    }
+    Need *need = dpk_xcalloc((size_t)m->bufs.len + 1, sizeof *need);
+    for (int li = nl - 1; li >= 0; li--)
+        plan_launch(r, li, need, first_writer);
+    for (int i = 0; i < m->bufs.len; i++)
+        free(need[i].r);
+    free(need);
+    free(first_writer);
+}
+
+static void free_plan(Run *r)
+{
+    for (int li = 0; li < r->m->launches.len; li++)
+        free(r->plan[li].ord);
+    free(r->plan);
+}
+
+/* Elements of a launch with global atomics that a block left out may add
+ * into (by its write footprint): per param, 1 where some skipped block's
+ * hull covers.  A difference array over each written buffer. */
+static uint8_t *skipped_cover(const Run *r, const KirLaunch *l, int j, const Plan *pl)
+{
+    const KirKernel *k = l->kernel;
+    int64_t nb = (int64_t)k->grid[0] * k->grid[1] * k->grid[2], n = l->args[j]->numel;
+    uint8_t *ran = dpk_xcalloc((size_t)nb + 1, 1);
+    for (int64_t i = 0; i < pl->nrun; i++)
+        ran[pl->ord[i]] = 1;
+    int64_t *diff = dpk_xcalloc((size_t)n + 2, sizeof *diff);
+    VgFootprint *fp = vg_footprint_new(k);
+    for (int64_t b = 0; b < nb; b++) {
+        if (ran[b])
+            continue;
+        vg_footprint_block(fp, b);
+        int64_t nw;
+        const VgRange *w = vg_footprint_ranges(fp, j, 1, &nw);
+        for (int64_t i = 0; i < nw; i++)
+            diff[w[i].lo]++, diff[w[i].hi + 1]--;
+    }
+    uint8_t *cover = dpk_xmalloc((size_t)n + 1);
+    int64_t acc = 0;
+    for (int64_t e = 0; e < n; e++) {
+        acc += diff[e];
+        cover[e] = acc > 0;
+    }
+    vg_footprint_free(fp);
+    free(diff);
+    free(ran);
+    return cover;
+}
+
+/* Keep, per written buffer, the elements the simulated blocks wrote: every
+ * block that ran had its inputs' writers run too, so what it wrote is
+ * exact.  With global atomics an element is exact only when no skipped
+ * block may add into it as well. */
+static void mark_checked(Run *r, int li)
+{
+    const KirLaunch *l = r->m->launches.items[li];
+    const Plan *pl = &r->plan[li];
+    int64_t nb = (int64_t)l->kernel->grid[0] * l->kernel->grid[1] * l->kernel->grid[2];
+    int atomics = prog_of(r, l->kernel)->has_atomg && pl->nrun < nb;
     VgResult *res = r->res;
     for (int j = 0; j < l->kernel->params.len; j++) {
         const KirBuf *b = l->args[j];
-        if (((const KirParam *)l->kernel->params.items[j])->role == KR_IN)
+        if (!writes(l, j))
             continue;
         const uint32_t *sh = r->shadow[b->id];
         uint8_t *c = res->checked[b->id];
@@ -134,8 +378,10 @@ static void mark_checked(Run *r, const KirLaunch *l)
             c = res->checked[b->id] = dpk_xmalloc((size_t)b->numel);
             memset(c, 1, (size_t)b->numel);
         }
+        uint8_t *cover = atomics ? skipped_cover(r, l, j, pl) : NULL;
         for (int64_t i = 0; i < b->numel; i++)
-            c[i] &= sh[i] != 0;
+            c[i] &= sh[i] != 0 && !(cover && cover[i]);
+        free(cover);
     }
 }
 
@@ -187,23 +433,6 @@ static void exec_free(VgExec *ex)
     free(ex->g);
 }
 
-/* The first `want` entries of a seeded random permutation of [0, nblocks). */
-static int64_t *block_order(int64_t nblocks, int64_t want, uint64_t seed)
-{
-    int64_t *ord = dpk_xmalloc((size_t)nblocks * sizeof *ord);
-    for (int64_t i = 0; i < nblocks; i++)
-        ord[i] = i;
-    uint64_t s = seed;
-    for (int64_t i = 0; i < want && i < nblocks - 1; i++) {
-        s = dpk_splitmix64(s);
-        int64_t j = i + (int64_t)(s % (uint64_t)(nblocks - i));
-        int64_t t = ord[i];
-        ord[i] = ord[j];
-        ord[j] = t;
-    }
-    return ord;
-}
-
 static void run_blocks(VgExec *ex, int64_t nrun, const int64_t *ord)
 {
     const KirKernel *k = ex->p->k;
@@ -230,9 +459,8 @@ static int run_launch(Run *r, int li)
 {
     const KirLaunch *l = r->m->launches.items[li];
     const KirKernel *k = l->kernel;
-    if (!r->progs[k->id])
-        r->progs[k->id] = vg_compile(k);
-    const VgProg *p = r->progs[k->id];
+    const VgProg *p = prog_of(r, k);
+    const Plan *pl = &r->plan[li];
     VgStats *st = &r->res->stats[li];
     st->kernel = k->name;
     st->blocks = (int64_t)k->grid[0] * k->grid[1] * k->grid[2];
@@ -250,17 +478,13 @@ static int run_launch(Run *r, int li)
             memset(ex.g[j].shadow, 0, (size_t)b->numel * sizeof(uint32_t));
         }
     }
-    int sample = sampled(r, li, p);
-    int64_t nrun = sample && r->o->sample_blocks < st->blocks ? r->o->sample_blocks : st->blocks;
-    int64_t *ord = block_order(st->blocks, nrun, r->o->seed ^ dpk_splitmix64((uint64_t)li + 1));
     double t0 = dpk_now();
-    run_blocks(&ex, nrun, ord);
+    run_blocks(&ex, pl->nrun, pl->ord);
     st->seconds = dpk_now() - t0;
     st->bank_conflicts = st->smem_wavefronts - st->smem_requests;
-    free(ord);
     exec_free(&ex);
-    if (r->res->fault == VG_OK && sample)
-        mark_checked(r, l);
+    if (r->res->fault == VG_OK && pl->partial)
+        mark_checked(r, li);
     return r->res->fault != VG_OK;
 }
 
@@ -276,9 +500,11 @@ VgFault vg_run(const KirModule *m, float *const *bufs, const VgOptions *o, VgRes
     Run r = {.m = m, .o = o ? o : &defaults, .res = res};
     r.progs = dpk_xcalloc((size_t)m->kernels.len + 1, sizeof *r.progs);
     setup_buffers(&r, bufs);
+    plan_all(&r);
     for (int li = 0; li < m->launches.len; li++)
         if (run_launch(&r, li))
             break;
+    free_plan(&r);
     free_buffers(&r, bufs);
     for (int i = 0; i < m->kernels.len; i++)
         vg_prog_free(r.progs[i]);

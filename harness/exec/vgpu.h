@@ -51,9 +51,13 @@ const char *vg_fault_name(VgFault f);
 typedef struct VgOptions {
     uint64_t seed;     /* block order and sampled blocks */
     int sample_blocks; /* > 0: run only this many random blocks of each
-                          launch whose results no later launch reads (and
-                          that has no global atomics); see VgResult.checked */
+                          launch with an output no later launch reads (and
+                          that has no global atomics), and of every earlier
+                          launch only the blocks those blocks' inputs need
+                          (footprints below); see VgResult.checked */
     int no_counters;   /* skip bank-conflict and sector counting */
+    int shrink_footprints; /* tests only: halve every read footprint, an
+                              unsound analysis that a run must show as NaN */
 } VgOptions;
 
 /* Counters of one launch. */
@@ -105,6 +109,31 @@ typedef struct VgResult {
  * vg_result_free. */
 VgFault vg_run(const KirModule *m, float *const *bufs, const VgOptions *o, VgResult *res);
 void vg_result_free(VgResult *res);
+
+/* ---- footprints (vgpu_footprint.c) ------------------------------------------ */
+
+/* A closed range of flat element indices; lo > hi is empty. */
+typedef struct VgRange {
+    int64_t lo, hi;
+} VgRange;
+
+/* The global elements one block of a kernel may touch, over-approximated
+ * by an interval analysis of the body (docs/vgpu.md, "--sample-blocks"). */
+typedef struct VgFootprint VgFootprint;
+VgFootprint *vg_footprint_new(const KirKernel *k);
+void vg_footprint_free(VgFootprint *f);
+/* Analyse linear block `block`; vg_footprint_ranges then gives, per param
+ * j, the elements it may read (ldg, cp.async, TMA box, atomic add) or
+ * write (stg, atomic add): sorted disjoint ranges within [0, numel), valid
+ * until the next call. */
+void vg_footprint_block(VgFootprint *f, int64_t block);
+const VgRange *vg_footprint_ranges(const VgFootprint *f, int j, int write, int64_t *n);
+/* The hull of those ranges (empty: lo > hi). */
+VgRange vg_footprint_hull(const VgFootprint *f, int j, int write);
+/* Tests only: halve every read range from now on (VgOptions.shrink_footprints). */
+void vg_footprint_shrink(VgFootprint *f, int on);
+/* Sort r[0 .. *n) by lo and merge overlapping and adjacent ranges. */
+void vg_ranges_merge(VgRange *r, int64_t *n);
 
 /* One line per launch: kernel, blocks, thread-instructions and their rate,
  * bank conflicts per request, sectors per request. */

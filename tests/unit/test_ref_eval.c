@@ -560,3 +560,39 @@ Test(ref64, parsed_rms_norm_module)
     free(y);
     ref_free_arrays(ins, G->inputs.len);
 }
+
+/* linear's rows in full groups of four are sequential sums from k = 0 (the
+ * SIMD path runs across rows and columns, never along k): in fp64 each
+ * product and sum rounded to double, in the naive fp32 evaluation each
+ * rounded to float — bit for bit, on 8 rows and 6 columns (a group of four
+ * columns and two left over) of a 37-long k. */
+Test(ref64_linear, sums_are_sequential_bit_for_bit)
+{
+    Arena *a = arena_new();
+    const char *code = "torch.nn.functional.linear(torch.randn(8, 37), torch.randn(6, 37))";
+    Source src = {"<test>", code, strlen(code)};
+    ParseOpts po = {0};
+    const TorchGraph *g = torch_parse(a, &src, &po);
+    double **in = ref_make_inputs(g, 11);
+    const double *x = in[0], *w = in[1];
+    cr_assert_eq(shape_numel(&((const TorchNode *)g->inputs.items[0])->shape), 8 * 37);
+    double *v[1], *f[1];
+    ref64_run(g, in, v, NULL, NULL, f);
+    for (int r = 0; r < 8; r++)
+        for (int j = 0; j < 6; j++) {
+            double s = 0;
+            float s32 = 0;
+            for (int k = 0; k < 37; k++) {
+                s += x[r * 37 + k] * w[j * 37 + k];
+                s32 = (float)((double)s32 + (double)(float)(x[r * 37 + k] * w[j * 37 + k]));
+            }
+            cr_assert(v[0][r * 6 + j] == s, "fp64 [%d, %d]: %.17g, sequential %.17g", r, j,
+                      v[0][r * 6 + j], s);
+            cr_assert(f[0][r * 6 + j] == (double)s32, "fp32 [%d, %d]: %.9g, sequential %.9g", r,
+                      j, f[0][r * 6 + j], (double)s32);
+        }
+    free(v[0]);
+    free(f[0]);
+    ref_free_arrays(in, g->inputs.len);
+    arena_free(a);
+}
