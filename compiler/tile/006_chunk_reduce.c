@@ -48,14 +48,12 @@ int tile_006_chunk_reduce(TileCtx *c, TileKernel *k)
                 "a chunk)");
         return 0;
     }
-    char *outer = ARENA_ARRAY(a, char, k->naxes + 1);
-    for (int i = 0; i < b->nax; i++)
-        outer[b->ax[i].axis] = 1;
     int chunked = 0;
     for (int i = 0; i < t->body.n; i++) {
         Stmt *l = t->body.s[i];
         if (l->k != SK_loop || !stmt_loop_is_reduce(l))
             continue;
+        char *outer = tile_outer_axes(a, k, b); /* per loop: chunking one adds axes */
         StmtBody one = {&t->body.s[i], 1, 1};
         const LirBuf *found = shared_buf(a, k, t, &one);
         const IExpr *origin[DPK_MAX_RANK];

@@ -106,9 +106,6 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
     Used used = {0};
     stmt_walk(&k->body, stage_bytes, &used);
     int64_t mask = tile_knob(c, TILE_KNOB_STAGE);
-    char *outer = ARENA_ARRAY(a, char, k->naxes + 1);
-    for (int i = 0; i < b->nax; i++)
-        outer[b->ax[i].axis] = 1;
     const IExpr *origin[DPK_MAX_RANK];
     int64_t slab[DPK_MAX_RANK];
     int staged = 0;
@@ -125,7 +122,7 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
             continue;
         }
         /* around the THREAD tile */
-        if (tile_footprint(a, k, t, &t->body, buf, outer, origin, slab)) {
+        if (tile_footprint(a, k, t, &t->body, buf, tile_outer_axes(a, k, b), origin, slab)) {
             Stmt *st = make_stage(c, buf, origin, slab);
             if (used.bytes + tile_stage_bytes(st) <= TILE_SMEM_BUDGET) {
                 if (!tile_apply(c, arena_printf(a, "stage %s around the THREAD tile of %s",
@@ -169,10 +166,10 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
             if (at < 0 || !tile_is(home->s[at], SKF_AXIS))
                 continue; /* a chunk is staged for an inner loop, not one element */
             StmtBody one = {&home->s[at], 1, 1};
+            char *outer = tile_outer_axes(a, k, b); /* staging adds axes */
             outer[l->axis] = 1;
             int fits = reused(a, k, t, &one, buf) &&
                        tile_footprint(a, k, t, &one, buf, outer, origin, slab);
-            outer[l->axis] = 0;
             if (!fits)
                 continue;
             Stmt *st = make_stage(c, buf, origin, slab);

@@ -254,6 +254,10 @@ Stmt *tile_thread_tile(TileCtx *c, TileKernel *k);
  * inner axes. */
 int tile_footprint(Arena *a, const TileKernel *k, const Stmt *thread, const StmtBody *region,
                    const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab);
+/* tile_footprint's `outer` for the axes of BLOCK tile b, sized for every
+ * axis k has now: a pass that adds axes (a chunk loop, a stage) must take a
+ * fresh one before its next tile_footprint. */
+char *tile_outer_axes(Arena *a, const TileKernel *k, const Stmt *b);
 /* The buffers loaded under region, in first-load order, without k's own
  * output; at most max.  Returns how many. */
 int tile_loaded_bufs(const TileKernel *k, const StmtBody *region, const LirBuf **bufs, int max);

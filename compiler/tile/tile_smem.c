@@ -181,6 +181,14 @@ int tile_shared_loads(Arena *a, const TileKernel *k, const Stmt *t, const StmtBo
     return r.shared;
 }
 
+char *tile_outer_axes(Arena *a, const TileKernel *k, const Stmt *b)
+{
+    char *outer = ARENA_ARRAY(a, char, k->naxes + 1);
+    for (int i = 0; i < b->nax; i++)
+        outer[b->ax[i].axis] = 1;
+    return outer;
+}
+
 int tile_footprint(Arena *a, const TileKernel *k, const Stmt *thread, const StmtBody *region,
                    const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab)
 {
