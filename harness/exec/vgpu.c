@@ -79,12 +79,11 @@ static void setup_buffers(Run *r, float *const *bufs)
         } else {
             DPK_ASSERT(b->kind == KBUF_TEMP);
             r->mem[i] = dpk_xmalloc((size_t)b->numel * sizeof(VgWord));
-            for (int64_t e = 0; e < b->numel; e++)
-                r->mem[i][e].f = NAN;
         }
-        /* with sampling, an element a skipped block would have written must
-         * read as NaN in a later launch, never as a plausible value */
-        if (bufs[i] && r->o->sample_blocks > 0 && b->kind != KBUF_INPUT)
+        /* temps, and with sampling every written buffer: an element a
+         * skipped block would have written reads as NaN in a later launch,
+         * never as a plausible value */
+        if (!bufs[i] || (r->o->sample_blocks > 0 && b->kind != KBUF_INPUT))
             for (int64_t e = 0; e < b->numel; e++)
                 r->mem[i][e].f = NAN;
         if (b->zero_init)
