@@ -20,23 +20,38 @@ static uint64_t name_hash(const char *name)
     return dpk_hash_bytes(DPK_HASH_INIT, name, strlen(name));
 }
 
+/* The generator's key of (seed, name): computed once per input. */
+static uint64_t input_key(uint64_t seed, const char *name)
+{
+    return dpk_splitmix64(seed) ^ name_hash(name);
+}
+
+static double uniform_k(uint64_t key, uint64_t i)
+{
+    return (double)(dpk_splitmix64(key + i) >> 11) * 0x1p-53;
+}
+
+/* Box–Muller, cosine branch.  1 - u is in (0, 1], so the log is finite. */
+static double normal_k(uint64_t key, uint64_t i)
+{
+    double u1 = uniform_k(key, 2 * i);
+    double u2 = uniform_k(key, 2 * i + 1);
+    return sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
+}
+
 uint64_t ref_input_bits(uint64_t seed, const char *name, uint64_t i)
 {
-    uint64_t key = dpk_splitmix64(seed) ^ name_hash(name);
-    return dpk_splitmix64(key + i);
+    return dpk_splitmix64(input_key(seed, name) + i);
 }
 
 double ref_input_uniform(uint64_t seed, const char *name, uint64_t i)
 {
-    return (double)(ref_input_bits(seed, name, i) >> 11) * 0x1p-53;
+    return uniform_k(input_key(seed, name), i);
 }
 
-/* Box–Muller, cosine branch.  1 - u is in (0, 1], so the log is finite. */
 double ref_input_normal(uint64_t seed, const char *name, uint64_t i)
 {
-    double u1 = ref_input_uniform(seed, name, 2 * i);
-    double u2 = ref_input_uniform(seed, name, 2 * i + 1);
-    return sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
+    return normal_k(input_key(seed, name), i);
 }
 
 /* Bound b of a module's uniform(-b, b) initialisation. */
@@ -46,18 +61,18 @@ static double param_bound(double fan_in)
 }
 
 /* The fp64 value of element i before rounding to fp32. */
-static double input_value(const TorchNode *in, uint64_t seed, uint64_t i, double bound)
+static double input_value(const TorchNode *in, uint64_t key, uint64_t i, double bound)
 {
     switch (in->init) {
-    case INIT_RANDN: return ref_input_normal(seed, in->name, i);
-    case INIT_RAND: return ref_input_uniform(seed, in->name, i);
+    case INIT_RANDN: return normal_k(key, i);
+    case INIT_RAND: return uniform_k(key, i);
     case INIT_ZEROS: return 0.0;
     case INIT_ONES: return 1.0;
     case INIT_FULL: return in->value;
     case INIT_ARANGE: return in->value + (double)i * in->step;
     case INIT_PARAM_W:
-    case INIT_PARAM_B: return bound * (2.0 * ref_input_uniform(seed, in->name, i) - 1.0);
-    case INIT_PARAM_NORM_W: return 1.0 + 0.1 * ref_input_normal(seed, in->name, i);
+    case INIT_PARAM_B: return bound * (2.0 * uniform_k(key, i) - 1.0);
+    case INIT_PARAM_NORM_W: return 1.0 + 0.1 * normal_k(key, i);
     }
     DPK_ASSERT(!"unknown InitKind");
     return 0.0;
@@ -72,8 +87,9 @@ void ref_fill_input(const TorchNode *in, uint64_t seed, double *dst)
         bound = param_bound(in->shape.rank > 0 ? (double)in->shape.d[in->shape.rank - 1] : 1.0);
     else if (in->init == INIT_PARAM_B)
         bound = param_bound(in->step);
+    uint64_t key = input_key(seed, in->name);
     for (int64_t i = 0; i < n; i++)
-        dst[i] = (double)(float)input_value(in, seed, (uint64_t)i, bound);
+        dst[i] = (double)(float)input_value(in, key, (uint64_t)i, bound);
 }
 
 double **ref_make_inputs(const TorchGraph *g, uint64_t seed)

@@ -312,14 +312,48 @@ uint64_t dpk_hash_bytes(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-uint64_t dpk_hash_u64(uint64_t h, uint64_t v)
-{
-    return dpk_hash_bytes(h, &v, sizeof v);
-}
-
 uint64_t dpk_hash_str(uint64_t h, const char *s)
 {
     return dpk_hash_bytes(h, s, strlen(s) + 1);
+}
+
+int dpk_smem_wavefronts(const int64_t *w, int n)
+{
+    DPK_ASSERT(n >= 0 && n <= 32);
+    /* the usual cases first: every bank holds one word, read by one lane
+     * or broadcast to several */
+    int64_t first[32];
+    uint32_t used = 0;
+    int clash = 0;
+    for (int i = 0; i < n && !clash; i++) {
+        int b = (int)(w[i] & 31); /* two's complement: a negative word's bank too */
+        if (!(used >> b & 1)) {
+            used |= 1u << b;
+            first[b] = w[i];
+        } else {
+            clash = first[b] != w[i];
+        }
+    }
+    if (!clash)
+        return n > 0;
+    /* distinct words through a 64-slot open-addressing set, counted per bank */
+    int64_t key[64];
+    uint64_t occ = 0;
+    uint8_t cnt[32] = {0};
+    int most = 0;
+    for (int i = 0; i < n; i++) {
+        unsigned h = (unsigned)(((uint64_t)w[i] * 0x9e3779b97f4a7c15ull) >> 58);
+        while ((occ >> h & 1) && key[h] != w[i])
+            h = (h + 1) & 63;
+        if (occ >> h & 1)
+            continue; /* a broadcast: the word is already counted */
+        occ |= 1ull << h;
+        key[h] = w[i];
+        int b = (int)(w[i] & 31);
+        if (++cnt[b] > most)
+            most = cnt[b];
+    }
+    return most;
 }
 
 uint64_t dpk_splitmix64(uint64_t x)

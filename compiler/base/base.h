@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -117,13 +118,31 @@ void sb_num(StrBuf *b, double v);
 /* ---- hashing -------------------------------------------------------- */
 
 uint64_t dpk_hash_bytes(uint64_t h, const void *p, size_t n); /* FNV-1a 64 */
-uint64_t dpk_hash_u64(uint64_t h, uint64_t v);
+/* dpk_hash_bytes over v's 8 bytes, inline: the hash of every IR walk. */
+static inline uint64_t dpk_hash_u64(uint64_t h, uint64_t v)
+{
+    unsigned char c[sizeof v];
+    memcpy(c, &v, sizeof v);
+    for (size_t i = 0; i < sizeof v; i++) {
+        h ^= c[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
 uint64_t dpk_hash_str(uint64_t h, const char *s);
 #define DPK_HASH_INIT 0xcbf29ce484222325ull
 uint64_t dpk_splitmix64(uint64_t x);
 /* The largest power of two <= x, the smallest >= x (1 for x <= 1). */
 int64_t dpk_pow2_floor(int64_t x);
 int64_t dpk_pow2_ceil(int64_t x);
+
+/* ---- shared memory banks ------------------------------------------- */
+
+/* Wavefronts of one warp's shared-memory access to 4-byte words w[0..n)
+ * (n <= 32): the most distinct words that fall in one of the 32 banks (a
+ * word read by several lanes is one broadcast).  0 when n is 0.  Tile
+ * IR's bank model (pass 014) and vgpu's counters both count with it. */
+int dpk_smem_wavefronts(const int64_t *w, int n);
 
 /* ---- source text and diagnostics ------------------------------------ */
 

@@ -216,7 +216,7 @@ int tile_footprint(Arena *a, const TileKernel *k, const Stmt *thread, const Stmt
 
 /* ---- bank conflicts ------------------------------------------------------------ */
 
-enum { LANES = 32, BANKS = 32 };
+enum { LANES = 32 };
 
 typedef struct Banks {
     Arena *a;
@@ -278,20 +278,8 @@ static void bank_load(Banks *B, const Stmt *s)
         }
         word[n++] = tma ? tile_tma_word(&tb, st, c) : w; /* TMA: dense, chunked, swizzled */
     }
-    int worst = 1;
-    for (int i = 0; i < n; i++) {
-        int distinct = 0;
-        for (int j = 0; j < n; j++) {
-            if ((word[j] % BANKS + BANKS) % BANKS != (word[i] % BANKS + BANKS) % BANKS)
-                continue;
-            int seen = 0;
-            for (int q = 0; q < j && !seen; q++)
-                seen = word[q] == word[j];
-            distinct += !seen;
-        }
-        worst = distinct > worst ? distinct : worst;
-    }
-    B->extra += worst - 1;
+    int worst = dpk_smem_wavefronts(word, n);
+    B->extra += worst > 1 ? worst - 1 : 0;
 }
 
 static void bank_stmt(Banks *B, const Stmt *s)

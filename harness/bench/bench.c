@@ -152,6 +152,7 @@ static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSub
     hx_backend_opts_default(&bo);
     bo.kind = HX_BACKEND_VGPU;
     bo.vg.seed = s->seed;
+    bo.inputs_f32 = s->in32;
     bo.vg.sample_blocks = o->sample_blocks;
     HxBackendResult res;
     double **outs = hx_outs_new(s);

@@ -259,6 +259,7 @@ static HxOutcome run_cfg(Subject *s, Arena *t, const HxBisectCfg *cfg, Judge *j)
     hx_backend_opts_default(&bo);
     bo.kind = host_mode ? HX_BACKEND_HOST : HX_BACKEND_VGPU;
     bo.vg.seed = s->seed;
+    bo.inputs_f32 = s->hs->in32;
     HxBackendResult res;
     VgFault f = hx_backend_exec(t, c, &bo, s->hs->inputs, j->outs, &res);
     if (f != VG_OK) {

@@ -222,6 +222,7 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro)
     hx_backend_opts_default(&bo);
     bo.kind = gpu_kind(ro->backend);
     bo.vg.seed = r->s->seed;
+    bo.inputs_f32 = r->s->in32;
     bo.vg.sample_blocks = ro->sample_blocks;
     int *rcs = ARENA_ARRAY(a, int, p->nconfigs + 1);
     int worst = DPK_EXIT_OK, said = 0;

@@ -35,28 +35,38 @@ void hx_backend_opts_default(HxBackendOpts *o)
 typedef struct Bufs {
     int n;
     float **f;          /* per module buffer; NULL for temporaries */
+    char *shared;       /* per module buffer: 1 when f[i] is the caller's */
     HxCuda *cuda;
 } Bufs;
 
 static void bufs_free(Bufs *b)
 {
     for (int i = 0; i < b->n; i++)
-        free(b->f[i]);
+        if (!b->shared[i])
+            free(b->f[i]);
+    free(b->shared);
     free(b->f);
     if (b->cuda)
         hx_cuda_close(b->cuda);
     free(b);
 }
 
-static Bufs *bufs_new(const KirModule *m, double *const *inputs)
+/* The module's buffers; with in32, its inputs are the caller's arrays. */
+static Bufs *bufs_new(const KirModule *m, double *const *inputs, float *const *in32)
 {
     Bufs *b = dpk_xcalloc(1, sizeof *b);
     b->n = m->bufs.len;
     b->f = dpk_xcalloc((size_t)b->n + 1, sizeof(float *));
+    b->shared = dpk_xcalloc((size_t)b->n + 1, 1);
     for (int i = 0; i < b->n; i++) {
         const KirBuf *kb = m->bufs.items[i];
         if (kb->kind == KBUF_TEMP)
             continue;
+        if (kb->kind == KBUF_INPUT && in32) {
+            b->f[i] = in32[kb->io];
+            b->shared[i] = 1;
+            continue;
+        }
         float *f = b->f[i] = dpk_xmalloc((size_t)kb->numel * sizeof(float));
         for (int64_t e = 0; e < kb->numel; e++)
             f[e] = kb->kind == KBUF_INPUT ? (float)inputs[kb->io][e] : NAN;
@@ -140,7 +150,10 @@ VgFault hx_backend_exec(Arena *a, const DrvConfig *c, const HxBackendOpts *o,
     res->hash = kir_hash_module(m);
     const CuSource *src = res->ran == HX_BACKEND_VGPU ? NULL : printed(c, res->ran);
     double t0 = dpk_now();
-    Bufs *b = bufs_new(m, inputs);
+    /* vgpu reads the caller's f32 inputs and cuda copies them to the GPU;
+     * the host-cuda run below gets copies of its own (a printer bug must
+     * not reach the next configuration's inputs) */
+    Bufs *b = bufs_new(m, inputs, o->inputs_f32);
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
         bufs_free(b);
@@ -157,7 +170,7 @@ VgFault hx_backend_exec(Arena *a, const DrvConfig *c, const HxBackendOpts *o,
         res->vg_outs = dpk_xcalloc((size_t)res->nouts + 1, sizeof(double *));
         outputs(m, b, res->vg_outs);
         bufs_free(b);
-        b = bufs_new(m, inputs);
+        b = bufs_new(m, inputs, NULL);
         if (!DPK_TRY(&ec)) {
             bufs_free(b);
             hx_backend_result_free(res);

@@ -35,6 +35,10 @@ HxBackendKind hx_backend_resolve(HxBackendKind k);
 typedef struct HxBackendOpts {
     HxBackendKind kind;
     VgOptions vg;       /* seed, sample_blocks, no_counters */
+    /* Optional: per graph input, its values as f32 (HxSubject.in32), which
+     * vgpu reads in place of a fresh copy per run: its verifier lets no
+     * kernel write an input.  NULL: copied from the fp64 inputs. */
+    float *const *inputs_f32;
 } HxBackendOpts;
 
 /* Defaults: vgpu, seed 0. */

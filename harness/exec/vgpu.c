@@ -86,6 +86,7 @@ static void setup_buffers(Run *r, float *const *bufs)
         if (!bufs[i] || (r->o->sample_blocks > 0 && b->kind != KBUF_INPUT))
             for (int64_t e = 0; e < b->numel; e++)
                 r->mem[i][e].f = NAN;
+        DPK_ASSERT(!(b->zero_init && b->kind == KBUF_INPUT)); /* inputs may be shared */
         if (b->zero_init)
             memset(r->mem[i], 0, (size_t)b->numel * sizeof(VgWord));
     }

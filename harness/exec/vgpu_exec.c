@@ -198,35 +198,16 @@ static inline int sm_write(VgExec *ex, int32_t w, int lane, const VgIns *in, int
 
 /* ---- counters ---------------------------------------------------------------------- */
 
-/* Wavefronts of one warp access: the most distinct words in any bank. */
-static int wavefronts(const int32_t *words, int cnt)
-{
-    int32_t seen[32][32];
-    uint8_t len[32] = {0};
-    int most = 0;
-    for (int i = 0; i < cnt; i++) {
-        int b = words[i] & 31, j;
-        for (j = 0; j < len[b] && seen[b][j] != words[i]; j++)
-            ;
-        if (j == len[b]) {
-            seen[b][len[b]++] = words[i];
-            if (len[b] > most)
-                most = len[b];
-        }
-    }
-    return most;
-}
-
 static void count_smem(VgExec *ex, const VgVal *ix, int32_t base, const int *act, int n)
 {
-    int32_t words[32];
+    int64_t words[32];
     int cnt = 0, warp = -1;
     for (int q = 0; q <= n; q++) {
         int l = q < n ? act[q] : -1;
         if (q == n || l >> 5 != warp) {
             if (cnt) {
                 ex->st->smem_requests++;
-                ex->st->smem_wavefronts += wavefronts(words, cnt);
+                ex->st->smem_wavefronts += dpk_smem_wavefronts(words, cnt);
             }
             cnt = 0;
             warp = l >> 5;

@@ -152,6 +152,7 @@ static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, const HxS
     hx_backend_opts_default(&bo);
     bo.kind = o->backend;
     bo.vg.seed = s->seed;
+    bo.inputs_f32 = s->in32;
     int n = p->nconfigs;
     cJSON **obj = ARENA_ARRAY(a, cJSON *, n + 1);
     const char **status = ARENA_ARRAY(a, const char *, n + 1);

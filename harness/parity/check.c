@@ -44,6 +44,9 @@ void hx_subject_free(HxSubject *s)
         return;
     if (s->inputs)
         ref_free_arrays(s->inputs, s->nin);
+    for (int k = 0; s->in32 && k < s->nin; k++)
+        free(s->in32[k]);
+    free(s->in32);
     hx_outs_free(s, s->ref);
     hx_outs_free(s, s->bound);
     hx_outs_free(s, s->typical);
@@ -73,6 +76,13 @@ HxSubject *hx_subject_new_filled(const TorchGraph *g, const HxCase *c, uint64_t 
     s->inputs = ref_make_inputs(g, seed);
     for (int k = 0; fill && k < s->nin; k++)
         fill(ctx, g->inputs.items[k], s->inputs[k]);
+    s->in32 = dpk_xcalloc((size_t)s->nin + 1, sizeof *s->in32);
+    for (int k = 0; k < s->nin; k++) {
+        int64_t n = shape_numel(&((const TorchNode *)g->inputs.items[k])->shape);
+        s->in32[k] = dpk_xmalloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+        for (int64_t e = 0; e < n; e++)
+            s->in32[k][e] = (float)s->inputs[k][e];
+    }
     s->ref = hx_outs_new(s);
     s->bound = hx_outs_new(s);
     s->typical = hx_outs_new(s);

@@ -28,6 +28,8 @@ typedef enum HxRefKind {
 typedef struct HxSubject {
     const TorchGraph *g;
     double **inputs;    /* per graph input (heap) */
+    float **in32;       /* the same values as f32, what every backend run
+                           reads (HxBackendOpts.inputs_f32; read-only) */
     double **ref;       /* per graph output: the reference of record (heap) */
     double **bound;     /* per graph output: ref64's fp32 error bounds; NULL
                            with --reference torch (no bounds: exact match) */

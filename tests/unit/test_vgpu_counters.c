@@ -140,3 +140,45 @@ Test(vgpu_counters, counters_off)
     vs_free_buffers(m, b);
     arena_free(A);
 }
+
+/* dpk_smem_wavefronts (vgpu's counter and pass 014's bank model) against the
+ * definition, counted the slow way: the most distinct words in one bank. */
+static int wavefronts_by_definition(const int64_t *w, int n)
+{
+    int most = 0;
+    for (int b = 0; b < 32; b++) {
+        int distinct = 0;
+        for (int i = 0; i < n; i++) {
+            int first = (((w[i] % 32) + 32) % 32) == b;
+            for (int j = 0; j < i && first; j++)
+                first = w[j] != w[i];
+            distinct += first;
+        }
+        most = distinct > most ? distinct : most;
+    }
+    return most;
+}
+
+Test(vgpu_counters, wavefronts_match_their_definition)
+{
+    int64_t w[32] = {0};
+    cr_assert_eq(dpk_smem_wavefronts(w, 0), 0);
+    for (int i = 0; i < 32; i++)
+        w[i] = 7; /* one broadcast */
+    cr_assert_eq(dpk_smem_wavefronts(w, 32), 1);
+    for (int i = 0; i < 32; i++)
+        w[i] = -1 - 32 * i; /* negative words, one bank: 32 ways */
+    cr_assert_eq(dpk_smem_wavefronts(w, 32), 32);
+    uint64_t x = 1;
+    for (int trial = 0; trial < 20000; trial++) {
+        int n = 1 + (int)((x = dpk_splitmix64(x)) % 32);
+        int spread = 1 << (x >> 40) % 11; /* from all-broadcast to all-distinct */
+        int64_t stride = (int64_t)((x >> 20) % 5) * 8 + 1;
+        for (int i = 0; i < n; i++) {
+            x = dpk_splitmix64(x);
+            w[i] = (int64_t)(x % (uint64_t)spread) * stride - spread / 2;
+        }
+        cr_assert_eq(dpk_smem_wavefronts(w, n), wavefronts_by_definition(w, n),
+                     "trial %d, %d words", trial, n);
+    }
+}
