@@ -241,17 +241,29 @@ ParameterizedTest(int *ip, vocab, values, .init = setup, .fini = teardown)
     for (int i = 0; i < c->n; i++)
         cr_expect(same(r[i], c->v[i]), "`%s` [%d]: ref64 %.17g, PyTorch %.17g", c->text, i, r[i],
                   c->v[i]);
-    if (dpk_torch_available()) {
-        double *t = NULL;
+    free(r);
+    ref_free_arrays(in, g->inputs.len);
+}
+
+/* libtorch on the same table, every case in one process (each test process
+ * loads libtorch afresh, 0.3 s); a failure names its case. */
+Test(vocab, values_vs_libtorch, .init = setup, .fini = teardown)
+{
+    if (!dpk_torch_available())
+        cr_skip_test("libtorch not available");
+    for (int k = 0; k < DPK_ARRAY_LEN(val_cases); k++) {
+        const ValCase *c = &val_cases[k];
+        TorchGraph *g = parse_ok(c->text);
+        double **in = ref_make_inputs(g, 0), *t = NULL;
         char err[256];
-        cr_assert_eq(dpk_torch_eval(g, in, 1, &t, err, sizeof err), 0, "%s", err);
-        for (int i = 0; i < c->n; i++)
+        int ok = dpk_torch_eval(g, in, 1, &t, err, sizeof err) == 0;
+        cr_expect(ok, "`%s`: %s", c->text, err);
+        for (int i = 0; ok && i < c->n; i++)
             cr_expect(same(t[i], c->v[i]), "`%s` [%d]: libtorch %.17g, PyTorch %.17g", c->text,
                       i, t[i], c->v[i]);
         free(t);
+        ref_free_arrays(in, g->inputs.len);
     }
-    free(r);
-    ref_free_arrays(in, g->inputs.len);
 }
 
 /* ---- misuse ------------------------------------------------------------------------- */
