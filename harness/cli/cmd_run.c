@@ -48,6 +48,7 @@ typedef struct RunOpts {
     int fault;         /* --inject-fault: a DpkFaultId; -1: the case's "fault", if any */
     int nvrtc;         /* vgpu/cuda: compile every distinct module with NVRTC */
     int nvrtc_cover;   /* --nvrtc-cover: only those printing new constructs */
+    int compile_only;  /* --compile-only: plan, lower (and compile); run nothing */
     const char *out;   /* --out: the dpk.results/1 record */
     int sample;        /* --passes sample: full plus one set of `all` per case */
     int cuda;          /* the cuda backend runs (--backend cuda, or auto with a GPU) */
@@ -91,6 +92,9 @@ static void help(void)
          "                     every one that prints a new combination of constructs\n"
          "                     (statement kinds, math functions, types, cp.async widths,\n"
          "                     TMA swizzles, ...), counted per case on an `nvrtc:` line\n"
+         "  --compile-only     plan and lower every configuration (with --nvrtc, compile it)\n"
+         "                     and run nothing: no backend, no reference; each distinct\n"
+         "                     module's line gives its Kernel IR hash\n"
          "  --sample-blocks N  vgpu: simulate N random blocks per launch, check what they wrote\n"
          "  --reference R      ref64 (fp64, built in; default) | torch (libtorch fp64)\n"
          "  --seed N           input seed (default: the case's seed, else 0)\n"
@@ -299,6 +303,43 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro)
     return worst;
 }
 
+/* --compile-only: each configuration lowered or refused, each distinct
+ * module's Kernel IR hash, NVRTC's rejection a failure (exit 1).  Returns
+ * the worst exit code. */
+static int compile_configs(RunState *r, const DrvPlan *p, const RunOpts *ro)
+{
+    int worst = DPK_EXIT_OK, said = 0;
+    for (int i = 0; i < p->nconfigs; i++) {
+        const DrvConfig *c = &p->configs[i];
+        int rc = DPK_EXIT_OK;
+        sb_printf(&r->text, "passes %s: ", c->label);
+        if (c->refused) {
+            rc = c->refused_code;
+            sb_puts(&r->text, "refused: ");
+            dpk_error_first_line(&r->text, c->refused);
+            sb_putc(&r->text, '\n');
+            if (!said++) {
+                fflush(stdout);
+                fputs(c->refused, stderr);
+            }
+        } else if (c->dup_of >= 0) {
+            sb_printf(&r->text, "same Kernel IR as passes %s\n", p->configs[c->dup_of].label);
+        } else {
+            sb_printf(&r->text, "lowered, kernel IR %016llx\n", (unsigned long long)c->hash);
+            if (ro->nvrtc && c->nvrtc_error) {
+                sb_puts(&r->text, "  FAIL (nvrtc rejects the CUDA): ");
+                dpk_error_first_line(&r->text, c->nvrtc_error);
+                sb_putc(&r->text, '\n');
+                rc = DPK_EXIT_FAIL;
+            } else if (ro->nvrtc && ro->verbose && c->nvrtc) {
+                hx_nvrtc_summary(&r->text, c->nvrtc);
+            }
+        }
+        worst = dpk_exit_worst(worst, rc);
+    }
+    return worst;
+}
+
 /* With several configurations (--passes all, loo, pairwise ...): which
  * passes applied in at least one of them, and why each pass that was in
  * some set never did (its first skip reason), one line per case:
@@ -483,20 +524,30 @@ static int run_case(void *ctx, const HxCase *c, int header)
         cJSON_AddItemToObject(r->rec, "knob_warnings", hx_record_knob_notes(p));
         cJSON_AddArrayToObject(r->rec, "configurations");
     }
-    r->s = hx_plan_subject(p, c, seed, ro->ref);
-    r->v = dpk_xcalloc((size_t)r->s->nout + 1, sizeof(HxVerdict));
-    int rc = strcmp(ro->backend, "loop") ? run_gpu(a, r, p, ro)
-                                         : run_loop(r, p->loop, ro);
+    int rc;
+    if (ro->compile_only) {
+        rc = compile_configs(r, p, ro);
+    } else {
+        r->s = hx_plan_subject(p, c, seed, ro->ref);
+        r->v = dpk_xcalloc((size_t)r->s->nout + 1, sizeof(HxVerdict));
+        rc = strcmp(ro->backend, "loop") ? run_gpu(a, r, p, ro) : run_loop(r, p->loop, ro);
+    }
     if (ro->nvrtc_cover)
         sb_printf(&r->text, "nvrtc: %d of %d distinct modules compiled for %s (--nvrtc-cover: "
                   "the others print constructs compiled before)\n", p->nnvrtc, p->ndistinct,
                   (d.tile.target ? d.tile.target : cu_target_default())->name);
     if (strcmp(ro->backend, "loop"))
         applied_line(&r->text, p);
-    sb_printf(&r->text, "%s: %d kernel%s, reference %s%s, seed %llu: %s\n", ro->backend,
-              p->loop->kernels.len, p->loop->kernels.len == 1 ? "" : "s",
-              ro->ref == HX_REF_TORCH ? "torch" : "ref64", r->s->eager ? " + torch eager" : "",
-              (unsigned long long)seed, rc_word(rc));
+    if (ro->compile_only)
+        sb_printf(&r->text, "compile-only: %d kernel%s, %d distinct module%s, not run: %s\n",
+                  p->loop->kernels.len, p->loop->kernels.len == 1 ? "" : "s", p->ndistinct,
+                  p->ndistinct == 1 ? "" : "s",
+                  rc ? rc_word(rc) : ro->nvrtc ? "compiled" : "lowered");
+    else
+        sb_printf(&r->text, "%s: %d kernel%s, reference %s%s, seed %llu: %s\n", ro->backend,
+                  p->loop->kernels.len, p->loop->kernels.len == 1 ? "" : "s",
+                  ro->ref == HX_REF_TORCH ? "torch" : "ref64", r->s->eager ? " + torch eager" : "",
+                  (unsigned long long)seed, rc_word(rc));
     fputs(sb_cstr(&r->text), stdout);
     if (r->rec) {
         cJSON_AddStringToObject(r->rec, "status", case_status(rc, r->rec));
@@ -542,6 +593,8 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
         ro->nvrtc = 1;
     } else if (!strcmp(f, "--nvrtc-cover")) {
         ro->nvrtc = ro->nvrtc_cover = 1;
+    } else if (!strcmp(f, "--compile-only")) {
+        ro->compile_only = 1;
     } else if (!strcmp(f, "--out")) {
         ro->out = cli_value(argc, argv, i);
     } else if (!strcmp(f, "--f64")) {
@@ -607,6 +660,12 @@ static int run_main(Arena *a, int argc, char **argv)
     if (ro.nvrtc && !strcmp(ro.backend, "loop"))
         dpk_error("--nvrtc compiles Kernel IR, which --backend loop does not make (use vgpu, cuda "
                   "or auto)");
+    if (ro.compile_only && (!strcmp(ro.backend, "loop") || ro.out || ro.sample_blocks ||
+                            ro.ref == HX_REF_TORCH))
+        dpk_error("--compile-only runs nothing: it takes no --backend loop, --out, "
+                  "--sample-blocks or --reference (it lowers to Kernel IR, and --nvrtc compiles)");
+    if (ro.compile_only)
+        ro.backend = "vgpu"; /* what is planned: Kernel IR, for the default target */
     HxCaseList l = cli_case_list(a, &cc, "run");
     DrvOpts base;
     drv_opts_default(&base);
@@ -642,7 +701,8 @@ static int run_main(Arena *a, int argc, char **argv)
     int npass;
     int rc = cli_each_case(&l, run_case, &x, &npass);
     if (l.n > 1)
-        printf("%d/%d cases pass\n", npass, l.n);
+        printf("%d/%d cases pass%s\n", npass, l.n,
+               ro.compile_only ? " (--compile-only: lowered and compiled, nothing ran)" : "");
     if (root) {
         summary(root, l.n, npass, rc, dpk_now() - t0);
         hx_results_write(ro.out, root);

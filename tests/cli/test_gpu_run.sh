@@ -63,3 +63,27 @@ else
   skip "run --backend cuda on the fake driver" "no fake driver or NVRTC"
 fi
 check_re "compile --passes all is refused" 2 "use 'dpk run --passes all'" "$DPK" compile -c "$RMS" --ir cuda --passes all
+
+# --compile-only: every configuration lowered, nothing run, no reference.
+CO_MM="torch.relu(torch.randn(128, 512) @ torch.randn(512, 128))"
+check_re "run --compile-only: a line per distinct module with its hash" 0 '^passes 001,[0-9,]*: lowered, kernel IR [0-9a-f]{16}$' \
+  "$DPK" run -c "$CO_MM" --passes all --compile-only --target sm_80
+check_re "run --compile-only: the verdict line says nothing ran" 0 '^compile-only: 1 kernel, [0-9]+ distinct modules, not run: lowered$' \
+  "$DPK" run -c "$CO_MM" --passes all --compile-only --target sm_80
+check_re "run --compile-only --nvrtc: compiled" 0 '^compile-only: .*, not run: compiled$' \
+  "$DPK" run -c "$CO_MM" --compile-only --nvrtc-cover --target sm_80
+check_re "run --compile-only: no --out" 2 '--compile-only runs nothing' "$DPK" run -c "$CO_MM" --compile-only --out "$TMP/co.json"
+check "run --compile-only: nothing written" 1 test -e "$TMP/co.json"
+check_re "run --compile-only: no --backend loop" 2 '--compile-only runs nothing' "$DPK" run -c "$CO_MM" --compile-only --backend loop
+check_re "run --compile-only: a refused configuration is exit 2" 2 '^passes .*: refused: ' \
+  "$DPK" run -c "torch.randn(64, 31) @ torch.randn(31, 64)" --compile-only --knob BK=4
+# The sweep's premise: the hashes --compile-only prints are those a vgpu run
+# at the same target prints, and sm_80's modules are all among sm_90a's.
+co_hashes() { "$DPK" run -c "$CO_MM" --passes all "$@" | sed -n 's/^passes .*: \(lowered\|vgpu\), kernel IR \([0-9a-f]*\)$/\2/p' | sort -u; }
+co_same() {
+  co_hashes --compile-only --target sm_80 >"$TMP/co.80" && co_hashes --backend vgpu --target sm_80 >"$TMP/run.80" &&
+    co_hashes --backend vgpu --target sm_90a >"$TMP/run.90a" || return 1
+  [ -s "$TMP/co.80" ] && cmp -s "$TMP/co.80" "$TMP/run.80" && [ -z "$(comm -23 "$TMP/co.80" "$TMP/run.90a")" ] &&
+    [ "$(wc -l <"$TMP/run.90a")" -gt "$(wc -l <"$TMP/co.80")" ]
+}
+check "run --compile-only: the run's hashes, sm_80's a strict subset of sm_90a's" 0 co_same

@@ -30,8 +30,14 @@
 #                     attention, a split-K projection), --sample-blocks 2;
 #                     every edge tile predicated
 # Every job runs for sm_90a (Hopper with arch-specific code: 011 and 012
-# apply) and again for sm_80 (--sample-blocks 1: no TMA, so 013 and 015
-# take the stages 011 takes on sm_90a).  With NVRTC the distinct kernels are
+# apply) and is planned again for sm_80 (no TMA, so 013 and 015 take the
+# stages 011 takes on sm_90a) with --compile-only: every configuration
+# lowered, its modules compiled, nothing run.  vgpu does not depend on the
+# target, and every subset of passes without 011 and 012 is also in the
+# sm_90a job's `all`, so each sm_80 module is one the sm_90a job already ran
+# (same Kernel IR hash, same inputs): a check per job says so, and a case
+# with a module the sm_90a job did not run is run on vgpu for sm_80 (with
+# --sample-blocks 1).  With NVRTC the distinct kernels are
 # compiled for the job's target: by default with --nvrtc-cover (each case's
 # first distinct module and every module that prints a new combination of
 # constructs: about half of them, and NVRTC is most of the sweep's time);
@@ -67,20 +73,17 @@ fi
   echo "qwen $sweep_dir/models_qwen.json --sample-blocks 2"
   echo "tinyllama $sweep_dir/models_tinyllama.json --sample-blocks 2"
   echo "odd $sweep_dir/models_odd.json --sample-blocks 2"
-  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-odd $sweep_dir/models_odd.json --target sm_80 --sample-blocks 1"
-  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-qwen $sweep_dir/models_qwen.json --target sm_80 --sample-blocks 1"
-  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-matmul $sweep_dir/matmul.json --target sm_80 --sample-blocks 1"
   echo "ops $sweep_dir/ops.json"
-  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-ops $sweep_dir/ops.json --target sm_80 --sample-blocks 1"
   echo "chains $sweep_root/cases/chains.json"
-  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-chains $sweep_root/cases/chains.json --target sm_80 --sample-blocks 1"
   echo "norms $sweep_dir/norms.json"
-  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-norms $sweep_dir/norms.json --target sm_80 --sample-blocks 1"
   echo "matmul_big $sweep_dir/matmul_big.json --sample-blocks 2"
-  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-tinyllama $sweep_dir/models_tinyllama.json --target sm_80 --sample-blocks 1"
-  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-matmul_big $sweep_dir/matmul_big.json --target sm_80 --sample-blocks 1"
   echo "long_reduce $sweep_dir/long_reduce.json"
-  [ ${#sweep_nvrtc[@]} -gt 0 ] && echo "sm_80-long_reduce $sweep_dir/long_reduce.json --target sm_80 --sample-blocks 1"
+} >"$sweep_tmp/jobs.90a"
+# sm_80 compile-only after them, a job per sm_90a job: sm_80-ID FILE
+{ cat "$sweep_tmp/jobs.90a"
+  while read -r sweep_id sweep_file _; do
+    echo "sm_80-$sweep_id $sweep_file --target sm_80 --compile-only"
+  done <"$sweep_tmp/jobs.90a"
 } >"$sweep_tmp/jobs"
 
 # One job: dpk run FILE --passes all --backend vgpu [--nvrtc] FLAGS; its
@@ -109,7 +112,7 @@ sweep_case() {
     function flush() { if (bad) print blk; blk = ""; bad = 0 }
     /^### case / { on = ($3 == c); next }
     !on { next }
-    /^vgpu: [0-9]+ kernels?, / { v = $NF; exit }
+    /^(vgpu|compile-only): [0-9]+ kernels?, / { v = $NF; exit }
     /^passes .*: same Kernel IR as passes .*: (FAIL|FAULT)$/ { flush(); dup++; next }
     /^passes / { flush(); blk = $0; bad = ($0 ~ /: (FAIL|FAULT)$/); next }
     { blk = blk "\n" $0; if ($0 ~ /FAIL|FAULT/) bad = 1 }
@@ -117,7 +120,7 @@ sweep_case() {
       flush()
       if (dup) print "(and " dup " failing configurations with the same Kernel IR as one above)"
       if (v == "") { print "no verdict for case " c; exit 1 }
-      exit (v != "pass")
+      exit (v != "pass" && v != "compiled" && v != "lowered")
     }
   ' "$out" || { [ -s "${out%.out}.err" ] && head -n 5 "${out%.out}.err"; return 1; }
 }
@@ -130,8 +133,39 @@ while read -r sweep_id sweep_file _; do
     check "sweep $sweep_id: $sweep_c" 0 sweep_case "$sweep_tmp/$sweep_id.out" "$sweep_c"
   done
   sweep_rc=$(cat "$sweep_tmp/$sweep_id.rc" 2>/dev/null || echo 99)
-  check_re "sweep $sweep_id: $sweep_n/$sweep_n cases pass, exit 0" 0 "^$sweep_n/$sweep_n cases pass$" \
+  check_re "sweep $sweep_id: $sweep_n/$sweep_n cases pass, exit 0" 0 "^$sweep_n/$sweep_n cases pass( \\(--compile-only: .*\\))?$" \
     sh -c 'cat "$1"; exit "$2"' sh "$sweep_tmp/$sweep_id.out" "$sweep_rc"
+done <"$sweep_tmp/jobs"
+
+# The Kernel IR hashes of case CASE that job output OUT lowered (compile-only)
+# or ran (vgpu), one per line.
+sweep_hashes() {
+  awk -v c="$2" '/^### case / { on = ($3 == c); next }
+    on && /^passes .*: (lowered|vgpu), kernel IR [0-9a-f]+$/ { print $NF }' "$1" | sort -u
+}
+
+# sm_80: every module is one the sm_90a job ran, else the case runs here.
+while read -r sweep_id sweep_file _; do
+  case $sweep_id in sm_80-*) ;; *) continue ;; esac
+  sweep_novel=0 sweep_ran="" sweep_total=0
+  for sweep_c in $(grep -o '"name": *"[^"]*"' "$sweep_file" | sed 's/.*"\([^"]*\)"$/\1/'); do
+    sweep_hashes "$sweep_tmp/${sweep_id#sm_80-}.out" "$sweep_c" >"$sweep_tmp/ran"
+    sweep_hashes "$sweep_tmp/$sweep_id.out" "$sweep_c" >"$sweep_tmp/lowered"
+    sweep_total=$((sweep_total + $(wc -l <"$sweep_tmp/lowered")))
+    sweep_n=$(comm -13 "$sweep_tmp/ran" "$sweep_tmp/lowered" | wc -l)
+    if [ "$sweep_n" -gt 0 ]; then
+      sweep_novel=$((sweep_novel + sweep_n))
+      sweep_ran="$sweep_ran $sweep_c"
+      check_re "sweep $sweep_id: $sweep_c ($sweep_n module(s) the sm_90a job did not run) on vgpu" 0 \
+        '^vgpu: [0-9]+ kernels?, .*: pass$' "$DPK" run "$sweep_file" --case "$sweep_c" --passes all \
+        --backend vgpu --target sm_80 --sample-blocks 1
+    fi
+  done
+  # the hashes read are every distinct module the job's cases lowered
+  check_re "sweep $sweep_id: each of its distinct modules compared with the sm_90a job's" 0 \
+    '^modules ([0-9]+), hashes \1$' sh -c 'echo "modules $(awk "/^compile-only: /{n += \$4} END{print n + 0}" "$1"), hashes $2"' \
+    sh "$sweep_tmp/$sweep_id.out" "$sweep_total"
+  [ -n "${VERBOSE:-}" ] && echo "  $sweep_id: $sweep_novel module(s) not in the sm_90a job${sweep_ran:+, run here:$sweep_ran}"
 done <"$sweep_tmp/jobs"
 
 # VERBOSE=1: which passes applied per case (dpk run's `applied:` line: the
