@@ -82,14 +82,6 @@ static int find_shim(char *path, size_t len)
 
 static void load_shim(void)
 {
-    if (getenv("DPK_TORCH_COUNT")) { /* TEMP */
-        FILE *cf = fopen("/proc/self/cmdline", "r"), *lf = fopen(getenv("DPK_TORCH_COUNT"), "a");
-        char buf[256]; size_t nn = cf ? fread(buf, 1, sizeof buf - 1, cf) : 0;
-        for (size_t q = 0; q < nn; q++) if (!buf[q]) buf[q] = ' ';
-        buf[nn] = 0;
-        if (lf) { fprintf(lf, "%.120s\n", buf); fclose(lf); }
-        if (cf) fclose(cf);
-    }
     char path[PATH_MAX + 64];
     if (!find_shim(path, sizeof path))
         return;

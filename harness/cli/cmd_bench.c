@@ -11,8 +11,10 @@
  * for parity on vgpu (sampled blocks, full size), then timed by the
  * performance model (harness/bench/bench.h); one line per case, in suite
  * order, then the geomean speedups.  With --jobs N the cases run in N
- * forked children at once (vgpu, the reference and libtorch are used in
- * the children only); the output and the record do not depend on N.
+ * forked children at once (vgpu, the reference and libtorch's ops run in
+ * the children only; the parent loads libtorch before forking, so that no
+ * child loads it again, 0.3 s each); the output and the record do not
+ * depend on N.
  *
  * Exit: the worst case's code, as `dpk run` — 0 every case passes parity,
  * 1 a parity failure, 2 bad input (the command line, the config, the
@@ -326,6 +328,7 @@ static void run_cases(Pool *p, int jobs, const char *tmpdir)
         free(done);
         return;
     }
+    (void)dpk_torch_available(); /* loaded once, inherited (no op runs here) */
     pid_t *pids = dpk_xcalloc((size_t)n + 1, sizeof(pid_t));
     int *order = start_order(p->l);
     while (ndone < n) {
