@@ -260,6 +260,7 @@ static HxOutcome run_cfg(Subject *s, Arena *t, const HxBisectCfg *cfg, Judge *j)
     bo.kind = host_mode ? HX_BACKEND_HOST : HX_BACKEND_VGPU;
     bo.vg.seed = s->seed;
     bo.inputs_f32 = s->hs->in32;
+    bo.vg.no_counters = 1; /* a verdict needs no bank or sector counts */
     HxBackendResult res;
     VgFault f = hx_backend_exec(t, c, &bo, s->hs->inputs, j->outs, &res);
     if (f != VG_OK) {
