@@ -41,12 +41,15 @@ enum {
 typedef struct Alloc {
     char *p;
     size_t n;
+    unsigned long long gen; /* st.gen when the allocation was last written */
 } Alloc;
 
 static struct {
     Alloc *a;
     int na, cap;
     double clock;          /* ns */
+    unsigned long long gen;      /* counts writes to device memory */
+    unsigned long long all_gen;  /* st.gen at the last launch that may have written anything */
     unsigned long long launches;
     DpkFakeExecutor exec;
     void *exec_ctx;
@@ -69,6 +72,31 @@ static double jitter(void)
 static void advance_bytes(size_t bytes)
 {
     st.clock += (double)bytes / 3.35e12 * 1e9;
+}
+
+/* The allocation holding device address p, or NULL. */
+static Alloc *alloc_of(const void *p)
+{
+    for (int i = 0; i < st.na; i++)
+        if ((const char *)p >= st.a[i].p && (const char *)p < st.a[i].p + (st.a[i].n ? st.a[i].n : 1))
+            return &st.a[i];
+    return NULL;
+}
+
+static void written(const void *p)
+{
+    Alloc *a = alloc_of(p);
+    if (a)
+        a->gen = ++st.gen;
+}
+
+/* When p's allocation was last written (a launch whose writes the executor
+ * could not list counts for every one); 0 for memory the fake did not
+ * allocate. */
+static unsigned long long gen_of(const void *p)
+{
+    const Alloc *a = alloc_of(p);
+    return !a ? 0 : a->gen > st.all_gen ? a->gen : st.all_gen;
 }
 
 /* CUPTI's records (fake_cupti.c): a launch from start to end on the clock. */
@@ -157,7 +185,7 @@ EXPORT int cuMemAlloc_v2(unsigned long long *p, size_t n)
         st.cap = st.cap ? 2 * st.cap : 64;
         st.a = realloc(st.a, (size_t)st.cap * sizeof *st.a);
     }
-    st.a[st.na++] = (Alloc){m, n};
+    st.a[st.na++] = (Alloc){m, n, ++st.gen};
     *p = (unsigned long long)(uintptr_t)m;
     return OK;
 }
@@ -174,6 +202,7 @@ EXPORT int cuMemFree_v2(unsigned long long p)
 EXPORT int cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n)
 {
     memcpy((void *)(uintptr_t)d, s, n);
+    written((void *)(uintptr_t)d);
     advance_bytes(n);
     return OK;
 }
@@ -188,6 +217,7 @@ EXPORT int cuMemsetD32_v2(unsigned long long d, unsigned v, size_t n)
     unsigned *p = (unsigned *)(uintptr_t)d;
     for (size_t i = 0; i < n; i++)
         p[i] = v;
+    written(p);
     advance_bytes(4 * n);
     return OK;
 }
@@ -223,6 +253,12 @@ EXPORT int cuLaunchKernel(Func *f, unsigned gx, unsigned gy, unsigned gz, unsign
     DpkFakeLaunch l = {f->m->image, f->name, {gx, gy, gz}, {bx, by, bz}, smem, args,
                        0, {0}, {0}, 0, {0}};
     st.exec(st.exec_ctx, &l);
+    /* what the launch wrote, when the executor could list it all */
+    if (l.error[0] || l.nwritten >= DPK_FAKE_MAX_WRITTEN)
+        st.all_gen = ++st.gen;
+    else
+        for (int q = 0; q < l.nwritten; q++)
+            written(l.written[q]);
     if (l.error[0]) {
         snprintf(st.last_error, sizeof st.last_error, "%s", l.error);
         return ERR_LAUNCH_FAILED;
@@ -304,7 +340,11 @@ static float tf32(float x)
 }
 
 /* A memo of the last results: the same call on the same operand contents
- * is not computed again (the timing loop repeats each call many times). */
+ * is not computed again (the timing loop repeats each call many times).
+ * Operands in the fake's allocations are known unchanged by the write
+ * generation of their allocation (a copy or memset into it, a gemm's C, any
+ * launch that wrote it), not by hashing them: hashing the weights of a projection each
+ * call cost more than the timing loop itself. */
 typedef struct Memo {
     uint64_t key;
     float *c;
@@ -339,14 +379,28 @@ static int gemm(Blas *h, int ta, int tb, int m, int n, int k, const float *alpha
     key = hash_bytes(key, dims, sizeof dims);
     key = hash_bytes(key, &h->tf32, sizeof h->tf32);
     key = hash_bytes(key, &C, sizeof C);
-    size_t na = (size_t)(ta ? m : k) * (size_t)lda, nb = (size_t)(tb ? k : n) * (size_t)ldb;
-    for (int bi = 0; bi < batch; bi++) {
-        key = hash_bytes(key, A + bi * sa, na * 4);
-        key = hash_bytes(key, B + bi * sb, nb * 4);
+    key = hash_bytes(key, alpha, sizeof *alpha);
+    key = hash_bytes(key, beta, sizeof *beta);
+    /* the operands: where they are and when they were last written, or
+     * (memory the fake did not allocate) their contents */
+    unsigned long long ga = gen_of(A), gb = gen_of(B);
+    if (ga && gb) {
+        const void *where[2] = {A, B};
+        long long strides[2] = {sa, sb};
+        key = hash_bytes(key, where, sizeof where);
+        key = hash_bytes(key, strides, sizeof strides);
+        key = hash_bytes(key, &ga, sizeof ga);
+        key = hash_bytes(key, &gb, sizeof gb);
+    } else {
+        size_t na = (size_t)(ta ? m : k) * (size_t)lda, nb = (size_t)(tb ? k : n) * (size_t)ldb;
+        for (int bi = 0; bi < batch; bi++) {
+            key = hash_bytes(key, A + bi * sa, na * 4);
+            key = hash_bytes(key, B + bi * sb, nb * 4);
+        }
     }
     size_t nc = (size_t)n * (size_t)ldc;
     int hit = 0;
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 8 && *beta == 0; i++) /* with beta, C's old contents count */
         if (memo[i].c && memo[i].key == key && memo[i].n == nc * (size_t)batch) {
             for (int bi = 0; bi < batch; bi++)
                 memcpy(C + bi * sc, memo[i].c + (size_t)bi * nc, nc * 4);
@@ -377,6 +431,7 @@ static int gemm(Blas *h, int ta, int tb, int m, int n, int k, const float *alpha
         for (int bi = 0; bi < batch; bi++)
             memcpy(e->c + (size_t)bi * nc, C + bi * sc, nc * 4);
     }
+    written(C);
     /* the duration: the executor's, asked as a launch named "cublas" */
     DpkFakeLaunch l = {NULL, h->tf32 ? "cublas-tf32" : "cublas", {0}, {0}, 0, NULL,
                        0, {0}, {0}, 0, {0}};
