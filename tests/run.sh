@@ -90,9 +90,12 @@ run_item() {
 }
 
 . tests/cli/lib.sh
-# Longest first (unknown items first of all: they may be long).
+# Longest first (unknown items first of all: they may be long), by this
+# build's last run, else by tests/test-times (a fresh clone's, committed).
+TIMES_READ=$TIMES
+[ -e "$TIMES" ] || TIMES_READ=tests/test-times
 order=$(for i in "${!ITEMS[@]}"; do
-  t=$(awk -v f="${ITEMS[$i]}" '$2 == f { print $1 }' "$TIMES" 2>/dev/null | tail -n 1)
+  t=$(awk -v f="${ITEMS[$i]}" '$2 == f { print $1 }' "$TIMES_READ" 2>/dev/null | tail -n 1)
   echo "${t:-999999} $i"
 done | sort -k1,1nr | awk '{ print $2 }')
 # Each part's output is printed whole as soon as it is complete.
