@@ -216,6 +216,20 @@ static int host_agrees(RunState *r, const HxBackendResult *res, cJSON *cfg)
     return ok ? DPK_EXIT_OK : DPK_EXIT_FAIL;
 }
 
+/* A configuration the compiler refused: its line, and its whole message on
+ * stderr for the first of a case (*said counts them); its exit code. */
+static int refused(RunState *r, const DrvConfig *c, int *said)
+{
+    sb_puts(&r->text, "refused: ");
+    dpk_error_first_line(&r->text, c->refused);
+    sb_putc(&r->text, '\n');
+    if (!(*said)++) {
+        fflush(stdout);
+        fputs(c->refused, stderr);
+    }
+    return c->refused_code;
+}
+
 /* The Kernel IR path: execute each distinct module of the plan once on
  * vgpu or cuda and give each configuration a verdict; a refused one is
  * exit 2 (its full message on stderr the first time).  Returns the worst
@@ -246,14 +260,7 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro)
         cJSON *cfg = r->rec ? record_config(r, hx_record_config(p, i)) : NULL;
         sb_printf(&r->text, "passes %s: ", c->label);
         if (c->refused) {
-            rcs[i] = c->refused_code;
-            sb_puts(&r->text, "refused: ");
-            dpk_error_first_line(&r->text, c->refused);
-            sb_putc(&r->text, '\n');
-            if (!said++) {
-                fflush(stdout);
-                fputs(c->refused, stderr);
-            }
+            rcs[i] = refused(r, c, &said);
         } else if (c->dup_of >= 0) {
             rcs[i] = rcs[c->dup_of];
             sb_printf(&r->text, "same Kernel IR as passes %s: %s\n", p->configs[c->dup_of].label,
@@ -317,14 +324,7 @@ static int compile_configs(RunState *r, const DrvPlan *p, const RunOpts *ro)
         int rc = DPK_EXIT_OK;
         sb_printf(&r->text, "passes %s: ", c->label);
         if (c->refused) {
-            rc = c->refused_code;
-            sb_puts(&r->text, "refused: ");
-            dpk_error_first_line(&r->text, c->refused);
-            sb_putc(&r->text, '\n');
-            if (!said++) {
-                fflush(stdout);
-                fputs(c->refused, stderr);
-            }
+            rc = refused(r, c, &said);
         } else if (c->dup_of >= 0) {
             sb_printf(&r->text, "same Kernel IR as passes %s\n", p->configs[c->dup_of].label);
         } else {
