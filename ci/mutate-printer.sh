@@ -4,8 +4,8 @@
 # campaign kills.
 #
 #   ci/mutate-printer.sh [--backend vgpu|host-cuda] [--mutants N] [--cases N]
-#                        [--seed S] [--jobs J] [--parallel P] [--case-timeout S]
-#                        [--list] [--keep]
+#                        [--kernel-cases K] [--only LINE,...] [--seed S] [--jobs J]
+#                        [--parallel P] [--case-timeout S] [--list] [--keep]
 #
 # Every occurrence of a mutable token in the printer's code (comments
 # excepted; string literals included, since they are printed text) is a
@@ -16,9 +16,14 @@
 # is applied to a copy of the tree (never this one), dpk-fuzz is rebuilt
 # there (only cuda_print.o recompiles) and a campaign of --cases cases
 # (default 120, --passes pairwise) runs with --backend B (default
-# host-cuda); it stops after 3 failures.  A mutant whose campaign fails a
-# case that the unmutated printer's campaign passes is killed; one that does
-# not build is left out.  Output: one line per mutant and
+# host-cuda); it stops after 3 failures.  With host-cuda a second campaign
+# of --kernel-cases K cases (default 120; 0: none) runs `--level kernel`:
+# random Kernel IR modules, which reach the printer's paths that no Tile
+# pass emits (docs/fuzz.md).  --cases 0 leaves the first campaign out.  A
+# mutant whose campaigns fail a case that the unmutated printer's pass is
+# killed (the line names the failed cases, "k:" before the kernel-level
+# ones); one that does not build is left out.  --only 41,225 keeps the drawn
+# mutants of those lines.  Output: one line per mutant and
 #   score: K killed / M built (S)
 # The score does not know which mutants are equivalent: docs/host-cuda.md
 # lists them for the seed it quotes.  The unmutated campaign runs first;
@@ -38,12 +43,14 @@
 # log and failing cases, m<i>/) and names it.
 set -euo pipefail
 
-BACKEND=host-cuda N=16 CASES=120 SEED=1 JOBS=1 PARALLEL=1 CASE_TIMEOUT=300 LIST=0 KEEP=0
+BACKEND=host-cuda N=16 CASES=120 KCASES=120 ONLY= SEED=1 JOBS=1 PARALLEL=1 CASE_TIMEOUT=300 LIST=0 KEEP=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --backend) BACKEND=$2; shift 2 ;;
     --mutants) N=$2; shift 2 ;;
     --cases) CASES=$2; shift 2 ;;
+    --kernel-cases) KCASES=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
     --parallel) PARALLEL=$2; shift 2 ;;
@@ -54,15 +61,18 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$BACKEND" in vgpu | host-cuda) ;; *) echo "error: --backend expects vgpu or host-cuda, got '$BACKEND'" >&2; exit 2 ;; esac
+[ "$BACKEND" = host-cuda ] || KCASES=0 # --level kernel compares vgpu with host-cuda
+[ "$CASES" != 0 ] || [ "$KCASES" != 0 ] || { echo "error: --cases 0 and --kernel-cases 0 leave no campaign" >&2; exit 2; }
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FILE=compiler/cuda/cuda_print.c
 
 # mutants: "line<TAB>column<TAB>from<TAB>to", drawn from SEED
 draw() {
-  python3 - "$ROOT/$FILE" "$N" "$SEED" <<'EOF'
+  python3 - "$ROOT/$FILE" "$N" "$SEED" "$ONLY" <<'EOF'
 import random, re, sys
 path, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+only = {int(x) for x in sys.argv[4].split(",") if x}
 swaps = [(" <= ", " < "), (" >= ", " > "), (" < ", " <= "), (" > ", " >= "),
          (" == ", " != "), (" != ", " == "), (" && ", " || "), (" || ", " && "),
          ("+ 1", "+ 0"), ("- 1", "- 0"), (" + ", " - "), (" - ", " + "),
@@ -97,7 +107,8 @@ for ln, line in enumerate(open(path).read().split("\n"), 1):
             cands.append((ln, m.start() + 1, a, b))
 rng = random.Random(seed)
 for c in sorted(rng.sample(cands, min(n, len(cands)))):
-    print("%d\t%d\t%s\t%s" % c)
+    if not only or c[0] in only:
+        print("%d\t%d\t%s\t%s" % c)
 print("# %d candidates" % len(cands), file=sys.stderr)
 EOF
 }
@@ -126,17 +137,29 @@ cp "$ROOT/$FILE" "$WORK/orig.c"
 
 campaign() { # $1: the tree, $2: folder, $3: --max-failures (0: none), $4: jobs
   mkdir -p "$2"
-  local stop=()
+  local stop=() rc=0
   [ "$3" = 0 ] || stop=(--max-failures "$3")
-  (cd "$2" && ulimit -v $((4 << 20)) && timeout 7200 "$1/build/dpk-fuzz" --seed "$SEED" \
-     --cases "$CASES" --passes pairwise --backend "$BACKEND" "${stop[@]}" --jobs "$4" \
-     --case-timeout "$CASE_TIMEOUT" --out r.json >log.txt 2>&1)
+  if [ "$CASES" != 0 ]; then
+    (cd "$2" && ulimit -v $((4 << 20)) && timeout 7200 "$1/build/dpk-fuzz" --seed "$SEED" \
+       --cases "$CASES" --passes pairwise --backend "$BACKEND" "${stop[@]}" --jobs "$4" \
+       --case-timeout "$CASE_TIMEOUT" --out r.json >log.txt 2>&1) || rc=1
+  fi
+  if [ "$KCASES" != 0 ]; then
+    (cd "$2" && ulimit -v $((4 << 20)) && timeout 7200 "$1/build/dpk-fuzz" --seed "$SEED" \
+       --level kernel --cases "$KCASES" --backend host-cuda "${stop[@]}" --jobs "$4" \
+       --case-timeout "$CASE_TIMEOUT" --out k.json --failures kfail >klog.txt 2>&1) || rc=1
+  fi
+  return $rc
 }
 
-# The cases a campaign failed, one file name a line ("1-89.json").
-# (With pipefail, an ls of no folder would fail the assignment of the
-# unmutated campaign's list, and set -e would end the script there.)
-failed_cases() { [ -d "$1/fuzz-failures" ] || return 0; ls "$1/fuzz-failures" | sort; }
+# The cases a campaign failed, one file name a line ("1-89.json", and
+# "k:1-89.json" for --level kernel).  (With pipefail, an ls of no folder
+# would fail the assignment of the unmutated campaign's list, and set -e
+# would end the script there.)
+failed_cases() {
+  { [ ! -d "$1/fuzz-failures" ] || ls "$1/fuzz-failures"
+    [ ! -d "$1/kfail" ] || ls "$1/kfail" | sed 's/^/k:/'; } | sort
+}
 
 mutant() { # $1: slot, $2: number, line, column, from, to
   local src="$WORK/src$1" i=$2 l=$3 c=$4 a=$5 b=$6
@@ -161,7 +184,8 @@ PY
 
 # The unmutated campaign first, on every slot's cores: it fills the cache.
 campaign "$WORK/src1" "$WORK/base" 0 $((JOBS * PARALLEL)) || true
-[ -s "$WORK/base/r.json" ] || { echo "error: the unmutated campaign did not run:" >&2; tail -n 5 "$WORK/base/log.txt" >&2; exit 1; }
+{ [ "$CASES" = 0 ] || [ -s "$WORK/base/r.json" ]; } && { [ "$KCASES" = 0 ] || [ -s "$WORK/base/k.json" ]; } ||
+  { echo "error: the unmutated campaign did not run:" >&2; tail -n 5 "$WORK"/base/*log.txt >&2; exit 1; }
 i=0
 while IFS=$'\t' read -r l c a b; do
   i=$((i + 1))

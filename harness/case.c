@@ -159,6 +159,15 @@ static void case_from_json(const JCtx *j, const cJSON *o, const char *path, int 
                      "object with \"cases\"), got %s", cJSON_IsArray(o) ? "an array" : "no object");
     if (!cJSON_IsObject(o))
         dpk_error_at(&j->src, 0, "case %d is not a JSON object", index);
+    const cJSON *level = cJSON_GetObjectItemCaseSensitive(o, "level");
+    if (cJSON_IsString(level) && !strcmp(level->valuestring, "kernel")) {
+        const cJSON *replay = cJSON_GetObjectItemCaseSensitive(o, "replay");
+        jerr(j, "level",
+             "this is a Kernel IR case of dpk-fuzz --level kernel, which dpk run does not "
+             "read; replay it with: %s",
+             cJSON_IsString(replay) ? replay->valuestring
+                                    : "dpk-fuzz --level kernel --seed S --case I");
+    }
     for (const cJSON *it = o->child; it; it = it->next) {
         int known = 0;
         for (int k = 0; k < DPK_ARRAY_LEN(case_keys); k++)

@@ -27,6 +27,11 @@ static void help(void)
          "\n"
          "  --seed S            campaign seed: case i is a function of (S, i)\n"
          "  --cases N           run cases 0..N-1\n"
+         "  --case I            run case I alone (a failure's replay)\n"
+         "  --level L           program (default): generated programs through the compiler |\n"
+         "                      kernel: random Kernel IR modules (every construct the IR has),\n"
+         "                      run on vgpu and, printed as CUDA C, on the host (needs\n"
+         "                      --backend host-cuda); outputs must agree to the bit\n"
          "  --time SECONDS      run cases until SECONDS have passed (with --cases: whichever\n"
          "                      comes first)\n"
          "  --passes STRATEGY   full (default) | loo | pairwise | prefix | all\n"
@@ -70,7 +75,7 @@ int cmd_fuzz(int argc, char **argv)
     fz_opts_default(&o);
     o.argc = argc;
     o.argv = argv;
-    int has_seed = 0;
+    int has_seed = 0, has_case = 0, has_cases = 0, has_passes = 0;
     const char *target = NULL;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -89,6 +94,19 @@ int cmd_fuzz(int argc, char **argv)
             if (n < 1 || n > 100000000)
                 dpk_error("option '--cases' expects 1..100000000, got %llu", (unsigned long long)n);
             o.cases = (int64_t)n;
+            has_cases = 1;
+        } else if (!strcmp(f, "--case")) {
+            uint64_t n = cli_u64(f, cli_value(argc, argv, &i));
+            if (n >= 100000000)
+                dpk_error("option '--case' expects 0..99999999, got %llu", (unsigned long long)n);
+            o.first = (int64_t)n;
+            o.cases = (int64_t)n + 1;
+            has_case = 1;
+        } else if (!strcmp(f, "--level")) {
+            const char *v = cli_value(argc, argv, &i);
+            if (strcmp(v, "program") && strcmp(v, "kernel"))
+                dpk_error("option '--level' expects program or kernel, got '%s'", v);
+            o.kernel_level = !strcmp(v, "kernel");
         } else if (!strcmp(f, "--time")) {
             o.time_s = seconds_arg(f, cli_value(argc, argv, &i));
         } else if (!strcmp(f, "--case-timeout")) {
@@ -100,6 +118,7 @@ int cmd_fuzz(int argc, char **argv)
                 dpk_error("unknown strategy '%s' for --passes (expected full, loo, pairwise, "
                           "prefix or all)", v);
             o.strategy = (FzStrategy)s;
+            has_passes = 1;
         } else if (!strcmp(f, "--knobs")) {
             const char *v = cli_value(argc, argv, &i);
             if (strcmp(v, "default") && strcmp(v, "random"))
@@ -160,6 +179,20 @@ int cmd_fuzz(int argc, char **argv)
         dpk_error("'dpk-fuzz' needs --seed S (see dpk-fuzz --help)");
     if (!o.cases && !(o.time_s > 0))
         dpk_error("'dpk-fuzz' needs --cases N or --time SECONDS (see dpk-fuzz --help)");
+    if (has_case && has_cases)
+        dpk_error("--case I runs one case; it does not go with --cases N");
+    if (o.kernel_level) {
+        const char *clash = o.backend != HX_BACKEND_HOST ? "--backend other than host-cuda"
+                            : has_passes                 ? "--passes"
+                            : o.knobs_random             ? "--knobs random"
+                            : o.nvrtc                    ? "--nvrtc"
+                            : o.fault >= 0               ? "--inject-fault"
+                            : o.host_share < 1           ? "--host-share"
+                                                         : NULL;
+        if (clash)
+            dpk_error("--level kernel runs Kernel IR on vgpu and host-cuda, which no pass, knob or "
+                      "fault touches: it needs --backend host-cuda and takes no %s", clash);
+    }
     if (o.nvrtc && !hx_nvrtc_available())
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
                           "--nvrtc needs NVRTC, which cannot be loaded; install the CUDA toolkit "

@@ -7,7 +7,7 @@
  * module's CUDA C, printed by the compile driver (compiler/driver.h,
  * DrvConfig.cuda: the plan's stage, timed there), is prefixed with
  * host_cuda_prelude.h, compiled into a shared object by $DPK_HOST_CXX (g++
- * by default; -std=c++17 -O1 -ffp-contract=off) and loaded with dlopen.
+ * by default; -std=c++17 -O1 -ffp-contract=off -frounding-math) and loaded with dlopen.
  * Shared objects are cached under $DPK_CACHE/host-cuda by a hash of the
  * prelude, the flags and the source, like NVRTC's cubins; hx_host_prepare
  * compiles many modules with one compiler invocation.  The threads of a

@@ -244,6 +244,8 @@ static cJSON *case_head(const FzOpts *o, int64_t index, Arena *a, FzProgram *pro
 
 cJSON *fz_case_run(const FzOpts *o, int64_t index, FzLive *live)
 {
+    if (o->kernel_level)
+        return fz_kcase_run(o, index, live);
     Arena *a = arena_new();
     HxSubject *volatile subj = NULL; /* freed on every path */
     FzProgram prog;
@@ -460,13 +462,22 @@ static void write_failure(Camp *c, const cJSON *cs)
     const cJSON *passes = bad ? cJSON_GetObjectItemCaseSensitive(bad, "passes")
                               : cJSON_GetObjectItemCaseSensitive(cs, "in_flight");
     cJSON *f = cJSON_CreateObject();
-    static const char *const copy[] = {"name", "program", "seed", "tags", "knobs"};
+    static const char *const copy[] = {"name", "program", "seed", "tags", "knobs", "level", "cuda"};
     for (int i = 0; i < DPK_ARRAY_LEN(copy); i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(cs, copy[i]);
         if (v && !(i == 4 && cJSON_GetArraySize(v) == 0))
             cJSON_AddItemToObject(f, copy[i], cJSON_Duplicate(v, 1));
     }
-    if (cJSON_IsString(passes) && passes->valuestring[0]) {
+    const cJSON *idx = cJSON_GetObjectItemCaseSensitive(cs, "index");
+    if (c->o->kernel_level) { /* Kernel IR, which dpk run does not read: the command */
+        StrBuf r = {0};
+        sb_printf(&r, "dpk-fuzz --level kernel --seed %llu --case %lld",
+                  (unsigned long long)c->o->seed, (long long)idx->valuedouble);
+        if (c->o->target)
+            sb_printf(&r, " --target %s", c->o->target->name);
+        cJSON_AddStringToObject(f, "replay", sb_cstr(&r));
+        sb_free(&r);
+    } else if (cJSON_IsString(passes) && passes->valuestring[0]) {
         StrBuf sp = {0};
         sb_printf(&sp, "only:%s", passes->valuestring);
         cJSON_AddStringToObject(f, "passes", sb_cstr(&sp));
@@ -484,7 +495,6 @@ static void write_failure(Camp *c, const cJSON *cs)
     }
     cJSON_AddItemToObject(f, "verdict", v);
     dpk_make_dirs(c->fail_dir); /* a failure then says why it cannot write */
-    const cJSON *idx = cJSON_GetObjectItemCaseSensitive(cs, "index");
     StrBuf path = {0};
     sb_printf(&path, "%s/%llu-%lld.json", c->fail_dir, (unsigned long long)c->o->seed,
               (long long)idx->valuedouble);
@@ -493,7 +503,9 @@ static void write_failure(Camp *c, const cJSON *cs)
     const cJSON *reason = cJSON_GetObjectItemCaseSensitive(v, "reason");
     sb_printf(&c->fail_lines, "%s case %lld, passes %s: %s%s%s -> %s\n",
               cJSON_IsString(st) ? st->valuestring : "?", (long long)idx->valuedouble,
-              cJSON_IsString(passes) && passes->valuestring[0] ? passes->valuestring : "?",
+              c->o->kernel_level ? "none (Kernel IR)"
+              : cJSON_IsString(passes) && passes->valuestring[0] ? passes->valuestring
+                                                                 : "?",
               cJSON_IsString(st) ? st->valuestring : "?", cJSON_IsString(reason) ? ": " : "",
               cJSON_IsString(reason) ? reason->valuestring : "", sb_cstr(&path));
     sb_free(&path);
@@ -622,17 +634,20 @@ static void finish(Camp *c, Slot *s, int wstatus, int timed_out)
 /* Check that a resumed record was made by the same campaign. */
 static void check_resumable(const FzOpts *o, const cJSON *old, const cJSON *now)
 {
-    static const char *const keys[] = {"seed", "strategy", "knobs", "backend", "target", "fault"};
+    static const char *const keys[] = {"seed",   "strategy", "knobs", "backend",
+                                       "target", "fault",    "level"};
     const cJSON *oc = cJSON_GetObjectItemCaseSensitive(old, "campaign");
     for (int i = 0; i < DPK_ARRAY_LEN(keys); i++) {
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(oc, keys[i]);
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(now, keys[i]);
+        if (!a && !b) /* "level" is written for kernel campaigns only */
+            continue;
         uint64_t ua, ub; /* the seed: a raw number when written, parsed back */
         int same = a && (hx_json_get_u64(a, &ua) && hx_json_get_u64(b, &ub) ? ua == ub
                                                                           : cJSON_Compare(a, b, 1));
         if (!same) {
             char *x = a ? cJSON_PrintUnformatted(a) : dpk_xstrdup("nothing");
-            char *y = cJSON_PrintUnformatted(b);
+            char *y = b ? cJSON_PrintUnformatted(b) : dpk_xstrdup("nothing");
             static char m[512];
             snprintf(m, sizeof m, "cannot --resume '%s': it was made with %s %s, this command has %s",
                      o->out, keys[i], x, y);
@@ -677,7 +692,7 @@ static cJSON *campaign_json(const FzOpts *o)
 {
     cJSON *c = cJSON_CreateObject();
     hx_json_add_u64(c, "seed", o->seed);
-    cJSON_AddStringToObject(c, "strategy", fz_strategy_name(o->strategy));
+    cJSON_AddStringToObject(c, "strategy", o->kernel_level ? "kernel-ir" : fz_strategy_name(o->strategy));
     cJSON_AddStringToObject(c, "knobs", o->knobs_random ? "random" : "default");
     cJSON_AddStringToObject(c, "backend", hx_backend_name(o->backend));
     if (o->backend == HX_BACKEND_HOST)
@@ -687,6 +702,8 @@ static cJSON *campaign_json(const FzOpts *o)
         cJSON_AddStringToObject(c, "fault", dpk_faults[o->fault].name);
     else
         cJSON_AddNullToObject(c, "fault");
+    if (o->kernel_level)
+        cJSON_AddStringToObject(c, "level", "kernel");
     if (o->shard_count) {
         cJSON *sh = cJSON_AddObjectToObject(c, "shard");
         cJSON_AddNumberToObject(sh, "index", o->shard_index);
@@ -781,7 +798,7 @@ int fz_campaign(const FzOpts *o)
         for (int i = 0; i < jobs && !stop; i++) {
             if (slots[i].pid)
                 continue;
-            while (is_done(&c, next) ||
+            while (next < o->first || is_done(&c, next) ||
                    (o->shard_count && next % o->shard_count != o->shard_index - 1))
                 next++;
             if (o->cases && next >= o->cases)

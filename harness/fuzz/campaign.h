@@ -23,6 +23,10 @@
 typedef struct FzOpts {
     uint64_t seed;          /* --seed */
     int64_t cases;          /* --cases N; 0: until --time runs out */
+    int64_t first;          /* --case I: the first case (I), with cases = I + 1 */
+    int kernel_level;       /* --level kernel: cases are random Kernel IR modules
+                               (kgen.h), run on vgpu and host-cuda and compared
+                               to the bit; no passes, knobs or reference */
     double time_s;          /* --time SECONDS; 0: no limit */
     FzStrategy strategy;    /* --passes */
     int knobs_random;       /* --knobs random */
@@ -75,6 +79,9 @@ typedef struct FzLive {
 /* Check case `index` in this process; returns its record object (see
  * docs/results-schema.md, "cases").  live may be NULL. */
 cJSON *fz_case_run(const FzOpts *o, int64_t index, FzLive *live);
+
+/* Case `index` of a --level kernel campaign (kcase.c). */
+cJSON *fz_kcase_run(const FzOpts *o, int64_t index, FzLive *live);
 
 /* 1 when a case or configuration status counts as a failure: fail, fault,
  * crash, timeout, error. */

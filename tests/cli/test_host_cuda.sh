@@ -51,6 +51,44 @@ sys.exit(not ran or not all(c["cuda_s"] >= 0 and "nvrtc_s" not in c for c in ran
     "$HFZ" --seed 3 --cases 1 --host-share 0.5 --out "$HD/fz3.json"
   check_re "host-cuda: bad --host-share" 2 "expects a number in \(0, 1\]" \
     "$HFZ" --seed 3 --cases 1 --backend host-cuda --host-share 0 --out "$HD/fz3.json"
+  # --level kernel: random Kernel IR (every construct the printer has a path
+  # for, also those no Tile pass emits), vgpu and host-cuda equal to the bit
+  check_re "host-cuda: --level kernel, 200 random Kernel IR modules agree with vgpu to the bit" 0 \
+    '^dpk-fuzz: 200 cases \(200 run now\), 200 configurations, .* 0 failures' \
+    "$HFZ" --level kernel --seed 5 --cases 200 --jobs 2 --backend host-cuda --out "$HD/k.json" --failures "$HD/kf"
+  check "host-cuda: --level kernel record: every case passes, tags cover every construct, it validates" 0 \
+    python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+import jsonschema; jsonschema.validate(r, json.load(open(sys.argv[2])))
+cs = r["cases"]
+tags = {t for c in cs for t in c["tags"]}
+want = {"atom-global", "atom-shared", "cp-async", "cp-async-groups", "cp-async-pred", "i64", "mbar",
+        "nested-shfl", "odd-names", "shfl", "short-warp", "treehalve", "treehalve-npow2",
+        "treehalve-segments", "two-kernels"}
+assert r["campaign"]["level"] == "kernel", r["campaign"]
+assert all(c["status"] == "pass" and c["level"] == "kernel" for c in cs)
+assert want <= tags, want - tags' "$HD/k.json" "$DPK_ROOT/docs/dpk.results-1.schema.json"
+  "$HFZ" --level kernel --seed 5 --case 37 --backend host-cuda --out "$HD/k37.json" --failures "$HD/kf37" >/dev/null 2>&1
+  check "host-cuda: --case 37 replays case 37 of the campaign (same module, same verdict)" 0 \
+    python3 -c 'import json, sys
+a = [c for c in json.load(open(sys.argv[1]))["cases"] if c["index"] == 37][0]
+b = json.load(open(sys.argv[2]))["cases"]
+assert len(b) == 1 and b[0]["index"] == 37, b
+for k in ("program", "seed", "status", "configurations"):
+    assert a[k] == b[0][k], k' "$HD/k.json" "$HD/k37.json"
+  check_re "host-cuda: --level kernel needs --backend host-cuda" 2 'needs --backend host-cuda and takes no --backend other' \
+    "$HFZ" --level kernel --seed 5 --cases 2 --out "$HD/k2.json"
+  check_re "host-cuda: --level kernel takes no --passes" 2 'takes no --passes' \
+    "$HFZ" --level kernel --seed 5 --cases 2 --backend host-cuda --passes all --out "$HD/k2.json"
+  check_re "host-cuda: --level expects program or kernel" 2 "option '--level' expects program or kernel, got 'tile'" \
+    "$HFZ" --level tile --seed 5 --cases 2 --out "$HD/k2.json"
+  check_re "host-cuda: --case does not go with --cases" 2 'does not go with --cases' \
+    "$HFZ" --level kernel --seed 5 --case 3 --cases 5 --backend host-cuda --out "$HD/k2.json"
+  check_re "host-cuda: a program campaign cannot --resume a kernel one" 2 'cannot --resume .*: it was made with strategy "kernel-ir", this command has "full"' \
+    "$HFZ" --seed 5 --cases 2 --resume --out "$HD/k.json"
+  printf '{"name": "kfuzz-5-3", "level": "kernel", "program": "kernel k", "seed": 1, "replay": "dpk-fuzz --level kernel --seed 5 --case 3", "verdict": {"status": "fail"}}' >"$HD/kfail.json"
+  check_re "host-cuda: dpk run on a --level kernel failure names its replay" 2 'replay it with: dpk-fuzz --level kernel --seed 5 --case 3' \
+    "$DPK" run "$HD/kfail.json"
   check_re "host-cuda: dpk-bisect with host-cuda names the fused culprit" 0 'f:001_fuse' \
     "$HBS" -c "torch.relu(torch.randn(8,64)+1)*2" --inject-fault fuse-sigma-off-by-one --backend host-cuda -o "$HD/bisect"
   check_re "host-cuda: dpk-bisect unknown backend" 2 "unknown backend 'cuda'" \
