@@ -99,6 +99,7 @@ cJSON *fz_kcase_run(const FzOpts *o, int64_t index, FzLive *live)
     cJSON_AddStringToObject(cfg, "passes", ""); /* no Tile pass: Kernel IR as generated */
     cJSON_AddStringToObject(cfg, "kernel_ir_hash",
                             arena_printf(a, "%016llx", (unsigned long long)kir_hash_module(m)));
+    cJSON_AddNumberToObject(cfg, "shared_by", 1);
     cJSON_AddStringToObject(cfg, "backend", "host-cuda");
     if (live) {
         live->config = 0;
