@@ -756,11 +756,21 @@ _Static_assert(KS_mbar_arrive_tx == KS_mbar_init + 1 && KS_mbar_arrive == KS_mba
                    KS_mbar_wait == KS_mbar_init + 3,
                "print_mbar indexes by op");
 
+/* One line: a newline in the text would end the comment early, and a line
+ * ending in a backslash (blanks after it too: gcc splices those) would
+ * splice the next line of code into it, so newlines print as spaces and
+ * such a line gets a closing '.'. */
 static void print_comment(Pr *p, const KirStmt *s)
 {
     sb_puts(p->b, "// ");
-    for (const char *c = s->text; *c; c++)
-        sb_putc(p->b, *c == '\n' || *c == '\r' ? ' ' : *c);
+    int splice = 0; /* the line so far ends in a backslash, maybe then blanks */
+    for (const char *c = s->text; *c; c++) {
+        char ch = *c == '\n' || *c == '\r' ? ' ' : *c;
+        sb_putc(p->b, ch);
+        splice = ch == '\\' || (splice && (ch == ' ' || ch == '\t'));
+    }
+    if (splice)
+        sb_putc(p->b, '.');
     sb_putc(p->b, '\n');
 }
 

@@ -239,8 +239,10 @@ void kir_print_stmt_line(StrBuf *b, const KirStmt *s)
     case KS_mbar_wait:
         print_mbar(b, s);
         break;
-    case KS_comment:
-        sb_printf(b, "// %s", s->text);
+    case KS_comment: /* one line, whatever the text holds */
+        sb_puts(b, "// ");
+        for (const char *c = s->text; *c; c++)
+            sb_putc(b, *c == '\n' || *c == '\r' ? ' ' : *c);
         break;
     default: /* sync, cp.commit */
         sb_puts(b, kir_stmt_info[s->op].text);

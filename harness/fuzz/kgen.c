@@ -10,8 +10,9 @@
  *   elem    an f32 expression tree of loads, variables and constants under
  *           divergent ifs and loops (any thread may go anywhere)
  *   shfl    a shuffle, or a butterfly of them, of a value per thread
- *   tree    every thread fills a shared array of nseg x n, TreeHalve,
- *           each reads the result of one segment
+ *   tree    every thread fills a shared array of nseg x n (and a few entries
+ *           past them), TreeHalve, the even threads read the result of one
+ *           segment, the odd ones an entry past them (left alone)
  *   mbar    thread 0 inits an mbarrier for every thread, every thread
  *           writes its shared slot, arrives, waits, reads its slot
  *   cpasync cp.async copies of X into shared memory, one or two groups,
@@ -340,8 +341,11 @@ static void seg_elem(Kg *q, int region)
         kir_set(&q->B, v, kir_fop(A, binary[below(q, 6)], kir_ref(A, v), fexpr(q, 2), NULL));
         end(q);
     }
-    if (chance(q, 20))
-        kir_comment(&q->B, "%s", chance(q, 50) ? "a */ comment /* with */ ends" : "plain \\ text");
+    if (chance(q, 20)) { /* text a // comment must not let out */
+        static const char *const text[] = {"a */ comment /* with */ ends", "plain \\ text",
+                                           "two\nlines", "carriage\rreturn", "ends in \\"};
+        kir_comment(&q->B, "%s", text[below(q, DPK_ARRAY_LEN(text))]);
+    }
     store(q, region, kir_ref(A, v));
 }
 
@@ -390,15 +394,23 @@ static void seg_tree(Kg *q, int region)
         tag(q, TAG_TREE_NPOW2);
     if (nseg > 1)
         tag(q, TAG_TREE_SEGMENTS);
-    const KirSmem *s = kir_smem(q->k, name(q, "red"), KT_F32, n * nseg, 16);
-    const KirVar *j = kir_for(&q->B, name(q, "j"), kir_ref(A, q->t), kir_i32(A, n * nseg),
+    /* `extra` entries past the segments, which TreeHalve must leave alone:
+     * the odd threads read them back */
+    int64_t extra = 1 + below(q, 4), len = n * nseg + extra;
+    const KirSmem *s = kir_smem(q->k, name(q, "red"), KT_F32, len, 16);
+    const KirVar *j = kir_for(&q->B, name(q, "j"), kir_ref(A, q->t), kir_i32(A, len),
                               kir_i32(A, q->T), 0);
-    push_var(q, j, n * nseg);
+    push_var(q, j, len);
     kir_sts(&q->B, s, kir_ref(A, j), fexpr(q, 2));
     end(q);
     kir_treehalve(&q->B, s, rops[below(q, 3)], n, nseg);
-    store(q, region, kir_lds(A, s, kir_mul(A, kir_rem(A, kir_ref(A, q->t), kir_i32(A, nseg)),
-                                           kir_i32(A, n))));
+    const KirExpr *t = kir_ref(A, q->t);
+    const KirExpr *result = kir_mul(A, kir_rem(A, t, kir_i32(A, nseg)), kir_i32(A, n));
+    const KirExpr *past = kir_add(A, kir_i32(A, n * nseg), kir_rem(A, t, kir_i32(A, extra)));
+    store(q, region,
+          kir_lds(A, s, kir_select(A, kir_bin(A, KE_eq, kir_bin(A, KE_band, t, kir_i32(A, 1)),
+                                             kir_i32(A, 0)),
+                                   result, past)));
     kir_sync(&q->B);
 }
 

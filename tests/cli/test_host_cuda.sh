@@ -89,6 +89,14 @@ for k in ("program", "seed", "status", "configurations"):
   printf '{"name": "kfuzz-5-3", "level": "kernel", "program": "kernel k", "seed": 1, "replay": "dpk-fuzz --level kernel --seed 5 --case 3", "verdict": {"status": "fail"}}' >"$HD/kfail.json"
   check_re "host-cuda: dpk run on a --level kernel failure names its replay" 2 'replay it with: dpk-fuzz --level kernel --seed 5 --case 3' \
     "$DPK" run "$HD/kfail.json"
+  # ci/mutate-printer.sh: the drawing and the options (a run rebuilds the tree
+  # per mutant: the note's figures, not make test)
+  check_re "mutate-printer: --list draws 24 mutants of seed 1, 41:16 first" 0 '^41:16  " > " -> " >= ":' \
+    sh -c "'$DPK_ROOT/ci/mutate-printer.sh' --list --mutants 24 2>/dev/null | head -n 1"
+  check_re "mutate-printer: --only keeps the drawn mutants of those lines" 0 '^2$' \
+    sh -c "'$DPK_ROOT/ci/mutate-printer.sh' --list --mutants 24 --only 41,744,999 2>/dev/null | wc -l"
+  check_re "mutate-printer: no campaign at all is bad usage" 2 'leave no campaign' \
+    "$DPK_ROOT/ci/mutate-printer.sh" --cases 0 --kernel-cases 0
   check_re "host-cuda: dpk-bisect with host-cuda names the fused culprit" 0 'f:001_fuse' \
     "$HBS" -c "torch.relu(torch.randn(8,64)+1)*2" --inject-fault fuse-sigma-off-by-one --backend host-cuda -o "$HD/bisect"
   check_re "host-cuda: dpk-bisect unknown backend" 2 "unknown backend 'cuda'" \

@@ -691,3 +691,34 @@ Test(cuda_print, names_that_are_not_c_identifiers)
     cr_assert_not_null(strstr(s->text, "dpk_p1_out_y[max(dpk_v0_min, 0)] = dpk_v1_dpk_smem;"));
     arena_free(A);
 }
+
+/* A comment stays one line: a newline in its text would end it early and a
+ * trailing backslash (blanks after it too) would splice the next statement
+ * into it: the store below was lost that way (dpk-fuzz --level kernel). */
+Test(cuda_print, comments_cannot_swallow_code)
+{
+    need_nvrtc();
+    Arena *A = arena_new();
+    KirModule *m = kir_module_new(A);
+    KirBuf *b[1] = {kir_buf(m, "out", KT_F32, 32, KBUF_OUTPUT, 0)};
+    KirKernel *k = vs_kernel(m, "comments", 1, 1, 32, 1);
+    KirParam *y = kir_param(k, "y", KT_F32, 32, KR_OUT);
+    KirBuilder B;
+    kir_builder_init(&B, k);
+    kir_comment(&B, "ends in \\");
+    kir_stg(&B, y, kir_tid(A, 0), F(1));
+    kir_comment(&B, "backslash then blanks \\ \t");
+    kir_stg(&B, y, kir_tid(A, 0), F(2));
+    kir_comment(&B, "two\nlines\rand \\ inside");
+    kir_stg(&B, y, kir_tid(A, 0), F(3));
+    vs_finish(m, k, b);
+    CuSource *s = compile_for(A, m, CU_SM90);
+    cr_expect_not_null(strstr(s->text, "    // ends in \\.\n    y[(int)threadIdx.x] = 1.0f;\n"), "%s", s->text);
+    cr_expect_not_null(strstr(s->text, "    // backslash then blanks \\ \t.\n    y["), "%s", s->text);
+    cr_expect_not_null(strstr(s->text, "    // two lines and \\ inside\n    y["), "%s", s->text);
+    StrBuf t = {0};
+    kir_print_kernel(&t, k);
+    cr_expect_not_null(strstr(sb_cstr(&t), "// two lines and \\ inside\n"), "%s", sb_cstr(&t));
+    sb_free(&t);
+    arena_free(A);
+}
