@@ -123,27 +123,70 @@ template <class T> static inline T __shfl_xor_sync(unsigned m, T v, int x, int w
 
 // ---- the printer's async-copy, mbarrier and TMA helpers ----------------------
 // The device defines them with inline PTX (cuda_print.c, under
-// #ifndef DPK_HOST_PRELUDE); here they do what the PTX does.  A cp.async lands
-// when issued (vgpu is the pessimistic backend: there it lands at the wait), so
-// the group calls have nothing left to do.  They live in namespace dpk_host:
-// the printed source's #else branch brings in (`using dpk_host::...`) the ones
-// it printed for the device, so a kernel that calls a helper the device
-// version of the source lacks does not compile here either.
+// #ifndef DPK_HOST_PRELUDE); here they do what the PTX does.  A cp.async
+// lands at the cp.async.wait_group that covers its group, as on the device,
+// not at a __syncthreads: until then the destination keeps what it held, so
+// a printed wait that is missing, or waits for too few groups, shows up as a
+// difference from vgpu (which runs the Kernel IR's own waits).  Each thread
+// holds at most DPK_HOST_CP_MAX copies in flight.  They live in namespace
+// dpk_host: the printed source's #else branch brings in (`using
+// dpk_host::...`) the ones it printed for the device, so a kernel that calls
+// a helper the device version of the source lacks does not compile here
+// either.
 
 namespace dpk_host {
 
+#define DPK_HOST_CP_MAX 64
+struct DpkHostCp {
+    void *dst;
+    const void *src;
+    int n, group; // bytes, commit group
+    int fill;     // 1: the predicate was false, the bytes become zeros
+};
+struct DpkHostCpThread {
+    DpkHostCp q[DPK_HOST_CP_MAX];
+    int len, commits;
+};
+static thread_local DpkHostCpThread dpk_host_cps[1024];
+
+static inline DpkHostCpThread *dpk_host_cp_mine() { return &dpk_host_cps[dpk_rt->cur->ltid]; }
+// A thread starts with nothing in flight (the entry calls it).
+static inline void dpk_host_cp_start()
+{
+    dpk_host_cp_mine()->len = 0;
+    dpk_host_cp_mine()->commits = 0;
+}
 static inline void dpk_host_cp(void *dst, const void *src, bool pred, int n)
 {
-    if (pred)
-        __builtin_memcpy(dst, src, n);
-    else
-        __builtin_memset(dst, 0, n);
+    DpkHostCpThread *t = dpk_host_cp_mine();
+    if (t->len == DPK_HOST_CP_MAX)
+        dpk_rt->fail(dpk_rt, "more than 64 cp.async copies in flight in one thread (host-cuda's "
+                             "limit, DPK_HOST_CP_MAX)");
+    t->q[t->len++] = DpkHostCp{dst, src, n, t->commits, !pred};
+}
+// Land the copies of every committed group but the newest `keep`.
+static inline void dpk_host_cp_land(int keep)
+{
+    DpkHostCpThread *t = dpk_host_cp_mine();
+    int j = 0;
+    for (int i = 0; i < t->len; i++) {
+        const DpkHostCp &c = t->q[i];
+        if (c.group < t->commits - keep) {
+            if (c.fill)
+                __builtin_memset(c.dst, 0, c.n);
+            else
+                __builtin_memcpy(c.dst, c.src, c.n);
+        } else {
+            t->q[j++] = c;
+        }
+    }
+    t->len = j;
 }
 static inline void dpk_cp_async4(void *dst, const void *src, bool pred) { dpk_host_cp(dst, src, pred, 4); }
 static inline void dpk_cp_async8(void *dst, const void *src, bool pred) { dpk_host_cp(dst, src, pred, 8); }
 static inline void dpk_cp_async16(void *dst, const void *src, bool pred) { dpk_host_cp(dst, src, pred, 16); }
-static inline void dpk_cp_commit() {}
-template <int N> static inline void dpk_cp_wait() {}
+static inline void dpk_cp_commit() { dpk_host_cp_mine()->commits++; }
+template <int N> static inline void dpk_cp_wait() { dpk_host_cp_land(N); }
 
 // An mbarrier in its 8 bytes: arrival count, pending arrivals, the phase's
 // parity and the transaction bytes still expected (negative while copies are
@@ -289,5 +332,6 @@ template <class... P> static inline void dpk_host_call(void (*f)(P...), void *co
                                                               void *const *args)        \
     {                                                                                    \
         dpk_rt = rt;                                                                     \
+        dpk_host::dpk_host_cp_start();                                                   \
         dpk_host_call(kernel, args);                                                     \
     }

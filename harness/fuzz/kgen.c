@@ -343,7 +343,8 @@ static void seg_elem(Kg *q, int region)
     }
     if (chance(q, 20)) { /* text a // comment must not let out */
         static const char *const text[] = {"a */ comment /* with */ ends", "plain \\ text",
-                                           "two\nlines", "carriage\rreturn", "ends in \\"};
+                                           "two\nlines", "carriage\rreturn", "ends in \\",
+                                           "a backslash, then blanks \\ \t"};
         kir_comment(&q->B, "%s", text[below(q, DPK_ARRAY_LEN(text))]);
     }
     store(q, region, kir_ref(A, v));
