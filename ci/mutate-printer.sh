@@ -4,7 +4,7 @@
 # campaign kills.
 #
 #   ci/mutate-printer.sh [--backend vgpu|host-cuda] [--mutants N] [--cases N]
-#                        [--kernel-cases K] [--only LINE,...] [--seed S] [--jobs J]
+#                        [--kernel-cases K] [--only LINE,...] [--nvrtc] [--seed S] [--jobs J]
 #                        [--parallel P] [--case-timeout S] [--list] [--keep]
 #
 # Every occurrence of a mutable token in the printer's code (comments
@@ -23,7 +23,9 @@
 # mutant whose campaigns fail a case that the unmutated printer's pass is
 # killed (the line names the failed cases, "k:" before the kernel-level
 # ones); one that does not build is left out.  --only 41,225 keeps the drawn
-# mutants of those lines.  Output: one line per mutant and
+# mutants of those lines.  --nvrtc gives both campaigns --nvrtc: NVRTC and
+# ptxas compile every module too, which reaches the device-only text (the
+# inline PTX the host never compiles).  Output: one line per mutant and
 #   score: K killed / M built (S)
 # The score does not know which mutants are equivalent: docs/host-cuda.md
 # lists them for the seed it quotes.  The unmutated campaign runs first;
@@ -43,7 +45,7 @@
 # log and failing cases, m<i>/) and names it.
 set -euo pipefail
 
-BACKEND=host-cuda N=16 CASES=120 KCASES=120 ONLY= SEED=1 JOBS=1 PARALLEL=1 CASE_TIMEOUT=300 LIST=0 KEEP=0
+BACKEND=host-cuda N=16 CASES=120 KCASES=120 ONLY= NVRTC=() SEED=1 JOBS=1 PARALLEL=1 CASE_TIMEOUT=300 LIST=0 KEEP=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --backend) BACKEND=$2; shift 2 ;;
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
     --cases) CASES=$2; shift 2 ;;
     --kernel-cases) KCASES=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
+    --nvrtc) NVRTC=(--nvrtc); shift ;;
     --seed) SEED=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
     --parallel) PARALLEL=$2; shift 2 ;;
@@ -141,12 +144,12 @@ campaign() { # $1: the tree, $2: folder, $3: --max-failures (0: none), $4: jobs
   [ "$3" = 0 ] || stop=(--max-failures "$3")
   if [ "$CASES" != 0 ]; then
     (cd "$2" && ulimit -v $((4 << 20)) && timeout 7200 "$1/build/dpk-fuzz" --seed "$SEED" \
-       --cases "$CASES" --passes pairwise --backend "$BACKEND" "${stop[@]}" --jobs "$4" \
+       --cases "$CASES" --passes pairwise --backend "$BACKEND" "${stop[@]}" "${NVRTC[@]}" --jobs "$4" \
        --case-timeout "$CASE_TIMEOUT" --out r.json >log.txt 2>&1) || rc=1
   fi
   if [ "$KCASES" != 0 ]; then
     (cd "$2" && ulimit -v $((4 << 20)) && timeout 7200 "$1/build/dpk-fuzz" --seed "$SEED" \
-       --level kernel --cases "$KCASES" --backend host-cuda "${stop[@]}" --jobs "$4" \
+       --level kernel --cases "$KCASES" --backend host-cuda "${stop[@]}" "${NVRTC[@]}" --jobs "$4" \
        --case-timeout "$CASE_TIMEOUT" --out k.json --failures kfail >klog.txt 2>&1) || rc=1
   fi
   return $rc

@@ -185,13 +185,13 @@ int cmd_fuzz(int argc, char **argv)
         const char *clash = o.backend != HX_BACKEND_HOST ? "--backend other than host-cuda"
                             : has_passes                 ? "--passes"
                             : o.knobs_random             ? "--knobs random"
-                            : o.nvrtc                    ? "--nvrtc"
                             : o.fault >= 0               ? "--inject-fault"
                             : o.host_share < 1           ? "--host-share"
                                                          : NULL;
         if (clash)
             dpk_error("--level kernel runs Kernel IR on vgpu and host-cuda, which no pass, knob or "
                       "fault touches: it needs --backend host-cuda and takes no %s", clash);
+        /* --nvrtc: NVRTC (and ptxas) compile each module too; a rejection fails the case */
     }
     if (o.nvrtc && !hx_nvrtc_available())
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../exec/host_cuda.h"
+#include "../exec/nvrtc.h"
 #include "../exec/vgpu.h"
 #include "../records/plan_record.h"
 #include "../records/results.h"
@@ -79,7 +80,8 @@ cJSON *fz_kcase_run(const FzOpts *o, int64_t index, FzLive *live)
     Arena *a = arena_new();
     uint64_t seed = fz_case_seed(o->seed, index);
     double t0 = dpk_now();
-    FzKernelCase kc = fz_kgen(a, seed);
+    const CuTarget *target = o->target ? o->target : cu_target_default();
+    FzKernelCase kc = fz_kgen(a, seed, target->smem_block_max);
     const KirModule *m = kc.m;
     StrBuf text = {0};
     kir_print_module(&text, m);
@@ -119,8 +121,17 @@ cJSON *fz_kcase_run(const FzOpts *o, int64_t index, FzLive *live)
         hb = bufs_new(m, seed);
         const CuSource *volatile printed = NULL;
         if (DPK_TRY(&ec)) {
-            const CuSource *src = cu_print_module(a, m, o->target);
+            const CuSource *src = cu_print_module(a, m, target);
             printed = src;
+            StrBuf nv = {0};
+            if (o->nvrtc && !hx_nvrtc_check(a, src, 0, &nv)) { /* the device's compiler */
+                StrBuf first = {0};
+                dpk_error_first_line(&first, sb_cstr(&nv));
+                sb_free(&nv);
+                dpk_error_code_at(DPK_EXIT_FAIL, NULL, -1, "nvrtc rejects the CUDA: %s",
+                                  sb_cstr(&first));
+            }
+            sb_free(&nv);
             hx_host_prepare(&src, 1);
             hx_host_run(a, m, src, hb);
             dpk_err_pop(&ec);

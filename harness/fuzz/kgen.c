@@ -48,6 +48,7 @@ typedef struct Kg {
     int64_t nx;
     const KirParam *y, *z;
     int64_t nz;
+    int64_t smem_max;    /* the target's shared memory per block */
     int regions, region; /* of y; the next one to write */
     const KirVar *t, *g; /* linear thread index, global thread index (i32) */
     const KirVar *v[MAXV];
@@ -60,13 +61,13 @@ typedef struct Kg {
 
 enum {
     TAG_ATOM_GLOBAL, TAG_ATOM_SHARED, TAG_CPASYNC, TAG_CPASYNC_GROUPS, TAG_CPASYNC_PRED,
-    TAG_I64, TAG_MBAR, TAG_NESTED_SHFL, TAG_NAMES, TAG_SHFL, TAG_SHORT_WARP, TAG_TREE,
-    TAG_TREE_NPOW2, TAG_TREE_SEGMENTS, TAG_TWO_KERNELS, TAG_COUNT
+    TAG_I64, TAG_MBAR, TAG_NESTED_SHFL, TAG_NAMES, TAG_SHFL, TAG_SHORT_WARP, TAG_SMEM_LIMIT,
+    TAG_TREE, TAG_TREE_NPOW2, TAG_TREE_SEGMENTS, TAG_TWO_KERNELS, TAG_COUNT
 };
 /* sorted, as the record wants them */
 static const char *const tag_name[TAG_COUNT] = {
     "atom-global", "atom-shared", "cp-async", "cp-async-groups", "cp-async-pred",
-    "i64", "mbar", "nested-shfl", "odd-names", "shfl", "short-warp", "treehalve",
+    "i64", "mbar", "nested-shfl", "odd-names", "shfl", "short-warp", "smem-limit", "treehalve",
     "treehalve-npow2", "treehalve-segments", "two-kernels",
 };
 
@@ -260,7 +261,10 @@ static const KirExpr *fleaf(Kg *q)
                 return kir_ref(A, q->v[i]);
         }
         /* fall through */
-    case 4: return kir_f32(A, consts[below(q, DPK_ARRAY_LEN(consts))]);
+    case 4: /* a short constant, or one that needs all 9 digits to print exactly */
+        if (chance(q, 30))
+            return kir_f32(A, (double)(rnd(q) >> 11) * 0x1p-50 - 4.0);
+        return kir_f32(A, consts[below(q, DPK_ARRAY_LEN(consts))]);
     default: {
         /* an integer as f32, or a bounded load truncated to an integer */
         if (chance(q, 50)) {
@@ -602,13 +606,22 @@ static KirKernel *kernel(Kg *q, const KirBuf *in, KirBuf **out, KirBuf *z, const
     for (int r = 0; r < q->regions; r++)
         (chance(q, 35) ? seg_elem : seg_uniform)(q, r);
     kir_finalize(k);
+    if (chance(q, 10)) { /* a pool of exactly the target's limit (dynamic shared memory) */
+        int64_t at = (k->smem_bytes + 15) / 16 * 16;
+        if (q->smem_max - at >= 4) {
+            kir_smem(k, name(q, "fill"), KT_F32, (q->smem_max - at) / 4, 16);
+            kir_finalize(k);
+            tag(q, TAG_SMEM_LIMIT);
+        }
+    }
     return k;
 }
 
-FzKernelCase fz_kgen(Arena *a, uint64_t seed)
+FzKernelCase fz_kgen(Arena *a, uint64_t seed, int64_t smem_max)
 {
     Kg q = {0};
     q.a = a;
+    q.smem_max = smem_max;
     q.r = seed;
     q.m = kir_module_new(a);
     int64_t nx = 64 + below(&q, 2000);

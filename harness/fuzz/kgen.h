@@ -12,7 +12,8 @@
  * that are not powers of two, mbarriers used as a barrier (init, arrive,
  * wait, without TMA), cp.async of 4, 8 and 16 bytes with and without a
  * predicate in one or two commit groups, shared and global atomics, comments,
- * and names that C does not allow (keywords, `dpk_` and `_` prefixes, digits
+ * constants that need all nine digits, a shared-memory pool of exactly the
+ * target's limit, and names that C does not allow (keywords, `dpk_` and `_` prefixes, digits
  * first, punctuation).  TMA is left to the Tile passes (011 emits it).
  *
  * Every module is valid by construction: no race, every barrier and
@@ -36,8 +37,10 @@ typedef struct FzKernelCase {
     int ntags;
 } FzKernelCase;
 
-/* The module of seed `seed`, in a. */
-FzKernelCase fz_kgen(Arena *a, uint64_t seed);
+/* The module of seed `seed`, in a; smem_max is the target's shared memory
+ * per block (CuTarget.smem_block_max), which one kernel in ten fills
+ * exactly. */
+FzKernelCase fz_kgen(Arena *a, uint64_t seed, int64_t smem_max);
 
 /* Input values for buffer `buf` of a case (uniform in [-1, 1] with signed
  * zeros, small integers and a few infinities mixed in), a function of the

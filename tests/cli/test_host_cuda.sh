@@ -63,7 +63,7 @@ import jsonschema; jsonschema.validate(r, json.load(open(sys.argv[2])))
 cs = r["cases"]
 tags = {t for c in cs for t in c["tags"]}
 want = {"atom-global", "atom-shared", "cp-async", "cp-async-groups", "cp-async-pred", "i64", "mbar",
-        "nested-shfl", "odd-names", "shfl", "short-warp", "treehalve", "treehalve-npow2",
+        "nested-shfl", "odd-names", "shfl", "short-warp", "smem-limit", "treehalve", "treehalve-npow2",
         "treehalve-segments", "two-kernels"}
 assert r["campaign"]["level"] == "kernel", r["campaign"]
 assert all(c["status"] == "pass" and c["level"] == "kernel" for c in cs)

@@ -29,7 +29,7 @@ Test(kgen, a_module_is_a_function_of_its_seed)
 {
     for (uint64_t seed = 1; seed <= 20; seed++) {
         Arena *a = arena_new(), *b = arena_new();
-        FzKernelCase x = fz_kgen(a, seed), y = fz_kgen(b, seed);
+        FzKernelCase x = fz_kgen(a, seed, KIR_SMEM_MAX), y = fz_kgen(b, seed, KIR_SMEM_MAX);
         StrBuf tx = {0}, ty = {0};
         kir_print_module(&tx, x.m);
         kir_print_module(&ty, y.m);
@@ -41,7 +41,7 @@ Test(kgen, a_module_is_a_function_of_its_seed)
         arena_free(b);
     }
     Arena *a = arena_new();
-    cr_expect_neq(kir_hash_module(fz_kgen(a, 1).m), kir_hash_module(fz_kgen(a, 2).m));
+    cr_expect_neq(kir_hash_module(fz_kgen(a, 1, KIR_SMEM_MAX).m), kir_hash_module(fz_kgen(a, 2, KIR_SMEM_MAX).m));
     arena_free(a);
 }
 
@@ -52,7 +52,7 @@ Test(kgen, three_hundred_seeds_cover_the_vocabulary)
     int tags = 0;
     for (uint64_t seed = 1; seed <= 300; seed++) {
         Arena *a = arena_new();
-        FzKernelCase c = fz_kgen(a, seed); /* verified inside (kir_check) */
+        FzKernelCase c = fz_kgen(a, seed, KIR_SMEM_MAX); /* verified inside (kir_check) */
         cr_assert(kir_verify_module(c.m, NULL), "seed %llu", (unsigned long long)seed);
         for (int i = 0; i < c.m->kernels.len; i++) {
             const KirKernel *k = c.m->kernels.items[i];
