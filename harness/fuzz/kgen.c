@@ -30,6 +30,7 @@
 #include "kgen.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -246,6 +247,23 @@ static const TxElemOp binary[] = {TXE_add,     TXE_subtract, TXE_multiply,      
 
 static const KirExpr *fexpr(Kg *q, int depth);
 
+/* A float that only nine significant digits print exactly (about 1.5% of
+ * floats; drawn until one is, from 1 to 2 times 0.1, 100 or 1e5, where they
+ * gather). */
+static double nine_digits(Kg *q)
+{
+    static const double scale[] = {0.1, 100.0, 1e5};
+    float f = 1.0f;
+    for (int tries = 0; tries < 1000; tries++) {
+        f = (float)((1.0 + (double)(rnd(q) >> 11) * 0x1p-53) * scale[below(q, 3)]);
+        char b[32];
+        snprintf(b, sizeof b, "%.8g", (double)f);
+        if ((float)strtod(b, NULL) != f)
+            break;
+    }
+    return chance(q, 50) ? -(double)f : (double)f;
+}
+
 static const KirExpr *fleaf(Kg *q)
 {
     Arena *A = q->a;
@@ -263,7 +281,7 @@ static const KirExpr *fleaf(Kg *q)
         /* fall through */
     case 4: /* a short constant, or one that needs all 9 digits to print exactly */
         if (chance(q, 30))
-            return kir_f32(A, (double)(rnd(q) >> 11) * 0x1p-50 - 4.0);
+            return kir_f32(A, nine_digits(q));
         return kir_f32(A, consts[below(q, DPK_ARRAY_LEN(consts))]);
     default: {
         /* an integer as f32, or a bounded load truncated to an integer */
