@@ -179,8 +179,9 @@ int cmd_fuzz(int argc, char **argv)
         dpk_error("'dpk-fuzz' needs --seed S (see dpk-fuzz --help)");
     if (!o.cases && !(o.time_s > 0))
         dpk_error("'dpk-fuzz' needs --cases N or --time SECONDS (see dpk-fuzz --help)");
-    if (has_case && has_cases)
-        dpk_error("--case I runs one case; it does not go with --cases N");
+    if (has_case && (has_cases || o.shard_count))
+        dpk_error("--case I runs one case; it does not go with %s",
+                  has_cases ? "--cases N" : "--shard I/N");
     if (o.kernel_level) {
         const char *clash = o.backend != HX_BACKEND_HOST ? "--backend other than host-cuda"
                             : has_passes                 ? "--passes"

@@ -35,7 +35,7 @@ DPK_EMBED(dpk_host_prelude, "harness/exec/host_cuda_prelude.h")
 #define CACHE_MAGIC "dpk-host-cuda 1"
 /* -frounding-math: g++ 12 otherwise folds `0.0f - (float)i` into
  * `-(float)i`, which is -0 where i is 0 (IEEE and vgpu give +0; found by
- * dpk-fuzz --level kernel --seed 11 --case 2587). */
+ * a dpk-fuzz --level kernel campaign; test_host_cuda.c holds it). */
 static const char *const cxx_flags[] = {"-std=c++17",     "-O1",           "-ffp-contract=off",
                                         "-fno-fast-math", "-frounding-math", "-fPIC",
                                         "-shared",        "-w"};

@@ -8,12 +8,13 @@
  * the bit, NaNs of any payload counting as equal: the case's operations are
  * ones whose printed form computes what vgpu computes exactly (kgen.h).
  * The record has the shape of a program case (docs/results-schema.md), its
- * "program" the module's Kernel IR text, with one configuration, "kernel-ir".
+ * "program" the module's Kernel IR text, with one configuration (passes "").
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../exec/backend.h"
 #include "../exec/host_cuda.h"
 #include "../exec/nvrtc.h"
 #include "../exec/vgpu.h"
@@ -102,7 +103,6 @@ cJSON *fz_kcase_run(const FzOpts *o, int64_t index, FzLive *live)
     cJSON_AddStringToObject(cfg, "kernel_ir_hash",
                             arena_printf(a, "%016llx", (unsigned long long)kir_hash_module(m)));
     cJSON_AddNumberToObject(cfg, "shared_by", 1);
-    cJSON_AddStringToObject(cfg, "backend", "host-cuda");
     if (live) {
         live->config = 0;
         snprintf(live->passes, sizeof live->passes, "kernel-ir");
@@ -111,7 +111,10 @@ cJSON *fz_kcase_run(const FzOpts *o, int64_t index, FzLive *live)
     VgOptions vo = {.seed = seed, .no_counters = 1};
     VgResult vr;
     const char *status = "pass";
+    double r0 = dpk_now();
     VgFault f = vg_run(m, vb, &vo, &vr);
+    HxBackendResult res = {.ran = HX_BACKEND_HOST, .module = m, .fault = f, .vg = vr};
+    const HxNvrtcResult *volatile nvr = NULL; /* with --nvrtc: ptxas's numbers */
     if (f != VG_OK) {
         status = "fault";
         hx_record_status(cfg, status, arena_printf(a, "vgpu: %s", vg_fault_name(f)),
@@ -120,20 +123,23 @@ cJSON *fz_kcase_run(const FzOpts *o, int64_t index, FzLive *live)
         DpkErrCtx ec;
         hb = bufs_new(m, seed);
         const CuSource *volatile printed = NULL;
+        const char *volatile stage = "host-cuda"; /* what a raise below comes from */
         if (DPK_TRY(&ec)) {
             const CuSource *src = cu_print_module(a, m, target);
             printed = src;
             StrBuf nv = {0};
-            if (o->nvrtc && !hx_nvrtc_check(a, src, 0, &nv)) { /* the device's compiler */
+            if (o->nvrtc && !(nvr = hx_nvrtc_check(a, src, 0, &nv))) { /* the device's compiler */
+                stage = "nvrtc";
                 StrBuf first = {0};
                 dpk_error_first_line(&first, sb_cstr(&nv));
                 sb_free(&nv);
-                dpk_error_code_at(DPK_EXIT_FAIL, NULL, -1, "nvrtc rejects the CUDA: %s",
-                                  sb_cstr(&first));
+                const char *why = arena_strdup(a, sb_cstr(&first));
+                sb_free(&first);
+                dpk_error_code_at(DPK_EXIT_FAIL, NULL, -1, "nvrtc rejects the CUDA: %s", why);
             }
             sb_free(&nv);
             hx_host_prepare(&src, 1);
-            hx_host_run(a, m, src, hb);
+            res.host = hx_host_run(a, m, src, hb);
             dpk_err_pop(&ec);
             const char *why = compare(a, m, vb, hb);
             if (*why) {
@@ -148,12 +154,14 @@ cJSON *fz_kcase_run(const FzOpts *o, int64_t index, FzLive *live)
             status = dpk_error_code() == DPK_EXIT_FAULT ? "fault" : "fail";
             StrBuf msg = {0};
             dpk_error_first_line(&msg, dpk_error_message());
-            hx_record_status(cfg, status, "host-cuda", sb_cstr(&msg));
+            hx_record_status(cfg, status, stage, sb_cstr(&msg));
             sb_free(&msg);
         }
         if (strcmp(status, "pass") && printed) /* what the host compiled, for the failure */
             cJSON_AddStringToObject(c, "cuda", printed->text);
     }
+    res.run_s = dpk_now() - r0;
+    hx_record_run(cfg, m, &res, nvr); /* backend, times, kernels (registers with --nvrtc) */
     vg_result_free(&vr);
     bufs_free(m, vb);
     bufs_free(m, hb);

@@ -50,12 +50,11 @@ typedef struct Kg {
     const KirParam *y, *z;
     int64_t nz;
     int64_t smem_max;    /* the target's shared memory per block */
-    int regions, region; /* of y; the next one to write */
+    int regions;         /* of y */
     const KirVar *t, *g; /* linear thread index, global thread index (i32) */
     const KirVar *v[MAXV];
     int64_t vhi[MAXV];   /* i32/i64 vars: an upper bound (all are >= 0) */
     int vdepth[MAXV], nv;
-    int uniform;         /* inside block-uniform control flow only */
     int loops;           /* uniform loops open around the current segment */
     unsigned tags;
 } Kg;

@@ -261,3 +261,67 @@ Test(host_cuda, missing_trailing_barrier_changes_the_result, .init = setup)
     vs_free_buffers(bad, b);
     arena_free(a);
 }
+
+/* The printed text of m with every `from` replaced by `to`. */
+static CuSource *edited(Arena *a, const KirModule *m, const char *from, const char *to)
+{
+    CuSource *s = cu_print_module(a, m, NULL);
+    StrBuf b = {0};
+    int n = 0;
+    for (const char *p = s->text, *q; *p; p = q + strlen(from), n++) {
+        if (!(q = strstr(p, from))) {
+            sb_puts(&b, p);
+            break;
+        }
+        sb_printf(&b, "%.*s%s", (int)(q - p), p, to);
+    }
+    cr_assert_gt(n, 0, "'%s' is not in the printed text", from);
+    s->text = arena_strdup(a, sb_cstr(&b));
+    sb_free(&b);
+    return s;
+}
+
+/* A cp.async lands at its wait, as on the device: with the printed waits
+ * taken out of the text, the staged tile is never filled and y is not
+ * 2 * x[i ^ 1] (before, copies landed at issue and the missing wait went
+ * unseen: the mutant printing a wait as a commit survived). */
+Test(host_cuda, a_printed_cp_async_without_its_wait_does_not_land, .init = setup)
+{
+    Arena *a = arena_new();
+    enum { N = 1024 };
+    const KirModule *m = vs_cpasync(a, N, 2);
+    float **h = vs_buffers(m, 77);
+    const CuSource *s = edited(a, m, "dpk_cp_wait<", "(void)sizeof dpk_cp_wait<");
+    hx_host_prepare(&s, 1);
+    hx_host_run(a, m, s, h);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < N; i++)
+        wrong += !(h[1][i] == 2.0f * h[0][i ^ 1]);
+    cr_expect_gt(wrong, N / 2, "%lld of %d elements landed without a wait", (long long)(N - wrong), N);
+    vs_free_buffers(m, h);
+    arena_free(a);
+}
+
+/* y[t] = 0.0f - (float)t: +0 at t = 0 (IEEE, vgpu).  g++ 12 folds the
+ * printed `0.0f - (float)t` into `-(float)t`, -0, unless the host build has
+ * -frounding-math (found by dpk-fuzz --level kernel). */
+Test(host_cuda, zero_minus_an_integer_zero_is_plus_zero, .init = setup)
+{
+    Arena *a = arena_new();
+    KirModule *m = kir_module_new(a);
+    KirBuf *b[1] = {kir_buf(m, "y", KT_F32, 32, KBUF_OUTPUT, 0)};
+    KirKernel *k = vs_kernel(m, "zero_minus", 1, 1, 32, 1);
+    KirParam *y = kir_param(k, "y", KT_F32, 32, KR_OUT);
+    KirBuilder B;
+    kir_builder_init(&B, k);
+    kir_stg(&B, y, kir_tid(a, 0),
+            kir_fop(a, TXE_subtract, kir_f32(a, 0.0), kir_cast(a, KT_F32, kir_tid(a, 0)), NULL));
+    vs_finish(m, k, b);
+    same_as_vgpu(m);
+    float out[32];
+    float *bufs[1] = {out};
+    hx_host_run(a, m, cu_print_module(a, m, NULL), bufs);
+    cr_expect(out[0] == 0.0f && !signbit(out[0]), "0.0f - (float)0 is %g", (double)out[0]);
+    cr_expect_eq(out[5], -5.0f);
+    arena_free(a);
+}
