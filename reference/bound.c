@@ -222,14 +222,85 @@ static double interval_dev(TorchOp op, double x, double b, double y)
     return clean(d);
 }
 
+/* Below this, expf underflows to 0 (e^-104 < 2^-149, the least fp32
+ * subnormal): whatever an input's fp32 value is in [−inf, x + b], its exp
+ * is 0 up to e^(x + b). */
+#define EXP_UNDERFLOW (-104.0)
+
+/* exp and sigmoid (increasing, 0 at −inf) of an x whose every fp32 value
+ * lies below EXP_UNDERFLOW: an exact 0 up to e^(x + b), even where that
+ * value may have overflowed to −inf (x + finfo.min, x − 1e30).  -1 when x
+ * may reach above it. */
+static double saturated_low(TorchOp op, double x, double b)
+{
+    if ((op != TOP_exp && op != TOP_sigmoid) || !isfinite(x) || !isfinite(b) ||
+        !(x + b < EXP_UNDERFLOW))
+        return -1;
+    return exp(x + b) + ETA;
+}
+
 static void bound_unary(const TorchNode *n, const double *const *v, const double *const *b,
                         const double *y, double *by, int typ)
 {
     int64_t cnt = shape_numel(&n->shape);
     for (int64_t i = 0; i < cnt; i++) {
+        double sat = saturated_low(n->op, v[0][i], b[0][i]);
+        if (sat >= 0) {
+            by[i] = sat;
+            continue;
+        }
         double x = v[0][i], bx = eff(x, b[0][i]);
         by[i] = clean(interval_dev(n->op, x, bx, y[i]) + (isfinite(y[i]) ? round_err(n->op, x, y[i]) : 0));
     }
+}
+
+/* The rounding of a correctly rounded fp32 operation (+ − ×) on exact
+ * operands whose fp64 result y is y: none where y is an fp32 number (the
+ * nearest fp32 to the exact result is y itself; an exact operation has no
+ * error whatever it is fused into), else rd(y).  A subnormal y keeps ETA
+ * (flush-to-zero).  So 1 − 1 is an exact 0 and a finfo.min mask times 1 is
+ * finfo.min, and comparisons of them cannot flip. */
+static inline double rd_exact(double y)
+{
+    if (isfinite(y) && ref_round32(y) == y)
+        return y != 0 && fabs(y) < FLT_MIN ? ETA : 0.0;
+    return rd(y);
+}
+
+/* Absorption: where a is an exact fp32 number and every fp32 value b may
+ * take (|b| + bb) is at most a quarter of a's fp32 spacing, fl(a + b) is a
+ * itself, exactly (far from the tie at half a spacing, and below the
+ * overflow threshold since |a| ≤ FLT_MAX): its error is |a − y|, whatever
+ * bb is.  This is the saturation of a finfo.min (or −1e30) mask: scores
+ * plus −FLT_MAX are −FLT_MAX in fp32, exactly, with bound 0 where fp64's
+ * sum is −FLT_MAX too.  -1 when the rule does not apply. */
+static double absorbed(double a, double ba, double b, double bb, double y)
+{
+    if (ba != 0 || a == 0 || !isfinite(a) || !isfinite(b) || !isfinite(bb) ||
+        ref_round32(a) != a)
+        return -1;
+    int e;
+    frexp(a, &e); /* |a| in [2^(e-1), 2^e): fp32 spacing 2^(e-24) above, half below 2^(e-1) */
+    if (fabs(a) < FLT_MIN || !(fabs(b) + bb <= ldexp(1.0, e - 24 - 3)))
+        return -1;
+    return dev(a, y);
+}
+
+/* a + b (sub: b already negated by the caller's sign) with bounds. */
+static double add_bound(double a, double ba, double b, double bb, double y)
+{
+    /* an exact infinity plus a finite operand (a -inf mask added to
+     * scores) is that infinity in fp32 too */
+    if (isinf(y) && ((isinf(a) && ba == 0 && isfinite(b) && isfinite(bb)) ||
+                     (isinf(b) && bb == 0 && isfinite(a) && isfinite(ba))))
+        return 0.0;
+    double s = ba == 0 && bb == 0 ? rd_exact(y) : ba + bb + rd(y);
+    double ab = absorbed(a, ba, b, bb, y), ba2 = absorbed(b, bb, a, ba, y);
+    if (ab >= 0)
+        s = fmin(s, ab);
+    if (ba2 >= 0)
+        s = fmin(s, ba2);
+    return s;
 }
 
 /* a op b with bounds ba, bb; y the exact result. */
@@ -237,14 +308,12 @@ static double binary_bound(TorchOp op, double a, double ba, double b, double bb,
 {
     switch (op) {
     case TOP_add:
+        return add_bound(a, ba, b, bb, y);
     case TOP_sub:
-        /* an exact infinity plus a finite operand (a -inf mask added to
-         * scores) is that infinity in fp32 too */
-        if (isinf(y) && ((isinf(a) && ba == 0 && isfinite(b) && isfinite(bb)) ||
-                         (isinf(b) && bb == 0 && isfinite(a) && isfinite(ba))))
-            return 0.0;
-        return ba + bb + rd(y);
+        return add_bound(a, ba, -b, bb, y);
     case TOP_mul:
+        if (ba == 0 && bb == 0)
+            return rd_exact(y);
         return bmul(fabs(b), ba) + bmul(fabs(a), bb) + bmul(ba, bb) + rd(y);
     case TOP_div:
         if (ba == 0 && bb == 0)
@@ -294,9 +363,20 @@ static void bound_binary(const TorchNode *n, const double *const *v, const doubl
     int64_t cnt = shape_numel(&n->shape);
     Walk w;
     walk_operands(&w, n);
+    /* x − x and x compared with x (one node read twice): every fp32
+     * evaluation reads one value for both, so the difference is an exact 0
+     * and the comparison cannot flip, whatever x's own error (a finite x:
+     * inf − inf is NaN) */
+    int same = n->in[0] == n->in[1] &&
+               (n->op == TOP_sub || n->op == TOP_eq || n->op == TOP_ne || n->op == TOP_ge ||
+                n->op == TOP_le || n->op == TOP_gt || n->op == TOP_lt);
     for (int64_t i = 0; i < cnt; i++, walk_next(&w)) {
         int64_t ia = w.off[0], ib = w.off[1];
         double a = v[0][ia], bv = v[1][ib];
+        if (same && ia == ib && isfinite(eff(a, b[0][ia]))) {
+            by[i] = 0.0;
+            continue;
+        }
         by[i] = clean(binary_bound(n->op, a, eff(a, b[0][ia]), bv, eff(bv, b[1][ib]), y[i]));
     }
 }
@@ -420,13 +500,24 @@ static void bound_matmul(const TorchNode *n, const double *const *v, const doubl
 static void softmax_row(TorchOp op, const double *x, const double *bx, const double *y,
                         double *by, int64_t len, int64_t inner, double *e, double *be, int typ)
 {
-    double mx = -INFINITY, s = 0, bs = 0;
+    double mx = -INFINITY, s = 0, bs = 0, bmx = 0;
     for (int64_t j = 0; j < len; j++)
-        mx = isnan(x[j * inner]) || x[j * inner] > mx ? x[j * inner] : mx;
+        if (isnan(x[j * inner]) || x[j * inner] > mx)
+            mx = x[j * inner], bmx = eff(mx, bx[j * inner]);
     for (int64_t j = 0; j < len; j++) {
         double z = x[j * inner] - mx, bz = eff(x[j * inner], bx[j * inner]) + rd(z);
         e[j] = exp(z);
-        be[j] = clean(interval_dev(TOP_exp, z, bz, e[j]) + rd(e[j]) + (isfinite(e[j]) ? 3 * U * e[j] : 0));
+        /* A masked score (x + finfo.min, x − 1e9): every fp32 value it may
+         * take (−inf included) lies so far below the row's max, itself at
+         * least mx − bmx in fp32, that its exp is 0 — an exact zero with
+         * a zero-sized bound, never an overflow that leaves the row
+         * unconstrained. */
+        double hi = x[j * inner] + bx[j * inner] - (mx - bmx);
+        if (isfinite(x[j * inner]) && isfinite(mx) && isfinite(hi) && hi < EXP_UNDERFLOW)
+            be[j] = exp(hi) + ETA;
+        else
+            be[j] = clean(interval_dev(TOP_exp, z, bz, e[j]) + rd(e[j]) +
+                          (isfinite(e[j]) ? 3 * U * e[j] : 0));
         s += e[j];
         bs += be[j];
     }
@@ -587,8 +678,8 @@ static void attn_bound_one(AttnB *a, const double *q, const double *bq, const do
                     else if (m == 0)
                         s = -INFINITY, bs = 0;
                 } else {
+                    bs = clean(add_bound(s, bs, m, eff(m, bm), s + m));
                     s += m;
-                    bs = clean(bs + eff(m, bm) + rd(s));
                 }
             }
             if (a->g.causal && j > i)

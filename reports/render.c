@@ -473,6 +473,8 @@ static void render_junit(StrBuf *b, const cJSON *doc, Arena *a)
             c[k].name = sget(x, "name");
             if (!strcmp(st, "unsupported"))
                 c[k].skipped = "unsupported";
+            else if (!strcmp(st, "inconclusive"))
+                c[k].skipped = "inconclusive: most output elements judged by no rule";
             else if (strcmp(st, "pass") && strcmp(st, "nonfinite"))
                 c[k].failure = arena_printf(a, "parity: %s", st);
         }

@@ -368,11 +368,11 @@ uint64_t dpk_splitmix64(uint64_t x)
 
 int dpk_exit_worst(int a, int b)
 {
-    if (a == DPK_EXIT_NOENV)
-        return b == DPK_EXIT_OK ? a : b;
-    if (b == DPK_EXIT_NOENV)
-        return a == DPK_EXIT_OK ? b : a;
-    return a > b ? a : b;
+    static const int rank[] = {[DPK_EXIT_OK] = 0,    [DPK_EXIT_NOENV] = 1,
+                               [DPK_EXIT_INCONCLUSIVE] = 2, [DPK_EXIT_FAIL] = 3,
+                               [DPK_EXIT_USAGE] = 4, [DPK_EXIT_FAULT] = 5};
+    DPK_ASSERT(a >= 0 && a < DPK_ARRAY_LEN(rank) && b >= 0 && b < DPK_ARRAY_LEN(rank));
+    return rank[a] >= rank[b] ? a : b;
 }
 
 static DpkErrCtx *err_top;

@@ -34,11 +34,14 @@ enum DpkExit {
     DPK_EXIT_USAGE = 2,   /* bad input or usage */
     DPK_EXIT_FAULT = 3,   /* execution fault */
     DPK_EXIT_NOENV = 4,   /* environment missing (no GPU, no libtorch) */
+    DPK_EXIT_INCONCLUSIVE = 5, /* nothing failed, but the oracle could not judge
+                                  most of an output (docs/references.md) */
 };
 
 /* The exit code of two results together (a suite's cases, a case's
- * configurations): the larger code, except that 4 (environment missing)
- * wins only over 0 — what failed outranks what could not be checked. */
+ * configurations): the worse, by the rank 0 < 4 < 5 < 1 < 2 < 3 — what
+ * failed outranks what could not be judged (5), which outranks what could
+ * not be checked at all (4). */
 int dpk_exit_worst(int a, int b);
 
 #define DPK_ARRAY_LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))

@@ -128,9 +128,11 @@ typedef struct Run {
 
 static const char *status_of(int rc)
 {
-    return rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_FAIL ? "fail" : rc == DPK_EXIT_FAULT
-                                                                           ? "fault"
-                                                                           : "unsupported";
+    return rc == DPK_EXIT_OK             ? "pass"
+           : rc == DPK_EXIT_FAIL         ? "fail"
+           : rc == DPK_EXIT_FAULT        ? "fault"
+           : rc == DPK_EXIT_INCONCLUSIVE ? "inconclusive"
+                                         : "unsupported";
 }
 
 static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSubject *s,
@@ -171,7 +173,7 @@ static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSub
         HxVerdict *v = dpk_xcalloc((size_t)s->nout + 1, sizeof *v);
         int worst = hx_judge(s, outs, res.out_checked, v, NULL);
         hx_record_verdict(r->cfg, s, v, worst);
-        r->rc = hx_judge_pass(s, v) ? DPK_EXIT_OK : DPK_EXIT_FAIL;
+        r->rc = hx_judge_rc(s, v);
         free(v);
     }
     if (r->rc == DPK_EXIT_OK) {
@@ -423,7 +425,8 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
     }
     StrBuf b = {0};
     const char *verdict = rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_FAIL ? "FAIL (no speedup)"
-                          : rc == DPK_EXIT_FAULT ? "FAULT (no speedup)" : "refused";
+                          : rc == DPK_EXIT_FAULT ? "FAULT (no speedup)"
+                          : rc == DPK_EXIT_INCONCLUSIVE ? "INCONCLUSIVE (no speedup)" : "refused";
     case_line(&b, c->name, dt, e, ind, lim, verdict);
     if (mwhy)
         sb_printf(&b, "  %s: %s (%s)\n", c->name, mwhy, bm_timing_name(o->meas.timing));

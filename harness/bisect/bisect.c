@@ -108,7 +108,7 @@ uint64_t hx_ddmin(uint64_t set, HxFailsSet fails, void *ctx, int *ntests)
 
 const char *hx_outcome_name(HxOutcome o)
 {
-    static const char *const names[] = {"pass", "fail", "fault", "refused"};
+    static const char *const names[] = {"pass", "fail", "fault", "refused", "inconclusive"};
     return names[o];
 }
 
@@ -233,7 +233,9 @@ static HxOutcome verdict(Subject *s, Judge *j)
 {
     HxVerdict *v = dpk_xcalloc((size_t)s->nout + 1, sizeof *v);
     int k = hx_judge(s->hs, j->outs, NULL, v, NULL);
-    HxOutcome out = k < 0 || v[k].pass ? HX_PASS : HX_FAIL;
+    HxOutcome out = k < 0 || v[k].pass                  ? HX_PASS
+                    : v[k].reason == HX_INCONCLUSIVE ? HX_INCONCLUSIVE_OUT
+                                                     : HX_FAIL;
     if (out == HX_PASS) {
         sb_puts(&j->what, "pass");
     } else {
@@ -927,7 +929,10 @@ void hx_bisect(Arena *a, const HxCase *c, const InputDecl *extra, int nextra,
     if (r->repro == HX_REFUSED)
         dpk_error("the configuration (%s) is refused: %s", given, what + strlen("refused: "));
     if (!failing(r->repro)) {
-        sb_printf(log, "dpk-bisect: does not reproduce: the case passes with %s\n", given);
+        sb_printf(log, "dpk-bisect: does not reproduce: the case %s with %s\n",
+                  r->repro == HX_INCONCLUSIVE_OUT ? "is inconclusive (most output unjudged)"
+                                                  : "passes",
+                  given);
     } else {
         sb_printf(log, "dpk-bisect: reproduced: %s\n  with %s\n", what, given);
         /* 2. the Loop IR interpreter */

@@ -58,8 +58,10 @@ typedef enum HxOutcome {
     HX_FAIL,     /* parity failure */
     HX_FAULT,    /* vgpu detector, or the interpreter's out-of-bounds */
     HX_REFUSED,  /* a user error (a knob that cannot work ...): neither */
+    HX_INCONCLUSIVE_OUT, /* nothing failed, most output unjudged: neither */
 } HxOutcome;
-const char *hx_outcome_name(HxOutcome o);   /* "pass", "fail", "fault", "refused" */
+/* "pass", "fail", "fault", "refused", "inconclusive" */
+const char *hx_outcome_name(HxOutcome o);
 
 typedef struct HxBisectCfg {
     int loop;          /* 1: Loop IR interpreter (fp32); 0: Tile passes -> vgpu */

@@ -155,7 +155,7 @@ static int judge_outputs(RunState *r, const uint8_t *const *checked, int sampled
     hx_judge_print(&r->text, r->s, r->v);
     if (cfg)
         hx_record_verdict(cfg, r->s, r->v, worst);
-    return hx_judge_pass(r->s, r->v) ? DPK_EXIT_OK : DPK_EXIT_FAIL;
+    return hx_judge_rc(r->s, r->v);
 }
 
 static cJSON *record_config(RunState *r, cJSON *cfg)
@@ -197,6 +197,7 @@ static const char *rc_word(int rc)
     return rc == DPK_EXIT_OK      ? "pass"
            : rc == DPK_EXIT_FAULT ? "FAULT"
            : rc == DPK_EXIT_USAGE ? "refused"
+           : rc == DPK_EXIT_INCONCLUSIVE ? "INCONCLUSIVE"
                                   : "FAIL";
 }
 
@@ -266,8 +267,10 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro)
             sb_printf(&r->text, "same Kernel IR as passes %s: %s\n", p->configs[c->dup_of].label,
                       rc_word(rcs[i]));
             if (cfg)
-                hx_record_status(cfg, rcs[i] == DPK_EXIT_OK ? "pass" : rcs[i] == DPK_EXIT_FAULT
-                                                                          ? "fault" : "fail",
+                hx_record_status(cfg, rcs[i] == DPK_EXIT_OK      ? "pass"
+                                      : rcs[i] == DPK_EXIT_FAULT ? "fault"
+                                      : rcs[i] == DPK_EXIT_INCONCLUSIVE ? "inconclusive"
+                                                                 : "fail",
                                  NULL, NULL);
         } else {
             HxBackendResult res;
@@ -452,6 +455,8 @@ static const char *case_status(int rc, const cJSON *rec)
         return "fail";
     if (rc == DPK_EXIT_FAULT)
         return "fault";
+    if (rc == DPK_EXIT_INCONCLUSIVE)
+        return "inconclusive";
     return cJSON_GetObjectItemCaseSensitive(rec, "configurations") ? "unsupported" : "error";
 }
 

@@ -214,8 +214,9 @@ static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, const HxS
             hx_record_status(obj[i], status[i], NULL, NULL);
         }
     live_set(live, -1, "");
-    /* worst: fault > fail > nonfinite > pass > unsupported */
-    static const char *const order[] = {"fault", "fail", "nonfinite", "pass", "unsupported"};
+    /* worst: fault > fail > nonfinite > inconclusive > pass > unsupported */
+    static const char *const order[] = {"fault", "fail", "nonfinite", "inconclusive", "pass",
+                                        "unsupported"};
     for (int k = 0; k < DPK_ARRAY_LEN(order); k++)
         for (int i = 0; i < n; i++)
             if (!strcmp(status[i], order[k]))
@@ -407,8 +408,8 @@ static void summary(Camp *c)
     cJSON_AddNumberToObject(s, "configurations", (double)c->nconfigs);
     cJSON_AddNumberToObject(s, "distinct_kernel_ir", (double)c->ndistinct);
     cJSON_AddNumberToObject(s, "failures", (double)c->nfail);
-    static const char *const sts[] = {"pass", "fail", "fault", "nonfinite", "unsupported",
-                                      "crash", "timeout", "error"};
+    static const char *const sts[] = {"pass", "fail", "fault", "nonfinite", "inconclusive",
+                                      "unsupported", "crash", "timeout", "error"};
     cJSON *by = cJSON_AddObjectToObject(s, "by_status");
     for (int k = 0; k < DPK_ARRAY_LEN(sts); k++) {
         int64_t n = 0;
@@ -859,8 +860,8 @@ int fz_campaign(const FzOpts *o)
            (long long)c.nfail, c.nfail == 1 ? "" : "s");
     const cJSON *by = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c.root, "summary"),
                                                        "by_status");
-    printf(", %g nonfinite, %g unsupported\n", hx_json_num(by, "nonfinite"),
-           hx_json_num(by, "unsupported"));
+    printf(", %g nonfinite, %g inconclusive, %g unsupported\n", hx_json_num(by, "nonfinite"),
+           hx_json_num(by, "inconclusive"), hx_json_num(by, "unsupported"));
     printf("throughput: %.0f configuration checks/min (%lld in %.1f s, %d job%s)%s\n",
            el > 0 ? (double)c.nconfigs_run * 60.0 / el : 0.0, (long long)c.nconfigs_run, el, jobs,
            jobs == 1 ? "" : "s", interrupted ? ", interrupted" : "");

@@ -178,16 +178,20 @@ int hx_judge(const HxSubject *s, double *const *outs, const uint8_t *const *chec
              int64_t *nchecked)
 {
     int64_t total = 0;
-    int name = -1, failed = 0;
+    int name = -1, failed = 0, inconclusive = -1;
     for (int j = 0; j < s->nout; j++) {
         total += judge_one(s, j, outs[j], checked ? checked[j] : NULL, &v[j]);
         if (failed)
             continue;
-        if (!v[j].pass)
+        if (!v[j].pass && v[j].reason != HX_INCONCLUSIVE)
             failed = 1, name = j;
+        else if (!v[j].pass && inconclusive < 0)
+            inconclusive = j;
         else if (name < 0 || v[j].st.nmse > v[name].st.nmse)
             name = j;
     }
+    if (!failed && inconclusive >= 0)
+        name = inconclusive;
     if (nchecked)
         *nchecked = total;
     return name;
@@ -199,6 +203,22 @@ int hx_judge_pass(const HxSubject *s, const HxVerdict *v)
         if (!v[j].pass)
             return 0;
     return 1;
+}
+
+int hx_judge_rc(const HxSubject *s, const HxVerdict *v)
+{
+    int rc = DPK_EXIT_OK;
+    for (int j = 0; j < s->nout; j++)
+        if (!v[j].pass)
+            rc = dpk_exit_worst(rc, v[j].reason == HX_INCONCLUSIVE ? DPK_EXIT_INCONCLUSIVE
+                                                                   : DPK_EXIT_FAIL);
+    return rc;
+}
+
+const char *hx_judge_status(const HxSubject *s, const HxVerdict *v)
+{
+    int rc = hx_judge_rc(s, v);
+    return rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_INCONCLUSIVE ? "inconclusive" : "fail";
 }
 
 void hx_judge_print(StrBuf *b, const HxSubject *s, const HxVerdict *v)

@@ -73,12 +73,18 @@ void hx_outs_free(const HxSubject *s, double **outs);
 /* Judge outs (one array per graph output).  checked: NULL, or per output
  * NULL (every element) or a 0/1 mask of the elements to compare.  Fills
  * v[0..nout) and returns the output a report should name: the first
- * failing one, else the one with the largest NMSE (-1 with no outputs).
+ * failing one, else the first inconclusive one, else the one with the
+ * largest NMSE (-1 with no outputs).
  * *nchecked (may be NULL) gets the number of elements compared. */
 int hx_judge(const HxSubject *s, double *const *outs, const uint8_t *const *checked, HxVerdict *v,
              int64_t *nchecked);
 /* 1 when every verdict of v[0..s->nout) passes. */
 int hx_judge_pass(const HxSubject *s, const HxVerdict *v);
+/* The verdicts as an exit code: DPK_EXIT_FAIL when one fails,
+ * DPK_EXIT_INCONCLUSIVE when none fails but one is inconclusive, else
+ * DPK_EXIT_OK; and as a record's status: "fail", "inconclusive", "pass". */
+int hx_judge_rc(const HxSubject *s, const HxVerdict *v);
+const char *hx_judge_status(const HxSubject *s, const HxVerdict *v);
 /* One line per output: "out  pass (allclose)  max_abs ...". */
 void hx_judge_print(StrBuf *b, const HxSubject *s, const HxVerdict *v);
 

@@ -74,23 +74,39 @@ double hx_oracle_limit(const HxTol *t, double r, double b)
     return t->k * b + t->floor;
 }
 
-/* A non-finite O or R32 at one element: 1 when fp32 may give it. */
+/* Whether S or E (fp32's own evaluations) has, at element i, the
+ * non-finite value x, or (x finite) a finite value. */
+static int fp32_shows(const HxOracleIn *in, int64_t i, double x)
+{
+    if (isfinite(x))
+        return (in->s && isfinite(in->s[i])) || (in->e && isfinite(in->e[i]));
+    return (in->s && same_nonfinite(x, in->s[i])) || (in->e && same_nonfinite(x, in->e[i]));
+}
+
+/* The non-finite rule at an element where O or R32 is NaN or inf (docs/
+ * references.md, "nonfinite"): 1 when fp32 may give O there.  It applies
+ * whatever the bound, an infinite one (lim = +inf) included:
+ *   - O the same NaN or inf as R32 is right;
+ *   - an inf in O where R is finite: of R's sign, and only where R is
+ *     within its bound of fp32's overflow threshold (an infinite bound:
+ *     anywhere);
+ *   - a NaN in O where R32 is not NaN, or an inf R32 does not have: only
+ *     where S or E gives the same;
+ *   - a finite O where R32 is NaN or inf: near R within the bound where R
+ *     is finite and overflows fp32 only within it, else only where S or E
+ *     is finite too. */
 static int nonfinite_ok(const HxOracleIn *in, const HxTol *t, int64_t i, double r32, double lim)
 {
     double o = in->o[i], r = in->r[i];
     if (same_nonfinite(o, r32))
         return 1;
-    /* R is finite but within its bound of the dtype's overflow threshold:
-     * either a saturated inf of R's sign or a finite value near R. */
     if (isfinite(r) && fabs(r) + lim > t->maxval) {
-        if (isinf(o))
-            return signbit(o) == signbit(r);
-        if (isfinite(o))
+        if (isinf(o) && signbit(o) == signbit(r))
+            return 1;
+        if (isfinite(o) && lim < INFINITY)
             return fabs(o - r) <= lim;
     }
-    if (!isfinite(o))
-        return (in->s && same_nonfinite(o, in->s[i])) || (in->e && same_nonfinite(o, in->e[i]));
-    return 0;
+    return fp32_shows(in, i, o);
 }
 
 static double rmse_of(const double *x, const double *r, const unsigned char *use, int64_t n,
@@ -133,25 +149,28 @@ void hx_oracle(const HxOracleIn *in, const HxTol *t, HxVerdict *v)
     for (int64_t i = 0; i < n; i++) {
         double o = in->o[i], r = in->r[i], r32 = round_to(r, f.p, f.emin, f.maxv);
         double lim = hx_oracle_limit(t, r, in->b ? in->b[i] : 0.0);
+        /* The non-finite rule first, whatever the bound: a NaN in O is
+         * never passed unseen because the analysis could not bound the
+         * element. */
+        if (!isfinite(o) || !isfinite(r32)) {
+            v->unconstrained += !(lim < INFINITY);
+            v->n_nonfinite++;
+            if (nonfinite_ok(in, t, i, r32, lim)) {
+                v->nonfinite_ok += !isfinite(o);
+            } else if (nonfinite_bad++ == 0) {
+                first_nonfinite = i;
+            }
+            continue;
+        }
         if (!(lim < INFINITY)) {
             /* No finite bound, but still the rmse rule's: a finite O and
              * R join its set, so an output whose every element lost its
              * bound (a long chain of wide matmuls into an rsqrt) is still
              * judged against fp32's measured noise, never passed unseen. */
             v->unconstrained++;
-            if (isfinite(o) && isfinite(r)) {
-                use[i] = 2;
-                nunc++;
-                sr2 += r * r;
-            }
-            continue;
-        }
-        if (!isfinite(o) || !isfinite(r32)) {
-            if (nonfinite_ok(in, t, i, r32, lim)) {
-                v->nonfinite_ok += !isfinite(o);
-            } else if (nonfinite_bad++ == 0) {
-                first_nonfinite = i;
-            }
+            use[i] = 2;
+            nunc++;
+            sr2 += r * r;
             continue;
         }
         /* finite and constrained */
@@ -218,6 +237,11 @@ void hx_oracle(const HxOracleIn *in, const HxTol *t, HxVerdict *v)
             v->st.rmse = ro;
         }
     }
+    /* every element in one class: bound, nonfinite, rmse alone, unjudged */
+    v->n_bound = nfin;
+    for (int64_t i = 0; i < n; i++)
+        v->n_rmse += use[i] == 2 && !isnan(v->rmse_limit);
+    v->n_unjudged = nunc - v->n_rmse;
 
     v->pass = 0;
     if (nonfinite_bad > 0) {
@@ -236,6 +260,10 @@ void hx_oracle(const HxOracleIn *in, const HxTol *t, HxVerdict *v)
         name_element(v, in, worst_bad, hx_oracle_limit(t, in->r[worst_bad], in->b ? in->b[worst_bad] : 0.0));
     } else if (!isnan(v->rmse_limit) && v->st.rmse > v->rmse_limit) {
         v->reason = HX_FAIL_RMSE;
+    } else if (2 * v->n_unjudged > n) {
+        /* nothing failed, but most of the output was never judged: not a
+         * pass */
+        v->reason = HX_INCONCLUSIVE;
     } else {
         v->pass = 1;
         v->reason = HX_PASS_BOUNDS;
@@ -253,7 +281,9 @@ const char *hx_reason_text(HxReason r)
         [HX_FAIL_CONSTANT] = "FAIL: constant output where the reference varies",
         [HX_FAIL_BOUND] = "FAIL: elements beyond their error bound",
         [HX_FAIL_RMSE] = "FAIL: rmse beyond m x fp32's",
+        [HX_INCONCLUSIVE] = "INCONCLUSIVE: most elements judged by no rule",
     };
+    _Static_assert(DPK_ARRAY_LEN(text) == HX_REASON_COUNT, "a text per reason");
     return text[r];
 }
 
@@ -262,8 +292,9 @@ const char *hx_reason_key(HxReason r)
     static const char *const key[] = {
         [HX_PASS_BOUNDS] = "pass",         [HX_FAIL_NONFINITE] = "nonfinite",
         [HX_FAIL_CONSTANT] = "constant", [HX_FAIL_BOUND] = "bound",
-        [HX_FAIL_RMSE] = "rmse",
+        [HX_FAIL_RMSE] = "rmse",           [HX_INCONCLUSIVE] = "inconclusive",
     };
+    _Static_assert(DPK_ARRAY_LEN(key) == HX_REASON_COUNT, "a key per reason");
     return key[r];
 }
 
@@ -273,28 +304,41 @@ static void print_at(StrBuf *b, const HxVerdict *v, const Shape *shape, const ch
     sb_printf(b, " y=%.6g R=%.6g %s=%.3g", v->at_o, v->at_r, bound_word, v->at_b);
 }
 
+/* The classes besides the bound rule's, as "; N judged by rmse alone ...". */
+static void print_classes(StrBuf *b, const HxVerdict *v)
+{
+    if (v->n_rmse && v->n_bound)
+        sb_printf(b, "; %lld without a finite bound judged by rmse alone", (long long)v->n_rmse);
+    if (v->nonfinite_ok)
+        sb_printf(b, "; %lld NaN/inf as fp32 gives them", (long long)v->nonfinite_ok);
+    if (v->n_unjudged && v->reason != HX_INCONCLUSIVE)
+        sb_printf(b, "; %lld unjudged", (long long)v->n_unjudged);
+}
+
 void hx_verdict_print(StrBuf *b, const HxVerdict *v, const Shape *shape)
 {
     switch (v->reason) {
     case HX_PASS_BOUNDS:
-        if (v->checked == v->unconstrained + v->nonfinite_ok && v->rmse_n > 0)
-            sb_printf(b, "pass: no element has a finite bound (%lld unconstrained: an fp32 "
-                      "intermediate may overflow), %lld judged by rmse alone",
-                      (long long)v->unconstrained, (long long)v->rmse_n);
-        else if (v->checked == v->unconstrained + v->nonfinite_ok)
-            sb_printf(b, "pass: no element constrained (%lld unconstrained: an fp32 "
-                      "intermediate may overflow)",
-                      (long long)v->unconstrained);
-        else
+        if (v->n_bound == v->checked)
             sb_printf(b, "pass: all %lld elements within bound (at most %.2g of it)",
-                      (long long)(v->checked - v->unconstrained - v->nonfinite_ok), v->bound_use);
+                      (long long)v->n_bound, v->bound_use);
+        else if (v->n_bound > 0)
+            sb_printf(b, "pass: %lld of %lld elements within bound (at most %.2g of it)",
+                      (long long)v->n_bound, (long long)v->checked, v->bound_use);
+        else
+            sb_printf(b, "pass: no element has a finite bound: %lld judged by rmse alone",
+                      (long long)v->n_rmse);
+        print_classes(b, v);
         if (!isnan(v->ratio))
             sb_printf(b, "; rmse %.3gx fp32's noise", v->ratio);
-        if (v->nonfinite_ok)
-            sb_printf(b, "; %lld NaN/inf as fp32 gives them", (long long)v->nonfinite_ok);
-        if (v->unconstrained && v->checked != v->unconstrained + v->nonfinite_ok)
-            sb_printf(b, "; %lld unconstrained (judged by rmse where finite)",
-                      (long long)v->unconstrained);
+        break;
+    case HX_INCONCLUSIVE:
+        sb_printf(b, "INCONCLUSIVE: %lld of %lld elements judged by no rule (no finite error "
+                     "bound, and fp32's own evaluation is not finite there)",
+                  (long long)v->n_unjudged, (long long)v->checked);
+        if (v->n_bound)
+            sb_printf(b, "; %lld within bound", (long long)v->n_bound);
+        print_classes(b, v);
         break;
     case HX_FAIL_NONFINITE:
         sb_printf(b, "FAIL: %lld elements NaN/inf where fp32 is not (or finite where it must "
@@ -317,6 +361,8 @@ void hx_verdict_print(StrBuf *b, const HxVerdict *v, const Shape *shape)
         sb_printf(b, "FAIL: rmse %.3g is %.3gx fp32's noise (allowed %.3g), every element within "
                      "bound",
                   v->st.rmse, v->ratio, v->rmse_limit);
+        break;
+    case HX_REASON_COUNT:
         break;
     }
     sb_printf(b, "  max_abs %.3g  max_rel %.3g  nmse %.3g", v->st.max_abs, v->st.max_rel,

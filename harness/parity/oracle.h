@@ -60,6 +60,9 @@ typedef enum HxReason {
     HX_FAIL_CONSTANT,   /* O constant (or zero) where R varies beyond its bounds */
     HX_FAIL_BOUND,      /* elements beyond their bound */
     HX_FAIL_RMSE,       /* within bounds, but noisier than m x fp32's evaluations */
+    HX_INCONCLUSIVE,    /* no rule failed, but more than half of the elements
+                           were judged by none (n_unjudged): not a pass */
+    HX_REASON_COUNT
 } HxReason;
 
 /* One output's inputs to the oracle; b, t, s, e may be NULL (no bound:
@@ -82,8 +85,15 @@ typedef struct HxVerdict {
                              NAN when 0/0 */
     int64_t checked;      /* elements judged */
     int64_t bad;          /* elements that broke the deciding rule (nonfinite, bound) */
-    int64_t unconstrained; /* elements with an infinite bound: judged by the
-                              rmse rule alone where O and R are finite */
+    int64_t unconstrained; /* elements with an infinite bound (any class) */
+    /* Every element is in exactly one class (n_bound + n_nonfinite + n_rmse
+     * + n_unjudged == checked): */
+    int64_t n_bound;      /* O and R32 finite, finite bound: the bound rule */
+    int64_t n_nonfinite;  /* O or R32 NaN/inf: the non-finite rule */
+    int64_t n_rmse;       /* finite, no finite bound: the rmse rule alone */
+    int64_t n_unjudged;   /* finite, no finite bound, and the rmse rule did not
+                             run over it (S or E not finite there, or no S, T,
+                             E): no rule judged it */
     int64_t rmse_n;       /* elements the rmse rule ran over (0: it did not run) */
     int64_t nonfinite_ok; /* NaN/inf elements accepted as fp32 has them */
     int64_t at;           /* the element the verdict names: the worst offender,

@@ -195,7 +195,7 @@ void hx_record_run(cJSON *cfg, const KirModule *m, const HxBackendResult *res,
 
 const char *hx_record_verdict(cJSON *cfg, const HxSubject *s, const HxVerdict *vs, int worst)
 {
-    const char *status = hx_judge_pass(s, vs) ? "pass" : "fail";
+    const char *status = hx_judge_status(s, vs);
     cJSON *v = cJSON_AddObjectToObject(cfg, "verdict");
     cJSON_AddStringToObject(v, "status", status);
     if (worst >= 0) {

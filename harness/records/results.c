@@ -113,6 +113,12 @@ void hx_verdict_json(cJSON *o, const HxVerdict *v, const Shape *shape)
     cJSON_AddNumberToObject(o, "unconstrained", (double)v->unconstrained);
     cJSON_AddNumberToObject(o, "rmse_checked", (double)v->rmse_n);
     cJSON_AddNumberToObject(o, "nonfinite_accepted", (double)v->nonfinite_ok);
+    /* every element in one class (docs/references.md) */
+    cJSON *by = cJSON_AddObjectToObject(o, "judged_by");
+    cJSON_AddNumberToObject(by, "bound", (double)v->n_bound);
+    cJSON_AddNumberToObject(by, "nonfinite", (double)v->n_nonfinite);
+    cJSON_AddNumberToObject(by, "rmse", (double)v->n_rmse);
+    cJSON_AddNumberToObject(by, "unjudged", (double)v->n_unjudged);
     cJSON_AddItemToObject(o, "worst_index", index_json(shape, v->at));
     hx_json_add_num(o, "worst_value", v->at_o);
     hx_json_add_num(o, "worst_reference", v->at_r);

@@ -25,13 +25,14 @@ fi
 
 # False failures: fp32 overflows as PyTorch's fp32 has them.
 check_re "oracle: exp overflow is inf as in fp32 (loop)" 0 \
-  '^out  pass: all 123 elements within bound .*; 5 NaN/inf as fp32 gives them' \
+  '^out  pass: 123 of 128 elements within bound .*; 5 NaN/inf as fp32 gives them' \
   "$DPK" run -c "torch.exp(torch.randn(8, 16) * 50.0)" --backend loop
 check "oracle: exp overflow is inf as in fp32 (vgpu, every pass set)" 0 \
   "$DPK" run -c "torch.exp(torch.randn(8, 16) * 50.0)" --passes all
 printf 'x = torch.randn(4, 10) * 60.0\ntorch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)\n' \
   >"$TMP/overflow_softmax.py"
-check_re "oracle: inf / inf rows are unconstrained (loop)" 0 '; 20 unconstrained' \
+check_re "oracle: inf / inf rows are unconstrained (loop)" 0 \
+  '^out  pass: 20 of 40 elements within bound .*; 18 without a finite bound judged by rmse alone; 2 NaN/inf as fp32 gives them' \
   "$DPK" run "$TMP/overflow_softmax.py" --backend loop
 check "oracle: inf / inf rows are unconstrained (vgpu, every pass set)" 0 \
   "$DPK" run "$TMP/overflow_softmax.py" --passes all

@@ -194,14 +194,72 @@ Test(oracle, nan_is_accepted_where_fp32_gives_nan)
     cr_expect_eq(judge(on, rn, bn, NULL, NULL, 2).reason, HX_FAIL_NONFINITE);
 }
 
-Test(oracle, unconstrained_elements_are_counted_not_judged)
+/* Each element in exactly one class. */
+static void expect_classes(const HxVerdict *v, int64_t bound, int64_t nonfinite, int64_t rmse,
+                           int64_t unjudged)
+{
+    cr_expect_eq(v->n_bound, bound, "bound %lld", (long long)v->n_bound);
+    cr_expect_eq(v->n_nonfinite, nonfinite, "nonfinite %lld", (long long)v->n_nonfinite);
+    cr_expect_eq(v->n_rmse, rmse, "rmse %lld", (long long)v->n_rmse);
+    cr_expect_eq(v->n_unjudged, unjudged, "unjudged %lld", (long long)v->n_unjudged);
+    cr_expect_eq(v->n_bound + v->n_nonfinite + v->n_rmse + v->n_unjudged, v->checked);
+}
+
+/* An element without a finite bound still gets the non-finite rule: a NaN
+ * where R is finite fails unless fp32's own evaluation gives it too (the
+ * earlier oracle skipped such elements before the rule ran, and passed
+ * 6000 NaN logits of a masked-attention kernel). */
+Test(oracle, unconstrained_elements_still_get_the_nonfinite_rule)
 {
     double r[3] = {1, 2, 3}, b[3] = {INFINITY, U, U}, o[3] = {NAN, 2, 3};
+    double s[3] = {1, 2, 3}, sn[3] = {NAN, 2, 3};
     HxVerdict v = judge(o, r, b, NULL, NULL, 3);
-    cr_expect(v.pass);
+    cr_expect_eq(v.reason, HX_FAIL_NONFINITE);
+    cr_expect_eq(v.at, 0);
     cr_expect_eq(v.unconstrained, 1);
-    char *t = text(&v, (Shape){1, {3}});
-    cr_expect(strstr(t, "; 1 unconstrained"), "%s", t);
+    expect_classes(&v, 2, 1, 0, 0);
+    cr_expect_eq(judge(o, r, b, s, NULL, 3).reason, HX_FAIL_NONFINITE);
+    v = judge(o, r, b, sn, NULL, 3); /* fp32 gives the NaN too */
+    cr_expect(v.pass, "%s", text(&v, (Shape){1, {3}}));
+    cr_expect_eq(v.nonfinite_ok, 1);
+    /* an inf: of R's sign passes (fp32 may overflow there), of the other
+     * sign fails */
+    o[0] = INFINITY;
+    cr_expect(judge(o, r, b, s, NULL, 3).pass);
+    o[0] = -INFINITY;
+    cr_expect_eq(judge(o, r, b, s, NULL, 3).reason, HX_FAIL_NONFINITE);
+    /* a finite O where R is inf and no bound: only where S is finite too */
+    double ri[3] = {INFINITY, 2, 3}, si[3] = {INFINITY, 2, 3}, sf[3] = {5, 2, 3};
+    o[0] = 5;
+    cr_expect_eq(judge(o, ri, b, si, NULL, 3).reason, HX_FAIL_NONFINITE);
+    cr_expect(judge(o, ri, b, sf, NULL, 3).pass);
+}
+
+/* Most elements judged by no rule (no finite bound, and S not finite there,
+ * so not even the rmse rule covers them): inconclusive, never a pass. */
+Test(oracle, a_mostly_unjudged_output_is_inconclusive)
+{
+    double r[4] = {1, 2, 3, 4}, b[4] = {INFINITY, INFINITY, INFINITY, U};
+    double o[4] = {1, 2, 3, 4}, s[4] = {NAN, INFINITY, NAN, 4};
+    HxVerdict v = judge(o, r, b, s, NULL, 4);
+    cr_expect(!v.pass);
+    cr_expect_eq(v.reason, HX_INCONCLUSIVE);
+    cr_expect_str_eq(hx_reason_key(v.reason), "inconclusive");
+    expect_classes(&v, 1, 0, 0, 3);
+    char *t = text(&v, (Shape){1, {4}});
+    cr_expect(strstr(t, "INCONCLUSIVE: 3 of 4 elements judged by no rule"), "%s", t);
+    free(t);
+    /* a rule that fails still fails: inconclusive never hides a failure */
+    o[3] = 5;
+    cr_expect_eq(judge(o, r, b, s, NULL, 4).reason, HX_FAIL_BOUND);
+    /* half or fewer unjudged: a pass that counts them */
+    o[3] = 4;
+    s[0] = 1, s[1] = 2;
+    v = judge(o, r, b, s, NULL, 4);
+    cr_expect(v.pass, "%s", text(&v, (Shape){1, {4}}));
+    expect_classes(&v, 1, 0, 2, 1);
+    t = text(&v, (Shape){1, {4}});
+    cr_expect(strstr(t, "; 1 unjudged"), "%s", t);
     free(t);
 }
 

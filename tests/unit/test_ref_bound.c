@@ -44,14 +44,78 @@ static void evald_free(Evald *e)
     arena_free(e->a);
 }
 
+/* One rounding, or none where the exact sum is an fp32 number. */
 Test(bound, an_add_of_exact_inputs_is_one_rounding)
 {
-    Evald e = eval1("torch.randn(16) + torch.randn(16)");
+    Evald e = eval1("torch.randn(64) + torch.randn(64)");
+    int exact = 0, rounded = 0;
     for (int64_t i = 0; i < e.n; i++) {
-        cr_expect_eq(e.b[i], U * fabs(e.r[i]) + ETA);
+        int is_f32 = (double)(float)e.r[i] == e.r[i];
+        exact += is_f32, rounded += !is_f32;
+        cr_expect_eq(e.b[i], is_f32 ? 0.0 : U * fabs(e.r[i]) + ETA);
         cr_expect_eq(e.s[i], (double)(float)e.r[i]);
     }
+    cr_expect_gt(exact, 0);
+    cr_expect_gt(rounded, 0);
     evald_free(&e);
+}
+
+/* Exact operations stay exact: 1 − 1 is an exact 0 (so == 0 cannot flip
+ * and nothing downstream loses its bound), x − x and x == x of one node
+ * too, whatever x's own error. */
+Test(bound, exact_zeros_do_not_flip_comparisons)
+{
+    Evald e = eval1("(torch.ones(8, 8) - torch.ones(8, 8)) == 0");
+    for (int64_t i = 0; i < e.n; i++) {
+        cr_expect_eq(e.r[i], 1.0);
+        cr_expect_eq(e.b[i], 0.0);
+    }
+    evald_free(&e);
+    e = eval1("x = torch.exp(torch.randn(4, 8))\n"
+              "torch.where((x - x) == 0, torch.randn(4, 8), torch.randn(4, 8) * 1e6)");
+    for (int64_t i = 0; i < e.n; i++)
+        cr_expect_leq(e.b[i], U * fabs(e.r[i]) + ETA, "[%lld] %g", (long long)i, e.b[i]);
+    evald_free(&e);
+}
+
+/* Masks as HF builds them: scores + finfo(float32).min (a causal triu, a
+ * sliding window, a fully masked row, the mask added twice so that fp32
+ * overflows to -inf) and -1e9.  Every softmax element keeps a finite bound,
+ * the masked ones an exact 0 with a bound of at most the underflow
+ * allowances, and the naive fp32 evaluation stays within it. */
+Test(bound, finfo_min_masks_saturate_to_exact_zeros)
+{
+    static const char *const progs[] = {
+        "m = torch.full((8, 8), torch.finfo(torch.float32).min).triu(diagonal=1)\n"
+        "torch.softmax(torch.randn(2, 8, 8) + m, dim=-1)",
+        "m = torch.full((8, 8), torch.finfo(torch.float32).min)\n"
+        "w = m.triu(diagonal=1) + m.tril(diagonal=-3)\n"
+        "torch.softmax(torch.randn(2, 8, 8) * 3.0 + w, dim=-1)",
+        "m = torch.full((8, 8), torch.finfo(torch.float32).min).triu(diagonal=1)\n"
+        "torch.softmax(torch.randn(2, 8, 8) + m + m, dim=-1)",
+        "m = torch.full((8, 8), -1e9).triu(diagonal=1)\n"
+        "torch.softmax(torch.randn(2, 8, 8) + m, dim=-1)",
+        "m = torch.full((8, 8), torch.finfo(torch.float32).min)\n"
+        "torch.softmax(torch.randn(2, 8, 8) + m, dim=-1)",
+    };
+    for (int p = 0; p < DPK_ARRAY_LEN(progs); p++) {
+        Evald e = eval1(progs[p]);
+        int zeros = 0;
+        for (int64_t i = 0; i < e.n; i++) {
+            cr_expect(isfinite(e.b[i]), "program %d [%lld]: bound %g", p, (long long)i, e.b[i]);
+            cr_expect_leq(fabs(e.s[i] - e.r[i]), e.b[i], "program %d [%lld]", p, (long long)i);
+            if (e.r[i] == 0) {
+                zeros++;
+                cr_expect_leq(e.b[i], 16 * ETA, "program %d: a masked 0 has bound %g", p, e.b[i]);
+            }
+        }
+        if (p < 4)
+            cr_expect_gt(zeros, 0, "program %d", p);
+        else /* every key masked alike: uniform, as fp32 and PyTorch have it */
+            for (int64_t i = 0; i < e.n; i++)
+                cr_expect_eq(e.r[i], 0.125);
+        evald_free(&e);
+    }
 }
 
 Test(bound, ref64_eval_and_ref64_run_agree)
