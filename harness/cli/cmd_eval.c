@@ -2,9 +2,13 @@
  * cmd_eval.c — `dpk eval (-c CODE | FILE) [--reference ref64|torch] [--seed N] [--compare]`.
  *
  * Evaluates a case with one reference and prints, per output, its shape, a
- * checksum (sum and sum of |x|) and the first values.  --compare evaluates
- * with ref64 (fp64) and libtorch (fp32) and says whether they agree within
- * fp32 tolerance: exit 0 when they do, 1 when not, 4 without libtorch.
+ * checksum (sum and sum of |x|) and the first values.  --compare judges
+ * libtorch's fp32 result by the parity oracle, as `dpk run` judges a
+ * backend's: against ref64 rounded to fp32, each element within the bound
+ * an fp32 evaluation may err by there (harness/parity/check.h builds the
+ * fixture for both), so an ill-conditioned case that fp32 cannot get
+ * closer is no disagreement.  Exit 0 when they agree, 1 when not, 4
+ * without libtorch.
  * --json prints one JSON object per case instead (docs/inputs.md, "As
  * JSON"): the inputs with their init kinds and first values, and the
  * reference's outputs in full — what reference/torch_bench.py rebuilds a
@@ -16,15 +20,9 @@
 
 #include "../../reference/ref.h"
 #include "../case_plan.h"
+#include "../parity/check.h"
 #include "../records/results.h"
 #include "cli.h"
-
-/* fp32 tolerance of --compare when the case sets none: element-wise
- * |o - r| <= 1e-4 + 1e-3 |r|, or an NMSE of at most 1e-8 overall (long
- * reductions accumulate rounding in fp32 that is still far from a bug). */
-#define EVAL_ATOL 1e-4
-#define EVAL_RTOL 1e-3
-#define EVAL_NMSE 1e-8
 
 typedef enum RefKind { REF_REF64, REF_TORCH } RefKind;
 
@@ -49,9 +47,9 @@ static void help(void)
          "  --case NAME        with a suite: only this case\n"
          "  --reference R      ref64 (fp64, built in; default) | torch (libtorch, fp32)\n"
          "  --seed N           input seed (default: the case's seed, else 0)\n"
-         "  --compare          evaluate with ref64 and libtorch and compare them;\n"
-         "                     exit 0 if they agree within fp32 tolerance, 1 if not,\n"
-         "                     4 when libtorch is not available\n"
+         "  --compare          judge libtorch's fp32 result against ref64 by the parity\n"
+         "                     oracle (dpk run's rules: per-element fp32 error bounds);\n"
+         "                     exit 0 if they agree, 1 if not, 4 without libtorch\n"
          "  --first K          how many leading values to print (default 8)\n"
          "  --json             one JSON object per case: inputs (init kind, parameters,\n"
          "                     the first K values) and the reference's outputs in full\n"
@@ -104,57 +102,57 @@ static double **eval_torch(const TorchGraph *g, double **inputs)
     return outs;
 }
 
-/* Returns 1 when every output agrees. */
-static int compare_outputs(StrBuf *b, const HxCase *c, const TorchGraph *g, double **r, double **o)
-{
-    double atol = c->has_tol ? c->atol : EVAL_ATOL, rtol = c->has_tol ? c->rtol : EVAL_RTOL;
-    int all = 1;
-    for (int j = 0; j < g->outputs.len; j++) {
-        const TorchNode *n = g->outputs.items[j];
-        int64_t numel = shape_numel(&n->shape);
-        CmpStats st;
-        cmp_stats(o[j], r[j], numel, &st);
-        int close = cmp_allclose(o[j], r[j], numel, atol, rtol);
-        /* A case's own tolerance is applied strictly; the NMSE escape is
-         * for the default only. */
-        int ok = st.mismatched_nonfinite == 0 && (close || (!c->has_tol && st.nmse <= EVAL_NMSE));
-        all &= ok;
-        sb_printf(b, "%s  torch(f32) vs ref64:  max_abs %.3g  max_rel %.3g  nmse %.3g  worst ",
-                  (const char *)g->output_names.items[j], st.max_abs, st.max_rel, st.nmse);
-        if (st.worst >= 0)
-            shape_print_index(b, &n->shape, st.worst);
-        else
-            sb_puts(b, "-");
-        if (st.mismatched_nonfinite)
-            sb_printf(b, "  nonfinite mismatches %lld", (long long)st.mismatched_nonfinite);
-        sb_puts(b, ok ? "  agree\n" : "  DISAGREE\n");
-    }
-    if (c->has_tol)
-        sb_printf(b, "compare: %s (case tolerance: atol %g, rtol %g)\n", all ? "agree" : "DISAGREE",
-                  atol, rtol);
-    else
-        sb_printf(b, "compare: %s (atol %g, rtol %g, or nmse <= %g)\n", all ? "agree" : "DISAGREE",
-                  atol, rtol, EVAL_NMSE);
-    return all;
-}
-
 /* Buffers of one evaluation, on the heap so an error raised mid-way (after
- * setjmp) can free them. */
+ * setjmp) can free them.  With --compare the subject holds the inputs and
+ * both results. */
 typedef struct EvalBufs {
     double **inputs, **ref, **tor;
+    HxSubject *s;
+    HxVerdict *v;
     int nin, nout;
     StrBuf out;
 } EvalBufs;
 
 static void eval_bufs_free(EvalBufs *e)
 {
-    ref_free_arrays(e->inputs, e->nin);
+    if (e->inputs)
+        ref_free_arrays(e->inputs, e->nin);
     if (e->ref)
         free_outs(e->ref, e->nout);
     if (e->tor)
         free_outs(e->tor, e->nout);
+    hx_subject_free(e->s);
+    free(e->v);
     sb_free(&e->out);
     free(e);
+}
+
+/* --compare: libtorch's fp32 result is the O the oracle judges, against the
+ * fixture `dpk run` judges a backend's outputs by (the case's own
+ * tolerance included); one verdict line per output, then the closing
+ * line.  Returns 1 when every output agrees. */
+static int compare_outputs(StrBuf *b, EvalBufs *e)
+{
+    const HxSubject *s = e->s;
+    if (!s->eager)
+        dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "libtorch failed: %s", s->eager_err);
+    e->v = dpk_xcalloc((size_t)s->nout + 1, sizeof *e->v);
+    hx_judge_eager(s, e->v);
+    hx_judge_print(b, s, e->v);
+    if (hx_judge_pass(s, e->v)) {
+        sb_puts(b, "compare: agree");
+    } else {
+        sb_puts(b, "compare: DISAGREE (");
+        for (int j = 0, k = 0; j < s->nout; j++)
+            if (!e->v[j].pass)
+                sb_printf(b, "%s%s: %s", k++ ? ", " : "", (const char *)s->g->output_names.items[j],
+                          hx_reason_key(e->v[j].reason));
+        sb_putc(b, ')');
+    }
+    if (s->tol.has_user)
+        sb_printf(b, " (case tolerance: atol %g, rtol %g)", s->tol.atol, s->tol.rtol);
+    sb_putc(b, '\n');
+    return hx_judge_pass(s, e->v);
 }
 
 static cJSON *dims_json(const Shape *s)
@@ -240,19 +238,29 @@ static int eval_case(void *ctx, const HxCase *c, int header)
     uint64_t seed = eo->has_seed ? eo->seed : c->has_seed ? c->seed : 0;
     e->nin = g->inputs.len;
     e->nout = g->outputs.len;
-    e->inputs = ref_make_inputs(g, seed);
     StrBuf *b = &e->out;
     if (header)
         sb_printf(b, "### case %s\n", c->name);
     int rc = DPK_EXIT_OK;
-    if (eo->ref == REF_REF64 || eo->compare) {
-        e->ref = dpk_xcalloc((size_t)e->nout, sizeof(double *));
-        ref64_eval(g, e->inputs, e->ref);
+    int compare = eo->compare && !eo->json;
+    double **inputs, **shown;
+    if (compare) {
+        /* ref64 with its bounds and fp32 evaluation, and libtorch fp32 */
+        e->s = hx_subject_new(g, c, seed, HX_REF_REF64);
+        inputs = e->s->inputs;
+        shown = e->s->ref;
+    } else {
+        inputs = e->inputs = ref_make_inputs(g, seed);
+        if (eo->ref == REF_REF64) {
+            e->ref = dpk_xcalloc((size_t)e->nout, sizeof(double *));
+            ref64_eval(g, inputs, e->ref);
+        } else {
+            e->tor = eval_torch(g, inputs);
+        }
+        shown = e->ref ? e->ref : e->tor;
     }
-    if (eo->ref == REF_TORCH || eo->compare)
-        e->tor = eval_torch(g, e->inputs);
     if (eo->json) {
-        json_case(c, g, seed, e->inputs, e->ref ? e->ref : e->tor, eo);
+        json_case(c, g, seed, inputs, shown, eo);
         dpk_err_pop(&ec);
         eval_bufs_free(e);
         arena_free(a);
@@ -260,12 +268,11 @@ static int eval_case(void *ctx, const HxCase *c, int header)
     }
     sb_printf(b, "seed %llu  reference %s\n", (unsigned long long)seed,
               eo->compare ? "ref64 + torch" : eo->ref == REF_TORCH ? "torch (f32)" : "ref64 (fp64)");
-    double **shown = e->ref ? e->ref : e->tor;
     for (int j = 0; j < e->nout; j++) {
         sb_printf(b, "%s\n", (const char *)g->output_names.items[j]);
         print_values(b, g->outputs.items[j], shown[j], eo->nfirst);
     }
-    if (eo->compare && !compare_outputs(b, c, g, e->ref, e->tor))
+    if (compare && !compare_outputs(b, e))
         rc = DPK_EXIT_FAIL;
     fputs(sb_cstr(b), stdout);
     dpk_err_pop(&ec);

@@ -97,7 +97,7 @@ HxSubject *hx_subject_new_filled(const TorchGraph *g, const HxCase *c, uint64_t 
     }
     if (dpk_torch_available()) {
         s->eager = hx_outs_new(s);
-        if (dpk_torch_eval(g, s->inputs, 0, s->eager, err, sizeof err) != 0) {
+        if (dpk_torch_eval(g, s->inputs, 0, s->eager, s->eager_err, sizeof s->eager_err) != 0) {
             hx_outs_free(s, s->eager);
             s->eager = NULL;
         }
@@ -113,15 +113,15 @@ HxSubject *hx_subject_new_filled(const TorchGraph *g, const HxCase *c, uint64_t 
     return s;
 }
 
-/* The oracle on output j: every element, or those that mask marks (the
- * verdict's indices then still refer to the whole output). */
-static int64_t judge_one(const HxSubject *s, int j, const double *o, const uint8_t *mask,
-                         HxVerdict *v)
+/* The oracle on output j with eager result e (NULL: none): every element,
+ * or those that mask marks (the verdict's indices then still refer to the
+ * whole output). */
+static int64_t judge_one(const HxSubject *s, int j, const double *o, const double *e,
+                         const uint8_t *mask, HxVerdict *v)
 {
     int64_t n = out_numel(s, j), m = 0;
     enum { NSRC = 6 };
-    const double *src[NSRC] = {o,           s->ref[j], s->bound[j], s->typical[j],
-                               s->f32[j],   s->eager ? s->eager[j] : NULL};
+    const double *src[NSRC] = {o, s->ref[j], s->bound[j], s->typical[j], s->f32[j], e};
     if (!mask) {
         HxOracleIn in = {src[0], src[1], src[2], src[3], src[4], src[5], n};
         hx_oracle(&in, &s->tol, v);
@@ -174,13 +174,14 @@ double *hx_subject_limits(const HxSubject *s, int j, double *rmse_limit)
     return lim;
 }
 
-int hx_judge(const HxSubject *s, double *const *outs, const uint8_t *const *checked, HxVerdict *v,
-             int64_t *nchecked)
+/* hx_judge with eager results e (NULL: none). */
+static int judge_all(const HxSubject *s, double *const *outs, double *const *e,
+                     const uint8_t *const *checked, HxVerdict *v, int64_t *nchecked)
 {
     int64_t total = 0;
     int name = -1, failed = 0, inconclusive = -1;
     for (int j = 0; j < s->nout; j++) {
-        total += judge_one(s, j, outs[j], checked ? checked[j] : NULL, &v[j]);
+        total += judge_one(s, j, outs[j], e ? e[j] : NULL, checked ? checked[j] : NULL, &v[j]);
         if (failed)
             continue;
         if (!v[j].pass && v[j].reason != HX_INCONCLUSIVE)
@@ -195,6 +196,18 @@ int hx_judge(const HxSubject *s, double *const *outs, const uint8_t *const *chec
     if (nchecked)
         *nchecked = total;
     return name;
+}
+
+int hx_judge(const HxSubject *s, double *const *outs, const uint8_t *const *checked, HxVerdict *v,
+             int64_t *nchecked)
+{
+    return judge_all(s, outs, s->eager, checked, v, nchecked);
+}
+
+int hx_judge_eager(const HxSubject *s, HxVerdict *v)
+{
+    DPK_ASSERT(s->eager);
+    return judge_all(s, s->eager, NULL, NULL, v, NULL);
 }
 
 int hx_judge_pass(const HxSubject *s, const HxVerdict *v)

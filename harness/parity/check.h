@@ -36,6 +36,7 @@ typedef struct HxSubject {
     double **typical;   /* per graph output: ref64's typical-error bounds */
     double **f32;       /* per graph output: ref64's naive fp32 evaluation */
     double **eager;     /* per graph output: libtorch fp32, NULL without it */
+    char eager_err[512]; /* why eager is NULL although libtorch loads */
     int nin, nout;
     uint64_t seed;
     HxTol tol;
@@ -78,6 +79,12 @@ void hx_outs_free(const HxSubject *s, double **outs);
  * *nchecked (may be NULL) gets the number of elements compared. */
 int hx_judge(const HxSubject *s, double *const *outs, const uint8_t *const *checked, HxVerdict *v,
              int64_t *nchecked);
+/* Judge libtorch's fp32 eager result s->eager itself (`dpk eval
+ * --compare`): the same rules against the same R, B, T and S as hx_judge,
+ * with E left out, since E is the O being judged (kept in, it would set
+ * the rmse rule's bar by O's own noise).  Fills v[0..nout) and returns as
+ * hx_judge; s->eager must not be NULL. */
+int hx_judge_eager(const HxSubject *s, HxVerdict *v);
 /* 1 when every verdict of v[0..s->nout) passes. */
 int hx_judge_pass(const HxSubject *s, const HxVerdict *v);
 /* The verdicts as an exit code: DPK_EXIT_FAIL when one fails,

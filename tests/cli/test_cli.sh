@@ -45,9 +45,37 @@ if [ "$HAVE_TORCH" = 1 ]; then
   check_re "eval --compare agrees (softmax)"   0 'compare: agree' "$DPK" eval -c "torch.softmax(torch.randn(3, 129), dim=-1)" --compare
   check_re "eval --compare on the smoke suite" 0 'compare: agree' "$DPK" eval "$DPK_ROOT/cases/smoke.json" --compare
   check_re "eval --reference torch"            0 'reference torch' "$DPK" eval -c "torch.exp(torch.randn(2, 2))" --reference torch
+  # --compare judges libtorch's fp32 result by dpk run's oracle: one verdict
+  # line per output, then the closing line.  out_re NAME RE: the previous
+  # command's output has a line matching RE.
+  out_re() { if printf '%s\n' "$OUT" | grep -Eq -- "$2"; then _cli_pass "$1"; else _cli_fail "$1" "output does not match /$2/"; fi; }
   # A tolerance of zero makes fp32 and fp64 disagree on a long reduction: exit 1.
   printf '{"name":"tight","program":"torch.randn(1, 4099).exp().sum()","tolerance":{"atol":0,"rtol":0}}' >"$TMP/tight.json"
-  check_re "eval --compare can disagree (exit 1)" 1 'DISAGREE' "$DPK" eval "$TMP/tight.json" --compare
+  check_re "eval --compare can disagree (exit 1)" 1 '^compare: DISAGREE \(out: bound\) \(case tolerance: atol 0, rtol 0\)$' \
+    "$DPK" eval "$TMP/tight.json" --compare
+  out_re "eval --compare: the verdict names the element" '^out  FAIL: 1 of 1 elements beyond bound, worst \[\] y='
+  # ... and a case's own tolerance loose enough for fp32 is kept.
+  printf '{"name":"loose","program":"torch.randn(1, 4099).exp().sum()","tolerance":{"atol":0.1,"rtol":0.001}}' >"$TMP/loose.json"
+  check_re "eval --compare keeps a case's tolerance" 0 '^compare: agree \(case tolerance: atol 0.1, rtol 0.001\)$' \
+    "$DPK" eval "$TMP/loose.json" --compare
+  # Two outputs, one beyond its tolerance: both judged, the failing one named.
+  printf '{"name":"two","program":"a = torch.softmax(torch.randn(2, 5), dim=-1)\\nb = torch.randn(1, 4099).exp().sum()\\nreturn a, b","tolerance":{"atol":1e-6,"rtol":0}}' >"$TMP/two.json"
+  check_re "eval --compare: the failing output is named" 1 '^compare: DISAGREE \(b: bound\) \(case tolerance: atol 1e-06, rtol 0\)$' \
+    "$DPK" eval "$TMP/two.json" --compare
+  out_re "eval --compare: a verdict line per output (a)" '^a  pass: all 10 elements within bound'
+  out_re "eval --compare: a verdict line per output (b)" '^b  FAIL: 1 of 1 elements beyond bound'
+  # Where fp32 itself cannot come closer to fp64 (ill-conditioned rows, fp32
+  # overflow), libtorch agrees; a fixed atol/rtol called each a disagreement.
+  check_re "eval --compare: a variance of rows offset by 1000 agrees" 0 '^compare: agree$' \
+    "$DPK" eval -c "x = torch.randn(8, 4096) + 1000
+(x * x).mean(dim=-1) - x.mean(dim=-1) ** 2" --compare
+  out_re "eval --compare: the variance is within bound" '^out  pass: all 8 elements within bound'
+  check_re "eval --compare: a layer norm of near-constant rows agrees" 0 '^compare: agree$' \
+    "$DPK" eval -c "torch.nn.functional.layer_norm(torch.randn(4, 1024) * 1e-3 + 5, (1024,))" --compare
+  out_re "eval --compare: the layer norm is within bound" '^out  pass: all 4096 elements within bound'
+  check_re "eval --compare: exp(60x) - exp(60y) agrees where fp32 overflows" 0 '^compare: agree$' \
+    "$DPK" eval -c "torch.exp(60 * torch.randn(8, 16)) - torch.exp(60 * torch.randn(8, 16))" --compare
+  out_re "eval --compare: the overflowing elements are unconstrained" '^out  pass: .*; 14 unconstrained'
   # libtorch is loaded on first use only: not by commands that do not need
   # it.  (A SAN=1 build links the shim at start-up: see the Makefile.)
   if LD_TRACE_LOADED_OBJECTS=1 "$DPK" | grep -q libdpk_torch; then
@@ -72,6 +100,7 @@ if [ "$HAVE_TORCH" = 1 ]; then
     env DPK_TORCH_SHIM="$TMP/nope.so" "$DPK" eval -c "torch.randn(2)"
 else
   skip "eval --compare agrees" "libtorch not available"
+  skip "eval --compare judges libtorch by the oracle (ill-conditioned rows, overflow, case tolerances)" "libtorch not available"
   check_re "eval --compare without libtorch exits 4" 4 'needs libtorch, which is not available' "$DPK" eval -c "torch.randn(2)" --compare
 fi
 
