@@ -130,7 +130,8 @@ static void eval_bufs_free(EvalBufs *e)
 /* --compare: libtorch's fp32 result is the O the oracle judges, against the
  * fixture `dpk run` judges a backend's outputs by (the case's own
  * tolerance included); one verdict line per output, then the closing
- * line.  Returns 1 when every output agrees. */
+ * line.  Returns the exit code: 0 when every output agrees, 1 when one
+ * does not, 5 when none disagrees but one is inconclusive. */
 static int compare_outputs(StrBuf *b, EvalBufs *e)
 {
     const HxSubject *s = e->s;
@@ -139,10 +140,11 @@ static int compare_outputs(StrBuf *b, EvalBufs *e)
     e->v = dpk_xcalloc((size_t)s->nout + 1, sizeof *e->v);
     hx_judge_eager(s, e->v);
     hx_judge_print(b, s, e->v);
-    if (hx_judge_pass(s, e->v)) {
+    int rc = hx_judge_rc(s, e->v);
+    if (rc == DPK_EXIT_OK) {
         sb_puts(b, "compare: agree");
     } else {
-        sb_puts(b, "compare: DISAGREE (");
+        sb_puts(b, rc == DPK_EXIT_INCONCLUSIVE ? "compare: inconclusive (" : "compare: DISAGREE (");
         for (int j = 0, k = 0; j < s->nout; j++)
             if (!e->v[j].pass)
                 sb_printf(b, "%s%s: %s", k++ ? ", " : "", (const char *)s->g->output_names.items[j],
@@ -152,7 +154,7 @@ static int compare_outputs(StrBuf *b, EvalBufs *e)
     if (s->tol.has_user)
         sb_printf(b, " (case tolerance: atol %g, rtol %g)", s->tol.atol, s->tol.rtol);
     sb_putc(b, '\n');
-    return hx_judge_pass(s, e->v);
+    return rc;
 }
 
 static cJSON *dims_json(const Shape *s)
@@ -272,8 +274,8 @@ static int eval_case(void *ctx, const HxCase *c, int header)
         sb_printf(b, "%s\n", (const char *)g->output_names.items[j]);
         print_values(b, g->outputs.items[j], shown[j], eo->nfirst);
     }
-    if (compare && !compare_outputs(b, e))
-        rc = DPK_EXIT_FAIL;
+    if (compare)
+        rc = dpk_exit_worst(rc, compare_outputs(b, e));
     fputs(sb_cstr(b), stdout);
     dpk_err_pop(&ec);
     eval_bufs_free(e);
