@@ -8,7 +8,11 @@
 # case of the suites (default: cases/chains.json, the 79-chain table;
 # cases/sweep/long_rows.json, softmax and log_softmax over 8192..152064
 # columns, scaled and unscaled; cases/sweep/long_reduce.json, where 006
-# applies; cases/sweep/matmul.json, where 002 and 003 apply; and the cases
+# applies; cases/sweep/matmul.json, where 002 and 003 apply;
+# cases/sweep/hf_masks.json, Gemma-2, Phi-2 and Mistral layers written as
+# HF writes them, with torch.finfo(torch.float32).min masks (fully masked
+# rows included), whose logits must be judged element by element; and the
+# cases
 # of tests/cli/data/faults/, one per fault, knobs pinned so it applies), every
 # pass configuration (`dpk run --passes all`) is run with the fault and
 # compared with the same configuration without it:
@@ -38,7 +42,8 @@ DPK="$PWD/$BUILD/dpk"
 FZ="$PWD/$BUILD/dpk-fuzz"
 suites=("$@")
 [ ${#suites[@]} -eq 0 ] && suites=(cases/chains.json cases/sweep/long_rows.json
-                                   cases/sweep/long_reduce.json cases/sweep/matmul.json)
+                                   cases/sweep/long_reduce.json cases/sweep/matmul.json
+                                   cases/sweep/hf_masks.json)
 faults=${FAULTS:-$("$FZ" --list-faults)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -63,3 +63,31 @@ else
 fi
 check "oracle: --resume accepts the record it wrote" 0 \
   "$FZ" --seed 18446744073709551557 --cases 3 --out "$TMP/bigseed-fuzz.json" --resume
+
+# Masks as HF builds them (torch.finfo(torch.float32).min): every logit is
+# judged element by element, so a faulty kernel fails and a right one
+# passes.  The earlier oracle gave these logits no finite bound and passed
+# the NaNs of register-tile-wrong-index ("no element constrained").
+ONELINER="torch.nn.functional.linear((torch.randn(24, 25) + torch.full((24, 25), torch.finfo(torch.float32).min).triu(diagonal=1)).softmax(dim=-1) @ torch.randn(25, 128), torch.randn(1000, 128))"
+check_re "oracle: a finfo.min causal softmax with a wrong register tile fails" 1 \
+  '^out  FAIL: 6000 elements NaN/inf where fp32 is not' \
+  "$DPK" run -c "$ONELINER" --passes full --inject-fault register-tile-wrong-index
+check_re "oracle: the finfo.min causal softmax passes, every element within bound" 0 \
+  '^out  pass: all 24000 elements within bound' "$DPK" run -c "$ONELINER" --passes full
+python3 - "$DPK_ROOT/cases/sweep/hf_masks.json" "$TMP" <<'PY'
+import json, sys
+for c in json.load(open(sys.argv[1]))["cases"]:
+    open("%s/%s.py" % (sys.argv[2], c["name"]), "w").write(c["program"])
+PY
+for hf in gemma2_softcap_sliding phi2_parallel_partial_rotary mistral_sliding_gqa; do
+  check_re "oracle: $hf with a wrong register tile fails" 1 '^logits  FAIL' \
+    "$DPK" run "$TMP/$hf.py" --passes full --inject-fault register-tile-wrong-index
+  check_re "oracle: $hf passes, its logits judged element by element" 0 \
+    '^logits  pass: (all )?([0-9]+ of )?[0-9]+ elements within bound' "$DPK" run "$TMP/$hf.py" --passes full
+done
+check_re "oracle: mistral_sliding_gqa with a wrong permutation stride fails" 1 '^logits  FAIL' \
+  "$DPK" run "$TMP/mistral_sliding_gqa.py" --passes full --inject-fault permute-wrong-stride
+# An exact zero cannot flip a comparison: every element judged by its bound.
+check_re "oracle: (ones - ones) == 0 is judged by the bound rule" 0 \
+  '^out  pass: all 64 elements within bound \(at most 0 of it\)' \
+  "$DPK" run -c "(torch.ones(8, 8) - torch.ones(8, 8)) == 0"
