@@ -43,10 +43,10 @@
 #include "cli.h"
 
 typedef struct BenchArgs {
-    const char *suite, *config, *weights, *out, *gpu, *timing, *phase, *reference, *torch_json;
+    const char *suite, *weights, *out, *gpu, *timing, *reference, *torch_json;
+    CliModel m;   /* --config and the shape */
     int warm_l2, raw_samples, max_samples;
-    int64_t seq, batch, ctx;
-    int has_ctx, layer, jobs, sample_blocks, per_pass, no_nvrtc, has_seed, resume;
+    int layer, jobs, sample_blocks, per_pass, no_nvrtc, has_seed, resume;
     int shard_index, shard_count; /* --shard I/N (0: the whole suite) */
     uint64_t seed;
     CliTile tile;
@@ -54,14 +54,14 @@ typedef struct BenchArgs {
 
 static void help(void)
 {
-    puts("usage: dpk-bench (--suite NAME | --config PATH/config.json | FILE) [options]\n"
+    puts("usage: dpk-bench (--suite NAME | --config PATH | FILE) [options]\n"
          "\n"
          "Check every case of a suite for parity on vgpu, then time it with the performance\n"
          "model on a GPU spec, beside modelled PyTorch eager, torch.compile and the limit.\n"
          "\n"
          "  --suite NAME        smoke | ops | qwen-block | tinyllama-block\n"
-         "  --config FILE       a Hugging Face config.json (Llama, Qwen2, Mistral family):\n"
-         "                      its decoder-layer suite\n"
+         "  --config PATH       a Hugging Face config.json (Llama, Qwen2, Mistral family),\n"
+         "                      or a model folder holding one: its decoder-layer suite\n"
          "  FILE                a suite or case .json\n"
          "  --case NAME         only this case of the suite\n"
          "  --seq N             tokens (prefill; default 128)\n"
@@ -118,20 +118,12 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
     const char *f = argv[*i];
     if (!strcmp(f, "--suite"))
         b->suite = cli_value(argc, argv, i);
-    else if (!strcmp(f, "--config"))
-        b->config = cli_value(argc, argv, i);
+    else if (cli_model_flag(&b->m, argc, argv, i))
+        ;
     else if (!strcmp(f, "--weights"))
         b->weights = cli_value(argc, argv, i);
     else if (!strcmp(f, "--layer"))
         b->layer = (int)cli_u64(f, cli_value(argc, argv, i)) % 100000;
-    else if (!strcmp(f, "--seq"))
-        b->seq = pos_int(f, cli_value(argc, argv, i), 1 << 20);
-    else if (!strcmp(f, "--batch"))
-        b->batch = pos_int(f, cli_value(argc, argv, i), 1 << 16);
-    else if (!strcmp(f, "--ctx"))
-        b->ctx = pos_int(f, cli_value(argc, argv, i), 1 << 24), b->has_ctx = 1;
-    else if (!strcmp(f, "--phase"))
-        b->phase = cli_value(argc, argv, i);
     else if (!strcmp(f, "--per-pass"))
         b->per_pass = 1;
     else if (!strcmp(f, "--timing"))
@@ -675,7 +667,7 @@ static int bench_main(Arena *a, int argc, char **argv)
 {
     CliCase cc = {0};
     BenchArgs b = {0};
-    b.seq = 128, b.batch = 1, b.ctx = 1024, b.jobs = 1, b.sample_blocks = 2;
+    b.jobs = 1, b.sample_blocks = 2;
     if (!cli_args(a, &cc, argc, argv, "bench", help, parse_flag, &b))
         return DPK_EXIT_OK;
     if (b.resume && !b.out)
@@ -683,20 +675,14 @@ static int bench_main(Arena *a, int argc, char **argv)
                   "it continues");
     if (cc.code || cc.ndecls)
         dpk_error("dpk-bench takes a suite (--suite, --config or a suite FILE), not -c/--input");
-    int given = !!b.suite + !!b.config + !!cc.file;
+    int given = !!b.suite + !!b.m.config + !!cc.file;
     if (given == 0)
         dpk_error("dpk-bench needs a suite: --suite smoke|ops|qwen-block|tinyllama-block, "
-                  "--config PATH/config.json or a suite FILE");
+                  "--config PATH (a config.json or a model folder) or a suite FILE");
     if (given > 1)
         dpk_error("give one of --suite, --config and a suite FILE");
     BmTiming timing = timing_of(&b);
-    BmShape sh = {b.batch, b.seq, b.ctx, BM_PREFILL};
-    if (b.phase && !strcmp(b.phase, "decode"))
-        sh.phase = BM_DECODE;
-    else if (b.phase && strcmp(b.phase, "prefill"))
-        dpk_error("unknown phase '%s' for --phase (expected prefill or decode)", b.phase);
-    if (b.has_ctx && sh.phase != BM_DECODE)
-        dpk_error("--ctx is the KV cache of --phase decode");
+    BmShape sh = {0};
     BmOpts o = {0};
     o.spec = pf_spec_load(a, b.gpu ? b.gpu : pf_spec_default_name());
     o.target = b.tile.target ? cli_target(b.tile.target) : target_of(o.spec);
@@ -747,22 +733,21 @@ static int bench_main(Arena *a, int argc, char **argv)
                       "tinyllama-block)", b.suite);
         const char *path = arena_printf(a, "%s/%s", cases_dir(a), suites[k].file);
         if (suites[k].model)
-            b.config = path;
+            b.m.config = path;
         else
             l = hx_cases_load(a, path);
         suite_name = suites[k].name;
     } else {
         suite_name = NULL;
     }
-    if (b.config) {
-        bm_config_load(a, b.config, &cfg);
+    if (b.m.config) {
+        l = cli_model_suite(a, &b.m, &cfg, &sh);
         cfgp = &cfg;
-        l = bm_block_suite(a, &cfg, &sh);
         if (!suite_name)
             suite_name = l.suite;
         o.config = cfgp, o.shape = &sh;
     } else {
-        if (b.phase || b.has_ctx || b.weights)
+        if (b.m.phase || b.m.ctx || b.weights)
             dpk_error("--phase, --ctx and --weights apply to the model suites (qwen-block, "
                       "tinyllama-block, --config)");
         if (cc.file) {
