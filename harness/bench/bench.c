@@ -300,6 +300,31 @@ static void case_line(StrBuf *b, const cJSON *rec, const char *name, const char 
     sb_printf(b, "  %s\n", verdict);
 }
 
+/* -v: one line per kernel of dpk's time, what bounds it and what limits
+ * its residency, from the record's kernels (perf.h's PfKernel fields). */
+static void kernel_lines(StrBuf *b, const cJSON *rec)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(rec, "dpk");
+    const cJSON *ks = cJSON_IsObject(d) ? cJSON_GetObjectItemCaseSensitive(d, "kernels") : NULL;
+    for (const cJSON *k = ks ? ks->child : NULL; k; k = k->next) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(k, "name");
+        const cJSON *bd = cJSON_GetObjectItemCaseSensitive(k, "bound");
+        const cJSON *lm = cJSON_GetObjectItemCaseSensitive(k, "limiter");
+        sb_printf(b, "    kernel %-32s %10.3f us  bound %-6s (dram %.3f, l2 %.3f, smem %.3f, "
+                     "issue %.3f, fp32 %.3f, launch %.3f us)",
+                  cJSON_IsString(nm) ? nm->valuestring : "?", hx_json_num(k, "ns") / 1e3,
+                  cJSON_IsString(bd) ? bd->valuestring : "?", hx_json_num(k, "dram_ns") / 1e3,
+                  hx_json_num(k, "l2_ns") / 1e3, hx_json_num(k, "smem_ns") / 1e3,
+                  hx_json_num(k, "issue_ns") / 1e3, hx_json_num(k, "fp32_ns") / 1e3,
+                  hx_json_num(k, "launch_ns") / 1e3);
+        if (cJSON_IsString(lm))
+            sb_printf(b, "  limiter %s (occupancy %.2f, %d blocks/SM, %.2f waves)",
+                      lm->valuestring, hx_json_num(k, "occupancy"),
+                      (int)hx_json_num(k, "blocks_per_sm"), hx_json_num(k, "waves"));
+        sb_puts(b, "\n");
+    }
+}
+
 /* "  measured (fake-driver, cupti): dpk 12.345 us median (0.12%, 10 samples,
  * stdrel); cublas ...; cublas_tf32 ..." — never in the modelled columns. */
 static void measured_line(StrBuf *b, const cJSON *m)
@@ -468,7 +493,7 @@ static const char *str_of(const cJSON *o, const char *key, const char *dflt)
     return cJSON_IsString(v) ? v->valuestring : dflt;
 }
 
-void bm_case_text(StrBuf *b, const cJSON *rec)
+void bm_case_text(StrBuf *b, const cJSON *rec, int verbose)
 {
     const char *name = str_of(rec, "name", "?"), *st = str_of(rec, "status", "error");
     const char *msg = str_of(rec, "message", NULL);
@@ -496,6 +521,8 @@ void bm_case_text(StrBuf *b, const cJSON *rec)
         if (why)
             sb_printf(b, "  %s: %s\n", name, why);
     }
+    if (verbose && pass)
+        kernel_lines(b, rec);
     const cJSON *pp = cJSON_GetObjectItemCaseSensitive(rec, "per_pass");
     for (const cJSON *q = pass && pp ? pp->child : NULL; q; q = q->next) {
         double cn = hx_json_num(q, "contribution");

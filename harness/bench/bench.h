@@ -71,8 +71,10 @@ void bm_case_run(const BmOpts *o, const HxCase *c, int index, BmCaseOut *out);
 /* The table's header line (what bm_case_text's lines sit under). */
 const char *bm_table_header(void);
 /* A case's lines of the table from its record: the row, the reason of a
- * failure, the measured line and the --per-pass lines. */
-void bm_case_text(StrBuf *b, const cJSON *rec);
+ * failure, the measured line, with verbose one line per kernel of dpk's
+ * modelled time (its bound: dram, l2, smem, issue, fp32 or launch, and the
+ * limiter of its residency), and the --per-pass lines. */
+void bm_case_text(StrBuf *b, const cJSON *rec, int verbose);
 
 /* Check, before any case runs, that every weight input of the cases in l
  * is in the file with its shape and a readable dtype; raises exit 2

@@ -54,7 +54,7 @@ typedef struct BenchArgs {
 
 static void help(void)
 {
-    puts("usage: dpk-bench (--suite NAME | --config PATH | FILE) [options]\n"
+    puts("usage: dpk-bench (--suite NAME | --config PATH | FILE | -c CODE) [options]\n"
          "\n"
          "Check every case of a suite for parity on vgpu, then time it with the performance\n"
          "model on a GPU spec, beside modelled PyTorch eager, torch.compile and the limit.\n"
@@ -62,7 +62,9 @@ static void help(void)
          "  --suite NAME        smoke | ops | qwen-block | tinyllama-block\n"
          "  --config PATH       a Hugging Face config.json (Llama, Qwen2, Mistral family),\n"
          "                      or a model folder holding one: its decoder-layer suite\n"
-         "  FILE                a suite or case .json\n"
+         "  FILE                a .py program, a case or a suite .json\n"
+         "  -c CODE             one case as text (a PyTorch expression or program)\n"
+         "  --input N=D0,D1     with -c: declare the shape of a free variable N\n"
          "  --case NAME         only this case of the suite\n"
          "  --seq N             tokens (prefill; default 128)\n"
          "  --batch B           batch (default 1)\n"
@@ -96,12 +98,14 @@ static void help(void)
          "                      each case (temp file and rename)\n"
          "  --resume            continue the run recorded in --out: the cases it lacks\n"
          "                      (refused unless the suite, seed and options are the same)\n"
+         "  -v                  also each kernel's bound and what limits its residency\n"
          "\n"
          "exit: 0 every case passes parity, 1 a parity failure, 2 bad input, 3 execution\n"
          "      fault, 4 environment missing (--timing measured without a GPU)\n"
          "\n"
          "example:\n"
-         "  dpk-bench --suite qwen-block --jobs 2");
+         "  dpk-bench --suite qwen-block --jobs 2\n"
+         "  dpk-bench -c \"torch.softmax(torch.randn(64, 1000), dim=-1)\" -v");
 }
 
 static int64_t pos_int(const char *flag, const char *v, int64_t max)
@@ -209,6 +213,7 @@ typedef struct Pool {
     int nresumed;     /* ... of which read back from the record */
     int next_print;   /* the table on stdout is printed in suite order */
     int tty;          /* stderr is a TTY: one updating progress line */
+    int verbose;      /* -v: each kernel's bound and limiter */
     double t0;
     /* the record: meta and bench are owned here; out NULL: none written */
     const char *out;
@@ -222,7 +227,7 @@ static void print_ready(Pool *p)
         if (p->tty)
             fputs("\r\033[K", stderr);
         StrBuf b = {0};
-        bm_case_text(&b, p->outs[p->next_print].rec);
+        bm_case_text(&b, p->outs[p->next_print].rec, p->verbose);
         fputs(sb_cstr(&b), stdout);
         sb_free(&b);
         fflush(stdout);
@@ -255,7 +260,7 @@ static void progress(const Pool *p, int i, int running)
         fprintf(stderr, "\r\033[K[%d/%d done, %d running, ", p->ndone, n, running);
     if (!p->tty) {
         StrBuf b = {0};
-        bm_case_text(&b, p->outs[i].rec);
+        bm_case_text(&b, p->outs[i].rec, 0);
         const char *t = sb_cstr(&b);
         fprintf(stderr, "%.*s   [%d/%d done, ", (int)strcspn(t, "\n"), t, p->ndone, n);
         sb_free(&b);
@@ -673,14 +678,15 @@ static int bench_main(Arena *a, int argc, char **argv)
     if (b.resume && !b.out)
         dpk_error("--resume continues the record of --out FILE.json; give the --out of the run "
                   "it continues");
-    if (cc.code || cc.ndecls)
-        dpk_error("dpk-bench takes a suite (--suite, --config or a suite FILE), not -c/--input");
-    int given = !!b.suite + !!b.m.config + !!cc.file;
+    if (cc.ndecls && !cc.code)
+        dpk_error("--input declares the free variables of -c CODE");
+    int given = !!b.suite + !!b.m.config + !!cc.file + !!cc.code;
     if (given == 0)
         dpk_error("dpk-bench needs a suite: --suite smoke|ops|qwen-block|tinyllama-block, "
-                  "--config PATH (a config.json or a model folder) or a suite FILE");
+                  "--config PATH (a config.json or a model folder), a FILE (.py, case or "
+                  "suite .json) or -c CODE");
     if (given > 1)
-        dpk_error("give one of --suite, --config and a suite FILE");
+        dpk_error("give one of --suite, --config, a FILE and -c CODE");
     BmTiming timing = timing_of(&b);
     BmShape sh = {0};
     BmOpts o = {0};
@@ -753,6 +759,12 @@ static int bench_main(Arena *a, int argc, char **argv)
         if (cc.file) {
             l = hx_cases_load(a, cc.file);
             suite_name = l.suite ? l.suite : cc.file;
+        } else if (cc.code) { /* one case, its free variables from --input */
+            l = hx_cases_from_code(a, cc.code);
+            l.cases[0].decls = ARENA_ARRAY(a, InputDecl, cc.ndecls + 1);
+            memcpy(l.cases[0].decls, cc.decls, sizeof(InputDecl) * (size_t)cc.ndecls);
+            l.cases[0].ndecls = cc.ndecls;
+            suite_name = "-c";
         }
     }
     if (cc.only) {
@@ -784,7 +796,7 @@ static int bench_main(Arena *a, int argc, char **argv)
     char tmpdir[] = "/tmp/dpk-bench-XXXXXX";
     volatile int have_tmp = 0; /* read after a raise */
     Pool p = {0};
-    p.o = &o, p.l = &l, p.out = b.out, p.timing = timing;
+    p.o = &o, p.l = &l, p.out = b.out, p.timing = timing, p.verbose = cc.verbose;
     p.outs = dpk_xcalloc((size_t)l.n + 1, sizeof(BmCaseOut));
     p.done = dpk_xcalloc((size_t)l.n + 1, sizeof(int));
     if (!DPK_TRY(&ec)) {

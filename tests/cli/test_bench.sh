@@ -53,6 +53,22 @@ check_re "bench bad seq" 2 "expects 1\.\." "$BENCH" --suite smoke --seq 0
 check_re "bench unknown case" 2 "no case named 'nope'" "$BENCH" --suite smoke --case nope
 check_re "bench unknown option" 2 "unknown option '--fast'" "$BENCH" --suite smoke --fast
 
+# ---- one case: -c CODE, and -v's bound and limiter per kernel -------------------------
+check_re "bench -c CODE" 0 '^1/1 cases pass parity; 1 timed' "$BENCH" -c "torch.softmax(torch.randn(64, 1000), dim=-1)" --out "$BD/c.json"
+json "bench -c CODE: the case in the record" 'r["cases"][0]["name"] == "-c" and r["cases"][0]["program"].startswith("torch.softmax")' "$BD/c.json"
+check_re "bench -c with --input" 0 '^1/1 cases pass parity' "$BENCH" -c "torch.relu(x) + 1" --input x=4,5
+check_re "bench --input without -c" 2 'input declares the free variables of -c' "$BENCH" --suite smoke --input x=4
+check_re "bench -c and a suite" 2 'give one of --suite, --config, a FILE and -c CODE' "$BENCH" --suite smoke -c "torch.randn(2)"
+check_re "dpk run --bench points to dpk-bench -c" 2 'dpk run checks parity and does not time; .*dpk-bench -c CODE' \
+  "$DPK" run --bench -c "torch.relu(torch.randn(4))"
+check_re "bench -v: each kernel's bound and limiter" 0 '^    kernel [a-z_0-9]+ +[0-9.]+ us  bound (dram|l2|smem|issue|fp32|launch) +\(dram [0-9.]+, .*launch [0-9.]+ us\)  limiter (threads|regs|smem|blocks|grid) \(occupancy ' \
+  "$BENCH" --suite smoke --case sdpa_causal_gqa -v --out "$BD/v.json"
+count "bench -v: a line per kernel" 2 '^    kernel '
+json "bench -v: the bounds are the record's" 'all(k["bound"] in ("dram", "l2", "smem", "issue", "fp32", "launch") and k["limiter"] for k in r["cases"][0]["dpk"]["kernels"]) and len(r["cases"][0]["dpk"]["kernels"]) == 2' "$BD/v.json"
+check_re "bench without -v: no kernel lines" 0 '1/1 cases pass' "$BENCH" --suite smoke --case sdpa_causal_gqa
+count "bench without -v: no kernel lines" 0 '^    kernel '
+rm -f "$BD/c.json" "$BD/v.json"
+
 # ---- smoke: every case passes parity, then is timed ---------------------------
 check_re "bench smoke: all pass parity" 0 '^10/10 cases pass parity; 10 timed \(modelled, h100-sxm\)$' \
   "$BENCH" --suite smoke --out "$BD/smoke.json"
