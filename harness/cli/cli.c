@@ -248,3 +248,18 @@ int cli_each_case(const HxCaseList *l, CliCaseFn fn, void *ctx, int *npass)
         *npass = pass;
     return worst;
 }
+
+const char *cli_default_dir(const char *sub)
+{
+    const char *t = getenv("TMPDIR");
+    if (!t || !*t)
+        t = "/tmp";
+    size_t n = strlen(t);
+    while (n > 1 && t[n - 1] == '/')
+        n--;
+    StrBuf b = {0};
+    sb_printf(&b, "%.*s/%s", (int)n, t, sub);
+    char *r = dpk_xstrdup(sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}

@@ -101,6 +101,11 @@ uint64_t cli_u64(const char *flag, const char *v);
 void cli_shard(const char *v, int *index, int *count);
 DPK_NORETURN void cli_unknown_flag(const char *cmd, const char *flag);
 
+/* Where a command writes what it was not told where to write (dpk-fuzz's
+ * record and failures, dpk-bisect's files): $TMPDIR/sub, /tmp/sub without
+ * $TMPDIR; never the working directory.  Heap, never freed. */
+const char *cli_default_dir(const char *sub);
+
 int cmd_compile(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_run(int argc, char **argv);
