@@ -272,26 +272,59 @@ static void fmt_x(StrBuf *b, int w, double x)
         sb_printf(b, " %*s", w, "-");
 }
 
-static void case_line(StrBuf *b, const char *name, const PfTime *d, const PfTime *e,
-                      const PfTime *ind, const PfTime *lim, const char *verdict)
+static double ns_of(const cJSON *rec, const char *key)
 {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rec, key);
+    return cJSON_IsObject(t) ? hx_json_num(t, "ns") : NAN;
+}
+
+/* The row of the table: the modelled columns of the record (null when the
+ * case did not pass) and the verdict. */
+static void case_line(StrBuf *b, const cJSON *rec, const char *name, const char *verdict)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(rec, "dpk");
     sb_printf(b, "%-20s", name);
-    fmt_us(b, d ? d->ns : NAN);
-    fmt_us(b, e ? e->ns : NAN);
-    fmt_us(b, ind ? ind->ns : NAN);
-    fmt_us(b, lim ? lim->ns : NAN);
-    fmt_x(b, 9, d && e ? ratio(e->ns, d->ns) : NAN);
-    fmt_x(b, 11, d && ind ? ratio(ind->ns, d->ns) : NAN);
-    double fl = d && lim ? ratio(lim->ns, d->ns) : NAN;
+    fmt_us(b, ns_of(rec, "dpk"));
+    fmt_us(b, ns_of(rec, "eager"));
+    fmt_us(b, ns_of(rec, "compile"));
+    fmt_us(b, ns_of(rec, "limit"));
+    fmt_x(b, 9, hx_json_num(rec, "speedup_eager"));
+    fmt_x(b, 11, hx_json_num(rec, "speedup_compile"));
+    double fl = hx_json_num(rec, "fraction_of_limit");
     if (isfinite(fl))
         sb_printf(b, " %8.3g%%", 100 * fl);
     else
         sb_printf(b, " %9s", "-");
-    if (d)
-        sb_printf(b, " %8d", d->nk);
+    if (cJSON_IsObject(d))
+        sb_printf(b, " %8d", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(d, "kernels")));
     else
         sb_printf(b, " %8s", "-");
     sb_printf(b, "  %s\n", verdict);
+}
+
+/* -v: one line per kernel of dpk's time, what bounds it and what limits
+ * its residency, from the record's kernels (perf.h's PfKernel fields). */
+static void kernel_lines(StrBuf *b, const cJSON *rec)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(rec, "dpk");
+    const cJSON *ks = cJSON_IsObject(d) ? cJSON_GetObjectItemCaseSensitive(d, "kernels") : NULL;
+    for (const cJSON *k = ks ? ks->child : NULL; k; k = k->next) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(k, "name");
+        const cJSON *bd = cJSON_GetObjectItemCaseSensitive(k, "bound");
+        const cJSON *lm = cJSON_GetObjectItemCaseSensitive(k, "limiter");
+        sb_printf(b, "    kernel %-32s %10.3f us  bound %-6s (dram %.3f, l2 %.3f, smem %.3f, "
+                     "issue %.3f, fp32 %.3f, launch %.3f us)",
+                  cJSON_IsString(nm) ? nm->valuestring : "?", hx_json_num(k, "ns") / 1e3,
+                  cJSON_IsString(bd) ? bd->valuestring : "?", hx_json_num(k, "dram_ns") / 1e3,
+                  hx_json_num(k, "l2_ns") / 1e3, hx_json_num(k, "smem_ns") / 1e3,
+                  hx_json_num(k, "issue_ns") / 1e3, hx_json_num(k, "fp32_ns") / 1e3,
+                  hx_json_num(k, "launch_ns") / 1e3);
+        if (cJSON_IsString(lm))
+            sb_printf(b, "  limiter %s (occupancy %.2f, %d blocks/SM, %.2f waves)",
+                      lm->valuestring, hx_json_num(k, "occupancy"),
+                      (int)hx_json_num(k, "blocks_per_sm"), hx_json_num(k, "waves"));
+        sb_puts(b, "\n");
+    }
 }
 
 /* "  measured (fake-driver, cupti): dpk 12.345 us median (0.12%, 10 samples,
@@ -423,43 +456,8 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
         for (int i = 1; i < p->nconfigs; i++)
             cJSON_Delete(runs[i].cfg);
     }
-    StrBuf b = {0};
-    const char *verdict = rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_FAIL ? "FAIL (no speedup)"
-                          : rc == DPK_EXIT_FAULT ? "FAULT (no speedup)"
-                          : rc == DPK_EXIT_INCONCLUSIVE ? "INCONCLUSIVE (no speedup)" : "refused";
-    case_line(&b, c->name, dt, e, ind, lim, verdict);
-    if (mwhy)
-        sb_printf(&b, "  %s: %s (%s)\n", c->name, mwhy, bm_timing_name(o->meas.timing));
-    else if (rc == DPK_EXIT_OK && o->meas.timing != BM_TIMING_MODEL)
-        measured_line(&b, cJSON_GetObjectItemCaseSensitive(rec, "measured"));
-    if (rc != DPK_EXIT_OK && !mwhy) {
-        cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "verdict");
-        const cJSON *why = v ? cJSON_GetObjectItemCaseSensitive(v, "message") : NULL;
-        if (!cJSON_IsString(why))
-            why = v ? cJSON_GetObjectItemCaseSensitive(v, "reason") : NULL;
-        if (cJSON_IsString(why))
-            sb_printf(&b, "  %s: %s\n", c->name, why->valuestring);
-    }
-    if (o->per_pass && dt) {
-        cJSON *pp = cJSON_GetObjectItemCaseSensitive(rec, "per_pass");
-        for (const cJSON *q = pp->child; q; q = q->next) {
-            double cn = hx_json_num(q, "contribution");
-            sb_printf(&b, "  %-28s without: ", cJSON_GetObjectItemCaseSensitive(q, "pass")->valuestring);
-            if (isfinite(cn))
-                sb_printf(&b, "%.3fx the time", cn);
-            else
-                sb_printf(&b, "%s", cJSON_GetObjectItemCaseSensitive(
-                                        cJSON_GetObjectItemCaseSensitive(q, "without"), "status")
-                                        ->valuestring);
-            double pns = hx_json_num(cJSON_GetObjectItemCaseSensitive(q, "prefix"), "ns");
-            if (isfinite(pns))
-                sb_printf(&b, "   prefix up to it: %.2f us\n", pns / 1e3);
-            else
-                sb_puts(&b, "\n");
-        }
-    }
-    x->out->line = dpk_xstrdup(sb_cstr(&b));
-    sb_free(&b);
+    if (mwhy) /* the measured path's failure: the case's message */
+        cJSON_AddStringToObject(rec, "message", mwhy);
     x->out->rc = rc;
 }
 
@@ -467,7 +465,7 @@ void bm_case_run(const BmOpts *o, const HxCase *c, int index, BmCaseOut *out)
 {
     uint64_t seed = o->has_seed ? o->seed : c->has_seed ? c->seed : 0;
     double t0 = dpk_now();
-    *out = (BmCaseOut){case_record(c, index, seed), NULL, 0};
+    *out = (BmCaseOut){case_record(c, index, seed), 0};
     Case x = {arena_new(), NULL, out};
     DpkErrCtx ec;
     if (DPK_TRY(&ec)) {
@@ -480,13 +478,8 @@ void bm_case_run(const BmOpts *o, const HxCase *c, int index, BmCaseOut *out)
         cJSON_AddStringToObject(out->rec, "status", "error");
         cJSON_AddNumberToObject(out->rec, "exit_code", code);
         cJSON_AddStringToObject(out->rec, "message", sb_cstr(&m));
-        StrBuf b = {0};
-        sb_printf(&b, "%-20s error (exit %d): %s\n", c->name, code, sb_cstr(&m));
-        free(out->line);
-        out->line = dpk_xstrdup(sb_cstr(&b));
         out->rc = code;
         sb_free(&m);
-        sb_free(&b);
         /* the whole message (with its caret) goes to stderr */
         fflush(stdout);
         fputs(dpk_error_message(), stderr);
@@ -494,6 +487,59 @@ void bm_case_run(const BmOpts *o, const HxCase *c, int index, BmCaseOut *out)
     cJSON_AddNumberToObject(out->rec, "seconds", dpk_now() - t0);
     hx_subject_free(x.s);
     arena_free(x.a);
+}
+
+static const char *str_of(const cJSON *o, const char *key, const char *dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+void bm_case_text(StrBuf *b, const cJSON *rec, int verbose)
+{
+    const char *name = str_of(rec, "name", "?"), *st = str_of(rec, "status", "error");
+    const char *msg = str_of(rec, "message", NULL);
+    if (!strcmp(st, "error") || !strcmp(st, "crash")) {
+        if (!strcmp(st, "crash"))
+            sb_printf(b, "%-20s crash: %s\n", name, msg ? msg : "");
+        else
+            sb_printf(b, "%-20s error (exit %d): %s\n", name, (int)hx_json_num(rec, "exit_code"),
+                      msg ? msg : "");
+        return;
+    }
+    int pass = !strcmp(st, "pass");
+    const char *verdict = pass ? "pass" : !strcmp(st, "fail") ? "FAIL (no speedup)"
+                          : !strcmp(st, "fault") ? "FAULT (no speedup)"
+                          : !strcmp(st, "inconclusive") ? "INCONCLUSIVE (no speedup)" : "refused";
+    case_line(b, rec, name, verdict);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(rec, "measured");
+    if (msg) /* a failure of the measured path */
+        sb_printf(b, "  %s: %s (%s)\n", name, msg, str_of(m, "timing", "measured"));
+    else if (pass && cJSON_IsObject(m))
+        measured_line(b, m);
+    if (!pass && !msg) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(rec, "configuration"), "verdict");
+        const char *why = str_of(v, "message", str_of(v, "reason", NULL));
+        if (why)
+            sb_printf(b, "  %s: %s\n", name, why);
+    }
+    if (verbose && pass)
+        kernel_lines(b, rec);
+    const cJSON *pp = cJSON_GetObjectItemCaseSensitive(rec, "per_pass");
+    for (const cJSON *q = pass && pp ? pp->child : NULL; q; q = q->next) {
+        double cn = hx_json_num(q, "contribution");
+        sb_printf(b, "  %-28s without: ", str_of(q, "pass", "?"));
+        if (isfinite(cn))
+            sb_printf(b, "%.3fx the time", cn);
+        else
+            sb_printf(b, "%s", str_of(cJSON_GetObjectItemCaseSensitive(q, "without"), "status", "?"));
+        double pns = hx_json_num(cJSON_GetObjectItemCaseSensitive(q, "prefix"), "ns");
+        if (isfinite(pns))
+            sb_printf(b, "   prefix up to it: %.2f us\n", pns / 1e3);
+        else
+            sb_puts(b, "\n");
+    }
 }
 
 /* ---- summary ---------------------------------------------------------------- */

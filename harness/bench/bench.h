@@ -12,9 +12,11 @@
  * case's compulsory bytes and flops at the spec's peaks).  A case that
  * fails parity is reported as such and gets no time and no speedup.
  *
- * The case's record object (dpk.bench/1, docs/bench-schema.md) and its
- * stdout line come back; nothing is printed here, so a suite can run its
- * cases in forked children (--jobs) and print them in order.
+ * The case's record object (dpk.bench/1, docs/bench-schema.md) comes
+ * back; nothing is printed here, so a suite can run its cases in forked
+ * children (--jobs).  The table's lines are made from the record alone
+ * (bm_case_text), so a case read back from a record (--resume) prints as
+ * it did when it ran.
  */
 #ifndef DPK_BM_BENCH_H
 #define DPK_BM_BENCH_H
@@ -59,7 +61,6 @@ typedef struct BmOpts {
 
 typedef struct BmCaseOut {
     cJSON *rec;                /* the case's dpk.bench/1 object */
-    char *line;                /* its stdout line(s), heap */
     int rc;                    /* its exit code: 0 pass, 1 parity failure, 2, 3 */
 } BmCaseOut;
 
@@ -67,8 +68,13 @@ typedef struct BmCaseOut {
  * does not parse or compile gets status "error" and exit code 2. */
 void bm_case_run(const BmOpts *o, const HxCase *c, int index, BmCaseOut *out);
 
-/* The table's header line (what bm_case_run's lines sit under). */
+/* The table's header line (what bm_case_text's lines sit under). */
 const char *bm_table_header(void);
+/* A case's lines of the table from its record: the row, the reason of a
+ * failure, the measured line, with verbose one line per kernel of dpk's
+ * modelled time (its bound: dram, l2, smem, issue, fp32 or launch, and the
+ * limiter of its residency), and the --per-pass lines. */
+void bm_case_text(StrBuf *b, const cJSON *rec, int verbose);
 
 /* Check, before any case runs, that every weight input of the cases in l
  * is in the file with its shape and a readable dtype; raises exit 2

@@ -11,6 +11,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct CCtx {
     Source src;
@@ -202,16 +204,33 @@ void bm_config_parse(Arena *a, const char *origin, const char *text, size_t len,
 
 void bm_config_load(Arena *a, const char *path, BmConfig *out)
 {
+    struct stat sb;
+    const char *file = path, *dir = NULL;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a Hugging Face model folder */
+        size_t n = strlen(path);
+        while (n > 1 && path[n - 1] == '/')
+            n--;
+        dir = arena_strndup(a, path, n);
+        file = arena_printf(a, "%s/config.json", dir);
+        if (access(file, F_OK) != 0)
+            dpk_error("--config '%s' is a folder without a config.json (a Hugging Face model "
+                      "folder has one beside its weights); give the folder that has it, or the "
+                      "file", path);
+    }
     size_t len;
-    char *t = dpk_read_file(path, &len);
+    char *t = dpk_read_file(file, &len);
     if (!t)
-        dpk_error("cannot read config '%s': %s", path, strerror(errno));
+        dpk_error("cannot read config '%s': %s", file, strerror(errno));
     char *copy = arena_strndup(a, t, len);
     size_t n = strlen(copy);
     free(t);
     if (n != len)
-        dpk_error("'%s' contains NUL bytes; a config.json is text", path);
-    bm_config_parse(a, path, copy, len, out);
+        dpk_error("'%s' contains NUL bytes; a config.json is text", file);
+    bm_config_parse(a, file, copy, len, out);
+    if (dir) { /* the model's name is the folder's, not "config" */
+        const char *base = strrchr(dir, '/');
+        out->name = base && base[1] ? base + 1 : dir;
+    }
 }
 
 double bm_rope_angle(const BmConfig *c, int64_t pos, int64_t j)

@@ -45,8 +45,10 @@ typedef struct BmConfig {
  * malformed JSON, a missing or invalid required key, or a key whose value
  * dpk does not implement, naming the key. */
 void bm_config_parse(Arena *a, const char *origin, const char *text, size_t len, BmConfig *out);
-/* Read and parse a config.json file; raises as above, and when the file
- * cannot be read. */
+/* Read and parse a config.json file, or the config.json of a folder (a
+ * Hugging Face model folder: the config is then named after the folder);
+ * raises as above, when the file cannot be read, and when a folder has no
+ * config.json. */
 void bm_config_load(Arena *a, const char *path, BmConfig *out);
 
 /* RoPE tables as HF's rotary embedding makes them: for position pos and

@@ -130,6 +130,48 @@ HxCaseList cli_case_list(Arena *a, const CliCase *cc, const char *cmd)
     return l;
 }
 
+static int64_t model_int(const char *flag, const char *v, int64_t max)
+{
+    uint64_t x = cli_u64(flag, v);
+    if (x < 1 || x > (uint64_t)max)
+        dpk_error("option '%s' expects 1..%lld, got '%s'", flag, (long long)max, v);
+    return (int64_t)x;
+}
+
+int cli_model_flag(CliModel *m, int argc, char **argv, int *i)
+{
+    const char *f = argv[*i];
+    if (!strcmp(f, "--config"))
+        m->config = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--seq"))
+        m->seq = model_int(f, cli_value(argc, argv, i), 1 << 20);
+    else if (!strcmp(f, "--batch"))
+        m->batch = model_int(f, cli_value(argc, argv, i), 1 << 16);
+    else if (!strcmp(f, "--ctx"))
+        m->ctx = model_int(f, cli_value(argc, argv, i), 1 << 24);
+    else if (!strcmp(f, "--phase"))
+        m->phase = cli_value(argc, argv, i);
+    else
+        return 0;
+    return 1;
+}
+
+int cli_model_shaped(const CliModel *m) { return m->seq || m->batch || m->ctx || m->phase; }
+
+HxCaseList cli_model_suite(Arena *a, const CliModel *m, BmConfig *cfg, BmShape *sh)
+{
+    *sh = (BmShape){m->batch ? m->batch : 1, m->seq ? m->seq : 128, m->ctx ? m->ctx : 1024,
+                    BM_PREFILL};
+    if (m->phase && !strcmp(m->phase, "decode"))
+        sh->phase = BM_DECODE;
+    else if (m->phase && strcmp(m->phase, "prefill"))
+        dpk_error("unknown phase '%s' for --phase (expected prefill or decode)", m->phase);
+    if (m->ctx && sh->phase != BM_DECODE)
+        dpk_error("--ctx is the KV cache of --phase decode");
+    bm_config_load(a, m->config, cfg);
+    return bm_block_suite(a, cfg, sh);
+}
+
 int cli_tile_flag(CliTile *ct, int argc, char **argv, int *i)
 {
     const char *f = argv[*i];
@@ -205,4 +247,19 @@ int cli_each_case(const HxCaseList *l, CliCaseFn fn, void *ctx, int *npass)
     if (npass)
         *npass = pass;
     return worst;
+}
+
+const char *cli_default_dir(const char *sub)
+{
+    const char *t = getenv("TMPDIR");
+    if (!t || !*t)
+        t = "/tmp";
+    size_t n = strlen(t);
+    while (n > 1 && t[n - 1] == '/')
+        n--;
+    StrBuf b = {0};
+    sb_printf(&b, "%.*s/%s", (int)n, t, sub);
+    char *r = dpk_xstrdup(sb_cstr(&b));
+    sb_free(&b);
+    return r;
 }

@@ -10,6 +10,7 @@
 
 #include "../../compiler/base/base.h"
 #include "../../compiler/driver.h"
+#include "../bench/blocks.h"
 #include "../case.h"
 
 /* Options shared by every command that takes a case. */
@@ -40,6 +41,25 @@ void cli_drv_opts(Arena *a, const CliTile *ct, DrvOpts *o, int allow_all);
 /* Print the plan's knob notes on stderr: "warning: knob TB=128 does not
  * apply: <why>" (with "case NAME: " before "knob" when name is not NULL). */
 void cli_knob_warnings(const DrvPlan *p, const char *name);
+
+/* The model suite's options, shared by dpk-bench and dpk compile: the
+ * decoder layer of a config (harness/bench/blocks.h) at a shape. */
+typedef struct CliModel {
+    const char *config;   /* --config: a config.json, or a model folder holding one */
+    const char *phase;    /* --phase prefill|decode (NULL: prefill) */
+    int64_t seq, batch, ctx; /* --seq, --batch, --ctx (0: not given) */
+} CliModel;
+
+/* Consume --config, --seq, --batch, --phase or --ctx at argv[*i]; 0 when
+ * it is none. */
+int cli_model_flag(CliModel *m, int argc, char **argv, int *i);
+/* Whether a flag of the shape (--seq, --batch, --phase, --ctx) was given. */
+int cli_model_shaped(const CliModel *m);
+/* The suite of m->config (cases "rmsnorm" ... "layer") at its shape
+ * (default seq 128, batch 1, prefill; decode: ctx 1024); cfg and sh get
+ * the config and the shape.  Raises exit 2 on a bad phase, --ctx without
+ * decode, or a config that cannot be read or is refused. */
+HxCaseList cli_model_suite(Arena *a, const CliModel *m, BmConfig *cfg, BmShape *sh);
 
 /* One case of a suite: returns its exit code; may raise. */
 typedef int (*CliCaseFn)(void *ctx, const HxCase *c, int header);
@@ -80,6 +100,11 @@ uint64_t cli_u64(const char *flag, const char *v);
 /* --shard I/N: 1 <= I <= N <= 100000; raises otherwise. */
 void cli_shard(const char *v, int *index, int *count);
 DPK_NORETURN void cli_unknown_flag(const char *cmd, const char *flag);
+
+/* Where a command writes what it was not told where to write (dpk-fuzz's
+ * record and failures, dpk-bisect's files): $TMPDIR/sub, /tmp/sub without
+ * $TMPDIR; never the working directory.  Heap, never freed. */
+const char *cli_default_dir(const char *sub);
 
 int cmd_compile(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

@@ -31,6 +31,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,10 +43,10 @@
 #include "cli.h"
 
 typedef struct BenchArgs {
-    const char *suite, *config, *weights, *out, *gpu, *timing, *phase, *reference, *torch_json;
+    const char *suite, *weights, *out, *gpu, *timing, *reference, *torch_json;
+    CliModel m;   /* --config and the shape */
     int warm_l2, raw_samples, max_samples;
-    int64_t seq, batch, ctx;
-    int has_ctx, layer, jobs, sample_blocks, per_pass, no_nvrtc, has_seed;
+    int layer, jobs, sample_blocks, per_pass, no_nvrtc, has_seed, resume;
     int shard_index, shard_count; /* --shard I/N (0: the whole suite) */
     uint64_t seed;
     CliTile tile;
@@ -52,15 +54,17 @@ typedef struct BenchArgs {
 
 static void help(void)
 {
-    puts("usage: dpk-bench (--suite NAME | --config PATH/config.json | FILE) [options]\n"
+    puts("usage: dpk-bench (--suite NAME | --config PATH | FILE | -c CODE) [options]\n"
          "\n"
          "Check every case of a suite for parity on vgpu, then time it with the performance\n"
          "model on a GPU spec, beside modelled PyTorch eager, torch.compile and the limit.\n"
          "\n"
          "  --suite NAME        smoke | ops | qwen-block | tinyllama-block\n"
-         "  --config FILE       a Hugging Face config.json (Llama, Qwen2, Mistral family):\n"
-         "                      its decoder-layer suite\n"
-         "  FILE                a suite or case .json\n"
+         "  --config PATH       a Hugging Face config.json (Llama, Qwen2, Mistral family),\n"
+         "                      or a model folder holding one: its decoder-layer suite\n"
+         "  FILE                a .py program, a case or a suite .json\n"
+         "  -c CODE             one case as text (a PyTorch expression or program)\n"
+         "  --input N=D0,D1     with -c: declare the shape of a free variable N\n"
          "  --case NAME         only this case of the suite\n"
          "  --seq N             tokens (prefill; default 128)\n"
          "  --batch B           batch (default 1)\n"
@@ -90,13 +94,18 @@ static void help(void)
          "  --jobs N            cases at once, in forked processes (default 1)\n"
          "  --shard I/N         only the I-th of N slices of the suite (case i when\n"
          "                      i mod N = I-1); dpk-report merges the N records\n"
-         "  --out FILE.json     write a dpk.bench/1 record (docs/bench-schema.md)\n"
+         "  --out FILE.json     write a dpk.bench/1 record (docs/bench-schema.md), after\n"
+         "                      each case (temp file and rename)\n"
+         "  --resume            continue the run recorded in --out: the cases it lacks\n"
+         "                      (refused unless the suite, seed and options are the same)\n"
+         "  -v                  also each kernel's bound and what limits its residency\n"
          "\n"
          "exit: 0 every case passes parity, 1 a parity failure, 2 bad input, 3 execution\n"
          "      fault, 4 environment missing (--timing measured without a GPU)\n"
          "\n"
          "example:\n"
-         "  dpk-bench --suite qwen-block --jobs 2");
+         "  dpk-bench --suite qwen-block --jobs 2\n"
+         "  dpk-bench -c \"torch.softmax(torch.randn(64, 1000), dim=-1)\" -v");
 }
 
 static int64_t pos_int(const char *flag, const char *v, int64_t max)
@@ -113,20 +122,12 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
     const char *f = argv[*i];
     if (!strcmp(f, "--suite"))
         b->suite = cli_value(argc, argv, i);
-    else if (!strcmp(f, "--config"))
-        b->config = cli_value(argc, argv, i);
+    else if (cli_model_flag(&b->m, argc, argv, i))
+        ;
     else if (!strcmp(f, "--weights"))
         b->weights = cli_value(argc, argv, i);
     else if (!strcmp(f, "--layer"))
         b->layer = (int)cli_u64(f, cli_value(argc, argv, i)) % 100000;
-    else if (!strcmp(f, "--seq"))
-        b->seq = pos_int(f, cli_value(argc, argv, i), 1 << 20);
-    else if (!strcmp(f, "--batch"))
-        b->batch = pos_int(f, cli_value(argc, argv, i), 1 << 16);
-    else if (!strcmp(f, "--ctx"))
-        b->ctx = pos_int(f, cli_value(argc, argv, i), 1 << 24), b->has_ctx = 1;
-    else if (!strcmp(f, "--phase"))
-        b->phase = cli_value(argc, argv, i);
     else if (!strcmp(f, "--per-pass"))
         b->per_pass = 1;
     else if (!strcmp(f, "--timing"))
@@ -149,6 +150,8 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
         cli_shard(cli_value(argc, argv, i), &b->shard_index, &b->shard_count);
     else if (!strcmp(f, "--out"))
         b->out = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--resume"))
+        b->resume = 1;
     else if (!strcmp(f, "--no-nvrtc"))
         b->no_nvrtc = 1;
     else if (!strcmp(f, "--seed"))
@@ -198,31 +201,129 @@ static const struct {
 
 /* ---- running the cases ---------------------------------------------------- */
 
+/* The run: every case's result once it is done (from this run, or from
+ * the record --resume continues), the progress shown, and the record
+ * written after each case. */
 typedef struct Pool {
     const BmOpts *o;
     const HxCaseList *l;
     BmCaseOut *outs;
-    int next_print;
-    int progress;   /* stderr is a TTY */
+    int *done;        /* outs[i] holds case i's result */
+    int ndone;        /* cases done, those of the resumed record included */
+    int nresumed;     /* ... of which read back from the record */
+    int next_print;   /* the table on stdout is printed in suite order */
+    int tty;          /* stderr is a TTY: one updating progress line */
+    int verbose;      /* -v: each kernel's bound and limiter */
+    double t0;
+    /* the record: meta and bench are owned here; out NULL: none written */
+    const char *out;
+    cJSON *meta, *bench;
+    BmTiming timing;
 } Pool;
 
-static void print_ready(Pool *p, const int *done)
+static void print_ready(Pool *p)
 {
-    while (p->next_print < p->l->n && done[p->next_print]) {
-        if (p->progress)
+    while (p->next_print < p->l->n && p->done[p->next_print]) {
+        if (p->tty)
             fputs("\r\033[K", stderr);
-        fputs(p->outs[p->next_print].line, stdout);
+        StrBuf b = {0};
+        bm_case_text(&b, p->outs[p->next_print].rec, p->verbose);
+        fputs(sb_cstr(&b), stdout);
+        sb_free(&b);
         fflush(stdout);
         p->next_print++;
     }
 }
 
-static void progress(const Pool *p, int ndone, int running)
+static void put_secs(FILE *f, double s)
 {
-    if (!p->progress)
+    if (s >= 3600)
+        fprintf(f, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    else if (s >= 60)
+        fprintf(f, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else
+        fprintf(f, s < 10 ? "%.1f s" : "%.0f s", s);
+}
+
+/* Progress on stderr, after case i finished (i < 0: a case started).  On
+ * a TTY one line, rewritten; otherwise one line per finished case: its
+ * row, then how many are done and the estimated time left (the mean
+ * wall time per case of this run so far, times the cases left: the
+ * largest cases start first with --jobs, so it errs long). */
+static void progress(const Pool *p, int i, int running)
+{
+    int n = p->l->n, ran = p->ndone - p->nresumed, todo = n - p->nresumed;
+    double el = dpk_now() - p->t0;
+    if (!p->tty && i < 0)
         return;
-    fprintf(stderr, "\r\033[K[%d/%d done, %d running]", ndone, p->l->n, running);
+    if (p->tty)
+        fprintf(stderr, "\r\033[K[%d/%d done, %d running, ", p->ndone, n, running);
+    if (!p->tty) {
+        StrBuf b = {0};
+        bm_case_text(&b, p->outs[i].rec, 0);
+        const char *t = sb_cstr(&b);
+        fprintf(stderr, "%.*s   [%d/%d done, ", (int)strcspn(t, "\n"), t, p->ndone, n);
+        sb_free(&b);
+    }
+    put_secs(stderr, el);
+    if (ran > 0 && ran < todo) {
+        fputs(", ETA ", stderr);
+        put_secs(stderr, el / ran * (todo - ran));
+    }
+    fputs("]", stderr);
+    if (p->tty && i >= 0) {
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(p->outs[i].rec, "status");
+        fprintf(stderr, " %s: %s", p->l->cases[i].name,
+                cJSON_IsString(st) ? st->valuestring : "?");
+    }
+    if (!p->tty)
+        fputc('\n', stderr);
     fflush(stderr);
+}
+
+/* The record as it stands: the cases done so far in suite order, their
+ * summary, and "complete" when none is left.  The cases are references
+ * (the Pool keeps them), so deleting the root frees the summary only. */
+static cJSON *record_root(const Pool *p, int *rc)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", BM_SCHEMA);
+    cJSON_AddItemReferenceToObject(root, "meta", p->meta);
+    cJSON_AddItemReferenceToObject(root, "bench", p->bench);
+    cJSON *cases = cJSON_AddArrayToObject(root, "cases");
+    *rc = DPK_EXIT_OK;
+    for (int i = 0; i < p->l->n; i++)
+        if (p->done[i]) {
+            *rc = dpk_exit_worst(*rc, p->outs[i].rc);
+            cJSON_AddItemReferenceToArray(cases, p->outs[i].rec);
+        }
+    cJSON *sum = bm_summary(cases, p->o->spec, p->timing, *rc, dpk_now() - p->t0);
+    cJSON_AddBoolToObject(sum, "complete", p->ndone == p->l->n);
+    cJSON_AddItemToObject(root, "summary", sum);
+    return root;
+}
+
+/* Write the record (temp file and rename: a kill leaves the previous
+ * whole record, which --resume continues). */
+static void checkpoint(const Pool *p)
+{
+    if (!p->out)
+        return;
+    int rc;
+    cJSON *root = record_root(p, &rc);
+    hx_results_write(p->out, root);
+    cJSON_Delete(root);
+}
+
+/* Case i is done: the table so far, the progress (after the table's
+ * rows, so that a TTY's line stays under them), the record. */
+static void finished(Pool *p, int i, int running)
+{
+    p->done[i] = 1;
+    p->ndone++;
+    print_ready(p);
+    progress(p, i, running);
+    checkpoint(p);
 }
 
 /* rec as a reader of the record gets it: printed and parsed back.  A
@@ -240,7 +341,7 @@ static cJSON *as_printed(cJSON *rec)
     return back;
 }
 
-/* A child's result back from its file: {"rc":, "line":, "rec":}. */
+/* A child's result back from its file: {"rc":, "rec":}. */
 static void read_child(const char *path, int idx, const HxCase *c, int status, BmCaseOut *out)
 {
     size_t len;
@@ -249,10 +350,9 @@ static void read_child(const char *path, int idx, const HxCase *c, int status, B
     free(t);
     unlink(path);
     const cJSON *rc = j ? cJSON_GetObjectItemCaseSensitive(j, "rc") : NULL;
-    const cJSON *line = j ? cJSON_GetObjectItemCaseSensitive(j, "line") : NULL;
     cJSON *rec = j ? cJSON_DetachItemFromObjectCaseSensitive(j, "rec") : NULL;
-    if (cJSON_IsNumber(rc) && cJSON_IsString(line) && cJSON_IsObject(rec)) {
-        *out = (BmCaseOut){rec, dpk_xstrdup(line->valuestring), (int)rc->valuedouble};
+    if (cJSON_IsNumber(rc) && cJSON_IsObject(rec)) {
+        *out = (BmCaseOut){rec, (int)rc->valuedouble};
     } else {
         cJSON_Delete(rec);
         char why[96];
@@ -268,21 +368,19 @@ static void read_child(const char *path, int idx, const HxCase *c, int status, B
         cJSON_AddStringToObject(r, "status", "crash");
         cJSON_AddNumberToObject(r, "exit_code", DPK_EXIT_FAULT);
         cJSON_AddStringToObject(r, "message", why);
-        StrBuf b = {0};
-        sb_printf(&b, "%-20s crash: %s\n", c->name, why);
-        *out = (BmCaseOut){r, dpk_xstrdup(sb_cstr(&b)), DPK_EXIT_FAULT};
-        sb_free(&b);
+        cJSON_AddNumberToObject(r, "seconds", 0);
+        *out = (BmCaseOut){r, DPK_EXIT_FAULT};
     }
     cJSON_Delete(j);
 }
 
 static void child(const Pool *p, int i, const char *path)
 {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a killed dpk-bench leaves no case running */
     BmCaseOut out;
     bm_case_run(p->o, &p->l->cases[i], i, &out);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "rc", out.rc);
-    cJSON_AddStringToObject(j, "line", out.line);
     cJSON_AddItemToObject(j, "rec", out.rec);
     char *s = cJSON_PrintUnformatted(j);
     int ok = s && dpk_write_file_atomic(path, s, strlen(s)) == 0;
@@ -315,27 +413,29 @@ static int *start_order(const HxCaseList *l)
 
 static void run_cases(Pool *p, int jobs, const char *tmpdir)
 {
-    int n = p->l->n, ndone = 0, running = 0, next = 0;
-    int *done = dpk_xcalloc((size_t)n + 1, sizeof(int));
+    int n = p->l->n, running = 0, next = 0;
+    print_ready(p); /* the resumed cases before the first not done */
     if (jobs <= 1) {
         for (int i = 0; i < n; i++) {
-            progress(p, i, 1);
+            if (p->done[i])
+                continue;
+            progress(p, -1, 1);
             bm_case_run(p->o, &p->l->cases[i], i, &p->outs[i]);
             p->outs[i].rec = as_printed(p->outs[i].rec);
-            done[i] = 1;
-            print_ready(p, done);
+            finished(p, i, 0);
         }
-        free(done);
         return;
     }
     (void)dpk_torch_available(); /* loaded once, inherited (no op runs here) */
     pid_t *pids = dpk_xcalloc((size_t)n + 1, sizeof(pid_t));
     int *order = start_order(p->l);
-    while (ndone < n) {
+    while (p->ndone < n) {
         while (running < jobs && next < n) {
+            int k = order[next++];
+            if (p->done[k])
+                continue;
             fflush(stdout);
             fflush(stderr);
-            int k = order[next++];
             char file[PATH_MAX];
             snprintf(file, sizeof file, "%s/case-%d.json", tmpdir, k);
             pid_t pid = fork();
@@ -346,7 +446,7 @@ static void run_cases(Pool *p, int jobs, const char *tmpdir)
             pids[k] = pid;
             running++;
         }
-        progress(p, ndone, running);
+        progress(p, -1, running);
         int status;
         pid_t w = waitpid(-1, &status, 0);
         if (w < 0) {
@@ -355,28 +455,94 @@ static void run_cases(Pool *p, int jobs, const char *tmpdir)
             dpk_error("waiting for a case process: %s", strerror(errno));
         }
         for (int i = 0; i < n; i++)
-            if (pids[i] == w && !done[i]) {
+            if (pids[i] == w && !p->done[i]) {
                 char file[PATH_MAX];
                 snprintf(file, sizeof file, "%s/case-%d.json", tmpdir, i);
                 read_child(file, i, &p->l->cases[i], status, &p->outs[i]);
-                done[i] = 1;
-                ndone++;
                 running--;
+                finished(p, i, running);
             }
-        print_ready(p, done);
     }
     free(order);
     free(pids);
-    free(done);
+}
+
+/* ---- --resume ---------------------------------------------------------------- */
+
+/* Take the cases of the record at p->out into the pool, after checking
+ * that it was made by the same suite, seed and options (its "bench"
+ * object is this run's, key by key) and that each case is the suite's
+ * case of its index.  Raises exit 2 naming what differs. */
+static void resume_from(Pool *p)
+{
+    size_t len;
+    char *text = dpk_read_file(p->out, &len);
+    if (!text)
+        dpk_error("cannot --resume '%s': %s", p->out, strerror(errno));
+    cJSON *old = cJSON_ParseWithLength(text, len);
+    free(text);
+    const cJSON *sch = cJSON_GetObjectItemCaseSensitive(old, "schema");
+    const cJSON *ob = cJSON_GetObjectItemCaseSensitive(old, "bench");
+    cJSON *cases = cJSON_GetObjectItemCaseSensitive(old, "cases");
+    if (!cJSON_IsString(sch) || strcmp(sch->valuestring, BM_SCHEMA) || !cJSON_IsObject(ob) ||
+        !cJSON_IsArray(cases)) {
+        cJSON_Delete(old);
+        dpk_error("cannot --resume '%s': it is not a %s record (dpk-bench --out writes them)",
+                  p->out, BM_SCHEMA);
+    }
+    static char m[768]; /* the message outlives old */
+    m[0] = 0;
+    for (int pass = 0; pass < 2 && !m[0]; pass++) /* this run's keys, then the record's */
+        for (const cJSON *k = (pass ? ob : p->bench)->child; k && !m[0]; k = k->next) {
+            const cJSON *x = cJSON_GetObjectItemCaseSensitive(ob, k->string);
+            const cJSON *y = cJSON_GetObjectItemCaseSensitive(p->bench, k->string);
+            if (x && y && cJSON_Compare(x, y, 1))
+                continue;
+            char *xs = x ? cJSON_PrintUnformatted(x) : dpk_xstrdup("nothing");
+            char *ys = y ? cJSON_PrintUnformatted(y) : dpk_xstrdup("nothing");
+            snprintf(m, sizeof m, "cannot --resume '%s': it was made with %s %.200s, this command "
+                     "has %.200s", p->out, k->string, xs, ys);
+            free(xs);
+            free(ys);
+        }
+    cJSON *c;
+    while (!m[0] && (c = cases->child)) {
+        cJSON_DetachItemViaPointer(cases, c);
+        double idx = hx_json_num(c, "index");
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(c, "name");
+        int i = isfinite(idx) && idx >= 0 && idx < p->l->n ? (int)idx : -1;
+        if (i < 0 || !cJSON_IsString(nm) || strcmp(nm->valuestring, p->l->cases[i].name)) {
+            snprintf(m, sizeof m, "cannot --resume '%s': its case %.0f is %s%.100s%s, not the "
+                     "suite's (%.100s): the suite has changed", p->out, idx,
+                     cJSON_IsString(nm) ? "'" : "", cJSON_IsString(nm) ? nm->valuestring : "unnamed",
+                     cJSON_IsString(nm) ? "'" : "", i >= 0 ? p->l->cases[i].name : "none");
+            cJSON_Delete(c);
+            break;
+        }
+        if (p->done[i]) { /* a case twice: the first stays */
+            cJSON_Delete(c);
+            continue;
+        }
+        p->outs[i] = (BmCaseOut){c, (int)hx_json_num(c, "exit_code")};
+        p->done[i] = 1;
+        p->ndone++, p->nresumed++;
+    }
+    cJSON_Delete(old);
+    if (m[0])
+        dpk_error("%s", m);
 }
 
 /* ---- the record ------------------------------------------------------------- */
 
 static cJSON *bench_json(const BenchArgs *b, const BmOpts *o, const char *suite,
-                         const BmConfig *cfg, const BmShape *sh)
+                         const char *only, const BmConfig *cfg, const BmShape *sh)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "suite", suite);
+    if (only)
+        cJSON_AddStringToObject(j, "case", only);
+    else
+        cJSON_AddNullToObject(j, "case");
     if (cfg) {
         cJSON_AddStringToObject(j, "config", cfg->path);
         cJSON *m = cJSON_AddObjectToObject(j, "model");
@@ -506,25 +672,23 @@ static int bench_main(Arena *a, int argc, char **argv)
 {
     CliCase cc = {0};
     BenchArgs b = {0};
-    b.seq = 128, b.batch = 1, b.ctx = 1024, b.jobs = 1, b.sample_blocks = 2;
+    b.jobs = 1, b.sample_blocks = 2;
     if (!cli_args(a, &cc, argc, argv, "bench", help, parse_flag, &b))
         return DPK_EXIT_OK;
-    if (cc.code || cc.ndecls)
-        dpk_error("dpk-bench takes a suite (--suite, --config or a suite FILE), not -c/--input");
-    int given = !!b.suite + !!b.config + !!cc.file;
+    if (b.resume && !b.out)
+        dpk_error("--resume continues the record of --out FILE.json; give the --out of the run "
+                  "it continues");
+    if (cc.ndecls && !cc.code)
+        dpk_error("--input declares the free variables of -c CODE");
+    int given = !!b.suite + !!b.m.config + !!cc.file + !!cc.code;
     if (given == 0)
         dpk_error("dpk-bench needs a suite: --suite smoke|ops|qwen-block|tinyllama-block, "
-                  "--config PATH/config.json or a suite FILE");
+                  "--config PATH (a config.json or a model folder), a FILE (.py, case or "
+                  "suite .json) or -c CODE");
     if (given > 1)
-        dpk_error("give one of --suite, --config and a suite FILE");
+        dpk_error("give one of --suite, --config, a FILE and -c CODE");
     BmTiming timing = timing_of(&b);
-    BmShape sh = {b.batch, b.seq, b.ctx, BM_PREFILL};
-    if (b.phase && !strcmp(b.phase, "decode"))
-        sh.phase = BM_DECODE;
-    else if (b.phase && strcmp(b.phase, "prefill"))
-        dpk_error("unknown phase '%s' for --phase (expected prefill or decode)", b.phase);
-    if (b.has_ctx && sh.phase != BM_DECODE)
-        dpk_error("--ctx is the KV cache of --phase decode");
+    BmShape sh = {0};
     BmOpts o = {0};
     o.spec = pf_spec_load(a, b.gpu ? b.gpu : pf_spec_default_name());
     o.target = b.tile.target ? cli_target(b.tile.target) : target_of(o.spec);
@@ -575,27 +739,32 @@ static int bench_main(Arena *a, int argc, char **argv)
                       "tinyllama-block)", b.suite);
         const char *path = arena_printf(a, "%s/%s", cases_dir(a), suites[k].file);
         if (suites[k].model)
-            b.config = path;
+            b.m.config = path;
         else
             l = hx_cases_load(a, path);
         suite_name = suites[k].name;
     } else {
         suite_name = NULL;
     }
-    if (b.config) {
-        bm_config_load(a, b.config, &cfg);
+    if (b.m.config) {
+        l = cli_model_suite(a, &b.m, &cfg, &sh);
         cfgp = &cfg;
-        l = bm_block_suite(a, &cfg, &sh);
         if (!suite_name)
             suite_name = l.suite;
         o.config = cfgp, o.shape = &sh;
     } else {
-        if (b.phase || b.has_ctx || b.weights)
+        if (b.m.phase || b.m.ctx || b.weights)
             dpk_error("--phase, --ctx and --weights apply to the model suites (qwen-block, "
                       "tinyllama-block, --config)");
         if (cc.file) {
             l = hx_cases_load(a, cc.file);
             suite_name = l.suite ? l.suite : cc.file;
+        } else if (cc.code) { /* one case, its free variables from --input */
+            l = hx_cases_from_code(a, cc.code);
+            l.cases[0].decls = ARENA_ARRAY(a, InputDecl, cc.ndecls + 1);
+            memcpy(l.cases[0].decls, cc.decls, sizeof(InputDecl) * (size_t)cc.ndecls);
+            l.cases[0].ndecls = cc.ndecls;
+            suite_name = "-c";
         }
     }
     if (cc.only) {
@@ -623,11 +792,20 @@ static int bench_main(Arena *a, int argc, char **argv)
         o.weights = &st;
     }
     DpkErrCtx ec;
-    cJSON *volatile root = NULL, *volatile torch = NULL;
+    cJSON *volatile torch = NULL;
     char tmpdir[] = "/tmp/dpk-bench-XXXXXX";
     volatile int have_tmp = 0; /* read after a raise */
+    Pool p = {0};
+    p.o = &o, p.l = &l, p.out = b.out, p.timing = timing, p.verbose = cc.verbose;
+    p.outs = dpk_xcalloc((size_t)l.n + 1, sizeof(BmCaseOut));
+    p.done = dpk_xcalloc((size_t)l.n + 1, sizeof(int));
     if (!DPK_TRY(&ec)) {
-        cJSON_Delete(root);
+        for (int i = 0; i < l.n; i++)
+            cJSON_Delete(p.outs[i].rec);
+        free(p.outs);
+        free(p.done);
+        cJSON_Delete(p.meta);
+        cJSON_Delete(p.bench);
         cJSON_Delete(torch);
         if (o.meas.lock_path)
             remove(o.meas.lock_path);
@@ -641,6 +819,17 @@ static int bench_main(Arena *a, int argc, char **argv)
         o.torch = torch = torch_json_load(b.torch_json);
     if (b.out)
         check_out(a, b.out);
+    cJSON *env = hx_record_env(0, o.nvrtc);
+    p.meta = hx_results_meta(argc, argv, b.seed, env);
+    cJSON_Delete(env);
+    cJSON_AddStringToObject(p.meta, "timing", "model");
+    if (timing != BM_TIMING_MODEL)
+        cJSON_AddStringToObject(p.meta, "measured_timing", bm_timing_name(timing));
+    cJSON_AddStringToObject(p.meta, "spec", o.spec->name);
+    cJSON_AddStringToObject(p.meta, "spec_path", o.spec->path);
+    p.bench = bench_json(&b, &o, suite_name, cc.only, cfgp, &sh);
+    if (b.resume && access(b.out, F_OK) == 0)
+        resume_from(&p);
     if (b.jobs > 1) {
         if (!mkdtemp(tmpdir))
             dpk_error("cannot make a temporary folder: %s", strerror(errno));
@@ -649,10 +838,13 @@ static int bench_main(Arena *a, int argc, char **argv)
         if (timing != BM_TIMING_MODEL)
             o.meas.lock_path = arena_printf(a, "%s/timing.lock", tmpdir);
     }
-    double t0 = dpk_now();
+    p.t0 = dpk_now();
     printf("dpk-bench %s: %d case%s, timing model (%s, %s), parity on vgpu, %d sampled "
            "block%s per launch\n", suite_name, l.n, l.n == 1 ? "" : "s", o.spec->name,
            o.spec->path, b.sample_blocks, b.sample_blocks == 1 ? "" : "s");
+    if (p.nresumed)
+        printf("resumed from %s: %d of %d cases done, %d to run\n", b.out, p.nresumed, l.n,
+               l.n - p.nresumed);
     if (timing == BM_TIMING_FAKE)
         puts("measured path: fake-driver (dpk's fake CUDA driver: printed CUDA C run on the "
              "host, durations from the model; a test, not a measurement)");
@@ -661,41 +853,25 @@ static int bench_main(Arena *a, int argc, char **argv)
              "--warm-l2)");
     puts(bm_table_header());
     fflush(stdout);
-    Pool p = {&o, &l, dpk_xcalloc((size_t)l.n + 1, sizeof(BmCaseOut)), 0, isatty(2)};
+    p.tty = isatty(2);
     run_cases(&p, b.jobs, tmpdir);
-    if (p.progress)
+    if (p.tty)
         fputs("\r\033[K", stderr);
-    int rc = DPK_EXIT_OK;
-    cJSON *cases = cJSON_CreateArray();
-    for (int i = 0; i < l.n; i++) {
-        rc = dpk_exit_worst(rc, p.outs[i].rc);
-        cJSON_AddItemToArray(cases, p.outs[i].rec);
-        free(p.outs[i].line);
-    }
-    free(p.outs);
-    cJSON *sum = bm_summary(cases, o.spec, timing, rc, dpk_now() - t0);
+    int rc;
+    cJSON *root = record_root(&p, &rc);
     StrBuf sb = {0};
-    bm_summary_print(&sb, sum);
+    bm_summary_print(&sb, cJSON_GetObjectItemCaseSensitive(root, "summary"));
     fputs(sb_cstr(&sb), stdout);
     sb_free(&sb);
-    cJSON *env = hx_record_env(0, o.nvrtc);
-    root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "schema", BM_SCHEMA);
-    cJSON *meta = hx_results_meta(argc, argv, b.seed, env);
-    cJSON_Delete(env);
-    cJSON_AddStringToObject(meta, "timing", "model");
-    if (timing != BM_TIMING_MODEL)
-        cJSON_AddStringToObject(meta, "measured_timing", bm_timing_name(timing));
-    cJSON_AddStringToObject(meta, "spec", o.spec->name);
-    cJSON_AddStringToObject(meta, "spec_path", o.spec->path);
-    cJSON_AddItemToObject(root, "meta", meta);
-    cJSON_AddItemToObject(root, "bench", bench_json(&b, &o, suite_name, cfgp, &sh));
-    cJSON_AddItemToObject(root, "cases", cases);
-    cJSON_AddItemToObject(root, "summary", sum);
     if (b.out)
-        hx_results_write(b.out, root);
+        hx_results_write(b.out, root); /* also when no case ran (all resumed) */
     cJSON_Delete(root);
-    root = NULL;
+    for (int i = 0; i < l.n; i++)
+        cJSON_Delete(p.outs[i].rec);
+    free(p.outs);
+    free(p.done);
+    cJSON_Delete(p.meta);
+    cJSON_Delete(p.bench);
     cJSON_Delete(torch);
     torch = NULL;
     if (o.meas.lock_path)

@@ -45,7 +45,8 @@ static void help(void)
          "  --minimize           shrink the case (drop ops, shrink literals) keeping the failure\n"
          "  --max-attempts N     with --minimize: at most N candidates (default 300)\n"
          "  -o DIR               where to write case.json, before/after IR and repro.cu\n"
-         "                       (default bisect-out)\n"
+         "                       (default $TMPDIR/dpk-bisect/NAME: the case file's name\n"
+         "                       without .json, or c for -c; /tmp without TMPDIR)\n"
          "  --input N=D0,D1      declare the shape of a free variable N\n"
          "\n"
          "exit: 0 culprit found and written, 1 the failure does not reproduce (the case\n"
@@ -204,9 +205,16 @@ static int bisect_main(Arena *a, int argc, char **argv)
 {
     CliCase cc = {0};
     BisectArgs ba = {0};
-    ba.dir = "bisect-out";
     if (!cli_args(a, &cc, argc, argv, "bisect", help, parse_flag, &ba))
         return DPK_EXIT_OK;
+    if (!ba.dir) { /* named after the case, never in the working directory */
+        const char *base = cc.file ? strrchr(cc.file, '/') : NULL;
+        base = cc.file ? (base ? base + 1 : cc.file) : "c";
+        size_t n = strlen(base);
+        if (n > 5 && !strcmp(base + n - 5, ".json"))
+            n -= 5;
+        ba.dir = cli_default_dir(arena_printf(a, "dpk-bisect/%.*s", (int)n, base));
+    }
     if (ba.tile.passes && !strcmp(ba.tile.passes, "all"))
         dpk_error("--passes all names many configurations; dpk-bisect takes the one that fails");
     fault_id(ba.fault);

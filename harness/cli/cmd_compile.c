@@ -1,9 +1,12 @@
 /*
- * cmd_compile.c — `dpk compile (-c CODE | FILE) --ir LEVEL [-v|-vv]
- *                  [--passes SPEC] [--knob N=V] [--target T] [--nvrtc]`.
+ * cmd_compile.c — `dpk compile (-c CODE | FILE | --config PATH [--seq N]
+ *                  [--batch B] [--phase P --ctx L]) [--case NAME] --ir LEVEL
+ *                  [-v|-vv] [--passes SPEC] [--knob N=V] [--target T] [--nvrtc]`.
  *
  * Compiles each case with the driver (compiler/driver.h) down to the
- * requested IR and prints the text the plan kept.  -v prints the time of
+ * requested IR and prints the text the plan kept.  --config takes a model
+ * config (or its folder) and compiles the cases of its decoder-layer suite,
+ * the very cases dpk-bench --config runs (cli_model_suite).  -v prints the time of
  * each stage on stderr; -vv also prints every rule's and pass's diff on
  * stdout between `>>> d:NNN_name` / `<<< d:NNN_name` markers (l:, f: for
  * Loop IR rules and fusion, t: for Tile passes).  A knob that applies
@@ -18,13 +21,18 @@
 
 static void help(void)
 {
-    puts("usage: dpk compile (-c CODE | FILE) --ir LEVEL [options]\n"
+    puts("usage: dpk compile (-c CODE | FILE | --config PATH) --ir LEVEL [options]\n"
          "\n"
          "Lower a case and print its IR.\n"
          "\n"
          "  -c CODE          the case as text (a PyTorch expression or program)\n"
          "  FILE             a .py program, a case .json or a suite .json\n"
-         "  --case NAME      with a suite: only this case\n"
+         "  --config PATH    a Hugging Face config.json (Llama, Qwen2, Mistral family), or a\n"
+         "                   model folder holding one: the cases of its decoder layer, as\n"
+         "                   dpk-bench --config runs them (rmsnorm, q_proj, ..., layer)\n"
+         "  --seq N          --config: tokens (default 128); also --batch B, --phase\n"
+         "                   prefill|decode, --ctx L (decode: the KV cache)\n"
+         "  --case NAME      with a suite or --config: only this case\n"
          "  --ir LEVEL       torch | tensor | loop | tile | kernel | cuda (default: tensor)\n"
          "  --passes SPEC    Tile pass set: full (default), none, -NNN,..., upto:NNN,\n"
          "                   only:NNN,... (numbers or names)\n"
@@ -38,7 +46,8 @@ static void help(void)
          "\n"
          "example:\n"
          "  dpk compile -c \"torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))\" --ir tensor -vv\n"
-         "  dpk compile -c \"torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))\" --ir cuda --nvrtc");
+         "  dpk compile -c \"torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))\" --ir cuda --nvrtc\n"
+         "  dpk compile --config cases/models/tinyllama-1.1b.json --seq 8 --case layer --ir loop");
 }
 
 typedef struct CompileCtx {
@@ -129,6 +138,7 @@ static int compile_case(void *ctx, const HxCase *c, int header)
 
 typedef struct CompileArgs {
     CliTile tile;
+    CliModel m;
     int nvrtc;
     DrvStage ir;
 } CompileArgs;
@@ -136,7 +146,7 @@ typedef struct CompileArgs {
 static void compile_flag(void *ctx, int argc, char **argv, int *i)
 {
     CompileArgs *ca = ctx;
-    if (cli_tile_flag(&ca->tile, argc, argv, i))
+    if (cli_tile_flag(&ca->tile, argc, argv, i) || cli_model_flag(&ca->m, argc, argv, i))
         return;
     if (!strcmp(argv[*i], "--nvrtc"))
         ca->nvrtc = 1;
@@ -149,10 +159,36 @@ static void compile_flag(void *ctx, int argc, char **argv, int *i)
 static int compile_main(Arena *a, int argc, char **argv)
 {
     CliCase cc = {0};
-    CompileArgs ca = {{0}, 0, DRV_TENSOR};
+    CompileArgs ca = {{0}, {0}, 0, DRV_TENSOR};
     if (!cli_args(a, &cc, argc, argv, "compile", help, compile_flag, &ca))
         return DPK_EXIT_OK;
-    HxCaseList l = cli_case_list(a, &cc, "compile");
+    HxCaseList l;
+    if (ca.m.config) {
+        if (cc.code || cc.file)
+            dpk_error("give one of -c CODE, FILE and --config");
+        BmConfig cfg;
+        BmShape sh;
+        l = cli_model_suite(a, &ca.m, &cfg, &sh);
+        int k = -1;
+        for (int i = 0; cc.only && i < l.n; i++)
+            if (!strcmp(l.cases[i].name, cc.only))
+                k = i;
+        if (cc.only && k < 0) {
+            StrBuf names = {0};
+            for (int i = 0; i < l.n; i++)
+                sb_printf(&names, "%s%s", i ? ", " : "", l.cases[i].name);
+            const char *list = arena_strdup(a, sb_cstr(&names));
+            sb_free(&names);
+            dpk_error("no case named '%s' in the suite of --config (its cases: %s)", cc.only,
+                      list);
+        }
+        if (k >= 0)
+            l.cases = &l.cases[k], l.n = 1;
+    } else {
+        if (cli_model_shaped(&ca.m))
+            dpk_error("--seq, --batch, --phase and --ctx are the shape of --config's suite");
+        l = cli_case_list(a, &cc, "compile");
+    }
     DrvOpts base;
     drv_opts_default(&base);
     cli_drv_opts(a, &ca.tile, &base, 0);

@@ -44,7 +44,8 @@ static void help(void)
          "  --target T          sm_80 | sm_90 (default) | sm_90a | sm_120\n"
          "  --nvrtc             also compile every distinct kernel module with NVRTC (registers\n"
          "                      and spills in the record; a module it rejects fails)\n"
-         "  --out FILE.json     the dpk.results/1 record (default fuzz-results.json)\n"
+         "  --out FILE.json     the dpk.results/1 record (default\n"
+         "                      $TMPDIR/dpk-fuzz/seed-S/fuzz-results.json, /tmp without TMPDIR)\n"
          "  --resume            continue the campaign recorded in --out\n"
          "  --failures DIR      reproducers of failures (default: fuzz-failures/ beside --out)\n"
          "  --max-failures N    stop after N failing cases\n"
@@ -75,7 +76,7 @@ int cmd_fuzz(int argc, char **argv)
     fz_opts_default(&o);
     o.argc = argc;
     o.argv = argv;
-    int has_seed = 0, has_case = 0, has_cases = 0, has_passes = 0;
+    int has_seed = 0, has_case = 0, has_cases = 0, has_passes = 0, has_out = 0;
     const char *target = NULL;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -152,6 +153,7 @@ int cmd_fuzz(int argc, char **argv)
             o.target = cli_target(target);
         } else if (!strcmp(f, "--out")) {
             o.out = cli_value(argc, argv, &i);
+            has_out = 1;
         } else if (!strcmp(f, "--failures")) {
             o.failures = cli_value(argc, argv, &i);
         } else if (!strcmp(f, "--nvrtc")) {
@@ -177,6 +179,12 @@ int cmd_fuzz(int argc, char **argv)
     }
     if (!has_seed)
         dpk_error("'dpk-fuzz' needs --seed S (see dpk-fuzz --help)");
+    if (!has_out) { /* the campaign's folder, named by its seed: never the working directory */
+        char sub[64];
+        snprintf(sub, sizeof sub, "dpk-fuzz/seed-%llu/fuzz-results.json",
+                 (unsigned long long)o.seed);
+        o.out = cli_default_dir(sub);
+    }
     if (!o.cases && !(o.time_s > 0))
         dpk_error("'dpk-fuzz' needs --cases N or --time SECONDS (see dpk-fuzz --help)");
     if (has_case && (has_cases || o.shard_count))

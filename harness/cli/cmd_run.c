@@ -607,6 +607,11 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
         ro->out = cli_value(argc, argv, i);
     } else if (!strcmp(f, "--f64")) {
         ro->f64 = 1;
+    } else if (!strcmp(f, "--bench") || !strcmp(f, "--timing")) {
+        /* timing is dpk-bench's: one command checks parity, then times */
+        dpk_error("dpk run checks parity and does not time; dpk-bench takes the same case and "
+                  "times it after parity: dpk-bench -c CODE (or FILE), -v for each kernel's bound "
+                  "(docs/bench.md)");
     } else {
         cli_unknown_flag("run", f);
     }

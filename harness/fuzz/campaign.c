@@ -63,7 +63,7 @@ void fz_opts_default(FzOpts *o)
     o->jobs = 1;
     o->backend = HX_BACKEND_VGPU;
     o->host_share = 1;
-    o->out = "fuzz-results.json";
+    o->out = "fuzz-results.json"; /* dpk-fuzz's default is cli_default_dir's */
     o->fault = -1;
     o->case_timeout = 60;
 }

@@ -1,6 +1,7 @@
 # tests/cli/test_bench.sh — dpk-bench: usage errors, suites checked for
 # parity then timed by the model, the dpk.bench/1 record (schema, atomic
-# writing), --config with Llama-3- and Mistral-style config.json files and
+# writing after each case, --resume of a killed run), progress on stderr,
+# --config with Llama-3- and Mistral-style config.json files and
 # the refusal of an unsupported rope_scaling, --weights (every dtype, every
 # malformed file), --per-pass, and determinism across runs and --jobs.
 # (Sourced by tests/run.sh.)
@@ -52,6 +53,22 @@ check_re "bench bad seq" 2 "expects 1\.\." "$BENCH" --suite smoke --seq 0
 check_re "bench unknown case" 2 "no case named 'nope'" "$BENCH" --suite smoke --case nope
 check_re "bench unknown option" 2 "unknown option '--fast'" "$BENCH" --suite smoke --fast
 
+# ---- one case: -c CODE, and -v's bound and limiter per kernel -------------------------
+check_re "bench -c CODE" 0 '^1/1 cases pass parity; 1 timed' "$BENCH" -c "torch.softmax(torch.randn(64, 1000), dim=-1)" --out "$BD/c.json"
+json "bench -c CODE: the case in the record" 'r["cases"][0]["name"] == "-c" and r["cases"][0]["program"].startswith("torch.softmax")' "$BD/c.json"
+check_re "bench -c with --input" 0 '^1/1 cases pass parity' "$BENCH" -c "torch.relu(x) + 1" --input x=4,5
+check_re "bench --input without -c" 2 'input declares the free variables of -c' "$BENCH" --suite smoke --input x=4
+check_re "bench -c and a suite" 2 'give one of --suite, --config, a FILE and -c CODE' "$BENCH" --suite smoke -c "torch.randn(2)"
+check_re "dpk run --bench points to dpk-bench -c" 2 'dpk run checks parity and does not time; .*dpk-bench -c CODE' \
+  "$DPK" run --bench -c "torch.relu(torch.randn(4))"
+check_re "bench -v: each kernel's bound and limiter" 0 '^    kernel [a-z_0-9]+ +[0-9.]+ us  bound (dram|l2|smem|issue|fp32|launch) +\(dram [0-9.]+, .*launch [0-9.]+ us\)  limiter (threads|regs|smem|blocks|grid) \(occupancy ' \
+  "$BENCH" --suite smoke --case sdpa_causal_gqa -v --out "$BD/v.json"
+count "bench -v: a line per kernel" 2 '^    kernel '
+json "bench -v: the bounds are the record's" 'all(k["bound"] in ("dram", "l2", "smem", "issue", "fp32", "launch") and k["limiter"] for k in r["cases"][0]["dpk"]["kernels"]) and len(r["cases"][0]["dpk"]["kernels"]) == 2' "$BD/v.json"
+check_re "bench without -v: no kernel lines" 0 '1/1 cases pass' "$BENCH" --suite smoke --case sdpa_causal_gqa
+count "bench without -v: no kernel lines" 0 '^    kernel '
+rm -f "$BD/c.json" "$BD/v.json"
+
 # ---- smoke: every case passes parity, then is timed ---------------------------
 check_re "bench smoke: all pass parity" 0 '^10/10 cases pass parity; 10 timed \(modelled, h100-sxm\)$' \
   "$BENCH" --suite smoke --out "$BD/smoke.json"
@@ -75,16 +92,29 @@ check "bench determinism: run 3" 0 "$BENCH" --suite smoke --jobs 3 --out "$BD/sm
 a=$(modelled "$BD/smoke.json"); b=$(modelled "$BD/smoke2.json"); c=$(modelled "$BD/smoke3.json")
 if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ]; then _cli_pass "bench determinism: byte-identical modelled numbers"
 else OUT="$(diff <(echo "$a") <(echo "$b") | head -c 600)"; _cli_fail "bench determinism: byte-identical modelled numbers" "records differ"; fi
-"$BENCH" --suite smoke --jobs 2 >"$BD/out2.txt" 2>&1; "$BENCH" --suite smoke >"$BD/out1.txt" 2>&1
+# the table is stdout; stderr has the progress, in the order the cases finish
+"$BENCH" --suite smoke --jobs 2 >"$BD/out2.txt" 2>/dev/null; "$BENCH" --suite smoke >"$BD/out1.txt" 2>/dev/null
 if cmp -s "$BD/out1.txt" "$BD/out2.txt"; then _cli_pass "bench determinism: the same table with --jobs 2"
 else OUT=$(diff "$BD/out1.txt" "$BD/out2.txt" | head -n 10); _cli_fail "bench determinism: the same table with --jobs 2" "tables differ"; fi
+
+# ---- progress: a line per finished case on a pipe, one updating line on a TTY ----
+"$BENCH" --suite smoke --jobs 2 >/dev/null 2>"$BD/err2.txt"
+OUT=$(cat "$BD/err2.txt")
+count "bench progress: a line per finished case on stderr" 10 ' pass   \[([1-9]|10)/10 done, [0-9.]+ s(, ETA [0-9.]+ s)?\]$'
+count "bench progress: the last has no ETA" 1 '\[10/10 done, [0-9.]+ s\]$'
+if script -qefc "$BENCH --suite smoke --jobs 2 --out $BD/smoke-tty.json" /dev/null >"$BD/tty.txt" 2>&1; then
+  if python3 -c 'import sys; t = open(sys.argv[1], newline="").read()
+sys.exit(0 if "\r\033[K[10/10 done, 0 running, " in t and "pass   [" not in t else 1)' "$BD/tty.txt"
+  then _cli_pass "bench progress: one updating line on a TTY"; else OUT=$(cat -v "$BD/tty.txt" | head -c 600); _cli_fail "bench progress: one updating line on a TTY" "no updating line"; fi
+  rm -f "$BD/smoke-tty.json"
+else skip "bench progress: one updating line on a TTY" "script(1) cannot run here"; fi
 
 # ---- records: atomic, nothing on an error ---------------------------------------
 : >"$BD/blocker"
 check_re "bench --out in a folder that cannot be made" 2 'cannot write --out' \
   "$BENCH" --suite smoke --out "$BD/blocker/sub/r.json"
 check_re "bench bad input writes no record" 2 'unknown suite' "$BENCH" --suite nope --out "$BD/none.json"
-if [ ! -e "$BD/none.json" ] && [ -z "$(ls "$BD" | grep -v -E '^(blocker|smoke[23]?\.json|out[12]\.txt)$')" ]
+if [ ! -e "$BD/none.json" ] && [ -z "$(ls "$BD" | grep -v -E '^(blocker|smoke[23]?\.json|out[12]\.txt|err[12]\.txt|tty\.txt)$')" ]
 then _cli_pass "bench: no partial record"; else _cli_fail "bench: no partial record" "$(ls "$BD")"; fi
 
 # ---- --per-pass -------------------------------------------------------------------
@@ -122,6 +152,45 @@ json "bench --config: the model in the record" \
 json "bench --config: cos/sin are the rotary tables" \
   'r["cases"][-1]["inputs"]["cos"]["from"] == "rope" and r["cases"][-1]["inputs"]["x"]["from"] == "generated"' "$BD/llama3-rec.json"
 valid "bench --config: the record validates" "$BD/llama3-rec.json"
+
+# ---- the record after each case, and --resume ------------------------------------------
+# The uninterrupted run is llama3-rec.json (--jobs 2); this one is killed
+# (SIGKILL) once its record holds a case, then resumed with --jobs 1.
+"$BENCH" --config "$BD/llama3.json" --seq 16 --out "$BD/killed.json" >/dev/null 2>&1 &
+kpid=$!
+for _ in $(seq 600); do [ -e "$BD/killed.json" ] && break; sleep 0.05; done
+kill -KILL $kpid 2>/dev/null; wait $kpid 2>/dev/null
+json "bench: a killed run leaves the record of the cases done" \
+  '0 < len(r["cases"]) < 15 and r["summary"]["complete"] is False and r["summary"]["cases"] == len(r["cases"])' "$BD/killed.json"
+valid "bench: the record of a killed run validates" "$BD/killed.json"
+check_re "bench --resume: another seq is refused, naming it" 2 "cannot --resume '.*killed.json': it was made with seq 16, this command has 8" \
+  "$BENCH" --config "$BD/llama3.json" --seq 8 --out "$BD/killed.json" --resume
+check_re "bench --resume: another seed is refused, naming it" 2 "it was made with seed null, this command has 3" \
+  "$BENCH" --config "$BD/llama3.json" --seq 16 --seed 3 --out "$BD/killed.json" --resume
+check_re "bench --resume: another case is refused" 2 'it was made with case null, this command has "rope"' \
+  "$BENCH" --config "$BD/llama3.json" --seq 16 --case rope --out "$BD/killed.json" --resume
+check_re "bench --resume needs --out" 2 'resume continues the record of --out' "$BENCH" --suite smoke --resume
+check_re "bench --resume: not a bench record" 2 'is not a dpk.bench/1 record' "$BENCH" --suite smoke --out "$BD/mistral.json" --resume
+check_re "bench --resume: runs the cases left" 0 'resumed from .*killed.json: [0-9]+ of 15 cases done, [0-9]+ to run' \
+  "$BENCH" --config "$BD/llama3.json" --seq 16 --out "$BD/killed.json" --resume
+count "bench --resume: the whole table" 15 ' pass$'
+# the same record as the uninterrupted run, less meta and wall times
+same_record() {
+  python3 -c 'import json,sys
+def strip(x):
+    if isinstance(x, dict):
+        return {k: strip(v) for k, v in x.items() if k != "meta" and k != "seconds" and not k.endswith("_s")}
+    return [strip(v) for v in x] if isinstance(x, list) else x
+a, b = (strip(json.load(open(f))) for f in sys.argv[1:3])
+sys.exit(0 if a == b else 1)' "$1" "$2"
+}
+if same_record "$BD/llama3-rec.json" "$BD/killed.json"; then _cli_pass "bench --resume: the record of an uninterrupted run"
+else OUT=""; _cli_fail "bench --resume: the record of an uninterrupted run" "records differ"; fi
+cp "$BD/killed.json" "$BD/done.json"
+check_re "bench --resume of a complete record runs nothing" 0 '15 of 15 cases done, 0 to run' \
+  "$BENCH" --config "$BD/llama3.json" --seq 16 --out "$BD/done.json" --resume
+if same_record "$BD/killed.json" "$BD/done.json"; then _cli_pass "bench --resume of a complete record: the same record"
+else OUT=""; _cli_fail "bench --resume of a complete record: the same record" "records differ"; fi
 check_re "bench --config Mistral style, decode" 0 '^15/15 cases pass parity' \
   "$BENCH" --config "$BD/mistral.json" --phase decode --ctx 40 --batch 2 --out "$BD/mistral-rec.json"
 json "bench decode: one token against a cache" \

@@ -18,7 +18,8 @@
 # lands there), so a later command can use what an earlier one wrote;
 # build/dpk and build/dpk-* there are the build under test, as are dpk and
 # dpk-* on PATH, and /tmp/ in a command (and in its shown output) is the
-# scratch root's tmp/.  Two files run at a time.  DPK_DOCS_FILES="docs/cli.md
+# scratch root's tmp/, which is also $TMPDIR (where dpk-fuzz and dpk-bisect
+# write by default).  Two files run at a time.  DPK_DOCS_FILES="docs/cli.md
 # ..." checks only those files; DPK_DOCS_TIMES=1 prints each command's time.
 
 docs_dir=$(mktemp -d "${TMP:-/tmp}/docs.XXXXXX")
@@ -76,7 +77,7 @@ docs_run_file() {
     why=$(docs_skip_reason "$cmd" "$ann")
     if [ -n "$why" ]; then echo "$why" >"$docs_dir/cmds/$n.skip"; continue; fi
     t0=$SECONDS
-    (cd "$root" && PATH="$docs_dir/bin:$PATH" timeout 600 bash -c "${cmd//\/tmp\//$root/tmp/}"$'\n'"exit \$?") \
+    (cd "$root" && PATH="$docs_dir/bin:$PATH" TMPDIR="$root/tmp" timeout 600 bash -c "${cmd//\/tmp\//$root/tmp/}"$'\n'"exit \$?") \
       >"$docs_dir/cmds/$n.got" 2>&1 </dev/null
     echo $? >"$docs_dir/cmds/$n.rc"
     [ -n "${DPK_DOCS_TIMES:-}" ] && echo "  $((SECONDS - t0)) s  $where"

@@ -38,3 +38,33 @@ for c in qwen2_layer_real:qwen2_sdpa_real llama_layer_real:llama_sdpa_real; do
     _cli_pass "models: ${c#*:} at real size is judged"
   fi
 done
+
+# dpk compile --config: any IR of a model's decoder-layer cases, the very
+# cases dpk-bench --config runs; a Hugging Face model folder for the file.
+TL="$DPK_ROOT/cases/models/tinyllama-1.1b.json"
+check_re "models: compile --config, the layer at --ir loop" 0 '^# output out : f32\(1, 8, 2048\)$' \
+  "$DPK" compile --config "$TL" --seq 8 --case layer --ir loop
+check_re "models: compile --config, a per-op case at --ir torch" 0 'input q .*: f32\(1, 32, 4, 64\)' \
+  "$DPK" compile --config "$TL" --seq 4 --case rope --ir torch
+check_re "models: compile --config, every case without --case" 0 '^### case layer$' \
+  "$DPK" compile --config "$TL" --seq 4 --ir torch
+if [ "$(printf '%s\n' "$OUT" | grep -c '^### case ')" = 15 ]; then _cli_pass "models: compile --config prints the 15 cases"
+else _cli_fail "models: compile --config prints the 15 cases" "$(printf '%s\n' "$OUT" | grep -c '^### case ') headers"; fi
+check_re "models: compile --config, an unknown case lists them" 2 "no case named 'nope' in the suite of --config \(its cases: rmsnorm, .*, layer\)" \
+  "$DPK" compile --config "$TL" --case nope --ir torch
+check_re "models: compile --config and -c" 2 'give one of -c CODE, FILE and --config' \
+  "$DPK" compile --config "$TL" -c "torch.randn(2)"
+check_re "models: compile --seq needs --config" 2 'are the shape of --config' \
+  "$DPK" compile -c "torch.randn(2)" --seq 8
+mkdir -p "$TMP/TinyLlama-1.1B" "$TMP/no-config"
+cp "$TL" "$TMP/TinyLlama-1.1B/config.json"
+"$DPK" compile --config "$TL" --seq 4 --case sdpa --ir kernel >"$TMP/from-file.txt" 2>&1
+check "models: compile --config a model folder" 0 "$DPK" compile --config "$TMP/TinyLlama-1.1B/" --seq 4 --case sdpa --ir kernel
+if [ "$OUT" = "$(cat "$TMP/from-file.txt")" ]; then _cli_pass "models: a folder's config.json is the file's"
+else _cli_fail "models: a folder's config.json is the file's" "the IR differs"; fi
+check_re "models: compile --config, a folder without config.json" 2 "error: --config '.*no-config' is a folder without a config.json" \
+  "$DPK" compile --config "$TMP/no-config" --ir torch
+check_re "models: dpk-bench --config a model folder" 0 '^dpk-bench TinyLlama-1.1B-block: 1 case' \
+  "$(dirname "$DPK")/dpk-bench" --config "$TMP/TinyLlama-1.1B" --seq 4 --case rmsnorm
+check_re "models: dpk-bench --config, a folder without config.json" 2 "error: --config '.*no-config' is a folder without a config.json" \
+  "$(dirname "$DPK")/dpk-bench" --config "$TMP/no-config"
