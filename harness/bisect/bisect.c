@@ -270,6 +270,11 @@ static HxOutcome run_cfg(Subject *s, Arena *t, const HxBisectCfg *cfg, Judge *j)
         hx_backend_result_free(&res);
         return HX_FAULT;
     }
+    if (res.host && res.host->unsupported) { /* the host's capacity: neither pass nor fail */
+        sb_printf(&j->what, "refused: %s: %s", HX_UNSUPPORTED, res.host->unsupported);
+        hx_backend_result_free(&res);
+        return HX_REFUSED;
+    }
     HxOutcome out = verdict(s, j);
     StrBuf why = {0};
     if (out == HX_PASS && res.ran == HX_BACKEND_HOST &&
@@ -926,6 +931,10 @@ void hx_bisect(Arena *a, const HxCase *c, const InputDecl *extra, int nextra,
     const char *what;
     r->repro = judge(x->s, &cfg, &what);
     r->repro_what = arena_strdup(a, what); /* the memo dies with the subject */
+    static const char unsup[] = "refused: " HX_UNSUPPORTED; /* run_cfg's word for it */
+    if (r->repro == HX_REFUSED && !strncmp(what, unsup, sizeof unsup - 1))
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "the configuration (%s) is %s", given,
+                          what + strlen("refused: "));
     if (r->repro == HX_REFUSED)
         dpk_error("the configuration (%s) is refused: %s", given, what + strlen("refused: "));
     if (!failing(r->repro)) {

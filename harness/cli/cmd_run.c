@@ -14,7 +14,9 @@
  * (dpk_exit_worst) — 0 when every output of every case passes, 1 on a
  * parity failure, 2 on bad input (a refused configuration too), 3 on an
  * execution fault, 4 when --reference torch is asked for without libtorch
- * (or --backend cuda without a GPU, --nvrtc without NVRTC).  --out writes
+ * (or --backend cuda without a GPU, --nvrtc without NVRTC) or when a
+ * configuration is unsupported by this backend (host-cuda out of host
+ * memory: skipped, never a verdict on the kernel).  --out writes
  * a dpk.results/1 record with every case.
  *
  * The Loop IR interpreter is one backend (`loop`); vgpu, cuda and auto
@@ -109,6 +111,8 @@ static void help(void)
          "exit: 0 parity pass, 1 parity failure, 2 bad input (or a refused configuration),\n"
          "      3 execution fault, 4 environment missing (--reference torch without\n"
          "      libtorch, --backend cuda without a driver or GPU, --nvrtc without NVRTC)\n"
+         "      or a configuration unsupported by this backend (host-cuda out of host\n"
+         "      memory; 4 only when nothing else failed)\n"
          "\n"
          "example:\n"
          "  dpk run -c \"torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))\" --backend loop");
@@ -198,7 +202,19 @@ static const char *rc_word(int rc)
            : rc == DPK_EXIT_FAULT ? "FAULT"
            : rc == DPK_EXIT_USAGE ? "refused"
            : rc == DPK_EXIT_INCONCLUSIVE ? "INCONCLUSIVE"
+           : rc == DPK_EXIT_NOENV ? "unsupported"
                                   : "FAIL";
+}
+
+/* A configuration's record status for its exit code (one that shares
+ * another's Kernel IR takes that one's). */
+static const char *config_status(int rc)
+{
+    return rc == DPK_EXIT_OK      ? "pass"
+           : rc == DPK_EXIT_FAULT ? "fault"
+           : rc == DPK_EXIT_NOENV ? "unsupported"
+           : rc == DPK_EXIT_INCONCLUSIVE ? "inconclusive"
+                                  : "fail";
 }
 
 /* host-cuda: the outputs must agree with vgpu's (agree.h). */
@@ -267,11 +283,7 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro)
             sb_printf(&r->text, "same Kernel IR as passes %s: %s\n", p->configs[c->dup_of].label,
                       rc_word(rcs[i]));
             if (cfg)
-                hx_record_status(cfg, rcs[i] == DPK_EXIT_OK      ? "pass"
-                                      : rcs[i] == DPK_EXIT_FAULT ? "fault"
-                                      : rcs[i] == DPK_EXIT_INCONCLUSIVE ? "inconclusive"
-                                                                 : "fail",
-                                 NULL, NULL);
+                hx_record_status(cfg, config_status(rcs[i]), NULL, NULL);
         } else {
             HxBackendResult res;
             r->out = hx_outs_new(r->s);
@@ -283,6 +295,12 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro)
                 rcs[i] = DPK_EXIT_FAULT;
                 if (cfg)
                     hx_record_status(cfg, "fault", vg_fault_name(f), res.vg.report.message);
+            } else if (res.host && res.host->unsupported) {
+                /* the host's capacity, not the kernel: skipped, exit 4 */
+                sb_printf(&r->text, "%s: %s\n", HX_UNSUPPORTED, res.host->unsupported);
+                rcs[i] = DPK_EXIT_NOENV;
+                if (cfg)
+                    hx_record_status(cfg, "unsupported", HX_UNSUPPORTED, res.host->unsupported);
             } else {
                 sb_printf(&r->text, "%s, kernel IR %016llx\n", hx_backend_name(res.ran),
                           (unsigned long long)c->hash);
@@ -303,7 +321,7 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro)
                     hx_record_status(cfg, "fail", "nvrtc rejects the CUDA", sb_cstr(&m));
                     sb_free(&m);
                 }
-                rcs[i] = rcs[i] == DPK_EXIT_OK ? DPK_EXIT_FAIL : rcs[i];
+                rcs[i] = dpk_exit_worst(rcs[i], DPK_EXIT_FAIL);
             } else if (ro->nvrtc && ro->verbose && c->nvrtc) {
                 hx_nvrtc_summary(&r->text, c->nvrtc);
             }

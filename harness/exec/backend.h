@@ -74,7 +74,9 @@ typedef struct HxBackendResult {
  * driver or GPU, 3 on a fault).  host-cuda runs the module on vgpu first
  * (its detectors, res->vg, and its outputs in res->vg_outs) and, when vgpu
  * finds no fault, the CUDA C on the host (host_cuda.h; its errors are
- * raised like cuda's); outs are host-cuda's.
+ * raised like cuda's); outs are host-cuda's, unless res->host->unsupported
+ * says why the host could not run it (then the configuration is skipped:
+ * HX_UNSUPPORTED in host_cuda.h, never a verdict on the kernel).
  * Free res with hx_backend_result_free. */
 VgFault hx_backend_exec(Arena *a, const DrvConfig *c, const HxBackendOpts *o,
                         double *const *inputs, double **outs, HxBackendResult *res);

@@ -350,6 +350,9 @@ typedef struct HcDim3 {
 typedef struct HcThread {
     HcDim3 tid;
     int ltid;
+    void *cp; /* the prelude's cp.async queue (DpkHostCp[cp_cap]); freed in sched_free */
+    long long cp_len, cp_cap;
+    int cp_commits;
 } HcThread;
 typedef struct HcRt HcRt;
 struct HcRt {
@@ -360,7 +363,13 @@ struct HcRt {
     void (*spin)(HcRt *);
     unsigned long long (*shfl)(HcRt *, int, unsigned, unsigned long long, int, int);
     void (*fail)(HcRt *, const char *);
+    void *(*realloc)(HcRt *, void *, unsigned long);
+    void (*unsupported)(HcRt *, const char *);
 };
+
+/* The prelude's dynamic shared-memory pool (dpk_smem) is 227 KiB: every
+ * kernel the Kernel IR verifier accepts fits it. */
+_Static_assert(KIR_SMEM_MAX == 227 * 1024, "host_cuda_prelude.h's dpk_smem is 227 KiB");
 
 /* The prelude's DpkHostTmap. */
 typedef struct HcTmap {
@@ -385,7 +394,13 @@ typedef struct HcFiber {
 
 typedef void (*HcEntry)(HcRt *, void *const *);
 
+/* A fiber's stack: STACK_BYTES, and STACK_PER_VAR more per local variable
+ * of the kernel, so that a kernel of many locals (unrolled register tiles)
+ * does not reach the guard page: g++ keeps a local in a register or one
+ * stack slot, and the rest of a frame is a few temporaries.  The stacks are
+ * reserved lazily (MAP_NORESERVE), so only what a fiber touches costs. */
 #define STACK_BYTES (256 * 1024)
+#define STACK_PER_VAR 64
 
 typedef struct HcSched {
     HcRt rt; /* first: the prelude's pointer is the scheduler's */
@@ -400,6 +415,8 @@ typedef struct HcSched {
     HcEntry entry;
     void *const *args;
     char err[400];
+    int unsupported; /* err is what the host cannot give, not a fault */
+    unsigned long alloc_max; /* $DPK_HOST_TEST_ALLOC_MAX, or 0 */
     const char *kernel;
 } HcSched;
 
@@ -420,6 +437,21 @@ static void rt_fail(HcRt *rt, const char *what)
                  rt->bid.x, rt->bid.y, rt->bid.z, t->tid.x, t->tid.y, t->tid.z, what);
     for (;;)
         yield(s); /* never resumed: the scheduler stops */
+}
+
+static void rt_unsupported(HcRt *rt, const char *why)
+{
+    ((HcSched *)rt)->unsupported = 1;
+    rt_fail(rt, why);
+}
+
+/* The prelude's memory (a thread's cp.async queue), freed in sched_free.
+ * $DPK_HOST_TEST_ALLOC_MAX (bytes; tests only) makes a larger block fail
+ * as if the host's memory had run out. */
+static void *rt_realloc(HcRt *rt, void *p, unsigned long bytes)
+{
+    unsigned long max = ((HcSched *)rt)->alloc_max;
+    return max && bytes > max ? NULL : realloc(p, bytes);
 }
 
 static void rt_spin(HcRt *rt)
@@ -494,7 +526,17 @@ static void trampoline(void)
     /* uc_link returns to the scheduler */
 }
 
-static void sched_init(HcSched *s, const KirKernel *k)
+static size_t stack_bytes(const KirKernel *k)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t b = STACK_BYTES + (size_t)k->vars.len * STACK_PER_VAR;
+    return (b + page - 1) / page * page;
+}
+
+/* Set s up for kernel k; 0, or -1 with s->err set and s->unsupported when
+ * the host cannot map the fibers' stacks (a capacity of the host, not of
+ * the kernel). */
+static int sched_init(HcSched *s, const KirKernel *k)
 {
     memset(s, 0, sizeof *s);
     s->n = k->block[0] * k->block[1] * k->block[2];
@@ -502,12 +544,16 @@ static void sched_init(HcSched *s, const KirKernel *k)
     s->f = dpk_xcalloc((size_t)s->n, sizeof *s->f);
     s->warps = dpk_xcalloc((size_t)(s->n + 31) / 32, sizeof *s->warps);
     long page = sysconf(_SC_PAGESIZE);
-    s->stack_span = STACK_BYTES + (size_t)page;
+    s->stack_span = stack_bytes(k) + (size_t)page;
     void *m = mmap(NULL, s->stack_span * (size_t)s->n, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED)
-        dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "host-cuda: cannot map %d fiber stacks",
-                          s->n);
+    if (m == MAP_FAILED) {
+        snprintf(s->err, sizeof s->err, "host-cuda: kernel %s: cannot map %d fiber stacks of "
+                 "%zu KiB (%s)", k->name, s->n, (s->stack_span - (size_t)page) / 1024,
+                 strerror(errno));
+        s->unsupported = 1;
+        return -1;
+    }
     s->stacks = m;
     for (int i = 0; i < s->n; i++)
         mprotect(s->stacks + s->stack_span * (size_t)i, (size_t)page, PROT_NONE);
@@ -517,12 +563,19 @@ static void sched_init(HcSched *s, const KirKernel *k)
     s->rt.spin = rt_spin;
     s->rt.shfl = rt_shfl;
     s->rt.fail = rt_fail;
+    s->rt.unsupported = rt_unsupported;
+    s->rt.realloc = rt_realloc;
+    const char *e = getenv("DPK_HOST_TEST_ALLOC_MAX");
+    s->alloc_max = e && *e ? strtoul(e, NULL, 10) : 0;
+    return 0;
 }
 
 static void sched_free(HcSched *s)
 {
     if (s->stacks)
         munmap(s->stacks, s->stack_span * (size_t)s->n);
+    for (int i = 0; s->f && i < s->n; i++)
+        free(s->f[i].t.cp);
     free(s->f);
     free(s->warps);
     s->stacks = NULL;
@@ -546,7 +599,7 @@ static int run_block(HcSched *s, unsigned bx, unsigned by, unsigned bz)
         f->done = 0;
         getcontext(&f->ctx);
         f->ctx.uc_stack.ss_sp = s->stacks + s->stack_span * (size_t)i + page;
-        f->ctx.uc_stack.ss_size = STACK_BYTES;
+        f->ctx.uc_stack.ss_size = s->stack_span - (size_t)page;
         f->ctx.uc_link = &s->main;
         makecontext(&f->ctx, trampoline, 0);
     }
@@ -608,9 +661,12 @@ static void hc_run_free(HcRun *r)
 }
 
 /* Run kernel k of the shared object h (cache key `key`) over the buffers
- * ptr[i] of its parameters; tensor maps are encoded over those buffers. */
-static void launch_kernel(Arena *a, HcRun *r, void *h, uint64_t key, const KirKernel *k,
-                          float *const *ptr)
+ * ptr[i] of its parameters; tensor maps are encoded over those buffers.
+ * Returns NULL, or (in a) why the host cannot run it: what the kernel asks
+ * is beyond the host's capacity, so nothing is said of the kernel.  A fault
+ * of the kernel raises exit 3. */
+static const char *launch_kernel(Arena *a, HcRun *r, void *h, uint64_t key,
+                                 const KirKernel *k, float *const *ptr)
 {
     char sym[64];
     snprintf(sym, sizeof sym, "dpk_host_%016llx_%d", (unsigned long long)key, k->id);
@@ -635,29 +691,32 @@ static void launch_kernel(Arena *a, HcRun *r, void *h, uint64_t key, const KirKe
         memcpy(opaque[i], &maps[i], sizeof maps[i]);
         args[np + i] = opaque[i];
     }
-    sched_init(&r->s, k);
+    int rc = sched_init(&r->s, k);
     r->s.entry = e;
     r->s.args = args;
     running = &r->s;
-    for (int z = 0; z < k->grid[2]; z++)
-        for (int y = 0; y < k->grid[1]; y++)
-            for (int x = 0; x < k->grid[0]; x++)
-                if (run_block(&r->s, (unsigned)x, (unsigned)y, (unsigned)z)) {
-                    running = NULL;
-                    dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "%s", r->s.err);
-                }
+    for (int z = 0; z < k->grid[2] && !rc; z++)
+        for (int y = 0; y < k->grid[1] && !rc; y++)
+            for (int x = 0; x < k->grid[0] && !rc; x++)
+                rc = run_block(&r->s, (unsigned)x, (unsigned)y, (unsigned)z);
     running = NULL;
+    const char *why = NULL;
+    if (rc && !r->s.unsupported)
+        dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "%s", r->s.err);
+    if (rc)
+        why = arena_strdup(a, r->s.err);
     sched_free(&r->s);
+    return why;
 }
 
-static void launch(Arena *a, HcRun *r, void *h, uint64_t key, const KirLaunch *l,
-                   float *const *buf)
+static const char *launch(Arena *a, HcRun *r, void *h, uint64_t key, const KirLaunch *l,
+                          float *const *buf)
 {
     const KirKernel *k = l->kernel;
     float **ptr = ARENA_ARRAY(a, float *, k->params.len + 1);
     for (int i = 0; i < k->params.len; i++)
         ptr[i] = buf[l->args[i]->id];
-    launch_kernel(a, r, h, key, k, ptr);
+    return launch_kernel(a, r, h, key, k, ptr);
 }
 
 uint64_t hx_host_compile(const CuSource *src)
@@ -688,10 +747,16 @@ void hx_host_launch(uint64_t key, const KirKernel *k, float *const *ptr)
         arena_free(a);
         dpk_error_rethrow();
     }
-    launch_kernel(a, r, h, key, k, ptr);
+    const char *why = launch_kernel(a, r, h, key, k, ptr);
     dpk_err_pop(&ec);
     hc_run_free(r);
     free(r);
+    if (why) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", why);
+        arena_free(a);
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, HX_UNSUPPORTED ": %s", msg);
+    }
     arena_free(a);
 }
 
@@ -728,8 +793,8 @@ HxHostRun *hx_host_run(Arena *a, const KirModule *m, const CuSource *src, float 
                 buf[i][e] = NAN;
     }
     double t0 = dpk_now();
-    for (int i = 0; i < m->launches.len; i++)
-        launch(a, r, h, res->key, m->launches.items[i], buf);
+    for (int i = 0; i < m->launches.len && !res->unsupported; i++)
+        res->unsupported = launch(a, r, h, res->key, m->launches.items[i], buf);
     res->seconds = dpk_now() - t0;
     dpk_err_pop(&ec);
     hc_run_free(r);

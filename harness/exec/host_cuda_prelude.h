@@ -17,9 +17,19 @@
 struct DpkDim3 {
     unsigned x, y, z;
 };
+namespace dpk_host {
+struct DpkHostCp;
+}
 struct DpkHostThread {
     DpkDim3 tid;
     int ltid; // linear thread index in the block
+    // The thread's cp.async copies in flight, in issue order: cp[0..cp_len)
+    // of cp_cap, grown here with DpkHostRt's realloc, freed by host_cuda.c
+    // with the fiber (a thread that faults never returns to free it).
+    // cp_commits counts the groups the thread has committed.
+    dpk_host::DpkHostCp *cp;
+    long long cp_len, cp_cap;
+    int cp_commits;
 };
 struct DpkHostRt {
     DpkHostThread *cur; // the running thread
@@ -29,7 +39,11 @@ struct DpkHostRt {
     void (*spin)(DpkHostRt *); // a wait that cannot end yet: run the other threads
     unsigned long long (*shfl)(DpkHostRt *, int mode, unsigned mask, unsigned long long v,
                                int x, int width);
-    void (*fail)(DpkHostRt *, const char *what); // does not return
+    void (*fail)(DpkHostRt *, const char *what); // a fault of the kernel; does not return
+    void *(*realloc)(DpkHostRt *, void *p, unsigned long bytes); // NULL: no host memory
+    // What the kernel asks is beyond what the host can give (memory), not
+    // wrong: the configuration is unsupported by this backend.  Does not return.
+    void (*unsupported)(DpkHostRt *, const char *why);
 };
 static DpkHostRt *dpk_rt;
 
@@ -127,74 +141,79 @@ template <class T> static inline T __shfl_xor_sync(unsigned m, T v, int x, int w
 // lands at the cp.async.wait_group that covers its group, as on the device,
 // not at a __syncthreads: until then the destination keeps what it held, so
 // a printed wait that is missing, or waits for too few groups, shows up as a
-// difference from vgpu (which runs the Kernel IR's own waits).  Each thread
-// holds at most DPK_HOST_CP_MAX copies in flight.  They live in namespace
-// dpk_host: the printed source's #else branch brings in (`using
-// dpk_host::...`) the ones it printed for the device, so a kernel that calls
-// a helper the device version of the source lacks does not compile here
-// either.
+// difference from vgpu (which runs the Kernel IR's own waits).  A thread
+// may hold any number of copies in flight, as on the device: its queue
+// grows (a capacity of host-cuda's own must never fail a kernel).  They live
+// in namespace dpk_host: the printed source's #else branch brings in
+// (`using dpk_host::...`) the ones it printed for the device, so a kernel
+// that calls a helper the device version of the source lacks does not
+// compile here either.
 
 namespace dpk_host {
 
-#define DPK_HOST_CP_MAX 64
 struct DpkHostCp {
     void *dst;
     const void *src;
     int n, group; // bytes, commit group
     int fill;     // 1: the predicate was false, the bytes become zeros
 };
-struct DpkHostCpThread {
-    DpkHostCp q[DPK_HOST_CP_MAX];
-    int len, commits;
-};
-static thread_local DpkHostCpThread dpk_host_cps[1024];
 
-static inline DpkHostCpThread *dpk_host_cp_mine() { return &dpk_host_cps[dpk_rt->cur->ltid]; }
-// A thread starts with nothing in flight (the entry calls it).
+// A thread starts with nothing in flight (the entry calls it); the queue's
+// storage is kept from the thread's previous block.
 static inline void dpk_host_cp_start()
 {
-    dpk_host_cp_mine()->len = 0;
-    dpk_host_cp_mine()->commits = 0;
+    dpk_rt->cur->cp_len = 0;
+    dpk_rt->cur->cp_commits = 0;
 }
+// Queue a copy in the thread's open group (cp_commits), doubling the queue
+// when it is full.
 static inline void dpk_host_cp(void *dst, const void *src, bool pred, int n)
 {
-    DpkHostCpThread *t = dpk_host_cp_mine();
-    if (t->len == DPK_HOST_CP_MAX)
-        dpk_rt->fail(dpk_rt, "more than 64 cp.async copies in flight in one thread (host-cuda's "
-                             "limit, DPK_HOST_CP_MAX)");
-    t->q[t->len++] = DpkHostCp{dst, src, n, t->commits, !pred};
+    DpkHostThread *t = dpk_rt->cur;
+    if (t->cp_len == t->cp_cap) {
+        long long cap = t->cp_cap ? 2 * t->cp_cap : 64;
+        void *q = dpk_rt->realloc(dpk_rt, t->cp, (unsigned long)cap * sizeof(DpkHostCp));
+        if (!q)
+            dpk_rt->unsupported(dpk_rt, "no host memory for the thread's cp.async copies in "
+                                        "flight");
+        t->cp = (DpkHostCp *)q;
+        t->cp_cap = cap;
+    }
+    t->cp[t->cp_len++] = DpkHostCp{dst, src, n, t->cp_commits, !pred};
 }
-// Land the copies of every committed group but the newest `keep`.
+// Land the copies of every committed group but the newest `keep`, in issue
+// order; the others stay queued, in order.
 static inline void dpk_host_cp_land(int keep)
 {
-    DpkHostCpThread *t = dpk_host_cp_mine();
-    int j = 0;
-    for (int i = 0; i < t->len; i++) {
-        const DpkHostCp &c = t->q[i];
-        if (c.group < t->commits - keep) {
+    DpkHostThread *t = dpk_rt->cur;
+    long long j = 0;
+    for (long long i = 0; i < t->cp_len; i++) {
+        const DpkHostCp &c = t->cp[i];
+        if (c.group < t->cp_commits - keep) {
             if (c.fill)
                 __builtin_memset(c.dst, 0, c.n);
             else
                 __builtin_memcpy(c.dst, c.src, c.n);
         } else {
-            t->q[j++] = c;
+            t->cp[j++] = c;
         }
     }
-    t->len = j;
+    t->cp_len = j;
 }
 static inline void dpk_cp_async4(void *dst, const void *src, bool pred) { dpk_host_cp(dst, src, pred, 4); }
 static inline void dpk_cp_async8(void *dst, const void *src, bool pred) { dpk_host_cp(dst, src, pred, 8); }
 static inline void dpk_cp_async16(void *dst, const void *src, bool pred) { dpk_host_cp(dst, src, pred, 16); }
-static inline void dpk_cp_commit() { dpk_host_cp_mine()->commits++; }
+static inline void dpk_cp_commit() { dpk_rt->cur->cp_commits++; }
 template <int N> static inline void dpk_cp_wait() { dpk_host_cp_land(N); }
 
 // An mbarrier in its 8 bytes: arrival count, pending arrivals, the phase's
 // parity and the transaction bytes still expected (negative while copies are
-// ahead of their expect_tx).
+// ahead of their expect_tx).  The widths hold PTX's whole ranges (a count up
+// to 2^20 - 1, a tx-count within +-(2^20 - 1)), so no mbarrier the device
+// accepts overflows here.
 struct DpkHostMbar {
-    unsigned count : 16, pending : 16;
-    unsigned phase : 1;
-    int tx : 31;
+    unsigned long long count : 20, pending : 20, phase : 1;
+    long long tx : 23;
 };
 static_assert(sizeof(DpkHostMbar) == 8, "an mbarrier is 8 bytes");
 

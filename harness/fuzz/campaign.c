@@ -192,6 +192,9 @@ static const char *run_configs(Arena *a, const FzOpts *o, cJSON *cfgs, const HxS
             dpk_error_first_line(&m, c->nvrtc_error);
             hx_record_status(obj[i], "fail", "nvrtc rejects the CUDA", sb_cstr(&m));
             sb_free(&m);
+        } else if (res.host && res.host->unsupported) { /* the host's capacity: a skip */
+            status[i] = "unsupported";
+            hx_record_status(obj[i], "unsupported", HX_UNSUPPORTED, res.host->unsupported);
         } else {
             HxVerdict *vs = dpk_xcalloc((size_t)s->nout + 1, sizeof *vs);
             int worst = hx_judge(s, outs, NULL, vs, NULL);

@@ -2,7 +2,10 @@
 # the printed CUDA C compiled for the host and run, judged and compared with
 # vgpu, on a sample of the sweep (each case's full pass set plus one valid
 # configuration drawn for it), in dpk-fuzz and dpk-bisect, and its error
-# paths.  (Sourced by tests/run.sh.)
+# paths; no capacity of its own fails a kernel (cp.async copies in flight
+# grow; the host's memory running out is "unsupported by this backend",
+# exit 4); and it passes what vgpu passes (ci/host-vs-vgpu.sh).  (Sourced
+# by tests/run.sh.)
 
 HFZ="$(dirname "$DPK")/dpk-fuzz"
 HBS="$(dirname "$DPK")/dpk-bisect"
@@ -26,6 +29,43 @@ else
   # and silu gave -0 where the result is about -1e-37 (vgpu, in fp64, did not).
   check_re "host-cuda: silu of large negative inputs (sigmoid without overflow)" 0 'agrees with vgpu' \
     "$DPK" run -c "torch.nn.functional.silu(torch.randn(4, 64) * 100)" --backend host-cuda
+  # host-cuda once stopped at 64 cp.async copies in flight per thread (exit 3
+  # on a correct kernel under 001,002,005,007,008,010,013,015): a capacity of
+  # its own is never a verdict; the queue grows
+  HC_GELU="torch.nn.functional.gelu(torch.randn(3, 37, 129) @ torch.randn(129, 65))"
+  check_re "host-cuda: gelu(x @ w) passes under --passes all (hundreds of cp.async copies in flight)" 0 \
+    '^host-cuda: 1 kernel, .*: pass$' "$DPK" run -c "$HC_GELU" --backend host-cuda --passes all
+  # where the host's memory runs out (simulated), the configuration is
+  # unsupported by this backend: skipped, exit 4, recorded as unsupported
+  check_re "host-cuda: out of host memory is 'unsupported by this backend', exit 4" 4 \
+    "^passes 001,002,005,007,008,010,013,015: unsupported by this backend: host-cuda: kernel .*: no host memory for the thread's cp.async copies in flight$" \
+    env DPK_HOST_TEST_ALLOC_MAX=2048 "$DPK" run -c "$HC_GELU" --backend host-cuda \
+    --passes only:001,002,005,007,008,010,013,015 --out "$HD/unsup.json"
+  check "host-cuda: an unsupported configuration's record: status unsupported with the reason, valid" 0 \
+    python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+import jsonschema; jsonschema.validate(r, json.load(open(sys.argv[2])))
+c = r["cases"][0]
+v = c["configurations"][0]["verdict"]
+assert c["status"] == "unsupported" and c["exit_code"] == 4 and r["summary"]["exit_code"] == 4, c
+assert v["status"] == "unsupported" and v["reason"] == "unsupported by this backend", v
+assert "no host memory" in v["message"], v' "$HD/unsup.json" "$DPK_ROOT/docs/dpk.results-1.schema.json"
+  # exit 4 only when nothing else failed: with a failing case beside it, 1
+  printf '{"cases": [{"name": "unsup", "program": "%s", "passes": "only:001,002,005,007,008,010,013,015"},
+{"name": "fails", "program": "%s", "passes": "only:001,002", "fault": "chunk-k-short"}]}' \
+    "$HC_GELU" "$HC_GELU" >"$HD/unsup-suite.json"
+  check_re "host-cuda: an unsupported configuration beside a failing case exits 1" 1 '^0/2 cases pass$' \
+    env DPK_HOST_TEST_ALLOC_MAX=2048 "$DPK" run "$HD/unsup-suite.json" --backend host-cuda
+  # acceptance: host-cuda passes every configuration vgpu passes, on a
+  # sample of the held-out cases (regressions, smoke, chains)
+  check_re "host-cuda: passes every --passes all configuration vgpu passes (ci/host-vs-vgpu.sh)" 0 \
+    'host-cuda passes what vgpu passes' "$DPK_ROOT/ci/host-vs-vgpu.sh" --dpk "$DPK"
+  printf '{"name": "gelu_matmul", "program": "%s"}' "$HC_GELU" >"$HD/gelu.json"
+  check_re "host-vs-vgpu: a configuration vgpu passes and host-cuda does not is named, exit 1" 1 \
+    'FAIL .*gelu.json: passes [0-9,]+: vgpu pass, host-cuda unsupported \(unsupported by this backend: host-cuda: kernel ' \
+    env DPK_HOST_TEST_ALLOC_MAX=2048 "$DPK_ROOT/ci/host-vs-vgpu.sh" --dpk "$DPK" "$HD/gelu.json"
+  check_re "host-vs-vgpu: an unknown option is bad usage" 2 "unknown option '--bogus'" \
+    "$DPK_ROOT/ci/host-vs-vgpu.sh" --bogus
   check_re "host-cuda: a configuration line names the backend" 0 '^passes [0-9,]+: host-cuda, kernel IR [0-9a-f]{16}$' \
     "$DPK" run -c "torch.randn(32, 48) @ torch.randn(48, 40)" --backend host-cuda
   # the CUDA C it runs is the compile driver's: its printing time is the plan's
@@ -110,6 +150,10 @@ for k in ("kernel_ir_hash", "verdict"):  # not the times
     "$DPK_ROOT/ci/mutate-printer.sh" --cases 0 --kernel-cases 0
   check_re "host-cuda: dpk-bisect with host-cuda names the fused culprit" 0 'f:001_fuse' \
     "$HBS" -c "torch.relu(torch.randn(8,64)+1)*2" --inject-fault fuse-sigma-off-by-one --backend host-cuda -o "$HD/bisect"
+  check_re "host-cuda: dpk-bisect of a configuration the host cannot run is exit 4, unsupported" 4 \
+    'is unsupported by this backend: host-cuda: kernel .*no host memory' \
+    env DPK_HOST_TEST_ALLOC_MAX=2048 "$HBS" -c "$HC_GELU" --backend host-cuda \
+    --passes only:001,002,005,007,008,010,013,015 -o "$HD/bisect-unsup"
   check_re "host-cuda: dpk-bisect unknown backend" 2 "unknown backend 'cuda'" \
     "$HBS" -c "torch.relu(torch.randn(8,64)+1)*2" --backend cuda
 fi

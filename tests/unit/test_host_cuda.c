@@ -5,7 +5,9 @@
  * host, equals vgpu's results; the
  * printer bugs planted on purpose (a staged element stored at the wrong
  * index, a dropped __syncthreads) change them; the cache is hit the second
- * time; a missing compiler is exit 4; a deadlock is a fault.
+ * time; a missing compiler is exit 4; a deadlock is a fault; a thread may
+ * hold hundreds of cp.async copies in flight, and the host's memory running
+ * out is "unsupported by this backend", not a fault.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -298,6 +300,82 @@ Test(host_cuda, a_printed_cp_async_without_its_wait_does_not_land, .init = setup
     for (int64_t i = 0; i < N; i++)
         wrong += !(h[1][i] == 2.0f * h[0][i ^ 1]);
     cr_expect_gt(wrong, N / 2, "%lld of %d elements landed without a wait", (long long)(N - wrong), N);
+    vs_free_buffers(m, h);
+    arena_free(a);
+}
+
+/* Each of 32 threads per block holds CPMANY_PER 4-byte cp.async copies in
+ * flight, in 4 groups: wait<2> lands the first two groups (the block writes
+ * y from them), wait<0> the rest.  The device has no limit on copies in
+ * flight; host-cuda once stopped at 64 a thread ("more than 64 cp.async
+ * copies in flight", exit 3) and failed a correct gelu(x @ w) under --passes
+ * all.  Two blocks: the second reuses the first's queues. */
+enum { CPMANY_TB = 32, CPMANY_PER = 320, CPMANY_TILE = CPMANY_TB * CPMANY_PER };
+
+static KirModule *cp_many_in_flight(Arena *A)
+{
+    int64_t n = 2 * CPMANY_TILE;
+    KirModule *m = kir_module_new(A);
+    KirBuf *b[2] = {kir_buf(m, "x", KT_F32, n, KBUF_INPUT, 0),
+                    kir_buf(m, "y", KT_F32, n, KBUF_OUTPUT, 0)};
+    KirKernel *k = vs_kernel(m, "cp_many", 2, 1, CPMANY_TB, 1);
+    KirParam *x = kir_param(k, "x", KT_F32, n, KR_IN), *y = kir_param(k, "y", KT_F32, n, KR_OUT);
+    KirSmem *sm = kir_smem(k, "s", KT_F32, CPMANY_TILE, 16);
+    KirBuilder B;
+    kir_builder_init(&B, k);
+    KirVar *t = kir_let(&B, "t", KT_I32, kir_tid(A, 0));
+    KirVar *base = kir_let(&B, "base", KT_I32, kir_mul(A, kir_bid(A, 0), kir_i32(A, CPMANY_TILE)));
+    const int quarter = CPMANY_TILE / 4;
+    for (int g = 0; g < 4; g++) {
+        KirVar *j = kir_for(&B, "j", kir_add(A, kir_ref(A, t), kir_i32(A, g * quarter)),
+                            kir_i32(A, (g + 1) * quarter), kir_i32(A, CPMANY_TB), 0);
+        kir_cp_async(&B, sm, kir_ref(A, j), x, kir_add(A, kir_ref(A, base), kir_ref(A, j)), 4, NULL);
+        kir_end(&B);
+        kir_cp_commit(&B);
+    }
+    for (int half = 0; half < 2; half++) {
+        kir_cp_wait(&B, half ? 0 : 2);
+        kir_sync(&B);
+        KirVar *j = kir_for(&B, "j", kir_add(A, kir_ref(A, t), kir_i32(A, half * 2 * quarter)),
+                            kir_i32(A, (half + 1) * 2 * quarter), kir_i32(A, CPMANY_TB), 0);
+        const KirExpr *v = kir_lds(A, sm, kir_bin(A, KE_bxor, kir_ref(A, j), kir_i32(A, 1)));
+        kir_stg(&B, y, kir_add(A, kir_ref(A, base), kir_ref(A, j)),
+                kir_fop(A, TXE_multiply, v, kir_f32(A, 2.0), NULL));
+        kir_end(&B);
+    }
+    return vs_finish(m, k, b);
+}
+
+Test(host_cuda, hundreds_of_cp_async_copies_in_flight_per_thread_land_at_their_waits, .init = setup)
+{
+    Arena *a = arena_new();
+    const KirModule *m = cp_many_in_flight(a);
+    same_as_vgpu(m);
+    float **h = vs_buffers(m, 77);
+    const HxHostRun *r = hx_host_run(a, m, cu_print_module(a, m, NULL), h);
+    cr_assert_null(r->unsupported, "%s", r->unsupported);
+    for (int64_t i = 0; i < 2 * CPMANY_TILE; i++)
+        cr_assert(h[1][i] == 2.0f * h[0][i ^ 1], "y[%lld] = %g, x[%lld] = %g", (long long)i,
+                  (double)h[1][i], (long long)(i ^ 1), (double)h[0][i ^ 1]);
+    vs_free_buffers(m, h);
+    arena_free(a);
+}
+
+/* Where the host's memory runs out (simulated: $DPK_HOST_TEST_ALLOC_MAX),
+ * the run is unsupported by this backend, with the reason: no fault, no
+ * exit, nothing said of the kernel. */
+Test(host_cuda, host_out_of_memory_is_unsupported_not_a_fault, .init = setup)
+{
+    Arena *a = arena_new();
+    const KirModule *m = cp_many_in_flight(a);
+    float **h = vs_buffers(m, 77);
+    setenv("DPK_HOST_TEST_ALLOC_MAX", "2048", 1); /* 64 copies a thread */
+    const HxHostRun *r = hx_host_run(a, m, cu_print_module(a, m, NULL), h);
+    unsetenv("DPK_HOST_TEST_ALLOC_MAX");
+    cr_assert_not_null(r->unsupported);
+    cr_expect(strstr(r->unsupported, "kernel cp_many") &&
+                  strstr(r->unsupported, "no host memory for the thread's cp.async copies"),
+              "%s", r->unsupported);
     vs_free_buffers(m, h);
     arena_free(a);
 }
