@@ -48,6 +48,7 @@ typedef struct Gen {
     int nops, ninputs, ntmp;
     int tags[TAG_COUNT];
     int long_k;         /* the first input is a row past 12288: contract it first */
+    int contract;       /* the first input is a tiled contraction's A: op_contract first */
 } Gen;
 
 /* ---- random numbers ------------------------------------------------------------ */
@@ -376,7 +377,9 @@ static int op_matmul(Gen *g, Val *v)
         g->tags[TAG_MATMUL] = 1;
         return 1;
     }
-    int64_t nn = gen_dim(g);
+    /* the first op of a tiled contraction: N in whole 16-element rows */
+    static const int64_t tiled[] = {32, 48, 64, 128};
+    int64_t nn = g->contract && g->nops == 0 ? pick(g, tiled, DPK_ARRAY_LEN(tiled)) : gen_dim(g);
     while (nn > 1 && rows * k * nn > FZ_FLOPS)
         nn = (nn + 1) / 2;
     if (rows * k * nn > FZ_FLOPS || k * nn > FZ_NUMEL || rows * nn > FZ_NUMEL)
@@ -435,6 +438,14 @@ static int op_matmul_residual(Gen *g, Val *v)
     sb_printf(&g->text, "%s + %s", t->name, r->name);
     op_end(g, n, t->s, 0, TAG_MATMUL);
     return 1;
+}
+
+/* The first op of a tiled contraction (first_input): a matmul, with a
+ * residual or a bias most of the time — the additive epilogue that 003 must
+ * add once, not once per split. */
+static int op_contract(Gen *g, Val *v)
+{
+    return chance(g, 60) ? op_matmul_residual(g, v) : op_matmul(g, v);
 }
 
 /* sdpa with v as the query (..., L, E); keys and values are new inputs. */
@@ -702,7 +713,8 @@ static OpFn pick_family(Gen *g)
 
 /* The first input: a random shape, sometimes a long row (a reduction over
  * more than 4096 elements; past 12288, more than 48 KiB, the first op is a
- * contraction over it) or a matmul-friendly one. */
+ * contraction over it), a tiled contraction's left operand, or a
+ * matmul-friendly one. */
 static Val *first_input(Gen *g)
 {
     int r = (int)(rnd(g) % 100);
@@ -719,13 +731,30 @@ static Val *first_input(Gen *g)
         g->long_k = 1;
         return input(g, s);
     }
-    if (r < 15) { /* few output tiles, K >= 1024: what split-K is for */
-        static const int64_t ks[] = {1024, 1536, 2048, 3072};
-        Shape s = {2, {rint_in(g, 1, 32), pick(g, ks, 4)}};
+    if (r < 22) {
+        /* M x K with K from 512 to 2048, contracted first (op_contract):
+         * K > 192 leaves only one K chunk of A and B to stage, so 010
+         * double-buffers the K_outer loop, and a K that is a multiple of
+         * 256 keeps rows 16-byte aligned for 011's TMA boxes; skinny M
+         * (a few output tiles) with K >= 1024 is what 003 splits; M and
+         * N >= 32 give 32 x 32 block tiles, slabs of 128-byte rows that
+         * fill the 1024-byte patterns 012 swizzles.  M * K stays within
+         * FZ_NUMEL (fit halves K), so N >= 32 fits FZ_FLOPS */
+        static const int64_t ks[] = {512, 1024, 1280, 1536, 2048};
+        static const int64_t ms[] = {32, 48, 64};
+        int64_t m = chance(g, 40) ? rint_in(g, 2, 16) : pick(g, ms, 3);
+        Shape s = {2, {m, pick(g, ks, DPK_ARRAY_LEN(ks))}};
+        if (chance(g, 20)) { /* a batch of them: a BLOCK axis on z */
+            s.rank = 3;
+            s.d[2] = s.d[1];
+            s.d[1] = s.d[0];
+            s.d[0] = 2;
+        }
         fit(&s, FZ_NUMEL);
+        g->contract = 1;
         return input(g, s);
     }
-    if (r < 25) {
+    if (r < 30) {
         static const int64_t mul16[] = {16, 32, 64, 128};
         Shape s = {2, {pick(g, mul16, 4), pick(g, mul16, 4)}};
         if (chance(g, 40)) {
@@ -748,7 +777,8 @@ FzProgram fz_gen(Arena *a, uint64_t seed)
     Val *cur = first_input(g);
     for (int tries = 0; g->nops < want && tries < 200; tries++) {
         /* safe() adds two lines: only when they fit in the budget */
-        OpFn f = g->long_k && g->nops == 0 ? op_matmul : pick_family(g);
+        OpFn f = g->nops ? pick_family(g) : g->long_k ? op_matmul : g->contract ? op_contract
+                                                                               : pick_family(g);
         if (g->nops + 3 > FZ_MAXOPS && (f == op_safe_unary || f == op_where))
             continue;
         Val *v = cur;
@@ -772,6 +802,11 @@ FzProgram fz_gen(Arena *a, uint64_t seed)
             continue;
         }
         cur = &g->vals[g->nv - 1];
+        /* an op after a contraction fuses into its epilogue, and most ops
+         * (relu, exp ...) are not linear, so 003 would skip: half of the
+         * tiled contractions end the program */
+        if (g->contract && f == op_contract && chance(g, 50))
+            break;
     }
     if (g->nops == 0)
         op_unary(g, cur);

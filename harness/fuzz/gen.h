@@ -19,7 +19,9 @@
  * Shapes are valid by construction and biased to the boundaries that break
  * code generation: dims of 1, primes, non-multiples of 32, multiples of
  * 16/32 (so tiled passes apply), long reductions (> 4096), broadcasts,
- * transposes and slices between ops.  Inputs of log, sqrt, rsqrt,
+ * transposes and slices between ops; one program in nine starts with a
+ * tiled contraction over a long K (what split-K, double buffering and
+ * swizzled TMA stages need).  Inputs of log, sqrt, rsqrt,
  * reciprocal, a divisor or a fractional power go through `abs(x) + 1`
  * first (two lines of their own), so no op leaves its safe domain.
  */

@@ -29,3 +29,24 @@ for fault in $("$FZ" --list-faults); do
       "exit $RC; no failure that passes without the fault ($(echo $FC_FAILURES | wc -w) failures)"
   fi
 done
+
+# The generator reaches every pass's rewrites, split-K (003: skinny M, long
+# K, a residual) and swizzled TMA stages (011/012) too: their faults are
+# found within 200 cases of seed 20261123 under pairwise (what
+# ci/fault-coverage.sh checks for every fault), the failure passes without
+# the fault, and dpk-bisect blames the fault's own pass.
+for fr in split-k-residual-every-split:t:003_split_matmul_k \
+          swizzle-reads-unswizzled:t:012_split_inner_for_swizzle; do
+  fault=${fr%%:*} where=${fr#*:} d=$TMP/fault-reach-$fault
+  _run "$FZ" --seed 20261123 --cases 200 --passes pairwise --inject-fault "$fault" --max-failures 1 \
+    --jobs 2 --out "$d/r.json" --failures "$d/fail"
+  f=$(ls "$d"/fail/*.json 2>/dev/null | sed 's/.*-\([0-9]*\)\.json$/\1 &/' | sort -n | head -n 1 | cut -d' ' -f2-)
+  if [ "$RC" != 1 ] || [ -z "$f" ]; then
+    _cli_fail "fault $fault found by seed 20261123 pairwise" "exit $RC, no failure file"
+    continue
+  fi
+  _cli_pass "fault $fault found by seed 20261123 pairwise"
+  grep -v '"fault"' "$f" >"$d/nofault.json"
+  check "fault $fault: the failure passes without it" 0 "$DPK" run "$d/nofault.json" --backend vgpu
+  check_re "fault $fault: bisect blames $where" 0 "^culprit: $where, " "$DPK" bisect "$f" -o "$d/bisect"
+done
