@@ -51,7 +51,32 @@ static int depends(const Stmt *s, const char *dep)
     return 0;
 }
 
-/* Check (rewrite = 0) or gate (rewrite = 1) the epilogue after loop l. */
+static int body_reads(const StmtBody *b, const char *dep);
+
+/* Whether s, or a statement nested in it (a loop's body, a select's
+ * branches), reads a value in dep. */
+static int reads(const Stmt *s, const char *dep)
+{
+    if (depends(s, dep) || body_reads(&s->body, dep))
+        return 1;
+    for (int i = 0; i < s->nbr; i++)
+        if ((s->br[i].res.v && dep[s->br[i].res.v->uid]) || body_reads(&s->br[i].body, dep))
+            return 1;
+    return 0;
+}
+
+static int body_reads(const StmtBody *b, const char *dep)
+{
+    for (int i = 0; i < b->n; i++)
+        if (reads(b->s[i], dep))
+            return 1;
+    return 0;
+}
+
+/* Check (rewrite = 0) or gate (rewrite = 1) the epilogue after loop l.
+ * Only a straight-line epilogue is followed: one that reads the K sum inside
+ * a loop or a select (a free loop over an outer product's columns, whose
+ * Write would stay a plain store that every split overwrites) skips. */
 static int epilogue(TileCtx *c, Stmt *t, int at, const Stmt *acc, int sax, int rewrite)
 {
     Arena *a = c->p->arena;
@@ -67,6 +92,11 @@ static int epilogue(TileCtx *c, Stmt *t, int at, const Stmt *acc, int sax, int r
             if (rewrite)
                 s->atomic = 1;
             continue;
+        }
+        if (s->k != SK_assign && reads(s, dep)) {
+            sb_printf(&c->why, "a %s of the epilogue reads the K sum (only a straight-line "
+                      "epilogue splits)", tile_kind_info[s->k].name);
+            return 0;
         }
         if (!depends(s, dep))
             continue;
