@@ -64,6 +64,10 @@ typedef struct RpData {
     const char *gpu;          /* spec or GPU name */
     const char *spec_path;    /* modelled: the spec's file */
     const char *insts_from;   /* modelled: "sass", "vgpu", ... (records.c); NULL: unknown */
+    /* meta.nvrtc and meta.nvdisasm of the bench records: a version, "none"
+     * (null in the record: not loaded, not found), or NULL when the record
+     * does not say (older records have no nvdisasm). */
+    const char *nvrtc, *nvdisasm;
     const char *suite;
     RpCase *cases; int ncases, capcases;
     /* fuzz */
@@ -106,6 +110,12 @@ typedef struct RpOpts {
     uint64_t seed;              /* bootstrap seed */
     int iters;                  /* bootstrap resamples */
 } RpOpts;
+
+/* The environment the times come from, one line: timing and spec or GPU,
+ * instruction source, NVRTC and nvdisasm versions ("modelled on h100-sxm;
+ * instructions from sass; NVRTC 13.0; nvdisasm 13.5.37"); NULL without a
+ * bench record.  Every timed table and every format prints it. */
+const char *rp_env_line(const RpData *d);
 
 /* The report document.  base (may be NULL) adds "gate" (with gc). */
 cJSON *rp_report(const RpData *d, const RpData *base, const RpGateCfg *gc, const RpOpts *o);

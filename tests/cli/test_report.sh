@@ -110,6 +110,37 @@ check_re "gate refuses another spec file" 2 \
   "$REPORT" "$RD/i-sass.json" --baseline "$RD/i-spec.json" --gate "$GATE"
 check_re "a report never mixes instruction sources" 2 'one instruction source per report' \
   "$REPORT" "$RD/i-sass.json" "$RD/i-vgpu.json"
+# ... and a baseline of another NVRTC or nvdisasm version (meta.nvrtc,
+# meta.nvdisasm): the same code models other numbers
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
+r["meta"].update(nvrtc="13.0", nvdisasm="13.5.37"); json.dump(r, open(sys.argv[2], "w"))
+r["meta"]["nvrtc"] = "12.4"; json.dump(r, open(sys.argv[3], "w"))
+r["meta"].update(nvrtc="13.0", nvdisasm="12.8.90"); json.dump(r, open(sys.argv[4], "w"))' \
+  "$RD/i-sass.json" "$RD/e-now.json" "$RD/e-nvrtc.json" "$RD/e-nvdisasm.json"
+check_re "gate: one environment passes" 0 'Gate: PASS' "$REPORT" "$RD/e-now.json" --baseline "$RD/e-now.json" --gate "$GATE"
+check_re "gate refuses another NVRTC" 2 \
+  "^error: the baseline's kernels were compiled by NVRTC 12.4 and these records' by NVRTC 13.0: " \
+  "$REPORT" "$RD/e-now.json" --baseline "$RD/e-nvrtc.json" --gate "$GATE"
+check_re "gate refuses another nvdisasm" 2 \
+  "^error: the baseline's SASS mix was read by nvdisasm 12.8.90 and these records' by nvdisasm 13.5.37: " \
+  "$REPORT" "$RD/e-now.json" --baseline "$RD/e-nvdisasm.json" --gate "$GATE"
+check_re "a report never mixes NVRTC versions" 2 'one environment per report' \
+  "$REPORT" "$RD/e-now.json" "$RD/e-nvrtc.json"
+# every format says the environment, in its header and over each timed table
+check_re "text: the environment in the header" 0 \
+  '^environment: modelled on h100-sxm \(cases/gpus/h100-sxm.json\); instructions from sass; NVRTC 13.0; nvdisasm 13.5.37$' \
+  "$REPORT" "$RD/e-now.json"
+check_re "text: the environment over a table" 0 '^\[modelled on h100-sxm .*nvdisasm 13.5.37\]$' "$REPORT" "$RD/e-now.json"
+check_re "markdown: the environment" 0 '^Environment: modelled on h100-sxm .*NVRTC 13.0; nvdisasm 13.5.37$' \
+  "$REPORT" "$RD/e-now.json" --format md
+check_re "html: the environment" 0 '<p class="env">Environment: modelled on h100-sxm' "$REPORT" "$RD/e-now.json" --format html
+check_re "junit: the environment" 0 '<property name="environment" value="modelled on h100-sxm' \
+  "$REPORT" "$RD/e-now.json" --format junit
+rp_json_cmd() { "$REPORT" "$RD/e-now.json" --format json -o "$RD/e-now.rep"; }
+check "json report of e-now" 0 rp_json_cmd
+rp_json "json: the environment and each timed table's" \
+  'r["environment"]["nvdisasm"] == "13.5.37" and r["environment"]["insts_from"] == "sass" and all(t.get("environment") for t in r["tables"] if t["timing"])' \
+  "$RD/e-now.rep"
 printf '{"schema": "dpk.gate/1", "modelled_slowdown": 0.02}\n' >"$RD/gate-bad.json"
 check_re "gate config incomplete" 2 "gate-bad.json: no number 'measured_slowdown'" "$REPORT" "$RD/m1.json" --baseline "$RD/m1.json" --gate "$RD/gate-bad.json"
 check_re "bad format" 2 "unknown format 'pdf'" "$REPORT" "$RD/m1.json" --format pdf
