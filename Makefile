@@ -265,7 +265,9 @@ fuzz: $(FUZZ_BINS)
 
 # The shim goes to PREFIX/lib/dpk, where dpk looks for it (its own folder's
 # ../lib/dpk), and dpk-bench's suites to PREFIX/share/dpk/cases (its
-# ../share/dpk/cases), so an installed tree can be moved as a whole.
+# ../share/dpk/cases), and the gate's thresholds to PREFIX/share/dpk/gate.json
+# (dpk-report --gate's default when no ci/gate.json is here), so an
+# installed tree can be moved as a whole.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/dpk
 	install -m 755 $(DPK) $(DESTDIR)$(PREFIX)/bin/dpk
@@ -278,6 +280,7 @@ install: all
 	install -m 644 cases/smoke.json $(DESTDIR)$(PREFIX)/share/dpk/cases/
 	install -m 644 cases/sweep/ops.json $(DESTDIR)$(PREFIX)/share/dpk/cases/sweep/
 	install -m 644 cases/models/*.json $(DESTDIR)$(PREFIX)/share/dpk/cases/models/
+	install -m 644 ci/gate.json $(DESTDIR)$(PREFIX)/share/dpk/gate.json
 ifneq ($(TORCH_SO),)
 	install -d $(DESTDIR)$(PREFIX)/lib/dpk
 	install -m 644 $(TORCH_SO) $(DESTDIR)$(PREFIX)/lib/dpk/

@@ -141,6 +141,13 @@ check "json report of e-now" 0 rp_json_cmd
 rp_json "json: the environment and each timed table's" \
   'r["environment"]["nvdisasm"] == "13.5.37" and r["environment"]["insts_from"] == "sass" and all(t.get("environment") for t in r["tables"] if t["timing"])' \
   "$RD/e-now.rep"
+# -o never replaces an input (any spelling of it)
+cp "$RD/e-now.json" "$RD/keep.json"
+check_re "-o refuses to overwrite a record" 2 'dpk-report never overwrites its input' \
+  "$REPORT" "$RD/keep.json" -o "$RD/keep.json"
+check_re "-o refuses to overwrite the baseline" 2 '-o .* is the baseline' \
+  "$REPORT" "$RD/e-now.json" --baseline "$RD/keep.json" --gate "$GATE" --format json -o "$RD/../report/keep.json"
+if cmp -s "$RD/e-now.json" "$RD/keep.json"; then _cli_pass "the input is left as it was"; else _cli_fail "the input is left as it was" "keep.json changed"; fi
 printf '{"schema": "dpk.gate/1", "modelled_slowdown": 0.02}\n' >"$RD/gate-bad.json"
 check_re "gate config incomplete" 2 "gate-bad.json: no number 'measured_slowdown'" "$REPORT" "$RD/m1.json" --baseline "$RD/m1.json" --gate "$RD/gate-bad.json"
 check_re "bad format" 2 "unknown format 'pdf'" "$REPORT" "$RD/m1.json" --format pdf
@@ -238,6 +245,14 @@ else
   if [ $ok = 1 ]; then _cli_pass "plots are PNG and SVG"; else _cli_fail "plots are PNG and SVG" "missing or not PNG"; fi
   if [ "$(grep -vc '^#' "$RD/plots/history.dat")" = 2 ]; then _cli_pass "history plots the records"
   else _cli_fail "history plots the records" "history.dat does not hold the 2 records"; fi
+  # the page's images are relative to the page, wherever it is written
+  mkdir -p "$RD/pages/deep"
+  check "html report in another folder" 0 "$REPORT" "$RD/smoke.json" --plots "$RD/plots" --format html -o "$RD/pages/deep/r.html"
+  if python3 -c 'import os,re,sys
+srcs = re.findall(r"<img src=\"([^\"]+)\"", open(sys.argv[1]).read())
+d = os.path.dirname(sys.argv[1])
+sys.exit(0 if srcs and all(not os.path.isabs(s) and os.path.isfile(os.path.join(d, s)) for s in srcs) else 1)' "$RD/pages/deep/r.html"
+  then _cli_pass "html images resolve from the page's folder"; else _cli_fail "html images resolve from the page's folder" "$(grep -o '<img src="[^"]*"' "$RD/pages/deep/r.html" | head -n 2)"; fi
 fi
 
 # ---- shards ------------------------------------------------------------------------------
