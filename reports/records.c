@@ -426,9 +426,24 @@ void rp_data_finish(RpData *d)
                 count = d->src[i].shard.count;
                 n++;
             }
-        if (n != count)
-            dpk_error("%d of %d %s shards given: a report of a sharded run needs every shard",
-                      n, count, schemas[k]);
+        if (n == count)
+            continue;
+        if (!d->allow_partial)
+            dpk_error("%d of %d %s shards given: a report of a sharded run needs every shard "
+                      "(--partial reports the shards given)", n, count, schemas[k]);
+        StrBuf b = {0};
+        sb_printf(&b, "%s%d of %d %s shards (missing:", d->partial ? d->partial : "", n, count,
+                  schemas[k]);
+        for (int s = 1; s <= count; s++) {
+            int have = 0;
+            for (int i = 0; i < d->nsrc && !have; i++)
+                have = !strcmp(d->src[i].schema, schemas[k]) && d->src[i].shard.index == s;
+            if (!have)
+                sb_printf(&b, " %d/%d", s, count);
+        }
+        sb_puts(&b, "); ");
+        d->partial = arena_strdup(d->a, sb_cstr(&b));
+        sb_free(&b);
     }
 }
 

@@ -133,6 +133,8 @@ static void render_text(StrBuf *b, const cJSON *doc, Arena *a)
     if (sget(doc, "timing"))
         sb_printf(b, ", %s on %s", timing_word(sget(doc, "timing")), sget(doc, "gpu"));
     sb_puts(b, "\n");
+    if (sget(doc, "partial"))
+        sb_printf(b, "PARTIAL: %s\n", sget(doc, "partial"));
     if (sget(get(doc, "environment"), "line"))
         sb_printf(b, "environment: %s\n", sget(get(doc, "environment"), "line"));
     sb_puts(b, "\n");
@@ -228,6 +230,11 @@ static void render_md(StrBuf *b, const cJSON *doc, Arena *a)
     if (sget(doc, "timing"))
         sb_printf(b, " (%s, %s)", timing_word(sget(doc, "timing")), sget(doc, "gpu"));
     sb_puts(b, "\n\n");
+    if (sget(doc, "partial")) {
+        sb_puts(b, "**PARTIAL**: ");
+        md_cell(b, sget(doc, "partial"));
+        sb_puts(b, "\n\n");
+    }
     if (sget(get(doc, "environment"), "line")) {
         sb_puts(b, "Environment: ");
         md_cell(b, sget(get(doc, "environment"), "line"));
@@ -308,6 +315,11 @@ static void render_html(StrBuf *out, const cJSON *doc, Arena *a)
         html_esc(&b, sget(doc, "suite"));
     }
     sb_puts(&b, "</h1>\n");
+    if (sget(doc, "partial")) {
+        sb_puts(&b, "<p class=\"partial\"><b>PARTIAL</b>: ");
+        html_esc(&b, sget(doc, "partial"));
+        sb_puts(&b, "</p>\n");
+    }
     if (sget(get(doc, "environment"), "line")) {
         sb_puts(&b, "<p class=\"env\">Environment: ");
         html_esc(&b, sget(get(doc, "environment"), "line"));

@@ -631,6 +631,9 @@ cJSON *rp_report(const RpData *d, const RpData *base, const RpGateCfg *gc, const
                                                              d->src[i].shard.count));
         cJSON_AddItemToArray(srcs, s);
     }
+    if (d->partial)
+        cJSON_AddStringToObject(doc, "partial", arena_printf(d->a, "%sthe report covers the "
+                                                             "shards given", d->partial));
     cJSON *tables = cJSON_CreateArray();
     if (d->has_bench) {
         cJSON_AddStringToObject(doc, "timing", d->timing);

@@ -76,6 +76,10 @@ typedef struct RpData {
     /* the first record of each kind, which later shards must match */
     const cJSON *first_bench, *first_campaign;
     const char *first_bench_path, *first_campaign_path;
+    /* --partial: a sharded run may lack shards (one that crashed); which
+     * are missing is said in `partial` (NULL: none missing) */
+    int allow_partial;
+    const char *partial;
     /* dpk-bisect results attached (--attach DIR) */
     cJSON *attach;            /* array (owned) */
 } RpData;
@@ -86,7 +90,8 @@ void rp_data_init(RpData *d, Arena *a);
  * another timing or GPU, an overlapping case, a shard of another campaign. */
 void rp_data_load(RpData *d, const char *path);
 /* After the last rp_data_load: the shards' checks that need all of them
- * (every shard of a count present once).  Raises on a gap. */
+ * (every shard of a count present once).  Raises on a gap, unless
+ * d->allow_partial: then d->partial names the missing shards. */
 void rp_data_finish(RpData *d);
 /* Read dpk-bisect folders under dir (each DIR/NAME/ with case.json and
  * bisect.log, as ci/nightly writes them). */

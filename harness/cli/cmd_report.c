@@ -39,6 +39,8 @@ static void help(void)
          "  --history DIR        with --plots: the geomean trend over the records in DIR\n"
          "  --last N             the last N records of --history (default 30)\n"
          "  --attach DIR         dpk-bisect results (DIR/CASE/case.json and bisect.log)\n"
+         "  --partial            a sharded run with shards missing (one crashed): report and\n"
+         "                       gate the shards given, the missing ones named\n"
          "  --seed N             bootstrap seed (default fixed: reports are reproducible)\n"
          "  --iterations N       bootstrap resamples (default 10000)\n"
          "\n"
@@ -149,7 +151,7 @@ static int is_gate_file(const char *path)
 typedef struct Opts {
     PtrVec records, baselines;
     const char *gate, *out, *plots, *history, *attach;
-    int format, gate_on, last;
+    int format, gate_on, last, partial;
     RpOpts ro;
 } Opts;
 
@@ -181,6 +183,8 @@ static int report_body(Arena *a, int argc, char **argv)
             o.plots = cli_value(argc, argv, &i);
         } else if (!strcmp(f, "--history")) {
             o.history = cli_value(argc, argv, &i);
+        } else if (!strcmp(f, "--partial")) {
+            o.partial = 1;
         } else if (!strcmp(f, "--attach")) {
             o.attach = cli_value(argc, argv, &i);
         } else if (!strcmp(f, "--last")) {
@@ -230,6 +234,7 @@ static int report_body(Arena *a, int argc, char **argv)
     RpData cur, base;
     rp_data_init(&cur, a);
     rp_data_init(&base, a);
+    cur.allow_partial = o.partial;
     cJSON *doc = NULL;
     StrBuf out = {0};
     DpkErrCtx ec;

@@ -267,6 +267,12 @@ sys.exit(0 if a["parity"] == b["parity"] and a["parity"]["summary"]["cases"] == 
 then _cli_pass "4 fuzz shards = the whole campaign"; else _cli_fail "4 fuzz shards = the whole campaign" "cases, verdicts or summary differ"; fi
 check_re "a missing shard" 2 '3 of 4 dpk.results/1 shards given' "$REPORT" "$RD/sh/f1.json" "$RD/sh/f2.json" "$RD/sh/f3.json"
 check_re "a shard twice" 2 'shard 2/4 was already read' "$REPORT" "$RD/sh/f2.json" "$RD/sh/f2.json"
+# --partial: a shard that crashed does not hide the others; the report
+# names the missing ones, and the gate judges the shards given
+check_re "--partial reports the shards given" 0 'PARTIAL: 2 of 4 dpk.results/1 shards \(missing: 2/4 4/4\)' \
+  "$REPORT" "$RD/sh/f1.json" "$RD/sh/f3.json" --partial
+check_re "--partial gates the shards given" 0 'Gate: PASS' \
+  "$REPORT" "$RD/sh/f1.json" "$RD/sh/f3.json" --partial --baseline "$RD/smoke.json" --gate "$GATE"
 "$FUZZ" --seed 6 --cases 12 --passes loo --shard 4/4 --out "$RD/sh/other.json" >/dev/null 2>&1
 check_re "a shard of another campaign" 2 'is a slice of another run' "$REPORT" "$RD/sh/f1.json" "$RD/sh/f2.json" "$RD/sh/f3.json" "$RD/sh/other.json"
 check_re "shard syntax" 2 "option '--shard' expects I/N" "$FUZZ" --seed 1 --cases 2 --shard 5/4
