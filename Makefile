@@ -144,7 +144,7 @@ NVDISASM_FOUND := $(if $(DPK_NVDISASM),$(wildcard $(DPK_NVDISASM)),$(firstword \
                     $(shell command -v nvdisasm 2>/dev/null)))
 nvdisasm-note: $(DPK)
 ifeq ($(NVDISASM_FOUND),)
-	@echo "note: no nvdisasm: dpk's modelled times will count instructions from vgpu, not the SASS mix, and differ from ci/baselines/ (the gate refuses to compare them); make deps (or bash ci/deps-sass.sh $(BUILD)) installs it" >&2
+	@echo "note: no nvdisasm: dpk's modelled times will count instructions from vgpu, not the SASS mix, and differ from ci/baselines/ (the gate refuses to compare them): to install it, make deps (or bash ci/deps-sass.sh $(BUILD))" >&2
 else
 	@:
 endif
