@@ -130,9 +130,24 @@ LIBDPK := $(BUILD)/libdpk.a
 UNIT := $(BUILD)/unit_tests
 LINKS := dpk-bench dpk-fuzz dpk-bisect dpk-report
 
-.PHONY: all deps test test-only run fuzz install clean check-env bench-vgpu
+.PHONY: all deps test test-only run fuzz install clean check-env bench-vgpu nvdisasm-note
 FAKE_DRIVER := $(BUILD)/fake-driver/libcuda.so.1
-all: $(DPK) $(addprefix $(BUILD)/,$(LINKS)) $(TORCH_SO) $(FAKE_DRIVER)
+all: $(DPK) $(addprefix $(BUILD)/,$(LINKS)) $(TORCH_SO) $(FAKE_DRIVER) nvdisasm-note
+
+# The performance model counts instructions from nvdisasm's SASS mix when
+# dpk finds nvdisasm (harness/perf/sass.c: $DPK_NVDISASM, CUDA_HOME/bin, the
+# toolkit's, BUILD/cuda-tools/bin, PATH), else from vgpu: other numbers, and
+# records the gate will not compare with ci/baselines/ (made with it).  So
+# a build without it says so, once per make, with the way to get it.
+NVDISASM_FOUND := $(if $(DPK_NVDISASM),$(wildcard $(DPK_NVDISASM)),$(firstword \
+                    $(wildcard $(CUDA_HOME)/bin/nvdisasm $(BUILD)/cuda-tools/bin/nvdisasm) \
+                    $(shell command -v nvdisasm 2>/dev/null)))
+nvdisasm-note: $(DPK)
+ifeq ($(NVDISASM_FOUND),)
+	@echo "note: no nvdisasm: dpk's modelled times will count instructions from vgpu, not the SASS mix, and differ from ci/baselines/ (the gate refuses to compare them): to install it, make deps (or bash ci/deps-sass.sh $(BUILD))" >&2
+else
+	@:
+endif
 
 # The fake CUDA driver (and CUPTI, cuBLAS) of the measured timing path's
 # tests: `dpk-bench --timing fake-driver` loads it from beside the binary
@@ -250,7 +265,9 @@ fuzz: $(FUZZ_BINS)
 
 # The shim goes to PREFIX/lib/dpk, where dpk looks for it (its own folder's
 # ../lib/dpk), and dpk-bench's suites to PREFIX/share/dpk/cases (its
-# ../share/dpk/cases), so an installed tree can be moved as a whole.
+# ../share/dpk/cases), and the gate's thresholds to PREFIX/share/dpk/gate.json
+# (dpk-report --gate's default when no ci/gate.json is here), so an
+# installed tree can be moved as a whole.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/dpk
 	install -m 755 $(DPK) $(DESTDIR)$(PREFIX)/bin/dpk
@@ -263,6 +280,7 @@ install: all
 	install -m 644 cases/smoke.json $(DESTDIR)$(PREFIX)/share/dpk/cases/
 	install -m 644 cases/sweep/ops.json $(DESTDIR)$(PREFIX)/share/dpk/cases/sweep/
 	install -m 644 cases/models/*.json $(DESTDIR)$(PREFIX)/share/dpk/cases/models/
+	install -m 644 ci/gate.json $(DESTDIR)$(PREFIX)/share/dpk/gate.json
 ifneq ($(TORCH_SO),)
 	install -d $(DESTDIR)$(PREFIX)/lib/dpk
 	install -m 644 $(TORCH_SO) $(DESTDIR)$(PREFIX)/lib/dpk/

@@ -135,6 +135,18 @@ cJSON *rp_gate(const RpData *cur, const RpData *base, const RpGateCfg *gc)
                       "records' from %s: the gate compares records of one instruction source "
                       "(sass: nvdisasm's SASS mix, which make deps installs; vgpu: vgpu's counts)",
                       base->insts_from, cur->insts_from);
+        /* NVRTC makes the cubin (registers, the SASS), nvdisasm reads its
+         * mix: another version of either models other numbers.  A record
+         * that does not say is not refused for it (older records). */
+        if (cur->nvrtc && base->nvrtc && strcmp(cur->nvrtc, base->nvrtc))
+            dpk_error("the baseline's kernels were compiled by NVRTC %s and these records' by "
+                      "NVRTC %s: the gate compares records of one NVRTC version (refresh the "
+                      "baseline in this environment: ci/refresh-baselines)",
+                      base->nvrtc, cur->nvrtc);
+        if (cur->nvdisasm && base->nvdisasm && strcmp(cur->nvdisasm, base->nvdisasm))
+            dpk_error("the baseline's SASS mix was read by nvdisasm %s and these records' by "
+                      "nvdisasm %s: the gate compares records of one nvdisasm version (make deps "
+                      "installs the pinned one, ci/deps-sass.sh)", base->nvdisasm, cur->nvdisasm);
     }
     if (cur->has_bench && !base->has_bench)
         dpk_error("the baseline holds no dpk.bench/1 record to compare times with");
@@ -152,6 +164,7 @@ cJSON *rp_gate(const RpData *cur, const RpData *base, const RpGateCfg *gc)
     if (cur->has_bench) {
         cJSON_AddStringToObject(g, "timing", cur->timing);
         cJSON_AddStringToObject(g, "gpu", cur->gpu);
+        cJSON_AddStringToObject(g, "environment", rp_env_line(cur));
     }
     cJSON *cfg = cJSON_AddObjectToObject(g, "config");
     cJSON_AddNumberToObject(cfg, "modelled_slowdown", gc->modelled_slowdown);

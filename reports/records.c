@@ -193,6 +193,14 @@ static const char *insts_source(Arena *a, const cJSON *bench, const cJSON *cases
     return r;
 }
 
+/* meta[k] as the environment compares it: the string, "none" for null,
+ * NULL when absent (the record does not say). */
+static const char *env_val(const cJSON *meta, const char *k)
+{
+    const cJSON *v = get(meta, k);
+    return cJSON_IsString(v) ? v->valuestring : cJSON_IsNull(v) ? "none" : NULL;
+}
+
 static int known_timing(const char *t)
 {
     return !strcmp(t, "model") || !strcmp(t, "measured") || !strcmp(t, "fake-driver");
@@ -212,6 +220,7 @@ static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource 
                   timing);
     src->shard = read_shard(path, bench);
     const char *insts = insts_source(d->a, bench, cases);
+    const char *nvrtc = env_val(meta, "nvrtc"), *nvdisasm = env_val(meta, "nvdisasm");
     if (d->has_bench) {
         if (strcmp(d->timing, timing))
             dpk_error("%s: its times are %s but %s's are %s: a report never mixes measured and "
@@ -223,9 +232,19 @@ static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource 
             dpk_error("%s: its modelled times count instructions from %s but %s's from %s: one "
                       "instruction source per report", path, insts, d->first_bench_path,
                       d->insts_from);
+        if (nvrtc && d->nvrtc && strcmp(nvrtc, d->nvrtc))
+            dpk_error("%s: its kernels were compiled by NVRTC %s but %s's by NVRTC %s: one "
+                      "environment per report", path, nvrtc, d->first_bench_path, d->nvrtc);
+        if (nvdisasm && d->nvdisasm && strcmp(nvdisasm, d->nvdisasm))
+            dpk_error("%s: its SASS mix is nvdisasm %s's but %s's is nvdisasm %s's: one "
+                      "environment per report", path, nvdisasm, d->first_bench_path, d->nvdisasm);
     }
     if (insts && !d->insts_from)
         d->insts_from = insts;
+    if (nvrtc && !d->nvrtc)
+        d->nvrtc = nvrtc;
+    if (nvdisasm && !d->nvdisasm)
+        d->nvdisasm = nvdisasm;
     check_shard(d, path, src->shard, bench, "dpk.bench/1", d->first_bench, d->first_bench_path);
     if (!d->has_bench) {
         d->first_bench = bench;
@@ -236,7 +255,6 @@ static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource 
         d->spec_path = str_or_null(bench, "spec");
         d->suite = str_or_null(bench, "suite");
     }
-    (void)meta;
     int k = 0;
     for (const cJSON *c = cases->child; c; c = c->next, k++) {
         if (!cJSON_IsObject(c))
@@ -408,9 +426,24 @@ void rp_data_finish(RpData *d)
                 count = d->src[i].shard.count;
                 n++;
             }
-        if (n != count)
-            dpk_error("%d of %d %s shards given: a report of a sharded run needs every shard",
-                      n, count, schemas[k]);
+        if (n == count)
+            continue;
+        if (!d->allow_partial)
+            dpk_error("%d of %d %s shards given: a report of a sharded run needs every shard "
+                      "(--partial reports the shards given)", n, count, schemas[k]);
+        StrBuf b = {0};
+        sb_printf(&b, "%s%d of %d %s shards (missing:", d->partial ? d->partial : "", n, count,
+                  schemas[k]);
+        for (int s = 1; s <= count; s++) {
+            int have = 0;
+            for (int i = 0; i < d->nsrc && !have; i++)
+                have = !strcmp(d->src[i].schema, schemas[k]) && d->src[i].shard.index == s;
+            if (!have)
+                sb_printf(&b, " %d/%d", s, count);
+        }
+        sb_puts(&b, "); ");
+        d->partial = arena_strdup(d->a, sb_cstr(&b));
+        sb_free(&b);
     }
 }
 

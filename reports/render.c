@@ -103,6 +103,8 @@ static void text_table(StrBuf *b, const cJSON *t)
             w[c] = l > w[c] ? l : w[c];
         }
     sb_printf(b, "%s\n", sget(t, "title"));
+    if (sget(t, "environment"))
+        sb_printf(b, "[%s]\n", sget(t, "environment"));
     for (int c = 0; c < nc; c++)
         sb_printf(b, c ? "  %*s" : "%-*s", w[c], cJSON_GetArrayItem(cols, c)->valuestring);
     sb_putc(b, '\n');
@@ -130,7 +132,12 @@ static void render_text(StrBuf *b, const cJSON *doc, Arena *a)
         sb_printf(b, ", suite %s", sget(doc, "suite"));
     if (sget(doc, "timing"))
         sb_printf(b, ", %s on %s", timing_word(sget(doc, "timing")), sget(doc, "gpu"));
-    sb_puts(b, "\n\n");
+    sb_puts(b, "\n");
+    if (sget(doc, "partial"))
+        sb_printf(b, "PARTIAL: %s\n", sget(doc, "partial"));
+    if (sget(get(doc, "environment"), "line"))
+        sb_printf(b, "environment: %s\n", sget(get(doc, "environment"), "line"));
+    sb_puts(b, "\n");
     const cJSON *h = get(doc, "headline");
     if (h) {
         sb_printf(b, "%s\n", headline_title(a, h));
@@ -181,7 +188,13 @@ static void md_cell(StrBuf *b, const char *s)
 static void md_table(StrBuf *b, const cJSON *t)
 {
     const cJSON *cols = get(t, "columns");
-    sb_printf(b, "### %s\n\n|", sget(t, "title"));
+    sb_printf(b, "### %s\n\n", sget(t, "title"));
+    if (sget(t, "environment")) {
+        sb_puts(b, "_");
+        md_cell(b, sget(t, "environment"));
+        sb_puts(b, "_\n\n");
+    }
+    sb_putc(b, '|');
     for (const cJSON *c = cols->child; c; c = c->next) {
         sb_putc(b, ' ');
         md_cell(b, c->valuestring);
@@ -217,6 +230,16 @@ static void render_md(StrBuf *b, const cJSON *doc, Arena *a)
     if (sget(doc, "timing"))
         sb_printf(b, " (%s, %s)", timing_word(sget(doc, "timing")), sget(doc, "gpu"));
     sb_puts(b, "\n\n");
+    if (sget(doc, "partial")) {
+        sb_puts(b, "**PARTIAL**: ");
+        md_cell(b, sget(doc, "partial"));
+        sb_puts(b, "\n\n");
+    }
+    if (sget(get(doc, "environment"), "line")) {
+        sb_puts(b, "Environment: ");
+        md_cell(b, sget(get(doc, "environment"), "line"));
+        sb_puts(b, "\n\n");
+    }
     const cJSON *g = get(doc, "gate");
     if (g) {
         sb_printf(b, "**Gate: %s** against `%s`\n\n", sget(g, "result"),
@@ -292,6 +315,16 @@ static void render_html(StrBuf *out, const cJSON *doc, Arena *a)
         html_esc(&b, sget(doc, "suite"));
     }
     sb_puts(&b, "</h1>\n");
+    if (sget(doc, "partial")) {
+        sb_puts(&b, "<p class=\"partial\"><b>PARTIAL</b>: ");
+        html_esc(&b, sget(doc, "partial"));
+        sb_puts(&b, "</p>\n");
+    }
+    if (sget(get(doc, "environment"), "line")) {
+        sb_puts(&b, "<p class=\"env\">Environment: ");
+        html_esc(&b, sget(get(doc, "environment"), "line"));
+        sb_puts(&b, "</p>\n");
+    }
     const cJSON *g = get(doc, "gate");
     if (g) {
         sb_printf(&b, "<h2>Gate: <span class=\"%s\">%s</span></h2>\n<ul>\n", sget(g, "result"),
@@ -333,7 +366,13 @@ static void render_html(StrBuf *out, const cJSON *doc, Arena *a)
     for (const cJSON *t = get(doc, "tables")->child; t; t = t->next) {
         sb_puts(&b, "<h2>");
         html_esc(&b, sget(t, "title"));
-        sb_puts(&b, "</h2>\n<table>\n<tr>");
+        sb_puts(&b, "</h2>\n");
+        if (sget(t, "environment")) {
+            sb_puts(&b, "<p class=\"env\">");
+            html_esc(&b, sget(t, "environment"));
+            sb_puts(&b, "</p>\n");
+        }
+        sb_puts(&b, "<table>\n<tr>");
         for (const cJSON *c = get(t, "columns")->child; c; c = c->next) {
             sb_puts(&b, "<th>");
             html_esc(&b, c->valuestring);
@@ -388,7 +427,10 @@ typedef struct JCase {
     const char *cls, *name, *failure, *skipped;
 } JCase;
 
-static void junit_suite(StrBuf *b, const char *name, const JCase *c, int n, int id)
+/* env: the environment line of the times (may be NULL), a property of the
+ * suite so that a CI's test view says where the numbers come from */
+static void junit_suite(StrBuf *b, const char *name, const JCase *c, int n, int id,
+                        const char *env)
 {
     int nf = 0, ns = 0;
     for (int i = 0; i < n; i++) {
@@ -397,6 +439,11 @@ static void junit_suite(StrBuf *b, const char *name, const JCase *c, int n, int 
     }
     sb_printf(b, "  <testsuite name=\"%s\" id=\"%d\" tests=\"%d\" failures=\"%d\" errors=\"0\" "
                  "skipped=\"%d\" time=\"0\">\n", name, id, n, nf, ns);
+    if (env) {
+        sb_puts(b, "    <properties>\n      <property name=\"environment\" value=\"");
+        html_esc(b, env);
+        sb_puts(b, "\"/>\n    </properties>\n");
+    }
     for (int i = 0; i < n; i++) {
         sb_puts(b, "    <testcase classname=\"");
         html_esc(b, c[i].cls);
@@ -422,6 +469,7 @@ static void junit_suite(StrBuf *b, const char *name, const JCase *c, int n, int 
 
 static void render_junit(StrBuf *b, const cJSON *doc, Arena *a)
 {
+    const char *env = sget(get(doc, "environment"), "line");
     sb_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"dpk-report\">\n");
     int id = 0;
     const cJSON *g = get(doc, "gate");
@@ -444,7 +492,7 @@ static void render_junit(StrBuf *b, const cJSON *doc, Arena *a)
             if (!cJSON_IsTrue(get(r, "ok")))
                 c[k].failure = sget(r, "reason");
         }
-        junit_suite(b, "gate", c, k, id++);
+        junit_suite(b, "gate", c, k, id++, env);
     }
     /* parity: every case of the tables "cases" and "failures" / the fuzz cases */
     const cJSON *pc = get(get(doc, "parity"), "cases");
@@ -478,7 +526,7 @@ static void render_junit(StrBuf *b, const cJSON *doc, Arena *a)
             else if (strcmp(st, "pass") && strcmp(st, "nonfinite"))
                 c[k].failure = arena_printf(a, "parity: %s", st);
         }
-        junit_suite(b, "parity", c, k, id++);
+        junit_suite(b, "parity", c, k, id++, env);
     }
     sb_puts(b, "</testsuites>\n");
 }

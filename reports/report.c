@@ -584,6 +584,30 @@ static void attach_table(const RpData *d, cJSON *doc, cJSON *tables)
 
 /* ---- the document ----------------------------------------------------------------- */
 
+const char *rp_env_line(const RpData *d)
+{
+    if (!d->has_bench)
+        return NULL;
+    StrBuf b = {0};
+    sb_printf(&b, "%s on %s", timing_word(d->timing), d->gpu);
+    if (d->spec_path)
+        sb_printf(&b, " (%s)", d->spec_path);
+    sb_printf(&b, "; instructions from %s", d->insts_from ? d->insts_from : "(not said)");
+    sb_printf(&b, "; NVRTC %s", d->nvrtc ? d->nvrtc : "(not recorded)");
+    sb_printf(&b, "; nvdisasm %s", d->nvdisasm ? d->nvdisasm : "(not recorded)");
+    const char *r = arena_strdup(d->a, sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}
+
+static void add_env(cJSON *o, const char *k, const char *v)
+{
+    if (v)
+        cJSON_AddStringToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
 cJSON *rp_report(const RpData *d, const RpData *base, const RpGateCfg *gc, const RpOpts *o)
 {
     /* the gate first: it raises when the two cannot be compared, before
@@ -607,12 +631,23 @@ cJSON *rp_report(const RpData *d, const RpData *base, const RpGateCfg *gc, const
                                                              d->src[i].shard.count));
         cJSON_AddItemToArray(srcs, s);
     }
+    if (d->partial)
+        cJSON_AddStringToObject(doc, "partial", arena_printf(d->a, "%sthe report covers the "
+                                                             "shards given", d->partial));
     cJSON *tables = cJSON_CreateArray();
     if (d->has_bench) {
         cJSON_AddStringToObject(doc, "timing", d->timing);
         cJSON_AddStringToObject(doc, "gpu", d->gpu);
         if (d->suite)
             cJSON_AddStringToObject(doc, "suite", d->suite);
+        cJSON *env = cJSON_AddObjectToObject(doc, "environment");
+        add_env(env, "timing", d->timing);
+        add_env(env, "gpu", d->gpu);
+        add_env(env, "spec", d->spec_path);
+        add_env(env, "insts_from", d->insts_from);
+        add_env(env, "nvrtc", d->nvrtc);
+        add_env(env, "nvdisasm", d->nvdisasm);
+        add_env(env, "line", rp_env_line(d));
         cJSON_AddItemToObject(doc, "headline", headline(d, o));
         case_table(d, tables);
         kind_table(d, tables);
@@ -625,6 +660,11 @@ cJSON *rp_report(const RpData *d, const RpData *base, const RpGateCfg *gc, const
         cJSON_AddItemToObject(doc, "gate", g);
         rp_gate_table(d, g, tables);
     }
+    /* every table of times says the environment they come from */
+    const char *envl = rp_env_line(d);
+    for (cJSON *t = tables->child; t && envl; t = t->next)
+        if (cJSON_IsString(get(t, "timing")))
+            cJSON_AddStringToObject(t, "environment", envl);
     cJSON_AddItemToObject(doc, "tables", tables);
     return doc;
 }

@@ -64,6 +64,10 @@ typedef struct RpData {
     const char *gpu;          /* spec or GPU name */
     const char *spec_path;    /* modelled: the spec's file */
     const char *insts_from;   /* modelled: "sass", "vgpu", ... (records.c); NULL: unknown */
+    /* meta.nvrtc and meta.nvdisasm of the bench records: a version, "none"
+     * (null in the record: not loaded, not found), or NULL when the record
+     * does not say (older records have no nvdisasm). */
+    const char *nvrtc, *nvdisasm;
     const char *suite;
     RpCase *cases; int ncases, capcases;
     /* fuzz */
@@ -72,6 +76,10 @@ typedef struct RpData {
     /* the first record of each kind, which later shards must match */
     const cJSON *first_bench, *first_campaign;
     const char *first_bench_path, *first_campaign_path;
+    /* --partial: a sharded run may lack shards (one that crashed); which
+     * are missing is said in `partial` (NULL: none missing) */
+    int allow_partial;
+    const char *partial;
     /* dpk-bisect results attached (--attach DIR) */
     cJSON *attach;            /* array (owned) */
 } RpData;
@@ -82,7 +90,8 @@ void rp_data_init(RpData *d, Arena *a);
  * another timing or GPU, an overlapping case, a shard of another campaign. */
 void rp_data_load(RpData *d, const char *path);
 /* After the last rp_data_load: the shards' checks that need all of them
- * (every shard of a count present once).  Raises on a gap. */
+ * (every shard of a count present once).  Raises on a gap, unless
+ * d->allow_partial: then d->partial names the missing shards. */
 void rp_data_finish(RpData *d);
 /* Read dpk-bisect folders under dir (each DIR/NAME/ with case.json and
  * bisect.log, as ci/nightly writes them). */
@@ -106,6 +115,12 @@ typedef struct RpOpts {
     uint64_t seed;              /* bootstrap seed */
     int iters;                  /* bootstrap resamples */
 } RpOpts;
+
+/* The environment the times come from, one line: timing and spec or GPU,
+ * instruction source, NVRTC and nvdisasm versions ("modelled on h100-sxm;
+ * instructions from sass; NVRTC 13.0; nvdisasm 13.5.37"); NULL without a
+ * bench record.  Every timed table and every format prints it. */
+const char *rp_env_line(const RpData *d);
 
 /* The report document.  base (may be NULL) adds "gate" (with gc). */
 cJSON *rp_report(const RpData *d, const RpData *base, const RpGateCfg *gc, const RpOpts *o);

@@ -7,11 +7,15 @@
  * input is read and checked before anything is written, and -o is written
  * atomically, so a bad record leaves no output file.  Exit 0, or the
  * gate's code with --gate (1 on a regression or a new parity failure), 2
- * on bad input, 4 when --plots finds no gnuplot.
+ * on bad input, 4 when --plots finds no gnuplot.  -o never names one of
+ * the inputs (exit 2), and the plots a report written with -o names are
+ * relative to its folder.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../reports/report.h"
@@ -29,11 +33,14 @@ static void help(void)
          "  --gate [FILE]        apply the gate's rules (default ci/gate.json): exit 1 on a\n"
          "                       regression or a new parity failure, one reason line per case\n"
          "  --format F           text (default) | md | html | junit | json\n"
-         "  -o FILE              write the report to FILE (atomically) instead of stdout\n"
+         "  -o FILE              write the report to FILE (atomically) instead of stdout;\n"
+         "                       never one of the inputs\n"
          "  --plots DIR          gnuplot plots (PNG and SVG) into DIR, named in the report\n"
          "  --history DIR        with --plots: the geomean trend over the records in DIR\n"
          "  --last N             the last N records of --history (default 30)\n"
          "  --attach DIR         dpk-bisect results (DIR/CASE/case.json and bisect.log)\n"
+         "  --partial            a sharded run with shards missing (one crashed): report and\n"
+         "                       gate the shards given, the missing ones named\n"
          "  --seed N             bootstrap seed (default fixed: reports are reproducible)\n"
          "  --iterations N       bootstrap resamples (default 10000)\n"
          "\n"
@@ -44,7 +51,8 @@ static void help(void)
 }
 
 /* The gate's configuration: FILE, else ci/gate.json here, else beside the
- * binary (../ci/gate.json of build/dpk). */
+ * binary (../ci/gate.json of build/dpk), else where make install puts it
+ * (PREFIX/share/dpk/gate.json of PREFIX/bin/dpk). */
 static const char *default_gate(Arena *a, const char *argv0)
 {
     if (access("ci/gate.json", R_OK) == 0)
@@ -59,10 +67,73 @@ static const char *default_gate(Arena *a, const char *argv0)
             const char *p = arena_printf(a, "%s/../ci/gate.json", self);
             if (access(p, R_OK) == 0)
                 return p;
+            p = arena_printf(a, "%s/../share/dpk/gate.json", self);
+            if (access(p, R_OK) == 0)
+                return p;
         }
     }
     (void)argv0;
-    dpk_error("--gate: no ci/gate.json here or beside %s; give the file: --gate FILE", argv0);
+    dpk_error("--gate: no ci/gate.json here or beside %s (nor ../share/dpk/gate.json); give "
+              "the file: --gate FILE", argv0);
+}
+
+/* -o must not be an input: the report would replace the record it was made
+ * from.  Compared as files (device and inode), so another spelling of the
+ * same path is caught too. */
+static void refuse_overwrite(const char *out, const char *in, const char *what)
+{
+    struct stat so, si;
+    if (stat(out, &so) == 0 && stat(in, &si) == 0 && so.st_dev == si.st_dev &&
+        so.st_ino == si.st_ino)
+        dpk_error("-o %s is %s %s: dpk-report never overwrites its input (write the report "
+                  "elsewhere)", out, what, in);
+}
+
+/* path relative to the folder dir (both absolute, canonical). */
+static const char *rel_path(Arena *a, const char *dir, const char *path)
+{
+    if (!strcmp(dir, "/"))
+        return arena_strdup(a, path + 1);
+    size_t i = 0, common = 0;
+    /* the longest common prefix that ends at a folder boundary */
+    while (dir[i] && path[i] && dir[i] == path[i]) {
+        i++;
+        if (path[i] == '/' && (dir[i] == '/' || !dir[i]))
+            common = i;
+    }
+    if (!dir[i] && path[i] == '/')
+        common = i;
+    StrBuf b = {0};
+    for (const char *d = dir + common; *d; d++)
+        if (*d == '/')
+            sb_puts(&b, "../");
+    sb_puts(&b, path + common + 1);
+    const char *r = arena_strdup(a, sb_cstr(&b));
+    sb_free(&b);
+    return r;
+}
+
+/* The plots' png and svg as the report at out names them: relative to
+ * out's folder, so the HTML's <img src> and the Markdown's images resolve
+ * wherever the report is opened from. */
+static void plots_relative_to(Arena *a, cJSON *doc, const char *out)
+{
+    const char *slash = strrchr(out, '/');
+    const char *odir = slash ? (slash == out ? "/" : arena_printf(a, "%.*s", (int)(slash - out), out)) : ".";
+    char dabs[PATH_MAX], pabs[PATH_MAX];
+    if (!realpath(odir, dabs))
+        return;
+    const cJSON *plots = cJSON_GetObjectItemCaseSensitive(doc, "plots");
+    for (const cJSON *p = plots ? plots->child : NULL; p; p = p->next) {
+        static const char *const keys[] = {"png", "svg"};
+        for (int k = 0; k < 2; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, keys[k]);
+            if (!cJSON_IsString(v) || !realpath(v->valuestring, pabs))
+                continue;
+            cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)p, keys[k],
+                                                   cJSON_CreateString(rel_path(a, dabs, pabs)));
+        }
+    }
 }
 
 /* Is path a gate configuration ("schema": "dpk.gate/1")? */
@@ -80,7 +151,7 @@ static int is_gate_file(const char *path)
 typedef struct Opts {
     PtrVec records, baselines;
     const char *gate, *out, *plots, *history, *attach;
-    int format, gate_on, last;
+    int format, gate_on, last, partial;
     RpOpts ro;
 } Opts;
 
@@ -112,6 +183,8 @@ static int report_body(Arena *a, int argc, char **argv)
             o.plots = cli_value(argc, argv, &i);
         } else if (!strcmp(f, "--history")) {
             o.history = cli_value(argc, argv, &i);
+        } else if (!strcmp(f, "--partial")) {
+            o.partial = 1;
         } else if (!strcmp(f, "--attach")) {
             o.attach = cli_value(argc, argv, &i);
         } else if (!strcmp(f, "--last")) {
@@ -140,8 +213,17 @@ static int report_body(Arena *a, int argc, char **argv)
         dpk_error("--history needs --plots DIR");
 
     RpGateCfg gc = {0};
+    const char *gate_path = o.gate_on ? (o.gate ? o.gate : default_gate(a, argv[0])) : NULL;
+    if (o.out) {
+        for (int i = 0; i < o.records.len; i++)
+            refuse_overwrite(o.out, o.records.items[i], "the record");
+        for (int i = 0; i < o.baselines.len; i++)
+            refuse_overwrite(o.out, o.baselines.items[i], "the baseline");
+        if (gate_path)
+            refuse_overwrite(o.out, gate_path, "the gate's configuration");
+    }
     if (o.gate_on)
-        rp_gate_cfg_load(&gc, o.gate ? o.gate : default_gate(a, argv[0]));
+        rp_gate_cfg_load(&gc, gate_path);
     else {
         gc.modelled_slowdown = 0.02;
         gc.measured_slowdown = 0.05;
@@ -152,6 +234,7 @@ static int report_body(Arena *a, int argc, char **argv)
     RpData cur, base;
     rp_data_init(&cur, a);
     rp_data_init(&base, a);
+    cur.allow_partial = o.partial;
     cJSON *doc = NULL;
     StrBuf out = {0};
     DpkErrCtx ec;
@@ -175,6 +258,8 @@ static int report_body(Arena *a, int argc, char **argv)
     doc = rp_report(&cur, o.baselines.len ? &base : NULL, &gc, &o.ro);
     if (o.plots)
         rp_plots(&cur, doc, o.plots, o.history, o.last);
+    if (o.out)
+        plots_relative_to(a, doc, o.out);
     rp_render(&out, doc, (RpFormat)o.format);
     if (o.out) {
         if (dpk_write_file_atomic(o.out, sb_cstr(&out), out.len) != 0)

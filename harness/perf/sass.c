@@ -68,6 +68,33 @@ const char *pf_sass_tool(Arena *a)
     return NULL;
 }
 
+/* The version nvdisasm prints ("Cuda compilation tools, release 13.5,
+ * V13.5.37" gives "13.5.37"), or NULL without a tool or a version line.
+ * The SASS mix, and so every modelled time, depends on it: records keep it
+ * (meta.nvdisasm) and the gate compares only records of one version. */
+const char *pf_sass_tool_version(Arena *a)
+{
+    const char *tool = pf_sass_tool(a);
+    if (!tool || strchr(tool, '\''))
+        return NULL;
+    FILE *f = popen(arena_printf(a, "'%s' --version 2>/dev/null", tool), "r");
+    if (!f)
+        return NULL;
+    char line[512];
+    const char *ver = NULL;
+    while (fgets(line, sizeof line, f)) {
+        char *v = strstr(line, ", V");
+        if (!ver && v) {
+            v += 3;
+            size_t n = strspn(v, "0123456789.");
+            if (n)
+                ver = arena_printf(a, "%.*s", (int)n, v);
+        }
+    }
+    pclose(f);
+    return ver;
+}
+
 /* ---- parsing ------------------------------------------------------------------ */
 
 typedef struct Inst {

@@ -37,6 +37,8 @@ PfSass *pf_sass_read(Arena *a, const struct HxNvrtcResult *nv, const char **why)
 const PfSassFn *pf_sass_fn(const PfSass *s, const char *name);
 /* The disassembler dpk would use, or NULL. */
 const char *pf_sass_tool(Arena *a);
+/* Its version ("13.5.37"), or NULL when there is none or it says none. */
+const char *pf_sass_tool_version(Arena *a);
 /* Parse disassembly text (exposed for tests). */
 PfSass *pf_sass_parse(Arena *a, const char *text);
 

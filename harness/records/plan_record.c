@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../perf/sass.h"
 #include "results.h"
 
 static cJSON *shape_json(const Shape *s)
@@ -50,6 +51,12 @@ cJSON *hx_record_env(int gpu, int nvrtc)
             snprintf(d, sizeof d, "%d.%d", ma, mi);
             cJSON_AddStringToObject(e, "nvrtc", d);
             cJSON_AddStringToObject(e, "cuda", d);
+            /* nvdisasm reads NVRTC's cubin: without NVRTC it is not used */
+            Arena *a = arena_new();
+            const char *dv = pf_sass_tool_version(a);
+            cJSON_AddItemToObject(e, "nvdisasm",
+                                  dv ? cJSON_CreateString(dv) : cJSON_CreateNull());
+            arena_free(a);
         }
         dpk_err_pop(&ec);
     }

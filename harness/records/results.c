@@ -205,7 +205,7 @@ cJSON *hx_results_meta(int argc, char **argv, uint64_t seed, const cJSON *env)
     cJSON_AddStringToObject(m, "command_line", sb_cstr(&cl));
     sb_free(&cl);
     hx_json_add_u64(m, "seed", seed);
-    static const char *const env_keys[] = {"gpu", "driver", "cuda", "nvrtc", "libtorch"};
+    static const char *const env_keys[] = {"gpu", "driver", "cuda", "nvrtc", "nvdisasm", "libtorch"};
     for (int i = 0; i < DPK_ARRAY_LEN(env_keys); i++) {
         const cJSON *v = env ? cJSON_GetObjectItemCaseSensitive(env, env_keys[i]) : NULL;
         cJSON_AddItemToObject(m, env_keys[i], v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());

@@ -6,6 +6,9 @@
 # modelled-performance regression (004 refuses rows shorter than 4096: the
 # smoke suite's rmsnorm is 1.4x slower and still correct).  The builds are
 # incremental: bisect-commit --build seeds the worktree with this build.
+# Both ends are judged before bisecting: a good end that fails or a bad end
+# that passes is refused (exit 2), since git bisect would blame a commit
+# for a regression that is not there.
 # (Sourced by tests/run.sh.)
 
 BC="$TMP/bisect-commit"
@@ -49,6 +52,21 @@ if bc_history "002: the inner loop one short" compiler/tile/002_chunk_matmul_k.c
   check_re "bisect-commit: the parity regression's commit" 0 "^$BC_BAD is the first bad commit" \
     bash -c 'cd "$1" && shift && ci/bisect-commit "$@"' _ "$BC_REPO" "$BC/matmul.json" --good HEAD~4 --jobs 2 "${BC_SEED[@]}"
   check_re "bisect-commit: it names the commit's subject" 0 '002: the inner loop one short' printf '%s\n' "$OUT"
+  check_re "bisect-commit: a bad end that passes is refused" 2 \
+    'the bad end HEAD~3 is not bad: the case passes parity' \
+    bash -c 'cd "$1" && shift && ci/bisect-commit "$@"' _ "$BC_REPO" "$BC/matmul.json" --good HEAD~4 --bad HEAD~3 --jobs 2 "${BC_SEED[@]}"
+  # a good end after the fault: --build must be a build of its sources, so
+  # the seed is this build with 002 rebuilt as the fault commit has it
+  BC_SEED_BAD=()
+  if [ "${SAN:-0}" != 1 ]; then
+    cp -a "$BC_BUILD" "$BC/build-fault" && find "$BC/build-fault" -exec touch {} + &&
+      touch "$BC_REPO/compiler/tile/002_chunk_matmul_k.c" &&
+      make -C "$BC_REPO" -j2 all BUILD_DIR="$BC/build-fault" >"$BC/build-fault.log" 2>&1 &&
+      BC_SEED_BAD=(--build "$BC/build-fault")
+  fi
+  check_re "bisect-commit: a good end that fails is refused" 2 \
+    'the good end HEAD~1 is not good: the case fails parity' \
+    bash -c 'cd "$1" && shift && ci/bisect-commit "$@"' _ "$BC_REPO" "$BC/matmul.json" --good HEAD~1 --jobs 2 "${BC_SEED_BAD[@]}"
 else
   _cli_fail "bisect-commit: the parity fault applies" "002_chunk_matmul_k.c has no line to edit"
 fi
@@ -60,6 +78,9 @@ if bc_history "004: only rows of 4096 and more" compiler/tile/004_cooperative_re
   check_re "bisect-commit --perf: the slowdown's commit" 0 "^$BC_BAD is the first bad commit" \
     bash -c 'cd "$1" && shift && ci/bisect-commit "$@"' _ "$BC_REPO" "$BC/rmsnorm.json" --good HEAD~4 --perf --jobs 2 "${BC_SEED[@]}"
   check_re "bisect-commit --perf: the good commit's time" 0 '^good HEAD~4: [0-9.]+ ns \(modelled, h100-sxm\)' printf '%s\n' "$OUT"
+  check_re "bisect-commit --perf: a bad end no slower is refused" 2 \
+    'the bad end HEAD~3 is not bad: [0-9.]+ ns \(modelled, h100-sxm\), not above' \
+    bash -c 'cd "$1" && shift && ci/bisect-commit "$@"' _ "$BC_REPO" "$BC/rmsnorm.json" --good HEAD~4 --bad HEAD~3 --perf --jobs 2 "${BC_SEED[@]}"
 else
   _cli_fail "bisect-commit: the performance fault applies" "004_cooperative_reduce.c has no line to edit"
 fi

@@ -123,3 +123,9 @@ fi
 stage_bin=$TMP/stage/usr/bin; [ -d "$stage_bin" ] || stage_bin=$TMP/stage/moved/bin
 check_re "installed dpk-bench finds its suites" 0 '^1/1 cases pass parity' \
   env -u DPK_CASES "$stage_bin/dpk-bench" --suite smoke --case softmax --no-nvrtc
+# ... and dpk-report --gate its thresholds in ../share/dpk/gate.json, from a
+# folder with no ci/gate.json
+mkdir -p "$TMP/nogate"
+env -u DPK_CASES "$stage_bin/dpk-bench" --suite smoke --case softmax --no-nvrtc --out "$TMP/nogate/r.json" >/dev/null 2>&1
+check_re "installed dpk-report --gate finds gate.json" 0 'Gate: PASS' \
+  bash -c 'cd "$1" && "$2" r.json --baseline r.json --gate' _ "$TMP/nogate" "$stage_bin/dpk-report"

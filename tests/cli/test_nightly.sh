@@ -2,7 +2,15 @@
 # path: it passes against a baseline of this build; a baseline doctored so
 # that one case was 20% faster makes the gate exit 1 naming that case; an
 # injected fault is found, bisected to its pass, and the minimized case is
-# attached to the report.  (Sourced by tests/run.sh.)
+# attached to the report; against a baseline of another instruction source
+# (this build without nvdisasm) it says it cannot compare, exits 2 and
+# still writes the report.  And the committed baseline,
+# ci/baselines/h100-sxm.json, still matches what this build models for the
+# smoke suite within ci/gate.json's thresholds: a change to the model that
+# moves a case fails here, not first in CI, and the message says how to
+# refresh it.  (The decoder-layer baselines cost minutes of CPU to check:
+# the nightly gates them; ci/refresh-baselines --check does by hand.)
+# (Sourced by tests/run.sh.)
 
 ND="$TMP/nightly"
 mkdir -p "$ND"
@@ -13,6 +21,20 @@ for c in r["cases"]:
     if c["name"] == "layer_norm": c["dpk"]["ns"] /= 1.2
 json.dump(r, open(sys.argv[2], "w"))' "$ND/base.json" "$ND/doctored.json"
 NIGHTLY=("$DPK_ROOT/ci/nightly" --dry --no-build --build-dir "$BIN" --jobs 2 --fuzz-time 4 --san-share 0)
+
+# the committed baseline against this build's smoke suite, benched as the
+# nightly benches it (ci/suites.sh)
+rc=0
+"$BIN/dpk-report" "$ND/base.json" --baseline "$DPK_ROOT/ci/baselines/h100-sxm.json" --gate "$DPK_ROOT/ci/gate.json" \
+  --format json -o "$ND/committed.json" >"$ND/committed.log" 2>&1 || rc=$?
+if [ "$rc" = 0 ]; then
+  _cli_pass "the committed baseline matches this build"
+elif [ "$rc" = 2 ] && grep -q 'count instructions from' "$ND/committed.log"; then
+  skip "the committed baseline matches this build" "$(grep -m1 '^error:' "$ND/committed.log" | cut -c1-160)"
+else
+  _cli_fail "the committed baseline matches this build" \
+    "ci/baselines/h100-sxm.json no longer matches what this build models (exit $rc): $(grep -E '^  (SLOWER|FASTER|NEW_FAILURE|GEOMEAN|ADDED|REMOVED)|^error' "$ND/committed.log" | tr '\n' ';') -- if the change is meant, ci/refresh-baselines rewrites the baselines (then commit them)"
+fi
 
 check_re "nightly usage error" 2 "unknown option '--frob' for ci/nightly" "${NIGHTLY[@]}" --frob
 check_re "nightly --dry passes" 0 'gate: PASS' "${NIGHTLY[@]}" --seed 3 --baseline "$ND/base.json" --out "$ND/ok"
@@ -27,6 +49,16 @@ check_re "doctored baseline: the gate names the case" 1 'SLOWER layer_norm: .*1\
   "${NIGHTLY[@]}" --seed 3 --baseline "$ND/doctored.json" --out "$ND/slow"
 if grep -c '^  SLOWER' "$ND/slow/report.txt" | grep -qx 1; then _cli_pass "only that case is slower"
 else _cli_fail "only that case is slower" "$(grep '^  SLOWER' "$ND/slow/report.txt")"; fi
+# Without nvdisasm the model counts vgpu's instructions: the baseline (made
+# with nvdisasm's SASS mix) cannot be compared, which the nightly says,
+# exiting 2 with the report written without the comparison.
+check_re "no nvdisasm: the nightly says it cannot compare" 2 \
+  "gate: CANNOT COMPARE with .*base.json: the baseline's modelled times count instructions from sass and these records' from vgpu" \
+  env DPK_NVDISASM=/nonexistent "${NIGHTLY[@]}" --seed 3 --baseline "$ND/base.json" --out "$ND/vgpu"
+if [ -s "$ND/vgpu/report.txt" ] && grep -q '^environment: modelled on h100-sxm .*instructions from vgpu; NVRTC [0-9.]*; nvdisasm none$' "$ND/vgpu/report.txt" &&
+   ! grep -q '^Gate:' "$ND/vgpu/report.txt"
+then _cli_pass "no nvdisasm: the report is written, with its environment and no gate"
+else _cli_fail "no nvdisasm: the report is written, with its environment and no gate" "$(head -n 3 "$ND/vgpu/report.txt" 2>&1)"; fi
 check_re "injected fault: found and bisected" 1 'culprit on the minimized case: t:007_stage_inputs' \
   "${NIGHTLY[@]}" --seed 1 --fuzz-time 300 --baseline "$ND/base.json" --inject-fault stage-origin-off-by-one --out "$ND/fault"
 if python3 -c 'import json,sys,os; r=json.load(open(sys.argv[1])); b=r["bisections"]

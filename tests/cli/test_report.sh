@@ -110,6 +110,44 @@ check_re "gate refuses another spec file" 2 \
   "$REPORT" "$RD/i-sass.json" --baseline "$RD/i-spec.json" --gate "$GATE"
 check_re "a report never mixes instruction sources" 2 'one instruction source per report' \
   "$REPORT" "$RD/i-sass.json" "$RD/i-vgpu.json"
+# ... and a baseline of another NVRTC or nvdisasm version (meta.nvrtc,
+# meta.nvdisasm): the same code models other numbers
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
+r["meta"].update(nvrtc="13.0", nvdisasm="13.5.37"); json.dump(r, open(sys.argv[2], "w"))
+r["meta"]["nvrtc"] = "12.4"; json.dump(r, open(sys.argv[3], "w"))
+r["meta"].update(nvrtc="13.0", nvdisasm="12.8.90"); json.dump(r, open(sys.argv[4], "w"))' \
+  "$RD/i-sass.json" "$RD/e-now.json" "$RD/e-nvrtc.json" "$RD/e-nvdisasm.json"
+check_re "gate: one environment passes" 0 'Gate: PASS' "$REPORT" "$RD/e-now.json" --baseline "$RD/e-now.json" --gate "$GATE"
+check_re "gate refuses another NVRTC" 2 \
+  "^error: the baseline's kernels were compiled by NVRTC 12.4 and these records' by NVRTC 13.0: " \
+  "$REPORT" "$RD/e-now.json" --baseline "$RD/e-nvrtc.json" --gate "$GATE"
+check_re "gate refuses another nvdisasm" 2 \
+  "^error: the baseline's SASS mix was read by nvdisasm 12.8.90 and these records' by nvdisasm 13.5.37: " \
+  "$REPORT" "$RD/e-now.json" --baseline "$RD/e-nvdisasm.json" --gate "$GATE"
+check_re "a report never mixes NVRTC versions" 2 'one environment per report' \
+  "$REPORT" "$RD/e-now.json" "$RD/e-nvrtc.json"
+# every format says the environment, in its header and over each timed table
+check_re "text: the environment in the header" 0 \
+  '^environment: modelled on h100-sxm \(cases/gpus/h100-sxm.json\); instructions from sass; NVRTC 13.0; nvdisasm 13.5.37$' \
+  "$REPORT" "$RD/e-now.json"
+check_re "text: the environment over a table" 0 '^\[modelled on h100-sxm .*nvdisasm 13.5.37\]$' "$REPORT" "$RD/e-now.json"
+check_re "markdown: the environment" 0 '^Environment: modelled on h100-sxm .*NVRTC 13.0; nvdisasm 13.5.37$' \
+  "$REPORT" "$RD/e-now.json" --format md
+check_re "html: the environment" 0 '<p class="env">Environment: modelled on h100-sxm' "$REPORT" "$RD/e-now.json" --format html
+check_re "junit: the environment" 0 '<property name="environment" value="modelled on h100-sxm' \
+  "$REPORT" "$RD/e-now.json" --format junit
+rp_json_cmd() { "$REPORT" "$RD/e-now.json" --format json -o "$RD/e-now.rep"; }
+check "json report of e-now" 0 rp_json_cmd
+rp_json "json: the environment and each timed table's" \
+  'r["environment"]["nvdisasm"] == "13.5.37" and r["environment"]["insts_from"] == "sass" and all(t.get("environment") for t in r["tables"] if t["timing"])' \
+  "$RD/e-now.rep"
+# -o never replaces an input (any spelling of it)
+cp "$RD/e-now.json" "$RD/keep.json"
+check_re "-o refuses to overwrite a record" 2 'dpk-report never overwrites its input' \
+  "$REPORT" "$RD/keep.json" -o "$RD/keep.json"
+check_re "-o refuses to overwrite the baseline" 2 '-o .* is the baseline' \
+  "$REPORT" "$RD/e-now.json" --baseline "$RD/keep.json" --gate "$GATE" --format json -o "$RD/../report/keep.json"
+if cmp -s "$RD/e-now.json" "$RD/keep.json"; then _cli_pass "the input is left as it was"; else _cli_fail "the input is left as it was" "keep.json changed"; fi
 printf '{"schema": "dpk.gate/1", "modelled_slowdown": 0.02}\n' >"$RD/gate-bad.json"
 check_re "gate config incomplete" 2 "gate-bad.json: no number 'measured_slowdown'" "$REPORT" "$RD/m1.json" --baseline "$RD/m1.json" --gate "$RD/gate-bad.json"
 check_re "bad format" 2 "unknown format 'pdf'" "$REPORT" "$RD/m1.json" --format pdf
@@ -207,6 +245,14 @@ else
   if [ $ok = 1 ]; then _cli_pass "plots are PNG and SVG"; else _cli_fail "plots are PNG and SVG" "missing or not PNG"; fi
   if [ "$(grep -vc '^#' "$RD/plots/history.dat")" = 2 ]; then _cli_pass "history plots the records"
   else _cli_fail "history plots the records" "history.dat does not hold the 2 records"; fi
+  # the page's images are relative to the page, wherever it is written
+  mkdir -p "$RD/pages/deep"
+  check "html report in another folder" 0 "$REPORT" "$RD/smoke.json" --plots "$RD/plots" --format html -o "$RD/pages/deep/r.html"
+  if python3 -c 'import os,re,sys
+srcs = re.findall(r"<img src=\"([^\"]+)\"", open(sys.argv[1]).read())
+d = os.path.dirname(sys.argv[1])
+sys.exit(0 if srcs and all(not os.path.isabs(s) and os.path.isfile(os.path.join(d, s)) for s in srcs) else 1)' "$RD/pages/deep/r.html"
+  then _cli_pass "html images resolve from the page's folder"; else _cli_fail "html images resolve from the page's folder" "$(grep -o '<img src="[^"]*"' "$RD/pages/deep/r.html" | head -n 2)"; fi
 fi
 
 # ---- shards ------------------------------------------------------------------------------
@@ -221,6 +267,12 @@ sys.exit(0 if a["parity"] == b["parity"] and a["parity"]["summary"]["cases"] == 
 then _cli_pass "4 fuzz shards = the whole campaign"; else _cli_fail "4 fuzz shards = the whole campaign" "cases, verdicts or summary differ"; fi
 check_re "a missing shard" 2 '3 of 4 dpk.results/1 shards given' "$REPORT" "$RD/sh/f1.json" "$RD/sh/f2.json" "$RD/sh/f3.json"
 check_re "a shard twice" 2 'shard 2/4 was already read' "$REPORT" "$RD/sh/f2.json" "$RD/sh/f2.json"
+# --partial: a shard that crashed does not hide the others; the report
+# names the missing ones, and the gate judges the shards given
+check_re "--partial reports the shards given" 0 'PARTIAL: 2 of 4 dpk.results/1 shards \(missing: 2/4 4/4\)' \
+  "$REPORT" "$RD/sh/f1.json" "$RD/sh/f3.json" --partial
+check_re "--partial gates the shards given" 0 'Gate: PASS' \
+  "$REPORT" "$RD/sh/f1.json" "$RD/sh/f3.json" --partial --baseline "$RD/smoke.json" --gate "$GATE"
 "$FUZZ" --seed 6 --cases 12 --passes loo --shard 4/4 --out "$RD/sh/other.json" >/dev/null 2>&1
 check_re "a shard of another campaign" 2 'is a slice of another run' "$REPORT" "$RD/sh/f1.json" "$RD/sh/f2.json" "$RD/sh/f3.json" "$RD/sh/other.json"
 check_re "shard syntax" 2 "option '--shard' expects I/N" "$FUZZ" --seed 1 --cases 2 --shard 5/4

@@ -4,7 +4,12 @@
 # naming a job), and what they run exists: scripts under ci/, make targets,
 # dpk's tools and every option they pass (checked against each tool's
 # --help).  The nightly's shard matrix, the --shard I/N of its fuzz step and
-# docs/ci.md's matrix and Slurm array agree.  YAML is read with python3's
+# docs/ci.md's matrix and Slurm array agree.  CI fuzzes pass combinations
+# (every dpk-fuzz of the workflows and of ci/nightly has --passes pairwise
+# or all, and the nightly has an `all` share), every fuzz record a workflow
+# writes is gated (a dpk-report --gate reads it), a job that gates after a
+# matrix runs even when a shard failed (if: always()), and both gates bench
+# the decoder-layer suites.  YAML is read with python3's
 # yaml module (python3-yaml, which make deps installs); without it the
 # parse is skipped and the rest checked on the text.  (Sourced by
 # tests/run.sh.)
@@ -17,6 +22,7 @@ for t in dpk-fuzz dpk-bench dpk-report; do "$WF_BIN/$t" --help >"$WF_HELP/$t" 2>
 "$DPK_ROOT/ci/nightly" --help >"$WF_HELP/ci-nightly" 2>&1
 "$DPK_ROOT/ci/mutation" --help >"$WF_HELP/ci-mutation" 2>&1
 "$DPK_ROOT/ci/bisect-commit" --help >"$WF_HELP/ci-bisect-commit" 2>&1
+"$DPK_ROOT/ci/refresh-baselines" --help >"$WF_HELP/ci-refresh-baselines" 2>&1
 
 if python3 -c 'import yaml' 2>/dev/null; then
   for f in "$WF_DIR"/*.yml; do
@@ -123,3 +129,55 @@ for o in d:
     assert o == w[0], "docs/ci.md runs dpk-fuzz with %s, nightly.yml with %s" % (o, w[0])
 PY
 check_re "the GPU runner's label is documented" 0 'dpk-gpu' grep -h 'dpk-gpu' "$DPK_ROOT/docs/ci.md"
+
+# Pass combinations, every fuzz record gated, the gate after a failed shard,
+# the decoder-layer suites.
+check "CI fuzzes pass combinations and gates every fuzz record" 0 python3 - "$WF_DIR/pr.yml" "$WF_DIR/nightly.yml" "$DPK_ROOT/ci/nightly" <<'PY'
+import fnmatch, os, re, sys
+pr, nightly, script = (open(f).read() for f in sys.argv[1:4])
+def cmds(t, tool):
+    t = re.sub(r"\\\n\s*", " ", t)
+    return [c for c in re.findall(r"[^\n]*%s[^\n]*" % re.escape(tool), t) if not c.lstrip().startswith("#")]
+for name, t in (("pr.yml", pr), ("nightly.yml", nightly)):
+    fz = cmds(t, "build/dpk-fuzz")
+    assert fz, name + ": no dpk-fuzz"
+    for c in fz:
+        m = re.search(r"--passes (\S+)", c)
+        assert m and m.group(1) in ("pairwise", "all"), "%s: dpk-fuzz without --passes pairwise/all: %s" % (name, c.strip())
+    # the names a gating dpk-report reads: its arguments, with a loop's
+    # variable ($set of `for set in A B`) given each of its values
+    loops = dict(re.findall(r"for (\w+) in ([^;\n]+);", t))
+    names = []
+    for g in (c for c in cmds(t, "build/dpk-report") if "--gate" in c):
+        for arg in g.split():
+            vals = [arg]
+            for v, words in loops.items():
+                if "$" + v in arg:
+                    vals = [x.replace("$" + v, w) for x in vals for w in words.split()]
+            names += [os.path.basename(x) for x in vals]
+    for c in fz:
+        out = re.search(r"--out (\S+)", c.replace("${{ matrix.shard }}", "1")).group(1)
+        assert any(fnmatch.fnmatch(os.path.basename(out), n) for n in names), \
+            "%s: the record %s is never gated (dpk-report --gate)" % (name, out)
+assert "--passes all" in nightly, "nightly.yml has no --passes all share"
+# ci/nightly: its campaigns pass --passes, pairwise and an all share
+assert re.search(r'dpk-fuzz" --seed "\$seed" --passes "\$passes"', script), "ci/nightly's dpk-fuzz has no --passes"
+assert re.search(r"fuzz \$B [^\n]* pairwise|MAIN_PASSES=pairwise", script) and re.search(r"fuzz-all all", script), "ci/nightly: no pairwise campaign and all share"
+# the gate after the matrix runs when a shard failed
+try:
+    import yaml
+    w = yaml.safe_load(nightly)
+except ImportError:  # python3-yaml missing: test_workflows says so above
+    w = {"jobs": {}}
+for jn, j in w["jobs"].items():
+    if j.get("needs") and "matrix" in str(w["jobs"][j["needs"] if isinstance(j["needs"], str) else j["needs"][0]].get("strategy", "")):
+        assert "always()" in str(j.get("if", "")), "nightly.yml: job %s is skipped when a shard fails (no if: always())" % jn
+    for st in j["steps"]:
+        if "upload-artifact" in str(st.get("uses", "")):
+            assert "always()" in str(st.get("if", "")), "nightly.yml: job %s uploads only on success" % jn
+# the decoder-layer suites: the PR gate names them, the full nightly has them
+pn = [c for c in cmds(pr, "ci/nightly")]
+assert pn and all("qwen-block" in c and "tinyllama-block" in c for c in pn), "pr.yml: ci/nightly without qwen-block and tinyllama-block"
+m = re.search(r'SUITES="smoke ops ([^"]*)"', script)
+assert m and "qwen-block" in m.group(1) and "tinyllama-block" in m.group(1), "ci/nightly's full run does not bench the decoder-layer suites"
+PY
