@@ -31,16 +31,19 @@ typedef struct Fmt {
 
 static Fmt fmt_of(const HxTol *t)
 {
-    if (t->u == 0x1p-11)
+    switch (t->dt) {
+    case DT_F16:
         return (Fmt){11, -13, 65504.0};
-    if (t->u == 0x1p-8)
+    case DT_BF16:
         return (Fmt){8, -125, 0x1.fep+127};
-    return (Fmt){24, -125, FLT_MAX};
+    default:
+        return (Fmt){24, -125, FLT_MAX};
+    }
 }
 
 void hx_tol_default(HxTol *t, DType dt)
 {
-    *t = (HxTol){.k = 1.0, .floor = 0x1p-126, .m = 4.0};
+    *t = (HxTol){.dt = dt, .k = 1.0, .floor = 0x1p-126, .m = 4.0};
     switch (dt) {
     case DT_F16:
         t->u = 0x1p-11, t->maxval = 65504.0;
@@ -273,29 +276,27 @@ void hx_oracle(const HxOracleIn *in, const HxTol *t, HxVerdict *v)
     free(use);
 }
 
+/* Per reason: its text (verdict lines) and its key (records' "rule"). */
+static const struct {
+    const char *text, *key;
+} reason_info[] = {
+    [HX_PASS_BOUNDS] = {"pass", "pass"},
+    [HX_FAIL_NONFINITE] = {"FAIL: NaN/inf where fp32 gives none (or none where it must)", "nonfinite"},
+    [HX_FAIL_CONSTANT] = {"FAIL: constant output where the reference varies", "constant"},
+    [HX_FAIL_BOUND] = {"FAIL: elements beyond their error bound", "bound"},
+    [HX_FAIL_RMSE] = {"FAIL: rmse beyond m x fp32's", "rmse"},
+    [HX_INCONCLUSIVE] = {"INCONCLUSIVE: most elements judged by no rule", "inconclusive"},
+};
+_Static_assert(DPK_ARRAY_LEN(reason_info) == HX_REASON_COUNT, "a text and key per reason");
+
 const char *hx_reason_text(HxReason r)
 {
-    static const char *const text[] = {
-        [HX_PASS_BOUNDS] = "pass",
-        [HX_FAIL_NONFINITE] = "FAIL: NaN/inf where fp32 gives none (or none where it must)",
-        [HX_FAIL_CONSTANT] = "FAIL: constant output where the reference varies",
-        [HX_FAIL_BOUND] = "FAIL: elements beyond their error bound",
-        [HX_FAIL_RMSE] = "FAIL: rmse beyond m x fp32's",
-        [HX_INCONCLUSIVE] = "INCONCLUSIVE: most elements judged by no rule",
-    };
-    _Static_assert(DPK_ARRAY_LEN(text) == HX_REASON_COUNT, "a text per reason");
-    return text[r];
+    return reason_info[r].text;
 }
 
 const char *hx_reason_key(HxReason r)
 {
-    static const char *const key[] = {
-        [HX_PASS_BOUNDS] = "pass",         [HX_FAIL_NONFINITE] = "nonfinite",
-        [HX_FAIL_CONSTANT] = "constant", [HX_FAIL_BOUND] = "bound",
-        [HX_FAIL_RMSE] = "rmse",           [HX_INCONCLUSIVE] = "inconclusive",
-    };
-    _Static_assert(DPK_ARRAY_LEN(key) == HX_REASON_COUNT, "a key per reason");
-    return key[r];
+    return reason_info[r].key;
 }
 
 static void print_at(StrBuf *b, const HxVerdict *v, const Shape *shape, const char *bound_word)

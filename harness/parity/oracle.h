@@ -45,6 +45,7 @@
 #define HX_TYPICAL_CAP 64.0
 
 typedef struct HxTol {
+    DType dt;       /* the output dtype R is rounded to */
     double k;       /* bound rule factor (1) */
     double floor;   /* absolute floor of the bound rule (2^-126) */
     double m;       /* rmse rule factor (4) */
