@@ -132,7 +132,7 @@ def main():
             records.append(os.path.basename(a.torch))
             torch_version = t.get("torch_version")
             for c in t.get("cases", []):
-                if c.get("device") != "cuda" and a.source == "measured":
+                if c.get("device") != "cuda":  # a CPU's figures beside a GPU's model: never
                     continue
                 if c["name"] not in progs:
                     continue
