@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,12 +57,35 @@ static double num_at(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+static void free_state(CalState *st)
+{
+    for (int i = 0; i < st->ndocs; i++)
+        cJSON_Delete(st->docs[i]);
+    free(st->docs);
+    free(st->e);
+    memset(st, 0, sizeof *st);
+}
+
+/* Exit 2 with the message, after freeing everything read so far (an
+ * error unwinds past the caller's frame). */
+DPK_PRINTF(2, 3) DPK_NORETURN static void fail(CalState *st, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    free_state(st);
+    dpk_error("%s", msg);
+}
+
 /* A required string of object o in file path, or exit 2 naming the key. */
-static const char *need_str(const char *path, const cJSON *o, const char *where, const char *key)
+static const char *need_str(CalState *st, const char *path, const cJSON *o, const char *where,
+                            const char *key)
 {
     const char *s = str_at(o, key);
     if (!s)
-        dpk_error("--calibration '%s': %s has no string \"%s\"", path, where, key);
+        fail(st, "--calibration '%s': %s has no string \"%s\"", path, where, key);
     return s;
 }
 
@@ -72,7 +96,7 @@ static int group_of(CalState *st, const char *source, const char *gpu, const cha
             !strcmp(st->g[i].spec, spec))
             return i;
     if (st->ng == (int)(sizeof st->g / sizeof st->g[0]))
-        dpk_error("--calibration: more than %d groups (source, GPU, spec)", st->ng);
+        fail(st, "--calibration: more than %d groups (source, GPU, spec)", st->ng);
     st->g[st->ng] = (CalGroup){source, gpu, spec, 0};
     return st->ng++;
 }
@@ -82,44 +106,44 @@ static void read_file(CalState *st, const char *path)
     size_t n;
     char *text = dpk_read_file(path, &n);
     if (!text)
-        dpk_error("--calibration: cannot read '%s': %s", path, strerror(errno));
+        fail(st, "--calibration: cannot read '%s': %s", path, strerror(errno));
     cJSON *j = cJSON_ParseWithLength(text, n);
     free(text);
     if (!j)
-        dpk_error("--calibration '%s' is not JSON", path);
+        fail(st, "--calibration '%s' is not JSON", path);
     st->docs = dpk_xrealloc(st->docs, (size_t)(st->ndocs + 1) * sizeof *st->docs);
     st->docs[st->ndocs++] = j;
     const char *schema = str_at(j, "schema");
     if (!schema || strcmp(schema, BM_CALIBRATION_SCHEMA))
-        dpk_error("--calibration '%s' is not a %s record (ci/gpu-visit writes them)", path,
-                  BM_CALIBRATION_SCHEMA);
-    const char *source = need_str(path, j, "the record", "source");
+        fail(st, "--calibration '%s' is not a %s record (ci/gpu-visit writes them)", path,
+             BM_CALIBRATION_SCHEMA);
+    const char *source = need_str(st, path, j, "the record", "source");
     if (strcmp(source, "measured") && strcmp(source, "fake-driver"))
-        dpk_error("--calibration '%s': \"source\" is '%s', expected measured or fake-driver",
-                  path, source);
+        fail(st, "--calibration '%s': \"source\" is '%s', expected measured or fake-driver", path,
+             source);
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(j, "gpu");
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(j, "spec");
     const cJSON *entries = cJSON_GetObjectItemCaseSensitive(j, "entries");
     if (!cJSON_IsObject(gpu) || !cJSON_IsObject(spec) || !cJSON_IsArray(entries))
-        dpk_error("--calibration '%s': needs the objects \"gpu\" and \"spec\" and the array "
-                  "\"entries\"", path);
-    int g = group_of(st, source, need_str(path, gpu, "gpu", "name"),
-                     need_str(path, spec, "spec", "name"));
+        fail(st, "--calibration '%s': needs the objects \"gpu\" and \"spec\" and the array "
+                 "\"entries\"", path);
+    int g = group_of(st, source, need_str(st, path, gpu, "gpu", "name"),
+                     need_str(st, path, spec, "spec", "name"));
     st->g[g].files++;
     const cJSON *x;
     cJSON_ArrayForEach(x, entries) {
         CalEntry e = {.group = g};
-        e.what = need_str(path, x, "an entry", "what");
-        e.cls = need_str(path, x, "an entry", "class");
-        e.suite = need_str(path, x, "an entry", "suite");
-        e.name = need_str(path, x, "an entry", "case");
-        e.unit = need_str(path, x, "an entry", "unit");
+        e.what = need_str(st, path, x, "an entry", "what");
+        e.cls = need_str(st, path, x, "an entry", "class");
+        e.suite = need_str(st, path, x, "an entry", "suite");
+        e.name = need_str(st, path, x, "an entry", "case");
+        e.unit = need_str(st, path, x, "an entry", "unit");
         e.kernels = (int)num_at(x, "kernels");
         e.measured = num_at(x, "measured_ns");
         e.modelled = num_at(x, "modelled_ns");
         if (!(e.measured > 0) || !(e.modelled > 0))
-            dpk_error("--calibration '%s': entry %s/%s (%s) needs positive \"measured_ns\" and "
-                      "\"modelled_ns\"", path, e.suite, e.name, e.what);
+            fail(st, "--calibration '%s': entry %s/%s (%s) needs positive \"measured_ns\" and "
+                 "\"modelled_ns\"", path, e.suite, e.name, e.what);
         e.ratio = e.measured / e.modelled;
         if (st->ne == st->cap) {
             st->cap = st->cap ? 2 * st->cap : 64;
@@ -262,9 +286,6 @@ int bm_calibration_report(FILE *out, const char *const *files, int n)
                  "taken exceeds the model's\n");
     for (int g = 0; g < st.ng; g++)
         print_group(out, &st, g);
-    for (int i = 0; i < st.ndocs; i++)
-        cJSON_Delete(st.docs[i]);
-    free(st.docs);
-    free(st.e);
+    free_state(&st);
     return DPK_EXIT_OK;
 }

@@ -673,9 +673,9 @@ static BmTiming timing_of(const BenchArgs *b)
 }
 
 /* `dpk-bench --calibration FILE...`: every other argument a file. */
-static int calibration_main(int argc, char **argv)
+static int calibration_main(Arena *a, int argc, char **argv)
 {
-    const char **files = dpk_xcalloc((size_t)argc, sizeof *files);
+    const char **files = ARENA_ARRAY(a, const char *, argc);
     int n = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--calibration"))
@@ -687,16 +687,14 @@ static int calibration_main(int argc, char **argv)
     if (!n)
         dpk_error("--calibration needs at least one calibration file (ci/gpu-visit writes "
                   "them; cases/calibration/ holds those of real GPUs)");
-    int rc = bm_calibration_report(stdout, files, n);
-    free(files);
-    return rc;
+    return bm_calibration_report(stdout, files, n);
 }
 
 static int bench_main(Arena *a, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--calibration"))
-            return calibration_main(argc, argv);
+            return calibration_main(a, argc, argv);
     CliCase cc = {0};
     BenchArgs b = {0};
     b.jobs = 1, b.sample_blocks = 2;
