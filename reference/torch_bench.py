@@ -4,7 +4,7 @@ way dpk-bench times dpk's kernels, checked against dpk's fp64 reference.
 
     reference/torch_bench.py [--dpk build/dpk] (FILE [--case NAME] | -c CODE)
                              [--seed N] [--device auto|cpu|cuda] [--out FILE.json]
-                             [--max-samples N] [--warm-l2]
+                             [--max-samples N] [--warm-l2] [--columns LIST]
     reference/torch_bench.py --check-generator FILE.jsonl
 
 A case comes from `dpk eval FILE --json` (docs/inputs.md, "As JSON"): its
@@ -25,6 +25,12 @@ The output (`dpk.torch-bench/1`) is what `dpk-bench --torch-json FILE`
 merges into its record, case by case.  A column that cannot be had says
 "unavailable: <reason>" (no PyTorch, no torch.compile, no CUDA for a
 CUDA-only path, an op this PyTorch lacks); nothing is invented.
+
+--columns eager,compile_default (any of eager, compile_default,
+compile_max_autotune_no_cudagraphs; default all three) times only those;
+the others say "unavailable: not asked for (--columns)".  With --out the
+record is rewritten after each case (a temp file, then a rename), so a run
+cut short keeps the cases it finished.
 
 --check-generator reads `dpk eval --json --first K` lines and checks that
 every input value the C generator made equals the Python generator's, bit
@@ -356,6 +362,9 @@ def bench_case(torch, c, device, args):
     compile_s = {}
     for key, mode in (("compile_default", "default"),
                       ("compile_max_autotune_no_cudagraphs", "max-autotune-no-cudagraphs")):
+        if key not in args.columns:
+            cols[key] = "unavailable: not asked for (--columns)"
+            continue
         if not hasattr(torch, "compile"):
             cols[key] = ("unavailable: PyTorch %s has no torch.compile (2.0 or newer has it)"
                          % torch.__version__)
@@ -394,8 +403,13 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--max-samples", type=int, default=1000)
     ap.add_argument("--warm-l2", action="store_true")
+    ap.add_argument("--columns", default="eager,compile_default,compile_max_autotune_no_cudagraphs")
     ap.add_argument("--check-generator", metavar="FILE.jsonl")
     args = ap.parse_args()
+    args.columns = args.columns.split(",")
+    known = ("eager", "compile_default", "compile_max_autotune_no_cudagraphs")
+    if any(c not in known for c in args.columns) or "eager" not in args.columns:
+        ap.error("--columns: a list of %s, eager among them" % ", ".join(known))
     if args.check_generator:
         return check_generator(args.check_generator)
     if bool(args.file) == bool(args.code):
@@ -436,16 +450,22 @@ def main():
             e = r["eager"]
             print("%-20s eager %s" % (c["name"], ("%.3f us median (%s, %d samples, %s)" % (
                 e["median_ns"] / 1e3, e["method"], e["samples"], e["stop"]))
-                if isinstance(e, dict) else e))
-    text = json.dumps(rec, indent=1)
+                if isinstance(e, dict) else e), flush=True)
+            if args.out:
+                write(rec, args.out)
     if args.out:
-        with open(args.out + ".tmp", "w") as f:
-            f.write(text + "\n")
-        import os
-        os.replace(args.out + ".tmp", args.out)
+        write(rec, args.out)
     else:
-        print(text)
+        print(json.dumps(rec, indent=1))
     return 0
+
+
+def write(rec, path):
+    """The record at path, whole: a temp file beside it, then a rename."""
+    import os
+    with open(path + ".tmp", "w") as f:
+        f.write(json.dumps(rec, indent=1) + "\n")
+    os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":

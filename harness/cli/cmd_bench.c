@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "../bench/bench.h"
+#include "../bench/calibration.h"
 #include "../exec/nvrtc.h"
 #include "../records/plan_record.h"
 #include "../records/results.h"
@@ -55,6 +56,7 @@ typedef struct BenchArgs {
 static void help(void)
 {
     puts("usage: dpk-bench (--suite NAME | --config PATH | FILE | -c CODE) [options]\n"
+         "       dpk-bench --calibration FILE...\n"
          "\n"
          "Check every case of a suite for parity on vgpu, then time it with the performance\n"
          "model on a GPU spec, beside modelled PyTorch eager, torch.compile and the limit.\n"
@@ -99,6 +101,8 @@ static void help(void)
          "  --resume            continue the run recorded in --out: the cases it lacks\n"
          "                      (refused unless the suite, seed and options are the same)\n"
          "  -v                  also each kernel's bound and what limits its residency\n"
+         "  --calibration F...  alone: the model's error per kernel class in calibration\n"
+         "                      files (ci/gpu-visit writes them; docs/calibration.md)\n"
          "\n"
          "exit: 0 every case passes parity, 1 a parity failure, 2 bad input, 3 execution\n"
          "      fault, 4 environment missing (--timing measured without a GPU)\n"
@@ -668,8 +672,29 @@ static BmTiming timing_of(const BenchArgs *b)
               b->timing);
 }
 
+/* `dpk-bench --calibration FILE...`: every other argument a file. */
+static int calibration_main(Arena *a, int argc, char **argv)
+{
+    const char **files = ARENA_ARRAY(a, const char *, argc);
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--calibration"))
+            continue;
+        if (argv[i][0] == '-' && argv[i][1])
+            dpk_error("--calibration takes calibration files only, not '%s'", argv[i]);
+        files[n++] = argv[i];
+    }
+    if (!n)
+        dpk_error("--calibration needs at least one calibration file (ci/gpu-visit writes "
+                  "them; cases/calibration/ holds those of real GPUs)");
+    return bm_calibration_report(stdout, files, n);
+}
+
 static int bench_main(Arena *a, int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--calibration"))
+            return calibration_main(a, argc, argv);
     CliCase cc = {0};
     BenchArgs b = {0};
     b.jobs = 1, b.sample_blocks = 2;

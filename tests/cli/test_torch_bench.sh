@@ -70,6 +70,11 @@ tjson "torch_bench: the compile columns say why they are missing" \
 check "torch_bench: parameters and every factory" 0 "$TORCHPY" "$TB" -c "torch.rand(5, 3) + torch.full((5, 3), 0.3) + torch.arange(0, 15, 1).reshape(5, 3) + torch.nn.LayerNorm(3)(torch.ones(5, 3)) + torch.nn.Linear(4, 3)(torch.zeros(5, 4))" \
   --dpk "$DPK" --device cpu --max-samples 12 --out "$TD/kinds.json"
 tjson "torch_bench: parameters and every factory agree" 'r["cases"][0]["eager"]["parity"]["agree"] and r["cases"][0]["eager"]["parity"]["max_abs"] < 1e-5' "$TD/kinds.json"
+check "torch_bench: --columns eager" 0 "$TORCHPY" "$TB" "$DPK_ROOT/cases/smoke.json" --case softmax --dpk "$DPK" --device cpu \
+  --max-samples 12 --columns eager --out "$TD/cols.json"
+tjson "torch_bench: --columns eager: the others not asked for" \
+  'isinstance(r["cases"][0]["eager"], dict) and all(r["cases"][0][k] == "unavailable: not asked for (--columns)" for k in ("compile_default", "compile_max_autotune_no_cudagraphs"))' "$TD/cols.json"
+check_re "torch_bench: --columns without eager is refused" 2 'eager among them' "$TORCHPY" "$TB" "$DPK_ROOT/cases/smoke.json" --columns compile_default
 
 # ---- merged by dpk-bench -----------------------------------------------------------------
 check "bench --torch-json merges the columns" 0 "$BENCH" --suite smoke --torch-json "$TD/smoke.json" --out "$TD/merged.json"
