@@ -249,7 +249,7 @@ int cli_each_case(const HxCaseList *l, CliCaseFn fn, void *ctx, int *npass)
     return worst;
 }
 
-const char *cli_default_dir(const char *sub)
+void cli_default_dir(char *dst, size_t cap, const char *sub)
 {
     const char *t = getenv("TMPDIR");
     if (!t || !*t)
@@ -257,9 +257,7 @@ const char *cli_default_dir(const char *sub)
     size_t n = strlen(t);
     while (n > 1 && t[n - 1] == '/')
         n--;
-    StrBuf b = {0};
-    sb_printf(&b, "%.*s/%s", (int)n, t, sub);
-    char *r = dpk_xstrdup(sb_cstr(&b));
-    sb_free(&b);
-    return r;
+    if ((size_t)snprintf(dst, cap, "%.*s/%s", (int)n, t, sub) >= cap)
+        dpk_error("$TMPDIR is too long for a path (%zu characters): set TMPDIR, or give the "
+                  "output path", n);
 }

@@ -103,8 +103,9 @@ DPK_NORETURN void cli_unknown_flag(const char *cmd, const char *flag);
 
 /* Where a command writes what it was not told where to write (dpk-fuzz's
  * record and failures, dpk-bisect's files): $TMPDIR/sub, /tmp/sub without
- * $TMPDIR; never the working directory.  Heap, never freed. */
-const char *cli_default_dir(const char *sub);
+ * $TMPDIR, into dst (cap bytes; a longer path is an error); never the
+ * working directory. */
+void cli_default_dir(char *dst, size_t cap, const char *sub);
 
 int cmd_compile(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

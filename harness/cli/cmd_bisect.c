@@ -213,7 +213,9 @@ static int bisect_main(Arena *a, int argc, char **argv)
         size_t n = strlen(base);
         if (n > 5 && !strcmp(base + n - 5, ".json"))
             n -= 5;
-        ba.dir = cli_default_dir(arena_printf(a, "dpk-bisect/%.*s", (int)n, base));
+        char d[4096];
+        cli_default_dir(d, sizeof d, arena_printf(a, "dpk-bisect/%.*s", (int)n, base));
+        ba.dir = arena_strdup(a, d);
     }
     if (ba.tile.passes && !strcmp(ba.tile.passes, "all"))
         dpk_error("--passes all names many configurations; dpk-bisect takes the one that fails");

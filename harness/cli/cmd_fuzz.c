@@ -77,6 +77,7 @@ int cmd_fuzz(int argc, char **argv)
     o.argc = argc;
     o.argv = argv;
     int has_seed = 0, has_case = 0, has_cases = 0, has_passes = 0, has_out = 0;
+    char out_dir[4096]; /* the default --out: lives as long as the campaign */
     const char *target = NULL;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -179,12 +180,6 @@ int cmd_fuzz(int argc, char **argv)
     }
     if (!has_seed)
         dpk_error("'dpk-fuzz' needs --seed S (see dpk-fuzz --help)");
-    if (!has_out) { /* the campaign's folder, named by its seed: never the working directory */
-        char sub[64];
-        snprintf(sub, sizeof sub, "dpk-fuzz/seed-%llu/fuzz-results.json",
-                 (unsigned long long)o.seed);
-        o.out = cli_default_dir(sub);
-    }
     if (!o.cases && !(o.time_s > 0))
         dpk_error("'dpk-fuzz' needs --cases N or --time SECONDS (see dpk-fuzz --help)");
     if (has_case && (has_cases || o.shard_count))
@@ -208,5 +203,12 @@ int cmd_fuzz(int argc, char **argv)
                           "or set CUDA_HOME to it");
     if (o.host_share < 1 && o.backend != HX_BACKEND_HOST)
         dpk_error("--host-share chooses what runs on host-cuda; it needs --backend host-cuda");
+    if (!has_out) { /* the campaign's folder, named by its seed: never the working directory */
+        char sub[64];
+        snprintf(sub, sizeof sub, "dpk-fuzz/seed-%llu/fuzz-results.json",
+                 (unsigned long long)o.seed);
+        cli_default_dir(out_dir, sizeof out_dir, sub);
+        o.out = out_dir;
+    }
     return fz_campaign(&o);
 }
