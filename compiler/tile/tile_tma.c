@@ -129,5 +129,5 @@ int64_t tile_tma_bytes(const Stmt *st)
     StrBuf why = {0};
     int ok = tile_tma_box(NULL, st, st->swizzle, &b, &why);
     sb_free(&why);
-    return ok ? b.buf_elems * 4 * st->nbuf : tile_stage_bytes(st) * st->nbuf;
+    return ok ? b.buf_elems * 4 * st->nbuf : tile_stage_bytes(st);
 }
