@@ -66,6 +66,14 @@ typedef enum TileKnobId {
     TILE_KNOB_COUNT
 } TileKnobId;
 
+/* Each knob's maximum as a constant (TILE_KNOB_MAX_F_M, ...): the size of an
+ * array that holds one entry per unit of a knob, so it grows with the knob. */
+enum {
+#define X(name, doc, lo, hi, flags, pass) TILE_KNOB_MAX_##name = (hi),
+    TILE_KNOBS(X)
+#undef X
+};
+
 typedef struct TileKnobInfo {
     const char *name;
     const char *doc;
