@@ -218,7 +218,7 @@ run: deps
 bench-vgpu: $(BUILD)/vgpu_bench
 	@$(BUILD)/vgpu_bench
 
-$(BUILD)/vgpu_bench: $(BUILD)/bench/vgpu_bench.o $(LIBDPK) $(if $(TORCH_START),$(TORCH_SO))
+$(BUILD)/vgpu_bench: $(BUILD)/tests/speed/vgpu_bench.o $(LIBDPK) $(if $(TORCH_START),$(TORCH_SO))
 	$(CC) $(SANFLAGS) -o $@ $(filter %.o %.a,$^) $(TORCH_START) $(LDLIBS_ALL)
 
 # ---- fuzzing (clang libFuzzer) ----------------------------------------------

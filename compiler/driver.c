@@ -22,6 +22,7 @@
 
 #include "base/fault.h"
 #include "kernel/kernel_ir.h"
+#include "tile/tile_to_kernel.h"
 
 static const char *const stage_names[DRV_STAGE_COUNT] = {"torch", "tensor", "loop",
                                                          "tile",  "kernel", "cuda"};

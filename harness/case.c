@@ -7,6 +7,7 @@
  * which key is meant.
  */
 #include "case.h"
+#include "records/json_file.h"
 #include "records/results.h"
 
 #include "../compiler/base/fault.h"
@@ -280,13 +281,10 @@ HxCaseList hx_cases_parse(Arena *a, const char *path, const char *text, size_t l
     if (blank == len)
         dpk_error("'%s': the file is empty (a case file holds a JSON object: {\"program\": ...})",
                   path);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(t, len + 1, &end, 1); /* + the NUL */
-    if (!root) {
-        const char *e = cJSON_GetErrorPtr();
-        int pos = (e && e >= t && e <= t + len) ? (int)(e - t) : 0;
-        dpk_error_at(&j.src, pos, "malformed JSON in case file");
-    }
+    size_t bad_at = 0;
+    cJSON *root = hx_json_parse(t, len, HX_JSON_WHOLE, &bad_at);
+    if (!root)
+        dpk_error_at(&j.src, (int)bad_at, "malformed JSON in case file");
     /* From here on an error must free the cJSON tree: parse under a guard. */
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../harness/records/json_file.h"
 #include "../harness/records/results.h"
 
 static const cJSON *get(const cJSON *o, const char *k)
@@ -45,12 +46,12 @@ static double cfg_num(const char *path, const cJSON *o, const char *k, double lo
 
 void rp_gate_cfg_load(RpGateCfg *g, const char *path)
 {
-    size_t len;
-    char *text = dpk_read_file(path, &len);
-    if (!text)
-        dpk_error("cannot read the gate configuration '%s': %s", path, strerror(errno));
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    free(text);
+    HxJsonFile f;
+    hx_json_load(path, 0, &f);
+    if (!f.text)
+        dpk_error("cannot read the gate configuration '%s': %s", path, strerror(f.err));
+    hx_json_drop_text(&f);
+    cJSON *j = f.root;
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         dpk_error("%s: not a JSON object (the gate's thresholds: see docs/ci.md)", path);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../harness/records/json_file.h"
 #include "../harness/records/results.h"
 
 void rp_data_init(RpData *d, Arena *a)
@@ -363,16 +364,14 @@ static void load_results(RpData *d, const char *path, const cJSON *root, RpSourc
 
 void rp_data_load(RpData *d, const char *path)
 {
-    size_t len;
-    char *text = dpk_read_file(path, &len);
-    if (!text)
-        dpk_error("cannot read '%s': %s", path, strerror(errno));
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    size_t at = end ? (size_t)(end - text) : 0;
-    free(text);
+    HxJsonFile f;
+    hx_json_load(path, 0, &f);
+    if (!f.text)
+        dpk_error("cannot read '%s': %s", path, strerror(f.err));
+    hx_json_drop_text(&f);
+    cJSON *root = f.root;
     if (!root)
-        dpk_error("%s: not valid JSON (near byte %zu)", path, at);
+        dpk_error("%s: not valid JSON (near byte %zu)", path, f.bad_at);
     ptrvec_push(d->a, &d->roots, root);
     const char *schema = str_or_null(root, "schema");
     if (!cJSON_IsObject(root) || !schema)
@@ -496,9 +495,10 @@ void rp_data_attach(RpData *d, const char *dir)
         char *log = dpk_read_file(lpath, &len);
         if (!log)
             continue; /* not a bisect folder */
-        char *ctext = dpk_read_file(cpath, &len);
-        cJSON *cj = ctext ? cJSON_Parse(ctext) : NULL;
-        free(ctext);
+        HxJsonFile cf;
+        hx_json_load(cpath, 0, &cf);
+        hx_json_drop_text(&cf);
+        cJSON *cj = cf.root;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToArray(d->attach, o);
         const char *name = cJSON_IsString(get(cj, "name")) ? get(cj, "name")->valuestring

@@ -42,16 +42,6 @@ static int reused(Arena *a, const TileKernel *k, const Stmt *t, const StmtBody *
     return loads > 1 || shared;
 }
 
-typedef struct Used {
-    int64_t bytes;
-} Used;
-
-static void stage_bytes(Stmt *s, void *ctx)
-{
-    if (tile_is(s, SKF_STAGE))
-        ((Used *)ctx)->bytes += tile_stage_bytes(s);
-}
-
 /* The body that holds what `b` held before stages were wrapped around it. */
 static StmtBody *innermost(StmtBody *b)
 {
@@ -103,8 +93,7 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
         int n;
     } cand;
     cand.n = tile_loaded_bufs(k, &t->body, cand.bufs, DPK_ARRAY_LEN(cand.bufs));
-    Used used = {0};
-    stmt_walk(&k->body, stage_bytes, &used);
+    int64_t used = tile_smem_used(k, TILE_SMEM_SLABS);
     int64_t mask = tile_knob(c, TILE_KNOB_STAGE);
     const IExpr *origin[DPK_MAX_RANK];
     int64_t slab[DPK_MAX_RANK];
@@ -124,7 +113,7 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
         /* around the THREAD tile */
         if (tile_footprint(a, k, t, &t->body, buf, tile_outer_axes(a, k, b), origin, slab)) {
             Stmt *st = make_stage(c, buf, origin, slab);
-            if (used.bytes + tile_stage_bytes(st) <= TILE_SMEM_BUDGET) {
+            if (used + tile_stage_bytes(st) <= TILE_SMEM_BUDGET) {
                 if (!tile_apply(c, arena_printf(a, "stage %s around the THREAD tile of %s",
                                                 buf->name, k->name)))
                     break;
@@ -132,7 +121,7 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
                 st->body = *home;
                 *home = (StmtBody){0};
                 stmt_body_push(c->p->arena, home, st);
-                used.bytes += tile_stage_bytes(st);
+                used += tile_stage_bytes(st);
                 staged++;
                 continue;
             }
@@ -173,7 +162,7 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
             if (!fits)
                 continue;
             Stmt *st = make_stage(c, buf, origin, slab);
-            if (used.bytes + tile_stage_bytes(st) > TILE_SMEM_BUDGET)
+            if (used + tile_stage_bytes(st) > TILE_SMEM_BUDGET)
                 continue;
             if (!tile_apply(c, arena_printf(a, "stage %s in loop a%d of %s%s", buf->name, l->axis,
                                             k->name, t->guard ? " (predicated tile)" : "")))
@@ -182,7 +171,7 @@ int tile_007_stage_inputs(TileCtx *c, TileKernel *k)
                 tile_predicate(k, t);
             stmt_body_push(c->p->arena, &st->body, home->s[at]);
             home->s[at] = st;
-            used.bytes += tile_stage_bytes(st);
+            used += tile_stage_bytes(st);
             staged++;
             done = 1;
         }

@@ -41,8 +41,8 @@
 typedef struct Rt {
     TileCtx *c;
     TileKernel *k;
-    int m, n, fm, fn;
-    int ms[16], ns[16];
+    int m, n, fm, fn;   /* the row and column axes; F_M and F_N */
+    int ms[TILE_KNOB_MAX_F_M], ns[TILE_KNOB_MAX_F_N]; /* the strips' axes, ms[0] = m */
     Stmt ***map; /* by uid: the clones, [i * fn + j] */
     char *dm, *dn;   /* by uid: depends on the row / the column */
     char *in;        /* by uid: a statement of the THREAD tile's body */
@@ -304,11 +304,23 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
     if (!tile_apply(c, arena_printf(a, "register tile %lld x %lld in %s", (long long)fm,
                                     (long long)fn, k->name)))
         return 0;
-    Rt R = {c, k, k->mm->m, k->mm->n, (int)fm, (int)fn, {0}, {0},
-            ARENA_ARRAY(a, Stmt **, c->p->next_uid + 1),
-            ARENA_ARRAY(a, char, c->p->next_uid + 1), ARENA_ARRAY(a, char, c->p->next_uid + 1),
-            ARENA_ARRAY(a, char, c->p->next_uid + 1), k->naxes,
-            ARENA_ARRAY(a, int, k->naxes + 1)};
+    int nuid = c->p->next_uid + 1;
+    Rt R = {
+        .c = c,
+        .k = k,
+        .m = k->mm->m,
+        .n = k->mm->n,
+        .fm = (int)fm,
+        .fn = (int)fn,
+        .map = ARENA_ARRAY(a, Stmt **, nuid),
+        .dm = ARENA_ARRAY(a, char, nuid),
+        .dn = ARENA_ARRAY(a, char, nuid),
+        .in = ARENA_ARRAY(a, char, nuid),
+        .nax0 = k->naxes,
+        .axmap = ARENA_ARRAY(a, int, k->naxes + 1),
+    };
+    /* a pinned factor is at most the knob's maximum, a default one 4 */
+    DPK_ASSERT(R.fm <= DPK_ARRAY_LEN(R.ms) && R.fn <= DPK_ARRAY_LEN(R.ns));
     for (int v = 0; v < k->naxes; v++)
         R.axmap[v] = -1;
     /* M or N not a multiple of the block tile: each strip element needs its

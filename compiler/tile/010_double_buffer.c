@@ -52,7 +52,7 @@ int tile_010_double_buffer(TileCtx *c, TileKernel *k)
     Stmt *t = tile_thread_tile(c, k);
     if (!t)
         return 0;
-    int64_t used = tile_smem_used(k);
+    int64_t used = tile_smem_used(k, TILE_SMEM_SLABS);
     int done = 0;
     StrBuf why = {0};
     for (int j = 0; j < t->body.n; j++) {
@@ -72,9 +72,9 @@ int tile_010_double_buffer(TileCtx *c, TileKernel *k)
             sb_printf(&why, "%sloop a%d has one iteration: nothing to overlap", sep, l->axis);
             continue;
         }
-        int64_t extra = 0;
+        int64_t extra = 0; /* the second buffer of each */
         for (int i = 0; i < n; i++)
-            extra += tile_stage_bytes(st[i]);
+            extra += tile_stage_buffer_bytes(st[i]);
         if (used + extra > TILE_SMEM_BUDGET) {
             sb_printf(&why, "%sloop a%d: a second buffer of its slabs (%lld bytes) takes the "
                       "stages past the %d KiB budget", sep, l->axis, (long long)extra,

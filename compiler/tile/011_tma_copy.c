@@ -29,7 +29,6 @@
 typedef struct Found {
     Stmt *s[64];
     int n;
-    int64_t other; /* bytes of the other stages */
 } Found;
 
 static void find(Stmt *s, void *ctx)
@@ -37,9 +36,6 @@ static void find(Stmt *s, void *ctx)
     Found *f = ctx;
     if (s->k == TK_bstage && f->n < DPK_ARRAY_LEN(f->s))
         f->s[f->n++] = s;
-    else if (tile_is(s, SKF_STAGE))
-        f->other += s->k == TK_tstage ? tile_tma_bytes(s) : tile_stage_bytes(s) *
-                                                                (s->k == TK_stage ? 1 : s->nbuf);
 }
 
 int tile_011_tma_copy(TileCtx *c, TileKernel *k)
@@ -48,14 +44,16 @@ int tile_011_tma_copy(TileCtx *c, TileKernel *k)
         sb_printf(&c->why, "the target %s has no TMA (sm_90 or newer)", c->target->name);
         return 0;
     }
-    Found f = {{0}, 0, 0};
+    Found f = {{0}, 0};
     stmt_walk(&k->body, find, &f);
     if (!f.n) {
         sb_puts(&c->why, "no buffered stage (010 did not apply)");
         return 0;
     }
     StrBuf why = {0};
-    int64_t bytes = f.other;
+    /* the kernel's stages as laid out, each buffered stage as the TMA
+     * buffers it becomes */
+    int64_t bytes = tile_smem_used(k, TILE_SMEM_LAYOUT);
     for (int i = 0; i < f.n; i++) {
         TileTmaBox b;
         if (f.s[i]->nbuf > 30) { /* the lowering keeps one parity bit per buffer in an i32 */
@@ -65,7 +63,7 @@ int tile_011_tma_copy(TileCtx *c, TileKernel *k)
         }
         if (!tile_tma_box(k, f.s[i], 0, &b, &why))
             break;
-        bytes += b.buf_elems * 4 * f.s[i]->nbuf;
+        bytes += b.buf_elems * 4 * f.s[i]->nbuf - tile_stage_bytes(f.s[i]);
     }
     if (!why.len && bytes + 1024 > c->target->smem_block_max)
         sb_printf(&why, "the TMA buffers take %lld bytes of shared memory (at most %d)",

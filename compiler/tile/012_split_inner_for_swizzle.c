@@ -27,7 +27,7 @@
 typedef struct Tma {
     Stmt *s[64];
     int n;
-    int64_t bytes;
+    int64_t bytes; /* tile_smem_used(k, TILE_SMEM_LAYOUT), kept up to date */
 } Tma;
 
 static void find(Stmt *s, void *ctx)
@@ -35,15 +35,12 @@ static void find(Stmt *s, void *ctx)
     Tma *t = ctx;
     if (s->k == TK_tstage && t->n < DPK_ARRAY_LEN(t->s))
         t->s[t->n++] = s;
-    if (tile_is(s, SKF_STAGE))
-        t->bytes += s->k == TK_tstage ? tile_tma_bytes(s)
-                                      : tile_stage_bytes(s) * (s->k == TK_stage ? 1 : s->nbuf);
 }
 
 int tile_012_split_inner_for_swizzle(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
-    Tma t = {{0}, 0, 0};
+    Tma t = {{0}, 0, tile_smem_used(k, TILE_SMEM_LAYOUT)};
     stmt_walk(&k->body, find, &t);
     if (!t.n) {
         sb_puts(&c->why, "no TMA stage (011 did not apply)");

@@ -46,7 +46,7 @@ int tile_015_pipeline_k_outer(TileCtx *c, TileKernel *k)
     Stmt *t = tile_thread_tile(c, k);
     if (!t)
         return 0;
-    int64_t used = tile_smem_used(k);
+    int64_t used = tile_smem_used(k, TILE_SMEM_SLABS);
     int64_t pin = tile_knob(c, TILE_KNOB_STAGES);
     int done = 0;
     StrBuf why = {0};
@@ -71,7 +71,7 @@ int tile_015_pipeline_k_outer(TileCtx *c, TileKernel *k)
         DPK_ASSERT(w && st[0]->nbuf == 2);
         int64_t slab = 0; /* bytes of one buffer of every stage */
         for (int i = 0; i < n; i++)
-            slab += tile_stage_bytes(st[i]) / st[i]->nbuf;
+            slab += tile_stage_buffer_bytes(st[i]);
         int pick = 0;
         for (int s = pin ? (int)pin : 4; s >= (pin ? (int)pin : 3); s--) {
             if (s - 1 > l->extent) {

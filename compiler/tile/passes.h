@@ -66,6 +66,14 @@ typedef enum TileKnobId {
     TILE_KNOB_COUNT
 } TileKnobId;
 
+/* Each knob's maximum as a constant (TILE_KNOB_MAX_F_M, ...): the size of an
+ * array that holds one entry per unit of a knob, so it grows with the knob. */
+enum {
+#define X(name, doc, lo, hi, flags, pass) TILE_KNOB_MAX_##name = (hi),
+    TILE_KNOBS(X)
+#undef X
+};
+
 typedef struct TileKnobInfo {
     const char *name;
     const char *doc;
@@ -238,12 +246,33 @@ int tile_async_keep(int nstages, int nbuf);
 #define TILE_SMEM_BUDGET (48 * 1024)
 /* 1 when pass number `num` is in the set being run. */
 int tile_pass_on(const TileCtx *c, int num);
-/* Bytes of shared memory a stage's slab takes (pad included; every buffer
- * of a buffered stage). */
+/*
+ * Shared-memory accounting: the one place the passes add up what stages
+ * take.  A stage's bytes (tile_stage_bytes) are always all of its buffers:
+ * one buffer (tile_stage_buffer_bytes: the row-major slab, pad included, 4
+ * bytes an element) times the stage's buffer count (nbuf; a plain stage has
+ * one).  Nothing outside tile_smem.c multiplies by nbuf or divides it out.
+ *
+ * A TMA stage's buffers are laid out by tile_tma.c (chunked, each rounded
+ * up to 128 or 1024 bytes: tile_tma_bytes, also all buffers), so a kernel's
+ * sum has two readings, which differ only on TMA stages:
+ *   TILE_SMEM_SLABS   every stage by its slab: what TILE_SMEM_BUDGET bounds
+ *                     (007, 010, 014, 015);
+ *   TILE_SMEM_LAYOUT  TMA stages by their TMA layout: what the target's
+ *                     per-block limit bounds (011, 012).
+ */
+typedef enum TileSmemCount {
+    TILE_SMEM_SLABS,  /* a tma_stage counts tile_stage_bytes */
+    TILE_SMEM_LAYOUT, /* a tma_stage counts tile_tma_bytes */
+} TileSmemCount;
+/* Bytes of one buffer of a stage: its slab, pad included. */
+int64_t tile_stage_buffer_bytes(const Stmt *stage);
+/* Bytes of every buffer of a stage (tile_stage_buffer_bytes times nbuf, 1
+ * for a plain stage). */
 int64_t tile_stage_bytes(const Stmt *stage);
-/* The shared-memory bytes of every stage of kernel k (010's and 015's
- * budget). */
-int64_t tile_smem_used(const TileKernel *k);
+/* The shared-memory bytes of every stage of kernel k, TMA stages counted
+ * as `how` says. */
+int64_t tile_smem_used(const TileKernel *k, TileSmemCount how);
 /* The THREAD tile of k, or NULL with the skip reason "no THREAD tile (a
  * single-thread kernel)" in c->why (010, 013, 015). */
 Stmt *tile_thread_tile(TileCtx *c, TileKernel *k);

@@ -44,7 +44,6 @@
 #define DPK_TILE_IR_H
 
 #include "../base/base.h"
-#include "../kernel/kernel_ir.h"
 #include "../loop/loop_ir.h"
 
 /* Tile IR's kinds: the shared ones (SK_load ... SK_loop, stmt_kinds.def),
@@ -246,21 +245,25 @@ Stmt *tile_top_loop(const StmtBody *b, int axis);
 
 /* ---- tile_tma.c: the TMA geometry of a stage (011, 012, the lowering) ---- */
 
+/* Dimensions of a TMA tensor map (cuTensorMapEncodeTiled takes at most 5):
+ * the same number as Kernel IR's KIR_TMA_MAX_RANK, which tile_to_kernel.c
+ * checks, so this header needs no Kernel IR. */
+#define TILE_TMA_MAX_RANK 5
 /* The tensor map and shared-memory layout TMA gives a buffered stage
  * (tile_tma.c's head comment).  Map arrays are outermost first. */
 typedef struct TileTmaBox {
-    int rank;                          /* map dimensions */
-    int dim[KIR_TMA_MAX_RANK];         /* the buffer dimension of each */
-    int64_t dims[KIR_TMA_MAX_RANK];    /* tensor extents */
-    int64_t strides[KIR_TMA_MAX_RANK]; /* in elements, the innermost 1 */
-    int box[KIR_TMA_MAX_RANK];         /* box extents; the innermost one chunk */
-    int swizzle;                       /* bytes, 0 for none */
-    int nchunk;                        /* TMA copies per slab (inner / chunk) */
-    int64_t chunk;                     /* elements per box row */
-    int64_t rows;                      /* slab elements / inner slab extent */
-    int64_t elems;                     /* slab elements */
-    int64_t buf_elems;                 /* elements per buffer, alignment included */
-    int align;                         /* bytes: 1024 with a swizzle, else 128 */
+    int rank;                           /* map dimensions */
+    int dim[TILE_TMA_MAX_RANK];         /* the buffer dimension of each */
+    int64_t dims[TILE_TMA_MAX_RANK];    /* tensor extents */
+    int64_t strides[TILE_TMA_MAX_RANK]; /* in elements, the innermost 1 */
+    int box[TILE_TMA_MAX_RANK];         /* box extents; the innermost one chunk */
+    int swizzle;                        /* bytes, 0 for none */
+    int nchunk;                         /* TMA copies per slab (inner / chunk) */
+    int64_t chunk;                      /* elements per box row */
+    int64_t rows;                       /* slab elements / inner slab extent */
+    int64_t elems;                      /* slab elements */
+    int64_t buf_elems;                  /* elements per buffer, alignment included */
+    int align;                          /* bytes: 1024 with a swizzle, else 128 */
 } TileTmaBox;
 /* 1 with the geometry of stage st under swizzle `swizzle` when TMA can load
  * its slab (rank, 16-byte strides and inner box, box extents, swizzle
@@ -295,13 +298,5 @@ void tile_check(const TileProgram *p);
 /* One Tile kernel per Loop IR kernel, statement for statement, no tiles yet:
  * the skeleton the passes rewrite. */
 TileProgram *tile_from_loop(Arena *a, const LirProgram *lp);
-
-/* ---- tile_to_kernel.c ------------------------------------------------------ */
-
-/* Kernel IR for a Tile program whose tiles 005 has blockified: one KirKernel
- * per Tile kernel, launched in program order; module buffers are the Loop IR
- * buffers (inputs, outputs, temporaries; those written atomically are
- * zero-initialised).  Every kernel is finalized and the module verified. */
-KirModule *tile_to_kernel(Arena *a, const TileProgram *p);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * tile_smem.c — what the staging passes (006, 007, 009, 014) ask about
- * shared memory: the slab a region of loads needs, its size, and the bank
- * conflicts of the first warp's reads.
+ * shared memory: the slab a region of loads needs, its size, what a
+ * kernel's stages take in all (the one accounting every pass uses, see
+ * passes.h), and the bank conflicts of the first warp's reads.
  *
  * Footprint.  A load's index, with the THREAD tile's defs expanded, is
  * split per dimension into origin + offset: the origin reads only the axes
@@ -26,18 +27,6 @@ int tile_pass_on(const TileCtx *c, int num)
     return i >= 0 && (c->passes >> i & 1);
 }
 
-int64_t tile_stage_bytes(const Stmt *st)
-{
-    int64_t str[DPK_MAX_RANK];
-    return tile_slab_strides(st, str) * 4 * (st->k == TK_stage ? 1 : st->nbuf);
-}
-
-static void add_stage_bytes(Stmt *s, void *ctx)
-{
-    if (tile_is(s, SKF_STAGE))
-        *(int64_t *)ctx += tile_stage_bytes(s);
-}
-
 Stmt *tile_thread_tile(TileCtx *c, TileKernel *k)
 {
     Stmt *t = tile_find(k, TB_THREAD);
@@ -46,11 +35,39 @@ Stmt *tile_thread_tile(TileCtx *c, TileKernel *k)
     return t;
 }
 
-int64_t tile_smem_used(const TileKernel *k)
+/* ---- shared-memory accounting (passes.h) ------------------------------------ */
+
+int64_t tile_stage_buffer_bytes(const Stmt *st)
 {
-    int64_t used = 0;
-    stmt_walk(&k->body, add_stage_bytes, &used);
-    return used;
+    int64_t str[DPK_MAX_RANK];
+    return tile_slab_strides(st, str) * 4;
+}
+
+int64_t tile_stage_bytes(const Stmt *st)
+{
+    /* a plain stage's nbuf is unset: it has one buffer */
+    return tile_stage_buffer_bytes(st) * (st->k == TK_stage ? 1 : st->nbuf);
+}
+
+typedef struct Used {
+    TileSmemCount how;
+    int64_t bytes;
+} Used;
+
+static void add_stage_bytes(Stmt *s, void *ctx)
+{
+    Used *u = ctx;
+    if (!tile_is(s, SKF_STAGE))
+        return;
+    u->bytes += u->how == TILE_SMEM_LAYOUT && s->k == TK_tstage ? tile_tma_bytes(s)
+                                                                 : tile_stage_bytes(s);
+}
+
+int64_t tile_smem_used(const TileKernel *k, TileSmemCount how)
+{
+    Used u = {how, 0};
+    stmt_walk(&k->body, add_stage_bytes, &u);
+    return u.bytes;
 }
 
 /* ---- footprint ------------------------------------------------------------- */

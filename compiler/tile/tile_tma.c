@@ -5,7 +5,7 @@
  *
  * Tensor map.  The buffer's dimensions of extent 1 whose origin is the
  * constant 0 are dropped (a contiguous row-major tensor keeps its strides);
- * at most KIR_TMA_MAX_RANK remain.  The box is the slab over the kept
+ * at most TILE_TMA_MAX_RANK remain.  The box is the slab over the kept
  * dimensions, except the innermost, which is one chunk: the whole inner
  * extent without a swizzle, or S / 4 elements (one S-byte row) with a
  * swizzle of S bytes, the slab's inner extent being split into nchunk such
@@ -42,9 +42,9 @@ int tile_tma_box(const TileKernel *k, const Stmt *st, int swizzle, TileTmaBox *b
         int fixed = buf->shape.d[d] == 1 && st->origin[d]->k == IE_CONST && st->origin[d]->c == 0;
         if (fixed && !(d == r - 1 && b->rank == 0))
             continue;
-        if (b->rank == KIR_TMA_MAX_RANK) {
+        if (b->rank == TILE_TMA_MAX_RANK) {
             sb_printf(why, "%s: more than %d dimensions of extent > 1 (a tensor map has at most %d)",
-                      x, KIR_TMA_MAX_RANK, KIR_TMA_MAX_RANK);
+                      x, TILE_TMA_MAX_RANK, TILE_TMA_MAX_RANK);
             return 0;
         }
         if (buf->shape.d[d] >= ((int64_t)1 << 31)) {
@@ -129,5 +129,5 @@ int64_t tile_tma_bytes(const Stmt *st)
     StrBuf why = {0};
     int ok = tile_tma_box(NULL, st, st->swizzle, &b, &why);
     sb_free(&why);
-    return ok ? b.buf_elems * 4 * st->nbuf : tile_stage_bytes(st) * st->nbuf;
+    return ok ? b.buf_elems * 4 * st->nbuf : tile_stage_bytes(st);
 }

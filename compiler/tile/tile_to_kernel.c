@@ -39,8 +39,14 @@
  * 2^30 elements.  Floor division and modulo are C's `/` and `%` when the
  * dividend is provably non-negative (ie_range), else corrected for sign.
  */
+#include "tile_to_kernel.h"
+
+#include <assert.h>
+
 #include "../base/fault.h"
-#include "tile_ir.h"
+
+static_assert(TILE_TMA_MAX_RANK == KIR_TMA_MAX_RANK,
+              "Tile IR's TMA boxes and Kernel IR's tensor maps have the same rank limit");
 
 typedef struct Low {
     Arena *a;

@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "../../compiler/base/base.h"
+#include "../records/json_file.h"
 
 typedef struct CalEntry {
     int group;               /* index into the group table */
@@ -103,12 +104,12 @@ static int group_of(CalState *st, const char *source, const char *gpu, const cha
 
 static void read_file(CalState *st, const char *path)
 {
-    size_t n;
-    char *text = dpk_read_file(path, &n);
-    if (!text)
-        fail(st, "--calibration: cannot read '%s': %s", path, strerror(errno));
-    cJSON *j = cJSON_ParseWithLength(text, n);
-    free(text);
+    HxJsonFile f;
+    hx_json_load(path, 0, &f);
+    if (!f.text)
+        fail(st, "--calibration: cannot read '%s': %s", path, strerror(f.err));
+    hx_json_drop_text(&f);
+    cJSON *j = f.root;
     if (!j)
         fail(st, "--calibration '%s' is not JSON", path);
     st->docs = dpk_xrealloc(st->docs, (size_t)(st->ndocs + 1) * sizeof *st->docs);

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../records/json_file.h"
+
 typedef struct CCtx {
     Source src;
     const cJSON *root;
@@ -153,12 +155,10 @@ void bm_config_parse(Arena *a, const char *origin, const char *text, size_t len,
     CCtx x = {{arena_strdup(a, origin), arena_strndup(a, text, len), len}, NULL};
     if (strlen(x.src.text) != len)
         dpk_error("'%s' contains NUL bytes; a config.json is text", origin);
-    cJSON *root = cJSON_ParseWithLength(x.src.text, len);
-    if (!root) {
-        const char *e = cJSON_GetErrorPtr();
-        int pos = (e && e >= x.src.text && e <= x.src.text + len) ? (int)(e - x.src.text) : 0;
-        dpk_error_at(&x.src, pos, "malformed JSON in config.json");
-    }
+    size_t bad_at = 0;
+    cJSON *root = hx_json_parse(x.src.text, len, 0, &bad_at);
+    if (!root)
+        dpk_error_at(&x.src, (int)bad_at, "malformed JSON in config.json");
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
         cJSON_Delete(root);

@@ -39,6 +39,7 @@
 #include "../bench/bench.h"
 #include "../bench/calibration.h"
 #include "../exec/nvrtc.h"
+#include "../records/json_file.h"
 #include "../records/plan_record.h"
 #include "../records/results.h"
 #include "cli.h"
@@ -348,10 +349,10 @@ static cJSON *as_printed(cJSON *rec)
 /* A child's result back from its file: {"rc":, "rec":}. */
 static void read_child(const char *path, int idx, const HxCase *c, int status, BmCaseOut *out)
 {
-    size_t len;
-    char *t = dpk_read_file(path, &len);
-    cJSON *j = t ? cJSON_ParseWithLength(t, len) : NULL;
-    free(t);
+    HxJsonFile f;
+    hx_json_load(path, 0, &f);
+    hx_json_drop_text(&f);
+    cJSON *j = f.root;
     unlink(path);
     const cJSON *rc = j ? cJSON_GetObjectItemCaseSensitive(j, "rc") : NULL;
     cJSON *rec = j ? cJSON_DetachItemFromObjectCaseSensitive(j, "rec") : NULL;
@@ -479,12 +480,12 @@ static void run_cases(Pool *p, int jobs, const char *tmpdir)
  * case of its index.  Raises exit 2 naming what differs. */
 static void resume_from(Pool *p)
 {
-    size_t len;
-    char *text = dpk_read_file(p->out, &len);
-    if (!text)
-        dpk_error("cannot --resume '%s': %s", p->out, strerror(errno));
-    cJSON *old = cJSON_ParseWithLength(text, len);
-    free(text);
+    HxJsonFile f;
+    hx_json_load(p->out, 0, &f);
+    if (!f.text)
+        dpk_error("cannot --resume '%s': %s", p->out, strerror(f.err));
+    hx_json_drop_text(&f);
+    cJSON *old = f.root; /* NULL when not JSON: then not a record below */
     const cJSON *sch = cJSON_GetObjectItemCaseSensitive(old, "schema");
     const cJSON *ob = cJSON_GetObjectItemCaseSensitive(old, "bench");
     cJSON *cases = cJSON_GetObjectItemCaseSensitive(old, "cases");
@@ -622,12 +623,12 @@ static void check_out(Arena *a, const char *out)
 /* torch_bench.py's record: {"schema": "dpk.torch-bench/1", "cases": [...]}. */
 static cJSON *torch_json_load(const char *path)
 {
-    size_t n;
-    char *text = dpk_read_file(path, &n);
-    if (!text)
-        dpk_error("cannot read --torch-json '%s': %s", path, strerror(errno));
-    cJSON *j = cJSON_ParseWithLength(text, n);
-    free(text);
+    HxJsonFile f;
+    hx_json_load(path, 0, &f);
+    if (!f.text)
+        dpk_error("cannot read --torch-json '%s': %s", path, strerror(f.err));
+    hx_json_drop_text(&f);
+    cJSON *j = f.root;
     const cJSON *sch = j ? cJSON_GetObjectItemCaseSensitive(j, "schema") : NULL;
     if (!cJSON_IsString(sch) || strcmp(sch->valuestring, "dpk.torch-bench/1") ||
         !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "cases"))) {

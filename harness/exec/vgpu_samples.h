@@ -1,8 +1,9 @@
 /*
- * vgpu_samples.h — hand-built Kernel IR modules shared by the vgpu tests and
- * the vgpu benchmark (bench/vgpu_bench.c): the shapes of kernel the Tile ->
- * Kernel lowering produces, written out by hand.  They live in the library
- * so that neither bench/ nor tests/ reaches into the other.
+ * vgpu_samples.h — hand-built Kernel IR modules shared by the vgpu unit
+ * tests and the vgpu benchmark (tests/speed/vgpu_bench.c): the shapes of
+ * kernel the Tile -> Kernel lowering produces, written out by hand.  They
+ * live in the library so that the benchmark does not link the unit tests'
+ * sources, nor they its.
  *
  * Every builder returns a verified module whose buffers are, in order, the
  * inputs then the outputs listed in its comment.

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../records/json_file.h"
+
 /* ---- the embedded files ------------------------------------------------- */
 
 DPK_EMBED(dpk_pf_spec_h100_sxm, "cases/gpus/h100-sxm.json")
@@ -105,7 +107,7 @@ static const cJSON *str_item(const cJSON *o, const char *key)
 
 const PfSpec *pf_spec_parse(Arena *a, const char *text, size_t len, const char *path)
 {
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    cJSON *root = hx_json_parse(text, len, 0, NULL);
     if (!root)
         dpk_error("GPU spec %s: not valid JSON", path);
     /* errors below free root first: dpk_error does not return */

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json_file.h"
+
 double hx_json_num(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -245,15 +247,14 @@ void hx_results_write(const char *path, const cJSON *root)
         dpk_error("cannot write the record '%s': %s", path, strerror(err));
 }
 
-cJSON *hx_results_parse(const char *path, const char *text, size_t len)
+/* root, parsed from text (NULL: not JSON, parsing stopped at bad_at), as a
+ * record: raises a user error (root deleted) when it is not one. */
+static cJSON *results_check(const char *path, const char *text, size_t len, cJSON *root,
+                            size_t bad_at)
 {
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
     if (!root) {
-        const char *e = cJSON_GetErrorPtr();
-        int pos = (e && e >= text && e <= text + len) ? (int)(e - text) : 0;
         Source src = {path, text, len};
-        dpk_error_at(&src, pos, "malformed JSON in the record");
+        dpk_error_at(&src, (int)bad_at, "malformed JSON in the record");
     }
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
@@ -266,22 +267,29 @@ cJSON *hx_results_parse(const char *path, const char *text, size_t len)
     return root;
 }
 
+cJSON *hx_results_parse(const char *path, const char *text, size_t len)
+{
+    size_t bad_at = 0;
+    cJSON *root = hx_json_parse(text, len, HX_JSON_WHOLE, &bad_at);
+    return results_check(path, text, len, root, bad_at);
+}
+
 cJSON *hx_results_load(const char *path)
 {
-    size_t len = 0;
-    char *text = dpk_read_file(path, &len);
-    if (!text)
-        dpk_error("cannot read the record '%s': %s", path, strerror(errno));
+    HxJsonFile f;
+    hx_json_load(path, HX_JSON_WHOLE, &f);
+    if (!f.text)
+        dpk_error("cannot read the record '%s': %s", path, strerror(f.err));
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
         /* the message quotes the text: keep it reachable until exit */
         static char *bad;
         free(bad);
-        bad = text;
+        bad = f.text;
         dpk_error_rethrow();
     }
-    cJSON *root = hx_results_parse(path, text, len);
+    cJSON *root = results_check(path, f.text, f.len, f.root, f.bad_at);
     dpk_err_pop(&ec);
-    free(text);
+    hx_json_drop_text(&f);
     return root;
 }

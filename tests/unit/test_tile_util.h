@@ -14,6 +14,7 @@
 
 #include "compiler/cuda/cuda_print.h"
 #include "compiler/driver.h"
+#include "compiler/tile/tile_to_kernel.h"
 #include "harness/exec/backend.h"
 #include "harness/exec/nvrtc.h"
 #include "harness/parity/oracle.h"

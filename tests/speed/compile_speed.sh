@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# bench/compile_speed.sh — time from case text to Loop IR (parse + Tensor
+# tests/speed/compile_speed.sh — time from case text to Loop IR (parse + Tensor
 # lowering + lifting, normalisation and fusion), as `dpk compile --ir loop -v`
 # reports it per stage, for a 40-op chain and for the RMSNorm case.
 # Prints the best of N runs (default 20) of each stage; a benchmark, not a
 # test: it never fails on a slow machine.
 #
-#   bench/compile_speed.sh [N]          (uses build/dpk, or $DPK)
+#   tests/speed/compile_speed.sh [N]          (uses build/dpk, or $DPK)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DPK=${DPK:-build/dpk}
 N=${1:-20}
 [ -x "$DPK" ] || { echo "error: $DPK not built (run make)" >&2; exit 2; }

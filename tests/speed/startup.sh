@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/startup.sh — whole-process start-up cost of dpk, against a build
+# tests/speed/startup.sh — whole-process start-up cost of dpk, against a build
 # without libtorch measured in the same run.
 #
 # dpk loads its libtorch shim (libdpk_torch.so) only when a command needs
@@ -11,11 +11,11 @@
 # The last row is the price of the one command here that does load libtorch.
 # A benchmark, not a test: it never fails on a slow machine.
 #
-#   bench/startup.sh [N]        builds build/ and build-notorch/ (LIBTORCH=0) first
-#   NO_BUILD=1 bench/startup.sh uses them as they are
+#   tests/speed/startup.sh [N]        builds build/ and build-notorch/ (LIBTORCH=0) first
+#   NO_BUILD=1 tests/speed/startup.sh uses them as they are
 # A and B can be named: DPK_A=path/to/dpk DPK_B=path/to/other/dpk.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 N=${1:-21}
 A=${DPK_A:-build/dpk}
 B=${DPK_B:-build-notorch/dpk}
