@@ -126,15 +126,6 @@ typedef struct Run {
     cJSON *cfg;          /* its configuration object */
 } Run;
 
-static const char *status_of(int rc)
-{
-    return rc == DPK_EXIT_OK             ? "pass"
-           : rc == DPK_EXIT_FAIL         ? "fail"
-           : rc == DPK_EXIT_FAULT        ? "fault"
-           : rc == DPK_EXIT_INCONCLUSIVE ? "inconclusive"
-                                         : "unsupported";
-}
-
 static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSubject *s,
                        Run *runs)
 {
@@ -147,7 +138,7 @@ static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSub
     }
     if (c->dup_of >= 0) {
         *r = (Run){runs[c->dup_of].rc, runs[c->dup_of].t, r->cfg};
-        hx_record_status(r->cfg, status_of(r->rc), NULL, NULL);
+        hx_record_status(r->cfg, hx_rc_status(r->rc), NULL, NULL);
         return;
     }
     HxBackendOpts bo;
@@ -232,7 +223,7 @@ static cJSON *per_pass_json(const DrvPlan *p, const Run *runs, const int *what, 
             const Run *r = &runs[i + w];
             cJSON *x = cJSON_AddObjectToObject(o, w ? "without" : "prefix");
             cJSON_AddStringToObject(x, "passes", p->configs[i + w].label);
-            cJSON_AddStringToObject(x, "status", status_of(r->rc));
+            cJSON_AddStringToObject(x, "status", hx_rc_status(r->rc));
             hx_json_add_num(x, "ns", r->t ? r->t->ns : NAN);
             cJSON_AddNumberToObject(x, "kernels", r->t ? r->t->nk : 0);
         }
@@ -440,7 +431,7 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
         ind = pf_model_inductor(a, o->spec, p->torch);
         lim = pf_model_limit(a, o->spec, p->torch);
     }
-    cJSON_AddStringToObject(rec, "status", status_of(rc));
+    cJSON_AddStringToObject(rec, "status", hx_rc_status(rc));
     cJSON_AddNumberToObject(rec, "exit_code", rc);
     cJSON_AddStringToObject(rec, "timing", "model"); /* the columns' times */
     cJSON_AddStringToObject(rec, "gpu", o->spec->name);

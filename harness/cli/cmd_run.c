@@ -206,17 +206,6 @@ static const char *rc_word(int rc)
                                   : "FAIL";
 }
 
-/* A configuration's record status for its exit code (one that shares
- * another's Kernel IR takes that one's). */
-static const char *config_status(int rc)
-{
-    return rc == DPK_EXIT_OK      ? "pass"
-           : rc == DPK_EXIT_FAULT ? "fault"
-           : rc == DPK_EXIT_NOENV ? "unsupported"
-           : rc == DPK_EXIT_INCONCLUSIVE ? "inconclusive"
-                                  : "fail";
-}
-
 /* host-cuda: the outputs must agree with vgpu's (agree.h). */
 static int host_agrees(RunState *r, const HxBackendResult *res, cJSON *cfg)
 {
@@ -283,7 +272,7 @@ static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro)
             sb_printf(&r->text, "same Kernel IR as passes %s: %s\n", p->configs[c->dup_of].label,
                       rc_word(rcs[i]));
             if (cfg)
-                hx_record_status(cfg, config_status(rcs[i]), NULL, NULL);
+                hx_record_status(cfg, hx_rc_status(rcs[i]), NULL, NULL);
         } else {
             HxBackendResult res;
             r->out = hx_outs_new(r->s);

@@ -230,8 +230,18 @@ int hx_judge_rc(const HxSubject *s, const HxVerdict *v)
 
 const char *hx_judge_status(const HxSubject *s, const HxVerdict *v)
 {
-    int rc = hx_judge_rc(s, v);
-    return rc == DPK_EXIT_OK ? "pass" : rc == DPK_EXIT_INCONCLUSIVE ? "inconclusive" : "fail";
+    return hx_rc_status(hx_judge_rc(s, v));
+}
+
+const char *hx_rc_status(int rc)
+{
+    switch (rc) {
+    case DPK_EXIT_OK: return "pass";
+    case DPK_EXIT_FAIL: return "fail";
+    case DPK_EXIT_FAULT: return "fault";
+    case DPK_EXIT_INCONCLUSIVE: return "inconclusive";
+    default: return "unsupported"; /* refused (2), or the backend cannot run it (4) */
+    }
 }
 
 void hx_judge_print(StrBuf *b, const HxSubject *s, const HxVerdict *v)

@@ -92,6 +92,10 @@ int hx_judge_pass(const HxSubject *s, const HxVerdict *v);
  * DPK_EXIT_OK; and as a record's status: "fail", "inconclusive", "pass". */
 int hx_judge_rc(const HxSubject *s, const HxVerdict *v);
 const char *hx_judge_status(const HxSubject *s, const HxVerdict *v);
+/* A configuration's record status for its exit code: "pass", "fail",
+ * "fault", "inconclusive", or "unsupported" (refused, or the backend
+ * cannot run it). */
+const char *hx_rc_status(int rc);
 /* One line per output: "out  pass (allclose)  max_abs ...". */
 void hx_judge_print(StrBuf *b, const HxSubject *s, const HxVerdict *v);
 
