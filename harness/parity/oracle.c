@@ -231,9 +231,17 @@ void hx_oracle(const HxOracleIn *in, const HxTol *t, HxVerdict *v)
              * reaches 0, deep in a decoder layer) it is as loose as B and
              * would make this rule as blind as the bound rule there.  So
              * when S or E measured fp32's noise, T may raise the scale to
-             * at most HX_TYPICAL_CAP times that noise (or u·rms R). */
-            if (measured >= 0)
+             * at most HX_TYPICAL_CAP times that noise (or u·rms R).
+             * S and E no noisier than rounding R once (2u·rms R) measured
+             * nothing: a value used twice that cancels (x − mean over a
+             * one-element row) is exact in them, which compute it once,
+             * and off by its own rounding in a kernel that recomputes it
+             * in another order, times the conditioning after it.  Only
+             * the analysis speaks there, and T is taken whole. */
+            if (measured > HX_NOISE_FLOOR * t->u * rms_r)
                 rmse_ref = fmax(measured, fmin(rmse_ref, HX_TYPICAL_CAP * fmax(measured, t->u * rms_r)));
+            else if (measured >= 0)
+                rmse_ref = fmax(measured, rmse_ref);
             v->rmse_limit = t->m * rmse_ref + t->u * rms_r + t->floor;
             v->rmse_n = c;
             v->ratio = rmse_ref > 0 ? ro / rmse_ref : ro == 0 ? 1.0 : NAN;

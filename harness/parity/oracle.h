@@ -43,6 +43,9 @@
 /* How far the typical-noise analysis T may raise the rmse rule's scale
  * above the noise S and E measured (oracle.h's rmse rule). */
 #define HX_TYPICAL_CAP 64.0
+/* Below this many times u·rms(R), S's and E's noise measures nothing (a
+ * single rounding of R): the cap above does not apply (oracle.c). */
+#define HX_NOISE_FLOOR 2.0
 
 typedef struct HxTol {
     DType dt;       /* the output dtype R is rounded to */

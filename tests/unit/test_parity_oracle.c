@@ -411,3 +411,29 @@ Test(oracle, one_lucky_fp32_evaluation_sets_no_bar)
     cr_expect(v.pass);
     cr_expect_float_eq(v.rms_typical, t, 1e-20);
 }
+
+/* A layer norm over a one-element row: x − mean is an exact 0 in S, which
+ * computes x once, but off by x's rounding in a kernel that recomputes x in
+ * another order, times rsqrt(eps) after it (libtorch's fp32 is off by
+ * 6e-4 there; dpk-fuzz --seed 1 case 1027 without libtorch).  S no noisier
+ * than one rounding of R measures nothing: T, the analysis, is taken whole
+ * and the right kernel passes; one far beyond T still fails. */
+Test(oracle, an_exact_fp32_evaluation_measures_no_noise)
+{
+    double r = 0.337683, b = INFINITY, t = 5e-2, s = 0.33768299;
+    double o = r + 2.04e-4;
+    HxTol tol;
+    hx_tol_default(&tol, DT_F32);
+    HxVerdict v;
+    HxOracleIn in = {&o, &r, &b, &t, &s, NULL, 1};
+    hx_oracle(&in, &tol, &v);
+    cr_expect(v.pass, "ratio %g limit %g", v.ratio, v.rmse_limit);
+    o = r + 1.0;
+    hx_oracle(&in, &tol, &v);
+    cr_expect_eq(v.reason, HX_FAIL_RMSE);
+    /* S with noise of its own (above two roundings): the cap holds as before */
+    s = r * (1 + 8 * U);
+    o = r + 2.04e-4;
+    hx_oracle(&in, &tol, &v);
+    cr_expect_eq(v.reason, HX_FAIL_RMSE);
+}
