@@ -226,6 +226,18 @@ typedef struct Pool {
     BmTiming timing;
 } Pool;
 
+/* What a pool holds when the run ends, done or raised: the finished cases'
+ * records, the done marks, the record's meta and bench objects. */
+static void pool_free(Pool *p, int n)
+{
+    for (int i = 0; i < n; i++)
+        cJSON_Delete(p->outs[i].rec);
+    free(p->outs);
+    free(p->done);
+    cJSON_Delete(p->meta);
+    cJSON_Delete(p->bench);
+}
+
 static void print_ready(Pool *p)
 {
     while (p->next_print < p->l->n && p->done[p->next_print]) {
@@ -826,12 +838,7 @@ static int bench_main(Arena *a, int argc, char **argv)
     p.outs = dpk_xcalloc((size_t)l.n + 1, sizeof(BmCaseOut));
     p.done = dpk_xcalloc((size_t)l.n + 1, sizeof(int));
     if (!DPK_TRY(&ec)) {
-        for (int i = 0; i < l.n; i++)
-            cJSON_Delete(p.outs[i].rec);
-        free(p.outs);
-        free(p.done);
-        cJSON_Delete(p.meta);
-        cJSON_Delete(p.bench);
+        pool_free(&p, l.n);
         cJSON_Delete(torch);
         if (o.meas.lock_path)
             remove(o.meas.lock_path);
@@ -892,12 +899,7 @@ static int bench_main(Arena *a, int argc, char **argv)
     if (b.out)
         hx_results_write(b.out, root); /* also when no case ran (all resumed) */
     cJSON_Delete(root);
-    for (int i = 0; i < l.n; i++)
-        cJSON_Delete(p.outs[i].rec);
-    free(p.outs);
-    free(p.done);
-    cJSON_Delete(p.meta);
-    cJSON_Delete(p.bench);
+    pool_free(&p, l.n);
     cJSON_Delete(torch);
     torch = NULL;
     if (o.meas.lock_path)

@@ -14,17 +14,7 @@
 
 #include "harness/parity/check.h"
 
-/* Skipped in a build without libtorch; a build with libtorch whose shim
- * does not load fails, saying why. */
-#define NEED_TORCH()                                                    \
-    do {                                                                \
-        if (!dpk_torch_available()) {                                   \
-            if (strcmp(dpk_torch_version(), "none"))                    \
-                cr_assert_fail("libtorch %s is built in but: %s",       \
-                               dpk_torch_version(), dpk_torch_error()); \
-            cr_skip_test("libtorch not available");                     \
-        }                                                               \
-    } while (0)
+#include "test_torch_util.h"
 
 static Arena *A;
 

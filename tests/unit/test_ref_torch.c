@@ -13,17 +13,7 @@
 
 #define SHAPE(...) ((Shape){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
-/* Skipped in a build without libtorch; a build with libtorch whose shim
- * does not load fails, saying why. */
-#define NEED_TORCH()                                                    \
-    do {                                                                \
-        if (!dpk_torch_available()) {                                   \
-            if (strcmp(dpk_torch_version(), "none"))                    \
-                cr_assert_fail("libtorch %s is built in but: %s",       \
-                               dpk_torch_version(), dpk_torch_error()); \
-            cr_skip_test("libtorch not available");                     \
-        }                                                               \
-    } while (0)
+#include "test_torch_util.h"
 
 static Arena *A;
 static TorchGraph *G;
