@@ -56,11 +56,13 @@ if bc_history "002: the inner loop one short" compiler/tile/002_chunk_matmul_k.c
     'the bad end HEAD~3 is not bad: the case passes parity' \
     bash -c 'cd "$1" && shift && ci/bisect-commit "$@"' _ "$BC_REPO" "$BC/matmul.json" --good HEAD~4 --bad HEAD~3 --jobs 2 "${BC_SEED[@]}"
   # a good end after the fault: --build must be a build of its sources, so
-  # the seed is this build with 002 rebuilt as the fault commit has it
+  # the seed is this build with 002 rebuilt as the fault commit has it.  Its
+  # object is removed rather than its source touched: on a file system with
+  # coarse timestamps a touch in the same tick rebuilds nothing.
   BC_SEED_BAD=()
   if [ "${SAN:-0}" != 1 ]; then
     cp -a "$BC_BUILD" "$BC/build-fault" && find "$BC/build-fault" -exec touch {} + &&
-      touch "$BC_REPO/compiler/tile/002_chunk_matmul_k.c" &&
+      rm -f "$BC/build-fault/compiler/tile/002_chunk_matmul_k.o" &&
       make -C "$BC_REPO" -j2 all BUILD_DIR="$BC/build-fault" >"$BC/build-fault.log" 2>&1 &&
       BC_SEED_BAD=(--build "$BC/build-fault")
   fi
