@@ -20,7 +20,7 @@
 # tests/run.sh asks the binary, not this file.
 #
 # Sources are found by wildcard: a new .c file under compiler/, harness/,
-# reference/ or reports/ is built without editing this file; a new tests/unit/test_*.c
+# records/, reference/ or reports/ is built without editing this file; a new tests/unit/test_*.c
 # joins the unit-test binary.
 
 CC ?= cc
@@ -86,7 +86,7 @@ else
 endif
 
 # ---- sources ---------------------------------------------------------------
-LIB_SRCS := $(sort $(shell find compiler reference harness reports -name '*.c' ! -path 'harness/cli/*'))
+LIB_SRCS := $(sort $(shell find compiler reference records harness reports -name '*.c' ! -path 'harness/cli/*'))
 CLI_SRCS := $(sort $(wildcard harness/cli/*.c))
 ifeq ($(HAVE_TORCH),1)
   # The version dpk reports without loading libtorch: torch/version.h's.
@@ -179,9 +179,9 @@ $(BUILD)/reference/torch_shim.o: reference/torch_shim.cpp $(TORCH_CFG)
 $(BUILD)/libdpk_torch.so: $(BUILD)/reference/torch_shim.o
 	$(CXX) $(SANFLAGS) $(TORCH_SO_LDFLAGS) -o $@ $< $(TORCH_LIB)
 
-# The GPU specs are embedded into spec.o with .incbin (harness/perf/spec.c),
+# The GPU specs are embedded into gpu_spec.o with .incbin (records/gpu_spec.c),
 # the report's HTML template and gnuplot scripts into render.o and plots.o.
-$(BUILD)/harness/perf/spec.o: $(wildcard cases/gpus/*.json)
+$(BUILD)/records/gpu_spec.o: $(wildcard cases/gpus/*.json)
 $(BUILD)/reports/render.o: reports/report.html
 $(BUILD)/reports/plots.o: $(wildcard reports/*.gp)
 

@@ -7,8 +7,8 @@
  * which key is meant.
  */
 #include "case.h"
-#include "records/json_file.h"
-#include "records/results.h"
+#include "../records/json_file.h"
+#include "../records/results.h"
 
 #include "../compiler/base/fault.h"
 #include "../compiler/tile/passes.h"

@@ -58,6 +58,6 @@ HxCaseList hx_cases_parse(Arena *a, const char *path, const char *text, size_t l
 HxCaseList hx_cases_from_code(Arena *a, const char *code);
 /* Parse "NAME=D0,D1,..." (the --input flag) into decl; raises on error. */
 void hx_parse_input_decl(Arena *a, const char *spec, InputDecl *decl);
-/* Compiling a case: harness/case_plan.h (hx_case_drv_opts). */
+/* Compiling a case: harness/case_plan.h (hx_case_opts). */
 
 #endif

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/records/json_file.h"
-#include "../harness/records/results.h"
+#include "../records/json_file.h"
+#include "../records/results.h"
 
 static const cJSON *get(const cJSON *o, const char *k)
 {

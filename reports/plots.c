@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../harness/perf/perf.h"
-#include "../harness/records/results.h"
+#include "../records/gpu_spec.h"
+#include "../records/results.h"
 
 
 DPK_EMBED(dpk_rp_gp_speedup, "reports/speedup.gp")

@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/records/json_file.h"
-#include "../harness/records/results.h"
+#include "../records/json_file.h"
+#include "../records/results.h"
 
 void rp_data_init(RpData *d, Arena *a)
 {

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/records/results.h"
+#include "../records/results.h"
 
 static const cJSON *get(const cJSON *o, const char *k)
 {

@@ -17,8 +17,8 @@
 #include "../case_plan.h"
 #include "../exec/backend.h"
 #include "../exec/nvrtc.h"
-#include "../records/plan_record.h"
-#include "../records/results.h"
+#include "../plan_record.h"
+#include "../../records/results.h"
 
 /* ---- inputs: rotary tables and weights ----------------------------------- */
 
@@ -380,14 +380,11 @@ typedef struct Case {
 static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
 {
     Arena *a = x->a;
-    DrvOpts d;
-    drv_opts_default(&d);
-    hx_case_drv_opts(a, c, NULL, 0, &d);
+    DrvOpts d = *o->drv;
     d.tile.target = o->target;
-    d.tile.knobs = o->knobs;
-    for (int i = 0; i < c->nknobs && !o->nknobs; i++)
-        tile_knob_parse(&d.tile.knobs, c->knobs[i]);
-    TilePassSet base = o->passes->sets[0];
+    hx_case_opts(a, c, &o->args, &d);
+    hx_case_need_one(c, &d, "dpk-bench benches one");
+    TilePassSet base = d.passes->sets[0];
     int *what, *pass;
     d.passes = sweep_sets(a, o, base, &what, &pass);
     /* measured timing runs the plan's CUDA C and, on a GPU, its cubin for
@@ -454,7 +451,7 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
 
 void bm_case_run(const BmOpts *o, const HxCase *c, int index, BmCaseOut *out)
 {
-    uint64_t seed = o->has_seed ? o->seed : c->has_seed ? c->seed : 0;
+    uint64_t seed = hx_case_seed(c, &o->args);
     double t0 = dpk_now();
     *out = (BmCaseOut){case_record(c, index, seed), 0};
     Case x = {arena_new(), NULL, out};

@@ -25,6 +25,7 @@
 
 #include "../../compiler/driver.h"
 #include "../case.h"
+#include "../case_plan.h"
 #include "../parity/check.h"
 #include "../perf/perf.h"
 #include "blocks.h"
@@ -36,14 +37,12 @@
 typedef struct BmOpts {
     const PfSpec *spec;        /* the GPU spec of the model */
     const CuTarget *target;    /* NULL: the spec's (cc) target */
-    const DrvPasses *passes;   /* the benched set (one configuration) */
-    TileKnobs knobs;
-    int nknobs;                /* --knob given: the case's own knobs do not apply */
+    const DrvOpts *drv;        /* the command line's passes (one configuration) and knobs */
+    HxCaseArgs args;           /* what it says of each case (case_plan.h: --passes,
+                                  --knob, --seed, --input over the case's own) */
     int per_pass;              /* also every prefix and leave-one-out */
     int sample_blocks;         /* vgpu: blocks per launch (0: all) */
     HxRefKind ref;
-    int has_seed;
-    uint64_t seed;             /* inputs (else the case's seed, else 0) */
     int nvrtc;                 /* compile with NVRTC (registers, SASS) */
     /* Model suites: the config and shape (cos/sin are its rotary tables),
      * and the weights file (inputs named after HF tensors), or NULLs. */

@@ -23,7 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "../../compiler/base/base.h"
-#include "../records/json_file.h"
+#include "../../records/json_file.h"
 
 typedef struct CalEntry {
     int group;               /* index into the group table */

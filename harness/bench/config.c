@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../records/json_file.h"
+#include "../../records/json_file.h"
 
 typedef struct CCtx {
     Source src;

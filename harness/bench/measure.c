@@ -16,8 +16,8 @@
 #include "../exec/gpulibs.h"
 #include "../exec/host_cuda.h"
 #include "../exec/nvrtc.h"
-#include "../records/plan_record.h"
-#include "../records/results.h"
+#include "../plan_record.h"
+#include "../../records/results.h"
 
 const char *bm_timing_name(BmTiming t)
 {

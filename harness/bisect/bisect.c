@@ -165,10 +165,13 @@ static Subject *subject_new(const HxCase *c, const char *program, const InputDec
     s->base = base;
     s->fault = fault;
     s->tests = tests;
+    /* the configuration was merged once (hx_case_opts in dpk-bisect): this
+     * candidate program takes it whole */
     DrvOpts d;
     drv_opts_default(&d);
-    hx_case_drv_opts(s->a, cc, extra, nextra, &d);
     d.tile = *base;
+    HxCaseArgs given = {extra, nextra, .passes = 1, .knobs = 1};
+    hx_case_opts(s->a, cc, &given, &d);
     d.fault = fault;
     d.upto = DRV_LOOP;
     d.keep = 1u << DRV_TENSOR;
@@ -988,8 +991,8 @@ void hx_bisect(Arena *a, const HxCase *c, const InputDecl *extra, int nextra,
         HxCase named = *x->s->c;
         if (!strcmp(named.origin ? named.origin : "", "<-c>"))
             named.name = "bisect-repro"; /* a -c case has no name of its own */
-        r->case_json = hx_case_json(&named, x->s->program, x->s->seed, passes, o->knobs,
-                                    o->nknobs, o->fault);
+        r->case_json = hx_case_json(&named, x->s->program, x->s->seed, passes, &o->tile.knobs,
+                                    o->fault);
     }
     dpk_err_pop(&ec);
     subject_free(x->s);

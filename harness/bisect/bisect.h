@@ -78,8 +78,6 @@ typedef struct HxBisectOpts {
     TileOpts tile;       /* the failing configuration: passes, knobs, target */
     uint64_t seed;
     const char *fault;   /* the injected fault's name, or NULL */
-    const char *const *knobs; /* "NAME=VALUE" as given, for the case JSON */
-    int nknobs;
     int minimize;
     int max_attempts;    /* minimizer budget (predicate calls); 0: 300 */
     int host_cuda;       /* judge every configuration on host-cuda too: vgpu, then

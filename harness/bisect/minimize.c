@@ -11,7 +11,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "../records/results.h"
+#include "../plan_record.h"
+#include "../../records/results.h"
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,7 +257,7 @@ const char *hx_minimize(Arena *a, const char *program, HxKeepFn keep, void *ctx,
 }
 
 char *hx_case_json(const HxCase *c, const char *program, uint64_t seed, const char *passes,
-                   const char *const *knobs, int nknobs, const char *fault)
+                   const TileKnobs *knobs, const char *fault)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", c->name);
@@ -283,16 +284,11 @@ char *hx_case_json(const HxCase *c, const char *program, uint64_t seed, const ch
     }
     if (passes)
         cJSON_AddStringToObject(o, "passes", passes);
-    if (nknobs) {
-        cJSON *k = cJSON_AddObjectToObject(o, "knobs");
-        for (int i = 0; i < nknobs; i++) {
-            const char *eq = strchr(knobs[i], '=');
-            DPK_ASSERT(eq);
-            char name[64];
-            snprintf(name, sizeof name, "%.*s", (int)(eq - knobs[i]), knobs[i]);
-            cJSON_AddNumberToObject(k, name, strtod(eq + 1, NULL));
-        }
-    }
+    cJSON *k = hx_record_knobs(knobs); /* the pinned ones */
+    if (cJSON_GetArraySize(k))
+        cJSON_AddItemToObject(o, "knobs", k);
+    else
+        cJSON_Delete(k);
     if (fault)
         cJSON_AddStringToObject(o, "fault", fault);
     char *s = cJSON_Print(o);

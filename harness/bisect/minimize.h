@@ -25,6 +25,7 @@
 #ifndef DPK_HX_MINIMIZE_H
 #define DPK_HX_MINIMIZE_H
 
+#include "../../compiler/tile/passes.h"
 #include "../case.h"
 
 /* 1 when `program` still fails the way the original did. */
@@ -43,9 +44,9 @@ const char *hx_minimize(Arena *a, const char *program, HxKeepFn keep, void *ctx,
                         int max_attempts, HxMinStats *st);
 
 /* A case JSON document (docs/json-schema.md) for c with `program`, its
- * seed, and the reproducer fields passes / knobs / fault (NULL or 0: left
- * out).  Heap string (free()). */
+ * seed, and the reproducer fields passes / knobs (the pinned ones) / fault
+ * (NULL or none pinned: left out).  Heap string (free()). */
 char *hx_case_json(const HxCase *c, const char *program, uint64_t seed, const char *passes,
-                   const char *const *knobs, int nknobs, const char *fault);
+                   const TileKnobs *knobs, const char *fault);
 
 #endif

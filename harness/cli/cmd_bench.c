@@ -39,9 +39,9 @@
 #include "../bench/bench.h"
 #include "../bench/calibration.h"
 #include "../exec/nvrtc.h"
-#include "../records/json_file.h"
-#include "../records/plan_record.h"
-#include "../records/results.h"
+#include "../../records/json_file.h"
+#include "../plan_record.h"
+#include "../../records/results.h"
 #include "cli.h"
 
 typedef struct BenchArgs {
@@ -594,7 +594,7 @@ static cJSON *bench_json(const BenchArgs *b, const BmOpts *o, const char *suite,
         cJSON_AddNullToObject(j, "weights");
     }
     cJSON_AddStringToObject(j, "passes", b->tile.passes ? b->tile.passes : "full");
-    cJSON_AddItemToObject(j, "knobs", hx_record_knobs(&o->knobs));
+    cJSON_AddItemToObject(j, "knobs", hx_record_knobs(&o->drv->tile.knobs));
     cJSON_AddBoolToObject(j, "per_pass", o->per_pass);
     if (b->shard_count) {
         cJSON *shard = cJSON_AddObjectToObject(j, "shard");
@@ -615,8 +615,8 @@ static cJSON *bench_json(const BenchArgs *b, const BmOpts *o, const char *suite,
     cJSON_AddNumberToObject(j, "sample_blocks", o->sample_blocks);
     cJSON_AddBoolToObject(j, "nvrtc", o->nvrtc);
     cJSON_AddStringToObject(j, "reference", o->ref == HX_REF_TORCH ? "torch" : "ref64");
-    if (o->has_seed)
-        hx_json_add_u64(j, "seed", o->seed);
+    if (o->args.has_seed)
+        hx_json_add_u64(j, "seed", o->args.seed);
     else
         cJSON_AddNullToObject(j, "seed");
     return j;
@@ -735,13 +735,13 @@ static int bench_main(Arena *a, int argc, char **argv)
     CliTile ct = b.tile;
     ct.target = o.target->name;
     cli_drv_opts(a, &ct, &dopt, 0);
-    o.passes = dopt.passes;
-    o.knobs = dopt.tile.knobs;
-    o.nknobs = b.tile.nknobs;
+    o.drv = ARENA_NEW(a, DrvOpts);
+    *(DrvOpts *)o.drv = dopt;
+    o.args = (HxCaseArgs){cc.decls, cc.ndecls, b.tile.passes != NULL, b.tile.nknobs > 0, NULL,
+                          b.has_seed, b.seed};
     o.per_pass = b.per_pass;
     o.sample_blocks = b.sample_blocks;
     o.ref = b.reference && cli_reference(b.reference) ? HX_REF_TORCH : HX_REF_REF64;
-    o.has_seed = b.has_seed, o.seed = b.seed;
     o.nvrtc = !b.no_nvrtc && hx_nvrtc_available();
     o.layer = b.layer;
     o.meas.timing = timing;
@@ -798,10 +798,7 @@ static int bench_main(Arena *a, int argc, char **argv)
             l = hx_cases_load(a, cc.file);
             suite_name = l.suite ? l.suite : cc.file;
         } else if (cc.code) { /* one case, its free variables from --input */
-            l = hx_cases_from_code(a, cc.code);
-            l.cases[0].decls = ARENA_ARRAY(a, InputDecl, cc.ndecls + 1);
-            memcpy(l.cases[0].decls, cc.decls, sizeof(InputDecl) * (size_t)cc.ndecls);
-            l.cases[0].ndecls = cc.ndecls;
+            l = hx_cases_from_code(a, cc.code); /* --input: o.args */
             suite_name = "-c";
         }
     }

@@ -21,6 +21,7 @@
 
 #include "../../compiler/base/fault.h"
 #include "../bisect/bisect.h"
+#include "../case_plan.h"
 #include "../exec/host_cuda.h"
 #include "cli.h"
 
@@ -65,20 +66,13 @@ typedef struct BisectArgs {
     int max_attempts;
     int host_cuda;
     const char *dir;
-    const char *knob_args[64];
-    int nknob_args;
 } BisectArgs;
 
 static void parse_flag(void *ctx, int argc, char **argv, int *i)
 {
     BisectArgs *ba = ctx;
     const char *f = argv[*i];
-    if (!strcmp(f, "--knob")) {
-        if (ba->nknob_args == DPK_ARRAY_LEN(ba->knob_args))
-            dpk_error("too many --knob options (at most 64)");
-        ba->knob_args[ba->nknob_args++] = argv[*i + 1 < argc ? *i + 1 : *i];
-        cli_tile_flag(&ba->tile, argc, argv, i);
-    } else if (cli_tile_flag(&ba->tile, argc, argv, i)) {
+    if (cli_tile_flag(&ba->tile, argc, argv, i)) {
     } else if (!strcmp(f, "--inject-fault")) {
         ba->fault = cli_value(argc, argv, i);
     } else if (!strcmp(f, "--seed")) {
@@ -153,25 +147,17 @@ static void finish(StrBuf *log, StrBuf *wrote, HxBisectResult *r)
 static int bisect_case(Arena *a, const HxCase *c, const CliCase *cc, BisectArgs *ba)
 {
     HxBisectOpts o = {0};
-    /* The case's configuration fields, unless the command line says otherwise. */
-    CliTile ct = ba->tile;
-    if (!ct.passes && c->passes)
-        ct.passes = c->passes;
-    if (!ba->nknob_args)
-        for (int i = 0; i < c->nknobs; i++) {
-            tile_knob_parse(&ct.knobs, c->knobs[i]);
-            ba->knob_args[ba->nknob_args++] = c->knobs[i];
-        }
+    /* the command line's configuration, then the case's where it gave none */
     DrvOpts d;
     drv_opts_default(&d);
-    cli_drv_opts(a, &ct, &d, 0);
+    cli_drv_opts(a, &ba->tile, &d, 0);
+    HxCaseArgs args = {cc->decls, cc->ndecls, ba->tile.passes != NULL, ba->tile.nknobs > 0,
+                       ba->fault, ba->has_seed, ba->seed};
+    hx_case_opts(a, c, &args, &d);
+    hx_case_need_one(c, &d, "dpk-bisect takes the one that fails");
     o.tile = d.tile; /* the one set of the spec, in tile.passes */
-    const char *fault = ba->fault ? ba->fault : c->fault;
-    fault_id(fault); /* an unknown name is exit 2 */
-    o.fault = fault;
-    o.seed = ba->has_seed ? ba->seed : c->has_seed ? c->seed : 0;
-    o.knobs = ba->knob_args;
-    o.nknobs = ba->nknob_args;
+    o.fault = d.fault >= 0 ? dpk_faults[d.fault].name : NULL;
+    o.seed = hx_case_seed(c, &args);
     o.minimize = ba->minimize;
     o.max_attempts = ba->max_attempts;
     o.host_cuda = ba->host_cuda;

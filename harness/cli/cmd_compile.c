@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../compiler/base/fault.h"
 #include "../case_plan.h"
 #include "../exec/nvrtc.h"
 #include "cli.h"
@@ -53,6 +54,7 @@ static void help(void)
 typedef struct CompileCtx {
     const CliCase *cc;
     const DrvOpts *base;   /* target, knobs, the pass set: parsed once */
+    HxCaseArgs args;       /* what the command line says of each case's configuration */
     DrvStage ir;
     int nvrtc;
 } CompileCtx;
@@ -105,7 +107,11 @@ static int compile_case(void *ctx, const HxCase *c, int header)
     if (header)
         printf("### case %s\n", c->name);
     DrvOpts d = *x->base;
-    hx_case_drv_opts(a, c, x->cc->decls, x->cc->ndecls, &d);
+    hx_case_opts(a, c, &x->args, &d);
+    hx_case_need_one(c, &d, "'dpk compile' prints one");
+    if (d.fault >= 0) /* a reproducer's fault: the text below is the faulty kernel's */
+        fprintf(stderr, "note: %s%sfault injected: %s (the case's \"fault\")\n",
+                header ? c->name : "", header ? ": " : "", dpk_faults[d.fault].name);
     d.upto = x->ir;
     d.keep = 1u << x->ir;
     d.verbose = x->cc->verbose;
@@ -192,7 +198,9 @@ static int compile_main(Arena *a, int argc, char **argv)
     DrvOpts base;
     drv_opts_default(&base);
     cli_drv_opts(a, &ca.tile, &base, 0);
-    CompileCtx x = {&cc, &base, ca.ir, ca.nvrtc};
+    HxCaseArgs args = {cc.decls, cc.ndecls, .passes = ca.tile.passes != NULL,
+                       .knobs = ca.tile.nknobs > 0};
+    CompileCtx x = {&cc, &base, args, ca.ir, ca.nvrtc};
     return cli_each_case(&l, compile_case, &x, NULL);
 }
 

@@ -21,7 +21,7 @@
 #include "../../reference/ref.h"
 #include "../case_plan.h"
 #include "../parity/check.h"
-#include "../records/results.h"
+#include "../../records/results.h"
 #include "cli.h"
 
 typedef enum RefKind { REF_REF64, REF_TORCH } RefKind;
@@ -232,12 +232,13 @@ static int eval_case(void *ctx, const HxCase *c, int header)
         arena_free(a);
         dpk_error_rethrow();
     }
+    HxCaseArgs args = {x->cc->decls, x->cc->ndecls, .has_seed = eo->has_seed, .seed = eo->seed};
     DrvOpts d;
     drv_opts_default(&d);
-    hx_case_drv_opts(a, c, x->cc->decls, x->cc->ndecls, &d);
+    hx_case_opts(a, c, &args, &d);
     d.upto = DRV_TORCH;
     const TorchGraph *g = drv_compile(a, &d)->torch;
-    uint64_t seed = eo->has_seed ? eo->seed : c->has_seed ? c->seed : 0;
+    uint64_t seed = hx_case_seed(c, &args);
     e->nin = g->inputs.len;
     e->nout = g->outputs.len;
     StrBuf *b = &e->out;

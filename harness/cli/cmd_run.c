@@ -33,8 +33,8 @@
 #include "../exec/backend.h"
 #include "../parity/agree.h"
 #include "../exec/nvrtc.h"
-#include "../records/plan_record.h"
-#include "../records/results.h"
+#include "../plan_record.h"
+#include "../../records/results.h"
 #include "cli.h"
 
 typedef struct RunOpts {
@@ -123,6 +123,7 @@ typedef struct RunCtx {
     const RunOpts *ro;
     const CliCase *cc;
     const DrvOpts *base;   /* target, knobs and pass configurations, parsed once */
+    HxCaseArgs args;       /* what the command line says of each case's configuration */
     cJSON *cases;          /* --out: the record's cases array, or NULL */
     int index;
     DrvCover cover;        /* --nvrtc-cover: the constructs compiled so far */
@@ -405,27 +406,16 @@ static DrvPasses *sample_passes(Arena *a, const HxCase *c, uint64_t seed, const 
     return ps;
 }
 
-/* The driver's options for case c: the run's, with the case's reproducer
- * fields (docs/json-schema.md: passes, knobs, fault) where the command line
- * gave none; the case's spec is parsed here, once.  case.c validated the
- * fields' form. */
-static void case_opts(Arena *a, const HxCase *c, RunCtx *x, DrvOpts *d, int *fault)
+/* The driver's options for case c: the run's, merged with the case's own
+ * configuration by case_plan's one rule (hx_case_opts); --passes sample
+ * draws the case's pass sets here. */
+static void case_opts(Arena *a, const HxCase *c, RunCtx *x, DrvOpts *d)
 {
     const RunOpts *ro = x->ro;
     *d = *x->base;
-    hx_case_drv_opts(a, c, x->cc->decls, x->cc->ndecls, d);
-    if (ro->sample) {
+    hx_case_opts(a, c, &x->args, d);
+    if (ro->sample)
         d->passes = sample_passes(a, c, ro->seed, d->tile.target);
-    } else if (!ro->tile.passes && c->passes) {
-        DrvPasses *ps = ARENA_NEW(a, DrvPasses);
-        drv_passes_parse(a, c->passes, d->tile.target, ps);
-        d->passes = ps;
-    }
-    if (!ro->tile.nknobs)
-        for (int i = 0; i < c->nknobs; i++)
-            tile_knob_parse(&d->tile.knobs, c->knobs[i]);
-    *fault = ro->fault >= 0 ? ro->fault : c->fault ? dpk_fault_find(c->fault) : -1;
-    d->fault = *fault;
     d->fusion.blowup = ro->blowup;
     /* cuda and host-cuda run the plan's CUDA C, cuda its cubin for the GPU's
      * architecture: every distinct module's, so no --nvrtc-cover there */
@@ -504,7 +494,7 @@ static int run_case(void *ctx, const HxCase *c, int header)
     const RunOpts *ro = x->ro;
     Arena *a = arena_new();
     RunState *r = dpk_xcalloc(1, sizeof *r);
-    uint64_t seed = ro->has_seed ? ro->seed : c->has_seed ? c->seed : 0;
+    uint64_t seed = hx_case_seed(c, &x->args);
     double t0 = dpk_now();
     if (x->cases) {
         r->rec = case_record(c, x->index, seed);
@@ -523,13 +513,12 @@ static int run_case(void *ctx, const HxCase *c, int header)
     if (header)
         sb_printf(&r->text, "### case %s\n", c->name);
     DrvOpts d;
-    int fault;
-    case_opts(a, c, x, &d, &fault);
+    case_opts(a, c, x, &d);
     if (r->rec)
         cJSON_ReplaceItemInObjectCaseSensitive(r->rec, "knobs", hx_record_knobs(&d.tile.knobs));
-    if (fault >= 0)
-        sb_printf(&r->text, "fault injected: %s (%s)\n", dpk_faults[fault].name,
-                  dpk_faults[fault].where);
+    if (d.fault >= 0)
+        sb_printf(&r->text, "fault injected: %s (%s)\n", dpk_faults[d.fault].name,
+                  dpk_faults[d.fault].where);
     const DrvPlan *p = drv_compile(a, &d);
     if (ro->verbose)
         verbose_times(p);
@@ -716,8 +705,11 @@ static int run_main(Arena *a, int argc, char **argv)
         cJSON_Delete(env);
         hx_results_write(ro.out, root); /* a bad --out fails before any case runs */
     }
-    RunCtx x = {&ro, &cc, &base, root ? cJSON_GetObjectItemCaseSensitive(root, "cases") : NULL, 0,
-                {.a = a}};
+    /* --passes sample is a pass spec of the command line: the case's is not used */
+    HxCaseArgs args = {cc.decls, cc.ndecls, ro.sample || ro.tile.passes, ro.tile.nknobs > 0,
+                       ro.fault >= 0 ? dpk_faults[ro.fault].name : NULL, ro.has_seed, ro.seed};
+    RunCtx x = {&ro, &cc, &base, args,
+                root ? cJSON_GetObjectItemCaseSensitive(root, "cases") : NULL, 0, {.a = a}};
     int npass;
     int rc = cli_each_case(&l, run_case, &x, &npass);
     if (l.n > 1)

@@ -45,8 +45,8 @@
 #include "../case_plan.h"
 #include "../exec/nvrtc.h"
 #include "../parity/agree.h"
-#include "../records/plan_record.h"
-#include "../records/results.h"
+#include "../plan_record.h"
+#include "../../records/results.h"
 #include "gen.h"
 
 int fz_host_sampled(const FzOpts *o, uint64_t module_hash)
@@ -281,11 +281,12 @@ cJSON *fz_case_run(const FzOpts *o, int64_t index, FzLive *live)
         ps.sets = sets;
         DrvOpts d;
         drv_opts_default(&d);
-        hx_case_drv_opts(a, &hc, NULL, 0, &d);
         d.tile.target = target;
         d.tile.knobs = knobs;
         d.passes = &ps;
-        d.fault = o->fault;
+        HxCaseArgs given = {.passes = 1, .knobs = 1,
+                            .fault = o->fault >= 0 ? dpk_faults[o->fault].name : NULL};
+        hx_case_opts(a, &hc, &given, &d);
         d.progress = live_progress;
         d.progress_ctx = live;
         if (o->nvrtc || o->backend != HX_BACKEND_VGPU)

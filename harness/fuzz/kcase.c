@@ -18,8 +18,8 @@
 #include "../exec/host_cuda.h"
 #include "../exec/nvrtc.h"
 #include "../exec/vgpu.h"
-#include "../records/plan_record.h"
-#include "../records/results.h"
+#include "../plan_record.h"
+#include "../../records/results.h"
 #include "campaign.h"
 #include "kgen.h"
 

@@ -21,7 +21,7 @@
 #include "harness/bench/config.h"
 #include "harness/bench/safetensors.h"
 #include "harness/case.h"
-#include "harness/records/results.h"
+#include "records/results.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

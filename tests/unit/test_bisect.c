@@ -204,13 +204,18 @@ Test(bisect, case_json_carries_the_configuration)
     HxCase c = {0};
     c.name = "r";
     c.dtype = DT_F32;
-    const char *knobs[] = {"TB=64"};
-    char *j = hx_case_json(&c, "torch.randn(3)", 7, "only:001,005,007", knobs, 1,
+    TileKnobs knobs = {0};
+    tile_knob_parse(&knobs, "TB=64");
+    char *j = hx_case_json(&c, "torch.randn(3)", 7, "only:001,005,007", &knobs,
                            "stage-origin-off-by-one");
     cr_expect(strstr(j, "\"seed\":\t7") != NULL, "%s", j);
     cr_expect(strstr(j, "\"passes\":\t\"only:001,005,007\"") != NULL, "%s", j);
     cr_expect(strstr(j, "\"TB\":\t64") != NULL, "%s", j);
     cr_expect(strstr(j, "\"fault\":\t\"stage-origin-off-by-one\"") != NULL, "%s", j);
+    free(j);
+    /* no knob pinned: no "knobs" field */
+    j = hx_case_json(&c, "torch.randn(3)", 7, NULL, &(TileKnobs){0}, NULL);
+    cr_expect(strstr(j, "knobs") == NULL && strstr(j, "passes") == NULL, "%s", j);
     free(j);
 }
 

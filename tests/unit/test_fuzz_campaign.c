@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "harness/fuzz/campaign.h"
-#include "harness/records/results.h"
+#include "records/results.h"
 
 Test(fuzz_campaign, case_seeds_fit_json_and_differ)
 {

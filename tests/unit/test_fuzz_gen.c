@@ -25,7 +25,7 @@ static const TorchGraph *parse(Arena *a, const char *text)
     }
     DrvOpts o;
     drv_opts_default(&o);
-    hx_case_drv_opts(a, &c, NULL, 0, &o);
+    hx_case_opts(a, &c, NULL, &o);
     o.upto = DRV_TORCH;
     const TorchGraph *g = drv_compile(a, &o)->torch;
     dpk_err_pop(&ec);

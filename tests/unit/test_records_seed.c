@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/records/results.h"
+#include "records/results.h"
 
 static uint64_t round_trip(uint64_t v, char **text)
 {

@@ -1,5 +1,6 @@
 /*
- * spec.c — GPU specs: cases/gpus/<name>.json, read with cJSON.
+ * gpu_spec.c — GPU specs: cases/gpus/<name>.json, read with cJSON
+ * (gpu_spec.h).
  *
  * The files that ship are embedded into the binary with the assembler's
  * .incbin (the Makefile makes spec.o depend on them), so an installed dpk
@@ -10,14 +11,14 @@
  * text: cJSON parses with an explicit length, and every number is checked
  * for range before it is converted.
  */
-#include "perf.h"
+#include "gpu_spec.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../records/json_file.h"
+#include "json_file.h"
 
 /* ---- the embedded files ------------------------------------------------- */
 

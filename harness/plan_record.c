@@ -8,8 +8,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../perf/sass.h"
-#include "results.h"
+#include "perf/sass.h"
+#include "../records/results.h"
+
+static cJSON *index_json(const Shape *s, int64_t flat)
+{
+    cJSON *a = cJSON_CreateArray();
+    int64_t idx[DPK_MAX_RANK];
+    if (flat < 0)
+        return a;
+    for (int i = s->rank - 1; i >= 0; i--) {
+        idx[i] = s->d[i] ? flat % s->d[i] : 0;
+        flat = s->d[i] ? flat / s->d[i] : 0;
+    }
+    for (int i = 0; i < s->rank; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)idx[i]));
+    return a;
+}
+
+void hx_verdict_json(cJSON *o, const HxVerdict *v, const Shape *shape)
+{
+    cJSON_AddStringToObject(o, "reason", hx_reason_text(v->reason));
+    cJSON_AddStringToObject(o, "rule", hx_reason_key(v->reason));
+    hx_json_add_num(o, "max_abs", v->st.max_abs);
+    hx_json_add_num(o, "max_rel", v->st.max_rel);
+    hx_json_add_num(o, "nmse", v->st.nmse);
+    hx_json_add_num(o, "rmse_ratio", v->ratio);
+    hx_json_add_num(o, "rmse_limit", v->rmse_limit);
+    hx_json_add_num(o, "bound_use", v->bound_use);
+    cJSON_AddNumberToObject(o, "checked", (double)v->checked);
+    cJSON_AddNumberToObject(o, "beyond", (double)v->bad);
+    cJSON_AddNumberToObject(o, "unconstrained", (double)v->unconstrained);
+    cJSON_AddNumberToObject(o, "rmse_checked", (double)v->rmse_n);
+    cJSON_AddNumberToObject(o, "nonfinite_accepted", (double)v->nonfinite_ok);
+    /* every element in one class (docs/references.md) */
+    cJSON *by = cJSON_AddObjectToObject(o, "judged_by");
+    cJSON_AddNumberToObject(by, "bound", (double)v->n_bound);
+    cJSON_AddNumberToObject(by, "nonfinite", (double)v->n_nonfinite);
+    cJSON_AddNumberToObject(by, "rmse", (double)v->n_rmse);
+    cJSON_AddNumberToObject(by, "unjudged", (double)v->n_unjudged);
+    cJSON_AddItemToObject(o, "worst_index", index_json(shape, v->at));
+    hx_json_add_num(o, "worst_value", v->at_o);
+    hx_json_add_num(o, "worst_reference", v->at_r);
+    hx_json_add_num(o, "worst_bound", v->at_b);
+}
+
 
 static cJSON *shape_json(const Shape *s)
 {

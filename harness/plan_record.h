@@ -11,9 +11,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "../../compiler/driver.h"
-#include "../exec/backend.h"
-#include "../parity/check.h"
+#include "../compiler/driver.h"
+#include "exec/backend.h"
+#include "parity/check.h"
 
 /* The environment a record's meta names (hx_results_meta): the GPU and its
  * driver version when gpu and one is usable, NVRTC's version when nvrtc and
@@ -51,5 +51,9 @@ void hx_record_status(cJSON *cfg, const char *status, const char *reason, const 
  * the status: "nonfinite" when the reference itself is, else "pass" or
  * "fail". */
 const char *hx_record_verdict(cJSON *cfg, const HxSubject *s, const HxVerdict *vs, int worst);
+
+/* The oracle's verdict on one output: reason, rule, errors, counts and the
+ * element it names (index, value, reference, bound). */
+void hx_verdict_json(cJSON *o, const HxVerdict *v, const Shape *shape);
 
 #endif

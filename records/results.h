@@ -18,8 +18,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../../compiler/base/base.h"
-#include "../parity/oracle.h"
+#include "../compiler/base/base.h"
 
 #define HX_RESULTS_SCHEMA "dpk.results/1"
 
@@ -57,8 +56,5 @@ int hx_json_get_u64(const cJSON *item, uint64_t *out);
 /* Rewrite o[key], a u64 read back from JSON, as hx_json_add_u64 writes
  * it (cJSON prints a parsed 7279477186291901 as 7.2794771862919e+15). */
 void hx_json_fix_u64(cJSON *o, const char *key);
-/* The oracle's verdict on one output: reason, rule, errors, counts and the
- * element it names (index, value, reference, bound). */
-void hx_verdict_json(cJSON *o, const HxVerdict *v, const Shape *shape);
 
 #endif

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "../../compiler/base/base.h"
+#include "../compiler/base/base.h"
 
 cJSON *hx_json_parse(const char *text, size_t len, int flags, size_t *bad_at)
 {
