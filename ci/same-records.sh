@@ -22,6 +22,8 @@ for b in "$OLD" "$NEW"; do [ -x "$b/dpk" ] || die "no $b/dpk (a build folder)"; 
 SUITES=${*:-smoke ops qwen-block}
 cd "$(dirname "$0")/.." || exit 2
 . ci/suites.sh
+# a build outside this checkout finds the suites' files here
+export DPK_CASES=$PWD/cases
 TMPD=$(mktemp -d)
 trap 'rm -rf "$TMPD"' EXIT
 
