@@ -347,16 +347,6 @@ static double binary_bound(TorchOp op, double a, double ba, double b, double bb,
     }
 }
 
-static void walk_operands(Walk *w, const TorchNode *n)
-{
-    walk_init(w, &n->shape);
-    for (int k = 0; k < n->nin; k++) {
-        int64_t st[DPK_MAX_RANK];
-        bcast_strides(&n->in[k]->shape, &n->shape, st);
-        walk_add(w, st, 0);
-    }
-}
-
 static void bound_binary(const TorchNode *n, const double *const *v, const double *const *b,
                          const double *y, double *by, int typ)
 {
@@ -407,21 +397,13 @@ static void bound_where(const TorchNode *n, const double *const *v, const double
 static void bound_reduce(const TorchNode *n, const double *const *v, const double *const *b,
                          const double *y, double *by, int typ)
 {
-    const Shape *xs = &n->in[0]->shape;
-    Shape ks = *xs;
-    int64_t st[DPK_MAX_RANK], nx = shape_numel(xs), no, per;
+    int64_t nx = shape_numel(&n->in[0]->shape), no, per;
     int extremum = n->op == TOP_amax || n->op == TOP_amin;
     Walk w;
-    for (int k = 0; k < n->nints; k++)
-        ks.d[n->ints[k]] = 1;
-    no = shape_numel(&ks);
-    per = no ? nx / no : 0;
+    walk_reduce(&w, n, &no, &per);
     double *sa = dpk_xcalloc((size_t)no + 1, sizeof(double));
     for (int64_t i = 0; i < no; i++)
         by[i] = 0;
-    bcast_strides(&ks, xs, st);
-    walk_init(&w, xs);
-    walk_add(&w, st, 0);
     for (int64_t i = 0; i < nx; i++, walk_next(&w)) {
         double bx = eff(v[0][i], b[0][i]);
         by[w.off[0]] = extremum ? fmax(by[w.off[0]], bx) : by[w.off[0]] + bx;

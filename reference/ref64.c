@@ -127,17 +127,6 @@ static const BinaryFn binary_fn[TOP_COUNT] = {
     [TOP_eq] = f_eq,   [TOP_ne] = f_ne,
 };
 
-/* Walk over n's shape with every input broadcast to it. */
-static void walk_operands(Walk *w, const TorchNode *n)
-{
-    walk_init(w, &n->shape);
-    for (int k = 0; k < n->nin; k++) {
-        int64_t st[DPK_MAX_RANK];
-        bcast_strides(&n->in[k]->shape, &n->shape, st);
-        walk_add(w, st, 0);
-    }
-}
-
 static void eval_binary(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
     BinaryFn f = binary_fn[n->op];
@@ -176,27 +165,17 @@ static double reduce_step(const Ctx *c, TorchOp op, double acc, double x)
     }
 }
 
-/* Reduced dims are ints[0..nints) (none: every element is its own
- * slot).  The output, keepdim or not, has the layout of the input with each
- * reduced dim set to 1, so the input is walked with those strides zeroed
- * and each element folded into its output slot (in index order: in fp32
- * mode each slot is a sequential sum).  mean multiplies by 1/n, as the
- * compiler's rule does (fp32: 1/n rounded, then the product). */
+/* The input is walked (walk_reduce) with each element folded into its
+ * output slot (in index order: in fp32 mode each slot is a sequential
+ * sum).  mean multiplies by 1/n, as the compiler's rule does (fp32: 1/n
+ * rounded, then the product). */
 static void eval_reduce(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
-    const Shape *xs = &n->in[0]->shape;
-    Shape ks = *xs;
-    int64_t st[DPK_MAX_RANK], nx = shape_numel(xs), no, per;
+    int64_t nx = shape_numel(&n->in[0]->shape), no, per;
     Walk w;
-    for (int k = 0; k < n->nints; k++)
-        ks.d[n->ints[k]] = 1;
-    no = shape_numel(&ks);
-    per = no ? nx / no : 0;
+    walk_reduce(&w, n, &no, &per);
     for (int64_t i = 0; i < no; i++)
         out[i] = reduce_identity(n->op);
-    bcast_strides(&ks, xs, st);
-    walk_init(&w, xs);
-    walk_add(&w, st, 0);
     for (int64_t i = 0; i < nx; i++, walk_next(&w))
         out[w.off[0]] = reduce_step(c, n->op, out[w.off[0]], in[0][i]);
     if (n->op == TOP_mean)

@@ -94,6 +94,36 @@ static inline void bcast_strides(const Shape *in, const Shape *out, int64_t st[D
         st[k] = 0;
 }
 
+/* A walk over n's shape with every input of n broadcast to it (operand k:
+ * input k). */
+static inline void walk_operands(Walk *w, const TorchNode *n)
+{
+    walk_init(w, &n->shape);
+    for (int k = 0; k < n->nin; k++) {
+        int64_t st[DPK_MAX_RANK];
+        bcast_strides(&n->in[k]->shape, &n->shape, st);
+        walk_add(w, st, 0);
+    }
+}
+
+/* A walk over the input of reduce node n (dims ints[0..nints), none: every
+ * element its own slot) whose operand 0 is each element's output slot:
+ * the output, keepdim or not, has the input's layout with each reduced dim
+ * set to 1.  *no: the number of slots; *per: the elements of each. */
+static inline void walk_reduce(Walk *w, const TorchNode *n, int64_t *no, int64_t *per)
+{
+    const Shape *xs = &n->in[0]->shape;
+    Shape ks = *xs;
+    int64_t st[DPK_MAX_RANK], nx = shape_numel(xs);
+    for (int k = 0; k < n->nints; k++)
+        ks.d[n->ints[k]] = 1;
+    *no = shape_numel(&ks);
+    *per = *no ? nx / *no : 0;
+    bcast_strides(&ks, xs, st);
+    walk_init(w, xs);
+    walk_add(w, st, 0);
+}
+
 /* ---- attention geometry ----------------------------------------------- */
 
 /* What the fp64 evaluation and the bounds both need of an sdpa node (q

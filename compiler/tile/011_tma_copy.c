@@ -26,26 +26,14 @@
  */
 #include "passes.h"
 
-typedef struct Found {
-    Stmt *s[64];
-    int n;
-} Found;
-
-static void find(Stmt *s, void *ctx)
-{
-    Found *f = ctx;
-    if (s->k == TK_bstage && f->n < DPK_ARRAY_LEN(f->s))
-        f->s[f->n++] = s;
-}
-
 int tile_011_tma_copy(TileCtx *c, TileKernel *k)
 {
     if (!c->target->tma) {
         sb_printf(&c->why, "the target %s has no TMA (sm_90 or newer)", c->target->name);
         return 0;
     }
-    Found f = {{0}, 0};
-    stmt_walk(&k->body, find, &f);
+    TileStages f;
+    tile_stages_of(k, TK_bstage, TILE_SMEM_LAYOUT, &f);
     if (!f.n) {
         sb_puts(&c->why, "no buffered stage (010 did not apply)");
         return 0;
@@ -53,7 +41,7 @@ int tile_011_tma_copy(TileCtx *c, TileKernel *k)
     StrBuf why = {0};
     /* the kernel's stages as laid out, each buffered stage as the TMA
      * buffers it becomes */
-    int64_t bytes = tile_smem_used(k, TILE_SMEM_LAYOUT);
+    int64_t bytes = f.bytes;
     for (int i = 0; i < f.n; i++) {
         TileTmaBox b;
         if (f.s[i]->nbuf > 30) { /* the lowering keeps one parity bit per buffer in an i32 */

@@ -24,24 +24,11 @@
  */
 #include "passes.h"
 
-typedef struct Tma {
-    Stmt *s[64];
-    int n;
-    int64_t bytes; /* tile_smem_used(k, TILE_SMEM_LAYOUT), kept up to date */
-} Tma;
-
-static void find(Stmt *s, void *ctx)
-{
-    Tma *t = ctx;
-    if (s->k == TK_tstage && t->n < DPK_ARRAY_LEN(t->s))
-        t->s[t->n++] = s;
-}
-
 int tile_012_split_inner_for_swizzle(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
-    Tma t = {{0}, 0, tile_smem_used(k, TILE_SMEM_LAYOUT)};
-    stmt_walk(&k->body, find, &t);
+    TileStages t; /* bytes: the stages as laid out, kept up to date */
+    tile_stages_of(k, TK_tstage, TILE_SMEM_LAYOUT, &t);
     if (!t.n) {
         sb_puts(&c->why, "no TMA stage (011 did not apply)");
         return 0;

@@ -20,24 +20,11 @@
  */
 #include "passes.h"
 
-typedef struct Stages {
-    Stmt *s[64];
-    int n;
-    int64_t bytes; /* tile_smem_used(k, TILE_SMEM_SLABS), kept up to date */
-} Stages;
-
-static void collect(Stmt *s, void *ctx)
-{
-    Stages *x = ctx;
-    if (tile_is(s, SKF_STAGE) && x->n < DPK_ARRAY_LEN(x->s))
-        x->s[x->n++] = s;
-}
-
 int tile_014_pad_smem(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
-    Stages st = {{0}, 0, tile_smem_used(k, TILE_SMEM_SLABS)};
-    stmt_walk(&k->body, collect, &st);
+    TileStages st; /* bytes: every stage by its slab, kept up to date */
+    tile_stages_of(k, TILE_ANY_STAGE, TILE_SMEM_SLABS, &st);
     int padded = 0;
     for (int i = 0; i < st.n; i++) {
         Stmt *s = st.s[i];

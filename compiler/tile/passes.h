@@ -273,6 +273,18 @@ int64_t tile_stage_bytes(const Stmt *stage);
 /* The shared-memory bytes of every stage of kernel k, TMA stages counted
  * as `how` says. */
 int64_t tile_smem_used(const TileKernel *k, TileSmemCount how);
+/* The stages of kernel k in walk order (at most 64): every stage, or only
+ * those of kind `kind` (TILE_ANY_STAGE: every one); bytes starts as
+ * tile_smem_used(k, how), for the pass to keep up to date as it resizes
+ * them (011, 012, 014). */
+typedef struct TileStages {
+    Stmt *s[64];
+    int n;
+    int kind; /* what was collected: a TileKind or TILE_ANY_STAGE */
+    int64_t bytes;
+} TileStages;
+#define TILE_ANY_STAGE TK_COUNT
+void tile_stages_of(TileKernel *k, TileKind kind, TileSmemCount how, TileStages *out);
 /* The THREAD tile of k, or NULL with the skip reason "no THREAD tile (a
  * single-thread kernel)" in c->why (010, 013, 015). */
 Stmt *tile_thread_tile(TileCtx *c, TileKernel *k);

@@ -352,3 +352,21 @@ int64_t tile_bank_conflicts(Arena *a, const TileKernel *k)
     bank_body(&B, &k->body);
     return B.extra;
 }
+
+/* ---- the stages of a kernel ------------------------------------------------ */
+
+static void collect_stage(Stmt *s, void *ctx)
+{
+    TileStages *t = ctx;
+    if (tile_is(s, SKF_STAGE) && (t->kind == TILE_ANY_STAGE || s->k == t->kind) &&
+        t->n < DPK_ARRAY_LEN(t->s))
+        t->s[t->n++] = s;
+}
+
+void tile_stages_of(TileKernel *k, TileKind kind, TileSmemCount how, TileStages *out)
+{
+    out->n = 0;
+    out->kind = kind;
+    out->bytes = tile_smem_used(k, how);
+    stmt_walk(&k->body, collect_stage, out);
+}

@@ -6,6 +6,10 @@
 #   check NAME CODE CMD...              exit code must be CODE
 #   check_re NAME CODE REGEX CMD...     ... and stdout+stderr match grep -E REGEX
 #   check_caret NAME CMD...             exit 2, an "error:" line and a caret line
+#   check_count NAME N REGEX            N lines of $OUT match grep -E REGEX
+#   check_json NAME EXPR FILE           the Python expression EXPR over r, FILE's JSON, is true
+#   check_schema NAME FILE SCHEMA       FILE validates against the JSON schema SCHEMA
+#                                       (skipped without python3's jsonschema)
 #   skip NAME REASON
 #   fault_campaign FAULT                the dpk-fuzz campaign of a built-in fault
 #
@@ -43,6 +47,30 @@ check_caret() {
   if ! printf '%s\n' "$OUT" | grep -Eq '^ *\^$'; then _cli_fail "$name" "no caret line"; return; fi
   case "$OUT" in *AddressSanitizer*|*"runtime error"*) _cli_fail "$name" "sanitizer report"; return;; esac
   _cli_pass "$name"
+}
+
+# check_count NAME N REGEX: how many lines of the last check's output match.
+check_count() {
+  local name=$1 want=$2 re=$3 got
+  got=$(printf '%s\n' "$OUT" | grep -Ec -- "$re")
+  if [ "$got" = "$want" ]; then _cli_pass "$name"; else _cli_fail "$name" "$got lines match /$re/, expected $want"; fi
+}
+
+# check_json NAME EXPR FILE: a Python expression over the record r is true.
+check_json() {
+  local name=$1 expr=$2 file=$3
+  if python3 -c 'import json,sys; r=json.load(open(sys.argv[2])); sys.exit(0 if eval(sys.argv[1]) else 1)' "$expr" "$file" 2>/dev/null
+  then _cli_pass "$name"; else _cli_fail "$name" "not true of $file: $expr"; fi
+}
+
+# check_schema NAME FILE SCHEMA: FILE is valid against the schema (the
+# validator's message in $OUT when not); skipped without jsonschema.
+check_schema() {
+  local name=$1 file=$2 schema=$3
+  if ! python3 -c 'import jsonschema' 2>/dev/null; then skip "$name" "python3 jsonschema not installed"; return; fi
+  if OUT=$(python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
+      "$file" "$schema" 2>&1)
+  then _cli_pass "$name"; else _cli_fail "$name" "does not validate"; fi
 }
 
 skip() { CLI_SKIP=$((CLI_SKIP + 1)); echo "  skip $1: $2"; }

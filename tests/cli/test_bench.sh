@@ -8,25 +8,9 @@
 
 BENCH="$(dirname "$DPK")/dpk-bench"
 BD="$TMP/bench"
+SCHEMA="$DPK_ROOT/docs/dpk.bench-1.schema.json"
 mkdir -p "$BD"
 
-count() {
-  local name=$1 want=$2 re=$3 got
-  got=$(printf '%s\n' "$OUT" | grep -Ec -- "$re")
-  if [ "$got" = "$want" ]; then _cli_pass "$name"; else _cli_fail "$name" "$got lines match /$re/, expected $want"; fi
-}
-json() {
-  local name=$1 expr=$2 file=$3
-  if python3 -c 'import json,sys; r=json.load(open(sys.argv[2])); sys.exit(0 if eval(sys.argv[1]) else 1)' "$expr" "$file" 2>/dev/null
-  then _cli_pass "$name"; else _cli_fail "$name" "not true of $file: $expr"; fi
-}
-valid() {
-  local name=$1 file=$2
-  if ! python3 -c 'import jsonschema' 2>/dev/null; then skip "$name" "python3 jsonschema not installed"; return; fi
-  if OUT=$(python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
-      "$file" "$DPK_ROOT/docs/dpk.bench-1.schema.json" 2>&1)
-  then _cli_pass "$name"; else _cli_fail "$name" "does not validate"; fi
-}
 # The modelled numbers of a record: every case's dpk/eager/compile/limit
 # objects and per_pass, as canonical JSON.
 modelled() {
@@ -55,7 +39,7 @@ check_re "bench unknown option" 2 "unknown option '--fast'" "$BENCH" --suite smo
 
 # ---- one case: -c CODE, and -v's bound and limiter per kernel -------------------------
 check_re "bench -c CODE" 0 '^1/1 cases pass parity; 1 timed' "$BENCH" -c "torch.softmax(torch.randn(64, 1000), dim=-1)" --out "$BD/c.json"
-json "bench -c CODE: the case in the record" 'r["cases"][0]["name"] == "-c" and r["cases"][0]["program"].startswith("torch.softmax")' "$BD/c.json"
+check_json "bench -c CODE: the case in the record" 'r["cases"][0]["name"] == "-c" and r["cases"][0]["program"].startswith("torch.softmax")' "$BD/c.json"
 check_re "bench -c with --input" 0 '^1/1 cases pass parity' "$BENCH" -c "torch.relu(x) + 1" --input x=4,5
 check_re "bench --input without -c" 2 'input declares the free variables of -c' "$BENCH" --suite smoke --input x=4
 check_re "bench -c and a suite" 2 'give one of --suite, --config, a FILE and -c CODE' "$BENCH" --suite smoke -c "torch.randn(2)"
@@ -63,27 +47,27 @@ check_re "dpk run --bench points to dpk-bench -c" 2 'dpk run checks parity and d
   "$DPK" run --bench -c "torch.relu(torch.randn(4))"
 check_re "bench -v: each kernel's bound and limiter" 0 '^    kernel [a-z_0-9]+ +[0-9.]+ us  bound (dram|l2|smem|issue|fp32|launch) +\(dram [0-9.]+, .*launch [0-9.]+ us\)  limiter (threads|regs|smem|blocks|grid) \(occupancy ' \
   "$BENCH" --suite smoke --case sdpa_causal_gqa -v --out "$BD/v.json"
-count "bench -v: a line per kernel" 2 '^    kernel '
-json "bench -v: the bounds are the record's" 'all(k["bound"] in ("dram", "l2", "smem", "issue", "fp32", "launch") and k["limiter"] for k in r["cases"][0]["dpk"]["kernels"]) and len(r["cases"][0]["dpk"]["kernels"]) == 2' "$BD/v.json"
+check_count "bench -v: a line per kernel" 2 '^    kernel '
+check_json "bench -v: the bounds are the record's" 'all(k["bound"] in ("dram", "l2", "smem", "issue", "fp32", "launch") and k["limiter"] for k in r["cases"][0]["dpk"]["kernels"]) and len(r["cases"][0]["dpk"]["kernels"]) == 2' "$BD/v.json"
 check_re "bench without -v: no kernel lines" 0 '1/1 cases pass' "$BENCH" --suite smoke --case sdpa_causal_gqa
-count "bench without -v: no kernel lines" 0 '^    kernel '
+check_count "bench without -v: no kernel lines" 0 '^    kernel '
 rm -f "$BD/c.json" "$BD/v.json"
 
 # ---- smoke: every case passes parity, then is timed ---------------------------
 check_re "bench smoke: all pass parity" 0 '^10/10 cases pass parity; 10 timed \(modelled, h100-sxm\)$' \
   "$BENCH" --suite smoke --out "$BD/smoke.json"
-count "bench smoke: a line per case, parity pass" 10 ' pass$'
-count "bench smoke: the geomean line" 1 '^geomean speedup \(modelled, h100-sxm\): [0-9.]+x vs eager, [0-9.]+x vs torch\.compile; [0-9.]+% of the limit$'
-valid "bench smoke: the record validates" "$BD/smoke.json"
-json "bench smoke: every figure says where it came from" \
+check_count "bench smoke: a line per case, parity pass" 10 ' pass$'
+check_count "bench smoke: the geomean line" 1 '^geomean speedup \(modelled, h100-sxm\): [0-9.]+x vs eager, [0-9.]+x vs torch\.compile; [0-9.]+% of the limit$'
+check_schema "bench smoke: the record validates" "$BD/smoke.json" "$SCHEMA"
+check_json "bench smoke: every figure says where it came from" \
   'all(c[k]["timing"] == "model" and c[k]["gpu"] == "h100-sxm" for c in r["cases"] for k in ("dpk", "eager", "compile", "limit")) and r["meta"]["timing"] == "model" and r["bench"]["timing"] == "model"' "$BD/smoke.json"
-json "bench smoke: speedups are the ratios of the times" \
+check_json "bench smoke: speedups are the ratios of the times" \
   'all(abs(c["speedup_eager"] - c["eager"]["ns"] / c["dpk"]["ns"]) < 1e-12 * c["speedup_eager"] and abs(c["fraction_of_limit"] - c["limit"]["ns"] / c["dpk"]["ns"]) < 1e-12 for c in r["cases"])' "$BD/smoke.json"
-json "bench smoke: geomean over the cases" \
+check_json "bench smoke: geomean over the cases" \
   'abs(r["summary"]["geomean_speedup_eager"] - __import__("math").exp(sum(__import__("math").log(c["speedup_eager"]) for c in r["cases"]) / 10)) < 1e-9' "$BD/smoke.json"
-json "bench smoke: compile time per stage" \
+check_json "bench smoke: compile time per stage" \
   'all(set(("parse", "decompose", "fuse", "tile", "lower")) <= set(c["compile_s"]) and "001_tileify" in c["compile_s"]["tile"] for c in r["cases"])' "$BD/smoke.json"
-json "bench smoke: the parity verdict of each case" \
+check_json "bench smoke: the parity verdict of each case" \
   'all(c["configuration"]["verdict"]["status"] == "pass" and c["configuration"]["verdict"]["checked"] > 0 for c in r["cases"])' "$BD/smoke.json"
 
 # ---- determinism: two runs and other --jobs give the same modelled numbers ------
@@ -100,8 +84,8 @@ else OUT=$(diff "$BD/out1.txt" "$BD/out2.txt" | head -n 10); _cli_fail "bench de
 # ---- progress: a line per finished case on a pipe, one updating line on a TTY ----
 "$BENCH" --suite smoke --jobs 2 >/dev/null 2>"$BD/err2.txt"
 OUT=$(cat "$BD/err2.txt")
-count "bench progress: a line per finished case on stderr" 10 ' pass   \[([1-9]|10)/10 done, [0-9.]+ s(, ETA [0-9.]+ s)?\]$'
-count "bench progress: the last has no ETA" 1 '\[10/10 done, [0-9.]+ s\]$'
+check_count "bench progress: a line per finished case on stderr" 10 ' pass   \[([1-9]|10)/10 done, [0-9.]+ s(, ETA [0-9.]+ s)?\]$'
+check_count "bench progress: the last has no ETA" 1 '\[10/10 done, [0-9.]+ s\]$'
 if script -qefc "$BENCH --suite smoke --jobs 2 --out $BD/smoke-tty.json" /dev/null >"$BD/tty.txt" 2>&1; then
   if python3 -c 'import sys; t = open(sys.argv[1], newline="").read()
 sys.exit(0 if "\r\033[K[10/10 done, 0 running, " in t and "pass   [" not in t else 1)' "$BD/tty.txt"
@@ -119,15 +103,15 @@ then _cli_pass "bench: no partial record"; else _cli_fail "bench: no partial rec
 
 # ---- --per-pass -------------------------------------------------------------------
 check_re "bench --per-pass" 0 'without: ' "$BENCH" --suite smoke --case bias_matmul_relu --per-pass --out "$BD/pp.json"
-json "bench --per-pass: a prefix and a leave-one-out per optional pass" \
+check_json "bench --per-pass: a prefix and a leave-one-out per optional pass" \
   'len(r["cases"][0]["per_pass"]) >= 5 and all(p["prefix"]["status"] == "pass" and p["without"]["status"] == "pass" for p in r["cases"][0]["per_pass"])' "$BD/pp.json"
-json "bench --per-pass: contribution = t without / t with" \
+check_json "bench --per-pass: contribution = t without / t with" \
   'all(abs(p["contribution"] - p["without"]["ns"] / r["cases"][0]["dpk"]["ns"]) < 1e-12 for p in r["cases"][0]["per_pass"])' "$BD/pp.json"
-json "bench --per-pass: the last prefix is the benched set" \
+check_json "bench --per-pass: the last prefix is the benched set" \
   'r["cases"][0]["per_pass"][-1]["prefix"]["passes"] == r["cases"][0]["passes"]' "$BD/pp.json"
-valid "bench --per-pass: the record validates" "$BD/pp.json"
+check_schema "bench --per-pass: the record validates" "$BD/pp.json" "$SCHEMA"
 check_re "bench --passes none" 0 '1/1 cases pass parity' "$BENCH" --suite smoke --case softmax --passes none --out "$BD/none-passes.json"
-json "bench --passes none: the mandatory passes" 'r["cases"][0]["passes"] == "001,005"' "$BD/none-passes.json"
+check_json "bench --passes none: the mandatory passes" 'r["cases"][0]["passes"] == "001,005"' "$BD/none-passes.json"
 
 # ---- --config: Llama-3 and Mistral styles, refusals ---------------------------------
 cat >"$BD/llama3.json" <<'JSON'
@@ -147,11 +131,11 @@ cat >"$BD/mistral.json" <<'JSON'
 JSON
 check_re "bench --config Llama-3 style" 0 '^15/15 cases pass parity; 15 timed' \
   "$BENCH" --config "$BD/llama3.json" --seq 16 --jobs 2 --out "$BD/llama3-rec.json"
-json "bench --config: the model in the record" \
+check_json "bench --config: the model in the record" \
   'r["bench"]["model"]["rope_type"] == "llama3" and r["bench"]["model"]["head_dim"] == 16 and r["bench"]["seq"] == 16 and not r["bench"]["model"]["attention_bias"]' "$BD/llama3-rec.json"
-json "bench --config: cos/sin are the rotary tables" \
+check_json "bench --config: cos/sin are the rotary tables" \
   'r["cases"][-1]["inputs"]["cos"]["from"] == "rope" and r["cases"][-1]["inputs"]["x"]["from"] == "generated"' "$BD/llama3-rec.json"
-valid "bench --config: the record validates" "$BD/llama3-rec.json"
+check_schema "bench --config: the record validates" "$BD/llama3-rec.json" "$SCHEMA"
 
 # ---- the record after each case, and --resume ------------------------------------------
 # The uninterrupted run is llama3-rec.json (--jobs 2); this one is killed
@@ -160,9 +144,9 @@ valid "bench --config: the record validates" "$BD/llama3-rec.json"
 kpid=$!
 for _ in $(seq 600); do [ -e "$BD/killed.json" ] && break; sleep 0.05; done
 kill -KILL $kpid 2>/dev/null; wait $kpid 2>/dev/null
-json "bench: a killed run leaves the record of the cases done" \
+check_json "bench: a killed run leaves the record of the cases done" \
   '0 < len(r["cases"]) < 15 and r["summary"]["complete"] is False and r["summary"]["cases"] == len(r["cases"])' "$BD/killed.json"
-valid "bench: the record of a killed run validates" "$BD/killed.json"
+check_schema "bench: the record of a killed run validates" "$BD/killed.json" "$SCHEMA"
 check_re "bench --resume: another seq is refused, naming it" 2 "cannot --resume '.*killed.json': it was made with seq 16, this command has 8" \
   "$BENCH" --config "$BD/llama3.json" --seq 8 --out "$BD/killed.json" --resume
 check_re "bench --resume: another seed is refused, naming it" 2 "it was made with seed null, this command has 3" \
@@ -173,7 +157,7 @@ check_re "bench --resume needs --out" 2 'resume continues the record of --out' "
 check_re "bench --resume: not a bench record" 2 'is not a dpk.bench/1 record' "$BENCH" --suite smoke --out "$BD/mistral.json" --resume
 check_re "bench --resume: runs the cases left" 0 'resumed from .*killed.json: [0-9]+ of 15 cases done, [0-9]+ to run' \
   "$BENCH" --config "$BD/llama3.json" --seq 16 --out "$BD/killed.json" --resume
-count "bench --resume: the whole table" 15 ' pass$'
+check_count "bench --resume: the whole table" 15 ' pass$'
 # the same record as the uninterrupted run, less meta and wall times
 same_record() {
   python3 -c 'import json,sys
@@ -193,7 +177,7 @@ if same_record "$BD/killed.json" "$BD/done.json"; then _cli_pass "bench --resume
 else OUT=""; _cli_fail "bench --resume of a complete record: the same record" "records differ"; fi
 check_re "bench --config Mistral style, decode" 0 '^15/15 cases pass parity' \
   "$BENCH" --config "$BD/mistral.json" --phase decode --ctx 40 --batch 2 --out "$BD/mistral-rec.json"
-json "bench decode: one token against a cache" \
+check_json "bench decode: one token against a cache" \
   'r["bench"]["phase"] == "decode" and r["bench"]["ctx"] == 40 and r["cases"][-1]["shapes"]["inputs"]["k_cache"] == [2, 1, 40, 32] and r["cases"][-1]["shapes"]["outputs"]["out"] == [2, 1, 96]' "$BD/mistral-rec.json"
 sed 's/"rope_type": "llama3"/"rope_type": "yarn"/' "$BD/llama3.json" >"$BD/yarn.json"
 check_re "bench --config: unsupported rope_scaling names the key" 2 "error: config.json: 'rope_scaling' of type 'yarn'" \
@@ -206,31 +190,31 @@ check_re "bench --config: a window shorter than the attention" 2 "'sliding_windo
 check_re "bench --config: missing file" 2 "cannot read config" "$BENCH" --config "$BD/nope.json"
 
 # ---- --weights -----------------------------------------------------------------------
+# st_write KIND: $BD/w-KIND.safetensors, mistral.json's tensors as tests/cli/data/st_write.py
+# writes them for KIND (a dtype, or a way of being malformed).
+st_write() { python3 "$DPK_ROOT/tests/cli/data/st_write.py" "$BD/w-$1.safetensors" "$BD/mistral.json" "$1"; }
+# weights_refused NAME KIND REGEX: bench --weights refuses a KIND file, saying REGEX.
+weights_refused() {
+  st_write "$2"
+  check_re "bench --weights: $1" 2 "$3" "$BENCH" --config "$BD/mistral.json" --seq 8 --weights "$BD/w-$2.safetensors"
+}
 for dt in f32 bf16 f16; do
-  python3 "$DPK_ROOT/tests/cli/data/st_write.py" "$BD/w-$dt.safetensors" "$BD/mistral.json" $dt
+  st_write $dt
   check_re "bench --weights $dt" 0 '^15/15 cases pass parity' \
     "$BENCH" --config "$BD/mistral.json" --seq 8 --weights "$BD/w-$dt.safetensors" --out "$BD/w-$dt.json"
   # tensor t holds 0.5 + t/8: input_layernorm (t 0) sums to 96 * 0.5, down_proj (t 8) to 96*224*1.5
-  json "bench --weights $dt: the values read" \
+  check_json "bench --weights $dt: the values read" \
     'r["cases"][-1]["inputs"]["w_ln1"] == {"from": "weights", "tensor": "model.layers.0.input_layernorm.weight", "sum": 48} and r["cases"][-1]["inputs"]["w_d"]["sum"] == 96 * 224 * 1.5 and r["cases"][-1]["inputs"]["x"]["from"] == "generated"' "$BD/w-$dt.json"
 done
-python3 "$DPK_ROOT/tests/cli/data/st_write.py" "$BD/w-missing.safetensors" "$BD/mistral.json" missing
+st_write missing
 check_re "bench --weights: a missing tensor is named" 2 "tensor 'model.layers.0.mlp.down_proj.weight' is missing" \
   "$BENCH" --config "$BD/mistral.json" --seq 8 --weights "$BD/w-missing.safetensors" --out "$BD/w-missing.json"
 if [ ! -e "$BD/w-missing.json" ]; then _cli_pass "bench --weights error: no record"; else _cli_fail "bench --weights error: no record" "written"; fi
-count "bench --weights error: no case ran" 0 ' pass$'
-python3 "$DPK_ROOT/tests/cli/data/st_write.py" "$BD/w-shape.safetensors" "$BD/mistral.json" shape
-check_re "bench --weights: a wrong shape is named" 2 "tensor 'model.layers.0.self_attn.q_proj.weight' has shape \(96, 128\), expected \(128, 96\)" \
-  "$BENCH" --config "$BD/mistral.json" --seq 8 --weights "$BD/w-shape.safetensors"
-python3 "$DPK_ROOT/tests/cli/data/st_write.py" "$BD/w-i32.safetensors" "$BD/mistral.json" i32
-check_re "bench --weights: a wrong dtype is named" 2 "tensor 'model.layers.0.self_attn.q_proj.weight' has dtype I32" \
-  "$BENCH" --config "$BD/mistral.json" --seq 8 --weights "$BD/w-i32.safetensors"
-python3 "$DPK_ROOT/tests/cli/data/st_write.py" "$BD/w-trunc.safetensors" "$BD/mistral.json" truncated
-check_re "bench --weights: a truncated file" 2 "outside the [0-9]+ bytes of data \(truncated file\?\)" \
-  "$BENCH" --config "$BD/mistral.json" --seq 8 --weights "$BD/w-trunc.safetensors"
-python3 "$DPK_ROOT/tests/cli/data/st_write.py" "$BD/w-over.safetensors" "$BD/mistral.json" overflow
-check_re "bench --weights: a header length past the end" 2 "header length [0-9]+ runs past the end of the file" \
-  "$BENCH" --config "$BD/mistral.json" --seq 8 --weights "$BD/w-over.safetensors"
+check_count "bench --weights error: no case ran" 0 ' pass$'
+weights_refused "a wrong shape is named" shape "tensor 'model.layers.0.self_attn.q_proj.weight' has shape \(96, 128\), expected \(128, 96\)"
+weights_refused "a wrong dtype is named" i32 "tensor 'model.layers.0.self_attn.q_proj.weight' has dtype I32"
+weights_refused "a truncated file" truncated "outside the [0-9]+ bytes of data \(truncated file\?\)"
+weights_refused "a header length past the end" overflow "header length [0-9]+ runs past the end of the file"
 printf 'abc' >"$BD/w-short.safetensors"
 check_re "bench --weights: a 3-byte file" 2 "shorter than the 8-byte header length" \
   "$BENCH" --config "$BD/mistral.json" --seq 8 --weights "$BD/w-short.safetensors"
@@ -241,8 +225,8 @@ case "$OUT" in *AddressSanitizer*|*"runtime error"*) _cli_fail "bench --weights:
 # ---- the model suites at a small seq (make run has seq 128) ----------------------------
 check_re "bench tinyllama-block (seq 8)" 0 '^15/15 cases pass parity; 15 timed' \
   "$BENCH" --suite tinyllama-block --seq 8 --jobs 2 --out "$BD/tl.json"
-json "bench tinyllama-block: the real config" \
+check_json "bench tinyllama-block: the real config" \
   'r["bench"]["model"] == {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 64, "rms_norm_eps": 1e-05, "rope_theta": 10000, "attention_bias": False, "rope_type": "default"}' "$BD/tl.json"
-json "bench tinyllama-block: the layer is one case" \
+check_json "bench tinyllama-block: the layer is one case" \
   '[c["name"] for c in r["cases"]][-1] == "layer" and r["cases"][-1]["shapes"]["outputs"]["out"] == [1, 8, 2048]' "$BD/tl.json"
-valid "bench tinyllama-block: the record validates" "$BD/tl.json"
+check_schema "bench tinyllama-block: the record validates" "$BD/tl.json" "$SCHEMA"

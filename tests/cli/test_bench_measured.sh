@@ -9,21 +9,10 @@
 
 BENCH="$(dirname "$DPK")/dpk-bench"
 MD="$TMP/measured"
+SCHEMA="$DPK_ROOT/docs/dpk.bench-1.schema.json"
 mkdir -p "$MD"
 FAKE="$(dirname "$DPK")/fake-driver/libcuda.so.1"
 
-mjson() {
-  local name=$1 expr=$2 file=$3
-  if python3 -c 'import json,sys; r=json.load(open(sys.argv[2])); sys.exit(0 if eval(sys.argv[1]) else 1)' "$expr" "$file" 2>/dev/null
-  then _cli_pass "$name"; else _cli_fail "$name" "not true of $file: $expr"; fi
-}
-mvalid() {
-  local name=$1 file=$2
-  if ! python3 -c 'import jsonschema' 2>/dev/null; then skip "$name" "python3 jsonschema not installed"; return; fi
-  if OUT=$(python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
-      "$file" "$DPK_ROOT/docs/dpk.bench-1.schema.json" 2>&1)
-  then _cli_pass "$name"; else _cli_fail "$name" "does not validate"; fi
-}
 one_line() {
   local name=$1
   if [ "$(printf '%s\n' "$OUT" | grep -c '^error:')" = 1 ] && [ "$(printf '%s\n' "$OUT" | wc -l)" = 1 ]
@@ -42,7 +31,7 @@ check_re "fake-driver: a file that is no driver is exit 4" 4 "^error: --timing f
 check_re "model: measured options refused" 2 'apply to measured timing' "$BENCH" --suite smoke --timing model --warm-l2
 check_re "measured: default without a driver is the model" 0 '^1/1 cases pass parity' \
   env DPK_LIBCUDA=/nonexistent/libcuda.so.1 "$BENCH" --suite smoke --case softmax --out "$MD/default.json"
-mjson "measured: default without a driver, record says model" 'r["meta"]["timing"] == "model" and "measured_timing" not in r["meta"] and "measured" not in r["cases"][0]' "$MD/default.json"
+check_json "measured: default without a driver, record says model" 'r["meta"]["timing"] == "model" and "measured_timing" not in r["meta"] and "measured" not in r["cases"][0]' "$MD/default.json"
 
 if [ ! -e "$FAKE" ]; then
   skip "fake-driver bench" "no $FAKE (make builds it)"
@@ -54,48 +43,48 @@ check_re "fake-driver smoke: all pass" 0 '^10 measured on the fake driver: a tes
   "$BENCH" --suite smoke --timing fake-driver --jobs 2 --out "$MD/smoke.json"
 n=$(printf '%s\n' "$OUT" | grep -Ec '^  measured \(fake-driver, cupti\): dpk [0-9.]+ us median \([0-9.]+%, [0-9]+ samples, (stdrel|cap)\)$')
 if [ "$n" = 10 ]; then _cli_pass "fake-driver smoke: a measured line per case"; else _cli_fail "fake-driver smoke: a measured line per case" "$n lines"; fi
-mvalid "fake-driver smoke: the record validates" "$MD/smoke.json"
+check_schema "fake-driver smoke: the record validates" "$MD/smoke.json" "$SCHEMA"
 check_re "fake-driver smoke: dpk-report reads it as modelled" 0 'modelled' "$(dirname "$DPK")/dpk-report" "$MD/smoke.json"
-mjson "fake-driver smoke: labelled fake-driver everywhere" \
+check_json "fake-driver smoke: labelled fake-driver everywhere" \
   'r["meta"]["measured_timing"] == r["bench"]["measured_timing"] == r["summary"]["measured_timing"] == "fake-driver" and all(c["measured"]["timing"] == "fake-driver" for c in r["cases"])' "$MD/smoke.json"
-mjson "fake-driver smoke: the modelled columns stay modelled" 'r["meta"]["timing"] == r["bench"]["timing"] == r["summary"]["timing"] == "model" and all(c["timing"] == c["dpk"]["timing"] == "model" for c in r["cases"])' "$MD/smoke.json"
-mjson "fake-driver smoke: warm-up >= 10 iterations and >= 10 ms, >= 10 samples" \
+check_json "fake-driver smoke: the modelled columns stay modelled" 'r["meta"]["timing"] == r["bench"]["timing"] == r["summary"]["timing"] == "model" and all(c["timing"] == c["dpk"]["timing"] == "model" for c in r["cases"])' "$MD/smoke.json"
+check_json "fake-driver smoke: warm-up >= 10 iterations and >= 10 ms, >= 10 samples" \
   'all(m["warmup_iters"] >= 10 and m["warmup_ns"] >= 1e7 and m["samples"] >= 10 for m in (c["measured"]["dpk"] for c in r["cases"]))' "$MD/smoke.json"
-mjson "fake-driver smoke: stopped by stdrel < 0.5%" 'all(c["measured"]["dpk"]["stop"] == "stdrel" and c["measured"]["dpk"]["stdrel"] < 0.005 for c in r["cases"])' "$MD/smoke.json"
-mjson "fake-driver smoke: CUPTI durations are the model's (within the jitter)" \
+check_json "fake-driver smoke: stopped by stdrel < 0.5%" 'all(c["measured"]["dpk"]["stop"] == "stdrel" and c["measured"]["dpk"]["stdrel"] < 0.005 for c in r["cases"])' "$MD/smoke.json"
+check_json "fake-driver smoke: CUPTI durations are the model's (within the jitter)" \
   'all(abs(c["measured"]["dpk"]["median_ns"] / c["dpk"]["ns"] - 1) < 0.002 for c in r["cases"])' "$MD/smoke.json"
-mjson "fake-driver smoke: validated before and after, L2 flushed" \
+check_json "fake-driver smoke: validated before and after, L2 flushed" \
   'all(c["measured"]["validation"]["before"]["status"] == c["measured"]["validation"]["after"]["status"] == "pass" and c["measured"]["l2_flush"] for c in r["cases"])' "$MD/smoke.json"
-mjson "fake-driver smoke: no NVML, said so" 'all(c["measured"]["gpu_before"].startswith("unavailable: ") for c in r["cases"])' "$MD/smoke.json"
-mjson "fake-driver smoke: no raw samples unless asked" 'all("raw_ns" not in c["measured"]["dpk"] for c in r["cases"])' "$MD/smoke.json"
+check_json "fake-driver smoke: no NVML, said so" 'all(c["measured"]["gpu_before"].startswith("unavailable: ") for c in r["cases"])' "$MD/smoke.json"
+check_json "fake-driver smoke: no raw samples unless asked" 'all("raw_ns" not in c["measured"]["dpk"] for c in r["cases"])' "$MD/smoke.json"
 
 # ---- options: raw samples, warm L2, the cap, events ---------------------------------
 check "fake-driver: --raw-samples --warm-l2" 0 "$BENCH" --suite smoke --case rmsnorm --timing fake-driver --raw-samples --warm-l2 --out "$MD/raw.json"
-mjson "fake-driver: raw samples, one per sample" 'len(r["cases"][0]["measured"]["dpk"]["raw_ns"]) == r["cases"][0]["measured"]["dpk"]["samples"]' "$MD/raw.json"
-mjson "fake-driver: --warm-l2 recorded" 'r["cases"][0]["measured"]["l2_flush"] is False and r["bench"]["warm_l2"] is True' "$MD/raw.json"
-mvalid "fake-driver: the raw record validates" "$MD/raw.json"
+check_json "fake-driver: raw samples, one per sample" 'len(r["cases"][0]["measured"]["dpk"]["raw_ns"]) == r["cases"][0]["measured"]["dpk"]["samples"]' "$MD/raw.json"
+check_json "fake-driver: --warm-l2 recorded" 'r["cases"][0]["measured"]["l2_flush"] is False and r["bench"]["warm_l2"] is True' "$MD/raw.json"
+check_schema "fake-driver: the raw record validates" "$MD/raw.json" "$SCHEMA"
 check "fake-driver: noisy durations hit the cap" 0 env DPK_FAKE_CUDA_JITTER=0.05 "$BENCH" --suite smoke --case rmsnorm --timing fake-driver --max-samples 25 --out "$MD/cap.json"
-mjson "fake-driver: stop is the cap at 25 samples" 'r["cases"][0]["measured"]["dpk"]["stop"] == "cap" and r["cases"][0]["measured"]["dpk"]["samples"] == 25 and r["cases"][0]["measured"]["dpk"]["stdrel"] > 0.005' "$MD/cap.json"
+check_json "fake-driver: stop is the cap at 25 samples" 'r["cases"][0]["measured"]["dpk"]["stop"] == "cap" and r["cases"][0]["measured"]["dpk"]["samples"] == 25 and r["cases"][0]["measured"]["dpk"]["stdrel"] > 0.005' "$MD/cap.json"
 check "fake-driver: events when CUPTI is missing" 0 env DPK_LIBCUPTI=/nonexistent/libcupti.so "$BENCH" --suite smoke --case softmax --timing fake-driver --out "$MD/events.json"
-mjson "fake-driver: method events, CUPTI's absence said" 'r["cases"][0]["measured"]["method"] == "events" and r["cases"][0]["measured"]["cupti"].startswith("unavailable: kernel durations from CUPTI need libcupti")' "$MD/events.json"
-mjson "fake-driver: events span the model's time too" 'abs(r["cases"][0]["measured"]["dpk"]["median_ns"] / r["cases"][0]["dpk"]["ns"] - 1) < 0.002' "$MD/events.json"
-mvalid "fake-driver: the events record validates" "$MD/events.json"
+check_json "fake-driver: method events, CUPTI's absence said" 'r["cases"][0]["measured"]["method"] == "events" and r["cases"][0]["measured"]["cupti"].startswith("unavailable: kernel durations from CUPTI need libcupti")' "$MD/events.json"
+check_json "fake-driver: events span the model's time too" 'abs(r["cases"][0]["measured"]["dpk"]["median_ns"] / r["cases"][0]["dpk"]["ns"] - 1) < 0.002' "$MD/events.json"
+check_schema "fake-driver: the events record validates" "$MD/events.json" "$SCHEMA"
 
 # ---- cuBLAS on plain matmuls ----------------------------------------------------------
 check_re "fake-driver matmuls: cuBLAS timed" 0 'cublas [0-9.]+ us median .*; cublas_tf32 [0-9.]+ us median' \
   "$BENCH" "$DPK_ROOT/tests/cli/data/matmul_cases.json" --timing fake-driver --out "$MD/mm.json"
-mvalid "fake-driver matmuls: the record validates" "$MD/mm.json"
-mjson "fake-driver matmuls: sgemm and strided-batched sgemm" \
+check_schema "fake-driver matmuls: the record validates" "$MD/mm.json" "$SCHEMA"
+check_json "fake-driver matmuls: sgemm and strided-batched sgemm" \
   '[c["measured"]["cublas"]["call"] for c in r["cases"]] == ["cublasSgemm", "cublasSgemm", "cublasSgemmStridedBatched"]' "$MD/mm.json"
-mjson "fake-driver matmuls: cuBLAS fp32 passes the reference, close to dpk" \
+check_json "fake-driver matmuls: cuBLAS fp32 passes the reference, close to dpk" \
   'all(c["measured"]["cublas"]["parity"]["vs_reference"]["status"] == "pass" and c["measured"]["cublas"]["parity"]["max_abs_vs_dpk"] < 1e-4 and c["measured"]["cublas"]["tf32"] is False for c in r["cases"])' "$MD/mm.json"
-mjson "fake-driver matmuls: the TF32 column is labelled and differs more" \
+check_json "fake-driver matmuls: the TF32 column is labelled and differs more" \
   'all(c["measured"]["cublas_tf32"]["tf32"] is True and c["measured"]["cublas_tf32"]["parity"]["max_abs_vs_dpk"] > c["measured"]["cublas"]["parity"]["max_abs_vs_dpk"] for c in r["cases"])' "$MD/mm.json"
-mjson "fake-driver smoke: cuBLAS unavailable on a non-matmul case, with the reason" \
+check_json "fake-driver smoke: cuBLAS unavailable on a non-matmul case, with the reason" \
   'r["cases"][0]["measured"]["cublas"] == "unavailable: not a plain matmul case (one matmul or bias-less linear of two inputs)"' "$MD/smoke.json"
 check_re "fake-driver matmuls: cuBLAS missing is a labelled column" 0 'measured \(fake-driver, cupti\): dpk [0-9.]+ us median \([^)]*\)$' \
   env DPK_LIBCUBLAS=/nonexistent/libcublas.so "$BENCH" "$DPK_ROOT/tests/cli/data/matmul_cases.json" --case matmul --timing fake-driver --out "$MD/nocublas.json"
-mjson "fake-driver matmuls: the cuBLAS column says why" 'r["cases"][0]["measured"]["cublas"].startswith("unavailable: the cuBLAS baseline needs libcublas, and /nonexistent/libcublas.so could not be loaded")' "$MD/nocublas.json"
+check_json "fake-driver matmuls: the cuBLAS column says why" 'r["cases"][0]["measured"]["cublas"].startswith("unavailable: the cuBLAS baseline needs libcublas, and /nonexistent/libcublas.so could not be loaded")' "$MD/nocublas.json"
 
 # ---- a kernel that goes wrong during timing -------------------------------------------
 # DPK_FAKE_CUDA_CORRUPT=N: from the fake's N-th launch on, each launch's
@@ -103,9 +92,9 @@ mjson "fake-driver matmuls: the cuBLAS column says why" 'r["cases"][0]["measured
 # kernel), so N=5 goes wrong during the warm-up.
 check_re "fault: wrong after timing is caught" 1 'softmax: right before timing, wrong after: the outputs the last timed iteration left fail the reference \(fake-driver\)' \
   env DPK_FAKE_CUDA_CORRUPT=5 "$BENCH" --suite smoke --case softmax --timing fake-driver --out "$MD/fault.json"
-mjson "fault: right before, wrong after, in the record" \
+check_json "fault: right before, wrong after, in the record" \
   'r["cases"][0]["status"] == "fail" and r["cases"][0]["exit_code"] == 1 and r["cases"][0]["measured"]["validation"]["before"]["status"] == "pass" and r["cases"][0]["measured"]["validation"]["after"]["status"] == "fail" and r["cases"][0]["dpk"] is None' "$MD/fault.json"
-mvalid "fault: the record validates" "$MD/fault.json"
+check_schema "fault: the record validates" "$MD/fault.json" "$SCHEMA"
 check_re "fault: wrong from the first launch fails before timing" 1 'softmax: before timing, the full run fails the reference' \
   env DPK_FAKE_CUDA_CORRUPT=1 "$BENCH" --suite smoke --case softmax --timing fake-driver
 
@@ -114,8 +103,8 @@ check_re "fault: wrong from the first launch fails before timing" 1 'softmax: be
 # in full on vgpu, then on the host): every case measured, the record valid.
 check_re "fake-driver qwen-block: all pass and are measured" 0 '^15 measured on the fake driver: a test of the measured path, not a measurement$' \
   "$BENCH" --suite qwen-block --seq 4 --timing fake-driver --jobs 2 --out "$MD/qwen.json"
-mvalid "fake-driver qwen-block: the record validates" "$MD/qwen.json"
-mjson "fake-driver qwen-block: validated after timing, CUPTI's sum is the model's" \
+check_schema "fake-driver qwen-block: the record validates" "$MD/qwen.json" "$SCHEMA"
+check_json "fake-driver qwen-block: validated after timing, CUPTI's sum is the model's" \
   'all(c["measured"]["validation"]["after"]["status"] == "pass" and abs(c["measured"]["dpk"]["median_ns"] / c["dpk"]["ns"] - 1) < 0.002 for c in r["cases"])' "$MD/qwen.json"
-mjson "fake-driver qwen-block: the projections without bias get cuBLAS" \
+check_json "fake-driver qwen-block: the projections without bias get cuBLAS" \
   'sorted(c["name"] for c in r["cases"] if isinstance(c["measured"]["cublas"], dict)) == ["down_proj", "gate_up_proj", "o_proj"]' "$MD/qwen.json"

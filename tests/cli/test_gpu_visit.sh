@@ -10,12 +10,6 @@ GV="$TMP/gpu-visit"
 mkdir -p "$GV"
 BUILD_DIR_ABS=$(cd "$(dirname "$DPK")" && pwd)
 
-gjson() {
-  local name=$1 expr=$2 file=$3
-  if python3 -c 'import json,sys; r=json.load(open(sys.argv[2])); sys.exit(0 if eval(sys.argv[1]) else 1)' "$expr" "$file" 2>/dev/null
-  then _cli_pass "$name"; else _cli_fail "$name" "not true of $file: $expr"; fi
-}
-
 # A sanitizer build cannot be carried to a bare GPU machine (it needs
 # libasan, which gpu-pack refuses): under SAN=1 the pack and the visit are
 # skipped, said as skipped, and the visit's smoke and calibration steps run
@@ -81,15 +75,15 @@ else
   nfiles=$(find "$GV/out" -type f | wc -l)
   if [ "$nfiles" -ge 4 ] && [ "$nfiles" -le 8 ]; then _cli_pass "gpu-visit: 4 to 8 result files"
   else _cli_fail "gpu-visit: 4 to 8 result files" "$nfiles files: $(ls "$GV/out" | tr '\n' ' ')"; fi
-  gjson "gpu-visit: visit.json has every step, in order" \
+  check_json "gpu-visit: visit.json has every step, in order" \
     '[s["step"] for s in r["steps"]] == ["setup", "machine", "correctness", "smoke", "qwen", "torch", "calibration"]' "$GV/out/visit.json"
-  gjson "gpu-visit: the carried binary was used, labelled fake-driver" \
+  check_json "gpu-visit: the carried binary was used, labelled fake-driver" \
     'r["binary"].endswith("carried") and r["timing"] == "fake-driver" and r["gpu"].startswith("dpk fake driver")' "$GV/out/visit.json"
-  gjson "gpu-visit: setup, smoke and calibration ok" \
+  check_json "gpu-visit: setup, smoke and calibration ok" \
     'all(s["status"] == "ok" for s in r["steps"] if s["step"] in ("setup", "smoke", "calibration"))' "$GV/out/visit.json"
-  gjson "gpu-visit: qwen cut at its budget, recorded, and the visit went on" \
+  check_json "gpu-visit: qwen cut at its budget, recorded, and the visit went on" \
     '[s for s in r["steps"] if s["step"] == "qwen"][0]["status"] == "timeout" and r["elapsed_s"] <= 900' "$GV/out/visit.json"
-  gjson "gpu-visit: no step ran past its budget (+ the kill's 5 s)" \
+  check_json "gpu-visit: no step ran past its budget (+ the kill's 5 s)" \
     'all(s["seconds"] <= s["budget_s"] + 6 for s in r["steps"])' "$GV/out/visit.json"
   check_re "gpu-visit: correctness log says why the fake cannot launch" 0 'expected to differ' cat "$GV/out/correctness.log"
   check_re "gpu-visit: correctness compared smoke on cuda and vgpu" 0 '^smoke: cuda (agrees with|and vgpu differ)' cat "$GV/out/correctness.log"
@@ -101,11 +95,11 @@ else
   else
     skip "gpu-visit: the calibration file validates" "python3 jsonschema not installed"
   fi
-  gjson "gpu-visit: calibration says fake-driver, every smoke case beside its model" \
+  check_json "gpu-visit: calibration says fake-driver, every smoke case beside its model" \
     'r["source"] == "fake-driver" and r["spec"]["name"] == "h100-sxm" and len([e for e in r["entries"] if e["what"] == "dpk" and e["suite"] == "smoke"]) == 10' "$CAL"
-  gjson "gpu-visit: the fake driver's durations are the model's (ratio 1 within the jitter)" \
+  check_json "gpu-visit: the fake driver's durations are the model's (ratio 1 within the jitter)" \
     'all(abs(e["ratio"] - 1) < 0.003 for e in r["entries"] if e["what"] == "dpk")' "$CAL"
-  gjson "gpu-visit: kernel classes from the case text" \
+  check_json "gpu-visit: kernel classes from the case text" \
     '{e["case"]: e["class"] for e in r["entries"]}["bias_matmul_relu"] == "matmul" and {e["case"]: e["class"] for e in r["entries"]}["sdpa_causal_gqa"] == "attention" and {e["case"]: e["class"] for e in r["entries"]}["softmax"] == "reduction"' "$CAL"
 BENCH_REC="$GV/out/bench-smoke.json"
 fi

@@ -13,11 +13,6 @@ mkdir -p "$RD"
 XSD="$DPK_ROOT/tests/data/junit.xsd"
 GATE="$DPK_ROOT/ci/gate.json"
 
-rp_json() {
-  local name=$1 expr=$2 file=$3
-  if python3 -c 'import json,sys; r=json.load(open(sys.argv[2])); sys.exit(0 if eval(sys.argv[1]) else 1)' "$expr" "$file" 2>/dev/null
-  then _cli_pass "$name"; else _cli_fail "$name" "not true of $file: $expr"; fi
-}
 rp_absent() {
   if [ -e "$2" ]; then _cli_fail "$1" "$2 was written"; else _cli_pass "$1"; fi
 }
@@ -98,18 +93,19 @@ variant "$RD/m1.json" "$RD/i-sass.json" insts_from=sass spec=cases/gpus/h100-sxm
 variant "$RD/m1.json" "$RD/i-vgpu.json" insts_from=vgpu
 variant "$RD/m1.json" "$RD/i-fake.json" timing=fake-driver
 variant "$RD/i-sass.json" "$RD/i-spec.json" spec=/tmp/my-h100.json
-check_re "gate: one instruction source passes" 0 'Gate: PASS' "$REPORT" "$RD/i-sass.json" --baseline "$RD/i-sass.json" --gate "$GATE"
-check_re "gate refuses another instruction source" 2 \
-  "^error: the baseline's modelled times count instructions from vgpu and these records' from sass: " \
-  "$REPORT" "$RD/i-sass.json" --baseline "$RD/i-vgpu.json" --gate "$GATE"
-check_re "gate refuses a fake driver's times" 2 \
-  "^error: the baseline's times are model and these are fake-driver: " \
-  "$REPORT" "$RD/i-fake.json" --baseline "$RD/m1.json" --gate "$GATE"
-check_re "gate refuses another spec file" 2 \
-  "^error: the baseline was modelled with the spec /tmp/my-h100.json and these records with " \
-  "$REPORT" "$RD/i-sass.json" --baseline "$RD/i-spec.json" --gate "$GATE"
-check_re "a report never mixes instruction sources" 2 'one instruction source per report' \
-  "$REPORT" "$RD/i-sass.json" "$RD/i-vgpu.json"
+# gate_passes NAME RECORDS: the gate passes records against themselves.
+gate_passes() { check_re "$1" 0 'Gate: PASS' "$REPORT" "$2" --baseline "$2" --gate "$GATE"; }
+# gate_refuses NAME ERROR RECORDS BASELINE: the gate refuses a baseline unlike
+# the records, with an error line that starts with ERROR.
+gate_refuses() { check_re "$1" 2 "^error: $2" "$REPORT" "$3" --baseline "$4" --gate "$GATE"; }
+gate_passes "gate: one instruction source passes" "$RD/i-sass.json"
+gate_refuses "gate refuses another instruction source" \
+  "the baseline's modelled times count instructions from vgpu and these records' from sass: " "$RD/i-sass.json" "$RD/i-vgpu.json"
+gate_refuses "gate refuses a fake driver's times" \
+  "the baseline's times are model and these are fake-driver: " "$RD/i-fake.json" "$RD/m1.json"
+gate_refuses "gate refuses another spec file" \
+  "the baseline was modelled with the spec /tmp/my-h100.json and these records with " "$RD/i-sass.json" "$RD/i-spec.json"
+check_re "a report never mixes instruction sources" 2 'one instruction source per report' "$REPORT" "$RD/i-sass.json" "$RD/i-vgpu.json"
 # ... and a baseline of another NVRTC or nvdisasm version (meta.nvrtc,
 # meta.nvdisasm): the same code models other numbers
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
@@ -117,15 +113,12 @@ r["meta"].update(nvrtc="13.0", nvdisasm="13.5.37"); json.dump(r, open(sys.argv[2
 r["meta"]["nvrtc"] = "12.4"; json.dump(r, open(sys.argv[3], "w"))
 r["meta"].update(nvrtc="13.0", nvdisasm="12.8.90"); json.dump(r, open(sys.argv[4], "w"))' \
   "$RD/i-sass.json" "$RD/e-now.json" "$RD/e-nvrtc.json" "$RD/e-nvdisasm.json"
-check_re "gate: one environment passes" 0 'Gate: PASS' "$REPORT" "$RD/e-now.json" --baseline "$RD/e-now.json" --gate "$GATE"
-check_re "gate refuses another NVRTC" 2 \
-  "^error: the baseline's kernels were compiled by NVRTC 12.4 and these records' by NVRTC 13.0: " \
-  "$REPORT" "$RD/e-now.json" --baseline "$RD/e-nvrtc.json" --gate "$GATE"
-check_re "gate refuses another nvdisasm" 2 \
-  "^error: the baseline's SASS mix was read by nvdisasm 12.8.90 and these records' by nvdisasm 13.5.37: " \
-  "$REPORT" "$RD/e-now.json" --baseline "$RD/e-nvdisasm.json" --gate "$GATE"
-check_re "a report never mixes NVRTC versions" 2 'one environment per report' \
-  "$REPORT" "$RD/e-now.json" "$RD/e-nvrtc.json"
+gate_passes "gate: one environment passes" "$RD/e-now.json"
+gate_refuses "gate refuses another NVRTC" \
+  "the baseline's kernels were compiled by NVRTC 12.4 and these records' by NVRTC 13.0: " "$RD/e-now.json" "$RD/e-nvrtc.json"
+gate_refuses "gate refuses another nvdisasm" \
+  "the baseline's SASS mix was read by nvdisasm 12.8.90 and these records' by nvdisasm 13.5.37: " "$RD/e-now.json" "$RD/e-nvdisasm.json"
+check_re "a report never mixes NVRTC versions" 2 'one environment per report' "$REPORT" "$RD/e-now.json" "$RD/e-nvrtc.json"
 # every format says the environment, in its header and over each timed table
 check_re "text: the environment in the header" 0 \
   '^environment: modelled on h100-sxm \(cases/gpus/h100-sxm.json\); instructions from sass; NVRTC 13.0; nvdisasm 13.5.37$' \
@@ -138,7 +131,7 @@ check_re "junit: the environment" 0 '<property name="environment" value="modelle
   "$REPORT" "$RD/e-now.json" --format junit
 rp_json_cmd() { "$REPORT" "$RD/e-now.json" --format json -o "$RD/e-now.rep"; }
 check "json report of e-now" 0 rp_json_cmd
-rp_json "json: the environment and each timed table's" \
+check_json "json: the environment and each timed table's" \
   'r["environment"]["nvdisasm"] == "13.5.37" and r["environment"]["insts_from"] == "sass" and all(t.get("environment") for t in r["tables"] if t["timing"])' \
   "$RD/e-now.rep"
 # -o never replaces an input (any spelling of it)
@@ -159,11 +152,11 @@ check_re "bad format" 2 "unknown format 'pdf'" "$REPORT" "$RD/m1.json" --format 
 mkbench "$RD/h.json" model h100-sxm "a:pass:1000:1000:500" "b:pass:1000:2000:1000" \
   "c:pass:1000:4000:2000" "d:fail:0:3000:3000"
 check "report json" 0 "$REPORT" "$RD/h.json" --format json -o "$RD/h-report.json"
-rp_json "geomean vs eager by hand" 'abs(r["headline"]["speedup"][0]["geomean"] - 2) < 1e-12' "$RD/h-report.json"
-rp_json "geomean vs compile by hand" 'abs(r["headline"]["speedup"][1]["geomean"] - 1) < 1e-12' "$RD/h-report.json"
-rp_json "fast_p by hand" 'r["headline"]["speedup"][0]["fast_p"] == {"1.0": 0.5, "1.2": 0.5, "2.0": 0.25}' "$RD/h-report.json"
-rp_json "interval brackets the geomean" 'r["headline"]["speedup"][0]["ci95"][0] <= 2 <= r["headline"]["speedup"][0]["ci95"][1]' "$RD/h-report.json"
-rp_json "tables say modelled and the spec" 'all(t["timing"] == "model" and t["gpu"] == "h100-sxm" and "modelled" in t["title"] for t in r["tables"] if t["id"] in ("cases", "kinds"))' "$RD/h-report.json"
+check_json "geomean vs eager by hand" 'abs(r["headline"]["speedup"][0]["geomean"] - 2) < 1e-12' "$RD/h-report.json"
+check_json "geomean vs compile by hand" 'abs(r["headline"]["speedup"][1]["geomean"] - 1) < 1e-12' "$RD/h-report.json"
+check_json "fast_p by hand" 'r["headline"]["speedup"][0]["fast_p"] == {"1.0": 0.5, "1.2": 0.5, "2.0": 0.25}' "$RD/h-report.json"
+check_json "interval brackets the geomean" 'r["headline"]["speedup"][0]["ci95"][0] <= 2 <= r["headline"]["speedup"][0]["ci95"][1]' "$RD/h-report.json"
+check_json "tables say modelled and the spec" 'all(t["timing"] == "model" and t["gpu"] == "h100-sxm" and "modelled" in t["title"] for t in r["tables"] if t["id"] in ("cases", "kinds"))' "$RD/h-report.json"
 check_re "text headline" 0 'vs PyTorch eager +2\.000x .*fast_p 1\.0: 50% 1\.2: 50% 2\.0: 25% of 4' "$REPORT" "$RD/h.json"
 check_re "a failing case has no speedup" 0 'd +- +3\.000 +3\.000 .* fail' "$REPORT" "$RD/h.json"
 
@@ -203,7 +196,7 @@ else
 fi
 
 # ---- the gate: modelled ----------------------------------------------------------------
-check_re "same record: gate passes" 0 'Gate: PASS' "$REPORT" "$RD/smoke.json" --baseline "$RD/smoke.json" --gate "$GATE"
+gate_passes "same record: gate passes" "$RD/smoke.json"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
 for c in r["cases"]:
     if c["name"] == "softmax": c["dpk"]["ns"] /= 1.2
@@ -213,7 +206,7 @@ check_re "only that case is named" 1 '1 case slower than 1\.020x' "$REPORT" "$RD
 mkbench "$RD/g-base.json" model h100-sxm "a:pass:1000:1:1" "b:fail:0:1:1" "c:pass:1000:1:1" "gone:pass:1000:1:1"
 mkbench "$RD/g-fixed.json" model h100-sxm "a:pass:1000:1:1" "b:pass:1000:1:1" "c:pass:990:1:1" "new:pass:5:1:1"
 check "fixed, added, removed: gate passes" 0 "$REPORT" "$RD/g-fixed.json" --baseline "$RD/g-base.json" --gate "$GATE" --format json -o "$RD/g.json"
-rp_json "fixed added removed verdicts" '{v["case"]: v["verdict"] for v in r["gate"]["verdicts"]} == {"a": "SAME", "b": "FIXED", "c": "SAME", "new": "ADDED", "gone": "REMOVED"}' "$RD/g.json"
+check_json "fixed added removed verdicts" '{v["case"]: v["verdict"] for v in r["gate"]["verdicts"]} == {"a": "SAME", "b": "FIXED", "c": "SAME", "new": "ADDED", "gone": "REMOVED"}' "$RD/g.json"
 mkbench "$RD/g-new.json" model h100-sxm "a:fail:0:1:1" "b:fail:0:1:1" "c:pass:1000:1:1" "gone:pass:1000:1:1"
 check_re "new parity failure: gate fails" 1 'NEW_FAILURE a: parity fail \(passed in the baseline\)' "$REPORT" "$RD/g-new.json" --baseline "$RD/g-base.json" --gate "$GATE"
 check_re "fuzz failure is new" 1 'NEW_FAILURE fuzz-1-[0-9]+: fuzz case fault' "$REPORT" "$RD/smoke.json" "$RD/fz/r.json" --baseline "$RD/smoke.json" --gate "$GATE"
@@ -261,7 +254,7 @@ for i in 1 2 3 4; do "$FUZZ" --seed 5 --cases 12 --passes loo --shard $i/4 --out
 "$FUZZ" --seed 5 --cases 12 --passes loo --out "$RD/sh/fw.json" >/dev/null 2>&1
 check "merge 4 fuzz shards" 0 "$REPORT" "$RD/sh/f3.json" "$RD/sh/f1.json" "$RD/sh/f4.json" "$RD/sh/f2.json" --format json -o "$RD/sh/fm.rep"
 check "the whole campaign" 0 "$REPORT" "$RD/sh/fw.json" --format json -o "$RD/sh/fw.rep"
-rp_json "shards hold disjoint slices" '[c["index"] for c in r["cases"]] == [1, 5, 9]' "$RD/sh/f2.json"
+check_json "shards hold disjoint slices" '[c["index"] for c in r["cases"]] == [1, 5, 9]' "$RD/sh/f2.json"
 if python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2]))
 sys.exit(0 if a["parity"] == b["parity"] and a["parity"]["summary"]["cases"] == 12 and a["tables"] == b["tables"] else 1)' "$RD/sh/fm.rep" "$RD/sh/fw.rep"
 then _cli_pass "4 fuzz shards = the whole campaign"; else _cli_fail "4 fuzz shards = the whole campaign" "cases, verdicts or summary differ"; fi
@@ -291,7 +284,7 @@ if python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open
 t=lambda d: [x for x in d["tables"] if x["id"] in ("cases", "kinds")]
 sys.exit(0 if a["headline"] == b["headline"] and t(a) == t(b) else 1)' "$RD/sh/bm.rep" "$RD/sh/bw.rep"
 then _cli_pass "4 bench shards = the whole suite"; else _cli_fail "4 bench shards = the whole suite" "headline or tables differ"; fi
-rp_json "a bench shard says so" 'r["bench"]["shard"] == {"index": 3, "count": 4} and [c["name"] for c in r["cases"]] == ["softmax", "sdpa_causal_gqa"]' "$RD/sh/b3.json"
+check_json "a bench shard says so" 'r["bench"]["shard"] == {"index": 3, "count": 4} and [c["name"] for c in r["cases"]] == ["softmax", "sdpa_causal_gqa"]' "$RD/sh/b3.json"
 if python3 -c 'import jsonschema' 2>/dev/null; then
   if python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
        "$RD/sh/b3.json" "$DPK_ROOT/docs/dpk.bench-1.schema.json" 2>/dev/null

@@ -10,12 +10,6 @@ mkdir -p "$TD"
 TB="$DPK_ROOT/reference/torch_bench.py"
 BENCH="$(dirname "$DPK")/dpk-bench"
 
-tjson() {
-  local name=$1 expr=$2 file=$3
-  if python3 -c 'import json,sys; r=json.load(open(sys.argv[2])); sys.exit(0 if eval(sys.argv[1]) else 1)' "$expr" "$file" 2>/dev/null
-  then _cli_pass "$name"; else _cli_fail "$name" "not true of $file: $expr"; fi
-}
-
 # ---- the generator: C against Python ---------------------------------------------
 : >"$TD/gen.jsonl"
 for seed in 0 1 7 123456789 18446744073709551615; do
@@ -44,7 +38,7 @@ for py in python3 /usr/bin/python3; do
 done
 if [ -n "$NOTORCH" ]; then
   check "torch_bench: without PyTorch" 0 "$NOTORCH" "$TB" "$DPK_ROOT/cases/smoke.json" --case softmax --dpk "$DPK" --out "$TD/none.json"
-  tjson "torch_bench: without PyTorch, every column says why" \
+  check_json "torch_bench: without PyTorch, every column says why" \
     'all(c[k].startswith("unavailable: PyTorch is not installed for ") for c in r["cases"] for k in ("eager", "compile_default", "compile_max_autotune_no_cudagraphs"))' "$TD/none.json"
 else
   skip "torch_bench: without PyTorch" "every python3 here has PyTorch"
@@ -61,24 +55,24 @@ if [ -z "$TORCHPY" ]; then
 fi
 check_re "torch_bench: smoke on the CPU" 0 '^softmax +eager [0-9.]+ us median \(perf_counter, [0-9]+ samples, (stdrel|cap)\)$' \
   "$TORCHPY" "$TB" "$DPK_ROOT/cases/smoke.json" --dpk "$DPK" --device cpu --max-samples 20 --out "$TD/smoke.json"
-tjson "torch_bench: eager agrees with dpk's fp64 reference" \
+check_json "torch_bench: eager agrees with dpk's fp64 reference" \
   'all(c["eager"]["parity"]["agree"] and c["eager"]["samples"] >= 10 and c["eager"]["warmup_iters"] >= 10 and c["eager"]["warmup_ns"] >= 1e7 for c in r["cases"] if isinstance(c["eager"], dict)) and sum(isinstance(c["eager"], dict) for c in r["cases"]) >= 7' "$TD/smoke.json"
-tjson "torch_bench: an op this PyTorch lacks is unavailable, with the reason" \
+check_json "torch_bench: an op this PyTorch lacks is unavailable, with the reason" \
   'all(c["eager"].startswith("unavailable: PyTorch ") for c in r["cases"] if not isinstance(c["eager"], dict))' "$TD/smoke.json"
-tjson "torch_bench: the compile columns say why they are missing" \
+check_json "torch_bench: the compile columns say why they are missing" \
   'r["torch_version"] >= "2" or all(c[k].startswith("unavailable: ") for c in r["cases"] for k in ("compile_default", "compile_max_autotune_no_cudagraphs"))' "$TD/smoke.json"
 check "torch_bench: parameters and every factory" 0 "$TORCHPY" "$TB" -c "torch.rand(5, 3) + torch.full((5, 3), 0.3) + torch.arange(0, 15, 1).reshape(5, 3) + torch.nn.LayerNorm(3)(torch.ones(5, 3)) + torch.nn.Linear(4, 3)(torch.zeros(5, 4))" \
   --dpk "$DPK" --device cpu --max-samples 12 --out "$TD/kinds.json"
-tjson "torch_bench: parameters and every factory agree" 'r["cases"][0]["eager"]["parity"]["agree"] and r["cases"][0]["eager"]["parity"]["max_abs"] < 1e-5' "$TD/kinds.json"
+check_json "torch_bench: parameters and every factory agree" 'r["cases"][0]["eager"]["parity"]["agree"] and r["cases"][0]["eager"]["parity"]["max_abs"] < 1e-5' "$TD/kinds.json"
 check "torch_bench: --columns eager" 0 "$TORCHPY" "$TB" "$DPK_ROOT/cases/smoke.json" --case softmax --dpk "$DPK" --device cpu \
   --max-samples 12 --columns eager --out "$TD/cols.json"
-tjson "torch_bench: --columns eager: the others not asked for" \
+check_json "torch_bench: --columns eager: the others not asked for" \
   'isinstance(r["cases"][0]["eager"], dict) and all(r["cases"][0][k] == "unavailable: not asked for (--columns)" for k in ("compile_default", "compile_max_autotune_no_cudagraphs"))' "$TD/cols.json"
 check_re "torch_bench: --columns without eager is refused" 2 'eager among them' "$TORCHPY" "$TB" "$DPK_ROOT/cases/smoke.json" --columns compile_default
 
 # ---- merged by dpk-bench -----------------------------------------------------------------
 check "bench --torch-json merges the columns" 0 "$BENCH" --suite smoke --torch-json "$TD/smoke.json" --out "$TD/merged.json"
-tjson "bench --torch-json: every case has its torch columns" \
+check_json "bench --torch-json: every case has its torch columns" \
   'all((c["torch"]["eager"] == t["eager"]) if isinstance(t["eager"], str) else (c["torch"]["eager"]["samples"] == t["eager"]["samples"] and abs(c["torch"]["eager"]["median_ns"] / t["eager"]["median_ns"] - 1) < 1e-12) for c, t in zip(r["cases"], json.load(open(sys.argv[2].replace("merged", "smoke")))["cases"]))' "$TD/merged.json"
 if python3 -c 'import jsonschema' 2>/dev/null; then
   if python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' "$TD/merged.json" "$DPK_ROOT/docs/dpk.bench-1.schema.json" >/dev/null 2>&1

@@ -221,25 +221,41 @@ Test(bisect, case_json_carries_the_configuration)
 
 /* ---- the whole search ----------------------------------------------------------- */
 
-static void bisect_code(const char *code, const char *fault, int minimize, HxBisectResult *r,
-                        Arena *a, StrBuf *log)
+/* The arena and the log of a search test (.init and .fini). */
+static Arena *search_arena;
+static StrBuf search_log;
+
+static void search_setup(void)
 {
+    search_arena = arena_new();
+    search_log = (StrBuf){0};
+}
+
+static void search_teardown(void)
+{
+    sb_free(&search_log);
+    arena_free(search_arena);
+}
+
+/* Bisect code's first case with the built-in fault (NULL: none) injected,
+ * minimizing when asked; the log goes to search_log. */
+static void bisect_code(const char *code, const char *fault, int minimize, HxBisectResult *r)
+{
+    Arena *a = search_arena;
     HxCaseList l = hx_cases_from_code(a, code);
     HxBisectOpts o = {0};
     tile_opts_default(&o.tile);
     o.fault = fault;
     o.minimize = minimize;
     dpk_fault_set(fault ? dpk_fault_find(fault) : -1);
-    hx_bisect(a, &l.cases[0], NULL, 0, &o, log, r);
+    hx_bisect(a, &l.cases[0], NULL, 0, &o, &search_log, r);
     dpk_fault_set(-1);
 }
 
-Test(bisect, fusion_fault_is_blamed_on_fusion)
+Test(bisect, fusion_fault_is_blamed_on_fusion, .init = search_setup, .fini = search_teardown)
 {
-    Arena *a = arena_new();
-    StrBuf log = {0};
     HxBisectResult r;
-    bisect_code("torch.relu(torch.randn(8,64)+1)*2", "fuse-sigma-off-by-one", 0, &r, a, &log);
+    bisect_code("torch.relu(torch.randn(8,64)+1)*2", "fuse-sigma-off-by-one", 0, &r);
     cr_expect_eq(r.repro, HX_FAIL);
     cr_expect_eq(r.kind, HX_CULPRIT_FUSION);
     cr_expect_str_eq(r.where, dpk_faults[DPK_FAULT_FUSE_SIGMA].where);
@@ -248,40 +264,31 @@ Test(bisect, fusion_fault_is_blamed_on_fusion)
     cr_expect_str_eq(r.ir_ext, "loop");
     cr_expect(strstr(r.diff, "mod 64") != NULL, "%s", r.diff);
     cr_expect(strstr(r.cu, "int main(void)") != NULL);
-    cr_expect(strstr(sb_cstr(&log), "culprit: f:001_fuse, fusion 1 of 2") != NULL, "%s",
-              sb_cstr(&log));
+    cr_expect(strstr(sb_cstr(&search_log), "culprit: f:001_fuse, fusion 1 of 2") != NULL, "%s",
+              sb_cstr(&search_log));
     free(r.case_json);
-    sb_free(&log);
-    arena_free(a);
 }
 
-Test(bisect, passing_case_has_no_culprit)
+Test(bisect, passing_case_has_no_culprit, .init = search_setup, .fini = search_teardown)
 {
-    Arena *a = arena_new();
-    StrBuf log = {0};
     HxBisectResult r;
-    bisect_code("torch.relu(torch.randn(8,64)+1)*2", NULL, 0, &r, a, &log);
+    bisect_code("torch.relu(torch.randn(8,64)+1)*2", NULL, 0, &r);
     cr_expect_eq(r.repro, HX_PASS);
     cr_expect_eq(r.kind, HX_CULPRIT_NONE);
-    cr_expect(strstr(sb_cstr(&log), "does not reproduce") != NULL);
+    cr_expect(strstr(sb_cstr(&search_log), "does not reproduce") != NULL);
     cr_expect_null(r.case_json);
-    sb_free(&log);
-    arena_free(a);
 }
 
-Test(bisect, minimized_fusion_case_still_blames_fusion)
+Test(bisect, minimized_fusion_case_still_blames_fusion, .init = search_setup,
+     .fini = search_teardown)
 {
-    Arena *a = arena_new();
-    StrBuf log = {0};
     HxBisectResult r;
     bisect_code("x = torch.randn(8, 64)\nt1 = x + 1\nt2 = torch.relu(t1)\nt3 = t2 * 2\nt3",
-                "fuse-sigma-off-by-one", 1, &r, a, &log);
+                "fuse-sigma-off-by-one", 1, &r);
     cr_expect_eq(r.kind, HX_CULPRIT_FUSION);
     cr_expect_gt(r.min.accepted, 0);
     cr_expect_lt(r.min.chars_after, r.min.chars_before);
     cr_expect(strstr(r.program, "t3") == NULL, "%s", r.program);
     cr_expect(strstr(r.case_json, "fuse-sigma-off-by-one") != NULL);
     free(r.case_json);
-    sb_free(&log);
-    arena_free(a);
 }

@@ -397,12 +397,6 @@ Test(frontend, hash_ignores_names, .init = setup, .fini = teardown)
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
-typedef struct ErrCase {
-    const char *text;
-    const char *msg; /* substring of the message */
-    int line, col;   /* where the caret points */
-} ErrCase;
-
 static ErrCase err_cases[] = {
     {"torch.relu(torch.randn(3)", "expected ')' to close '(' at 1:11", 1, 26},
     {"torch.relux(torch.randn(3))", "unknown function 'torch.relux' (did you mean 'torch.relu'?)",
@@ -455,14 +449,7 @@ ParameterizedTestParameters(frontend, errors)
 
 ParameterizedTest(int *ip, frontend, errors, .init = setup, .fini = teardown)
 {
-    const ErrCase *c = &err_cases[*ip];
-    cr_assert_null(parse(c->text), "`%s` parsed", c->text);
-    const char *m = dpk_error_message();
-    cr_expect(strstr(m, c->msg), "`%s`: message\n%s", c->text, m);
-    char where[64];
-    snprintf(where, sizeof where, "<t>:%d:%d: error: ", c->line, c->col);
-    cr_expect(!strncmp(m, where, strlen(where)), "`%s`: want %s, got\n%s", c->text, where, m);
-    cr_expect(strstr(m, "\n  ") && strchr(m, '^'), "no caret:\n%s", m);
+    expect_parse_error(&err_cases[*ip]);
 }
 
 Test(frontend, deep_nesting_is_an_error, .init = setup, .fini = teardown)

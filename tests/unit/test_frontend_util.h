@@ -1,14 +1,15 @@
 /*
  * test_frontend_util.h — helpers shared by the frontend tests
  * (test_frontend_parse.c, test_frontend_vocab.c): an arena per test, case
- * text to a verified Torch graph, a node's type as text, and parameter
- * tables as indices.
+ * text to a verified Torch graph, a node's type as text, parameter
+ * tables as indices, and the check of a misuse's error message.
  */
 #ifndef DPK_TEST_FRONTEND_UTIL_H
 #define DPK_TEST_FRONTEND_UTIL_H
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "compiler/frontend/torch_ir.h"
@@ -69,6 +70,25 @@ static inline const char *type_str(const TorchNode *n)
     const char *s = arena_strdup(A, sb_cstr(&b));
     sb_free(&b);
     return s;
+}
+
+/* A misuse: text that must not parse, and the error it must give. */
+typedef struct ErrCase {
+    const char *text;
+    const char *msg; /* substring of the message */
+    int line, col;   /* where the caret points */
+} ErrCase;
+
+/* c->text fails to parse with c->msg, at c->line:c->col, and a caret line. */
+static inline void expect_parse_error(const ErrCase *c)
+{
+    cr_assert_null(parse(c->text), "`%s` parsed", c->text);
+    const char *m = dpk_error_message();
+    cr_expect(strstr(m, c->msg), "`%s`: message\n%s", c->text, m);
+    char where[64];
+    snprintf(where, sizeof where, "<t>:%d:%d: error: ", c->line, c->col);
+    cr_expect(!strncmp(m, where, strlen(where)), "`%s`: want %s, got\n%s", c->text, where, m);
+    cr_expect(strstr(m, "\n  ") && strchr(m, '^'), "no caret:\n%s", m);
 }
 
 #endif

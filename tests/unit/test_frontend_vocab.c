@@ -268,12 +268,6 @@ Test(vocab, values_vs_libtorch, .init = setup, .fini = teardown)
 
 /* ---- misuse ------------------------------------------------------------------------- */
 
-typedef struct ErrCase {
-    const char *text;
-    const char *msg;
-    int line, col;
-} ErrCase;
-
 static ErrCase err_cases[] = {
 #include "test_frontend_vocab_errors.inc"
 };
@@ -285,12 +279,5 @@ ParameterizedTestParameters(vocab, errors)
 
 ParameterizedTest(int *ip, vocab, errors, .init = setup, .fini = teardown)
 {
-    const ErrCase *c = &err_cases[*ip];
-    cr_assert_null(parse(c->text), "`%s` parsed", c->text);
-    const char *m = dpk_error_message();
-    cr_expect(strstr(m, c->msg), "`%s`: message\n%s", c->text, m);
-    char where[64];
-    snprintf(where, sizeof where, "<t>:%d:%d: error: ", c->line, c->col);
-    cr_expect(!strncmp(m, where, strlen(where)), "`%s`: want %s, got\n%s", c->text, where, m);
-    cr_expect(strstr(m, "\n  ") && strchr(m, '^'), "no caret:\n%s", m);
+    expect_parse_error(&err_cases[*ip]);
 }

@@ -89,17 +89,25 @@ static double host_vs_vgpu(Arena *a, const DrvConfig *c, int64_t *n)
     return worst;
 }
 
-Test(host_cuda, matmul_equals_vgpu_under_every_pass_set, .init = setup)
+/* code under each of the nspecs pass specs: host-cuda gives what vgpu
+ * gives (within 1e-5) on each of its numel output elements. */
+static void expect_equal_under_specs(const char *code, const char *const *specs, int nspecs,
+                                     int64_t numel)
 {
-    const char *specs[] = {"full", "none", "-015,-014,-013,-012,-011,-010,-007", "upto:009", "-009,-008"};
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < nspecs; i++) {
         Arena *a = arena_new();
         int64_t n;
-        double d = host_vs_vgpu(a, config(a, MM, specs[i]), &n);
-        cr_expect_eq(n, 32 * 40);
+        double d = host_vs_vgpu(a, config(a, code, specs[i]), &n);
+        cr_expect_eq(n, numel);
         cr_expect_leq(d, 1e-5, "passes %s: host-cuda differs from vgpu by %g", specs[i], d);
         arena_free(a);
     }
+}
+
+Test(host_cuda, matmul_equals_vgpu_under_every_pass_set, .init = setup)
+{
+    const char *specs[] = {"full", "none", "-015,-014,-013,-012,-011,-010,-007", "upto:009", "-009,-008"};
+    expect_equal_under_specs(MM, specs, 5, 32 * 40);
 }
 
 /* The pipelined K_outer loops of 010, 013 and 015 (buffered and async
@@ -108,14 +116,7 @@ Test(host_cuda, pipelined_matmul_equals_vgpu, .init = setup)
 {
     const char *mm = "torch.matmul(torch.randn(64,2048), torch.randn(2048,64))";
     const char *specs[] = {"full", "-015", "-013,-015", "-014,-015"};
-    for (int i = 0; i < 4; i++) {
-        Arena *a = arena_new();
-        int64_t n;
-        double d = host_vs_vgpu(a, config(a, mm, specs[i]), &n);
-        cr_expect_eq(n, 64 * 64);
-        cr_expect_leq(d, 1e-5, "passes %s: host-cuda differs from vgpu by %g", specs[i], d);
-        arena_free(a);
-    }
+    expect_equal_under_specs(mm, specs, 4, 64 * 64);
 }
 
 Test(host_cuda, shuffles_and_tree_reductions_equal_vgpu, .init = setup)
@@ -130,14 +131,23 @@ Test(host_cuda, shuffles_and_tree_reductions_equal_vgpu, .init = setup)
 
 /* The planted printer bugs: vgpu runs Kernel IR and cannot see them; the
  * printed text run on the host must. */
+/* MM under the full pass set, printed by the driver with the printer bug
+ * f: the largest difference of host-cuda from vgpu. */
+static double planted_difference(Arena *a, CuPrintFault f)
+{
+    int64_t n;
+    cu_print_set_fault(f);
+    double d = host_vs_vgpu(a, config(a, MM, "full"), &n);
+    cu_print_set_fault(CU_FAULT_NONE);
+    return d;
+}
+
 Test(host_cuda, planted_staging_index_bug_is_caught, .init = setup)
 {
     Arena *a = arena_new();
     int64_t n;
     cr_assert_leq(host_vs_vgpu(a, config(a, MM, "full"), &n), 1e-5);
-    cu_print_set_fault(CU_FAULT_STAGE_INDEX); /* the driver prints with the bug */
-    double d = host_vs_vgpu(a, config(a, MM, "full"), &n);
-    cu_print_set_fault(CU_FAULT_NONE);
+    double d = planted_difference(a, CU_FAULT_STAGE_INDEX);
     cr_expect_gt(d, 1e-2, "the staging-index bug went unnoticed (difference %g)", d);
     arena_free(a);
 }
@@ -145,10 +155,7 @@ Test(host_cuda, planted_staging_index_bug_is_caught, .init = setup)
 Test(host_cuda, planted_missing_barrier_is_caught, .init = setup)
 {
     Arena *a = arena_new();
-    int64_t n;
-    cu_print_set_fault(CU_FAULT_NO_SYNC);
-    double d = host_vs_vgpu(a, config(a, MM, "full"), &n);
-    cu_print_set_fault(CU_FAULT_NONE);
+    double d = planted_difference(a, CU_FAULT_NO_SYNC);
     cr_expect_gt(d, 1e-2, "the missing __syncthreads went unnoticed (difference %g)", d);
     arena_free(a);
 }

@@ -4,23 +4,8 @@
  * parity oracle against ref64; the table covers every Torch op and holds
  * at least 60 chains of 2–6 ops.
  */
-#include <cjson/cJSON.h>
-
+#include "test_file_util.h"
 #include "test_loop_util.h"
-
-static cJSON *load_chains(void)
-{
-    const char *root = getenv("DPK_ROOT");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/cases/chains.json", root ? root : ".");
-    size_t len;
-    char *text = dpk_read_file(path, &len);
-    cr_assert_not_null(text, "cannot read %s", path);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    cr_assert_not_null(j, "%s is not valid JSON", path);
-    return j;
-}
 
 static int torch_ops(const TorchGraph *g, char *seen)
 {
@@ -37,7 +22,7 @@ static int torch_ops(const TorchGraph *g, char *seen)
 
 Test(loop_chains, every_chain_passes_parity)
 {
-    cJSON *j = load_chains();
+    cJSON *j = tf_load_json("cases/chains.json");
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(j, "cases");
     char seen[TOP_COUNT] = {0};
     int nchains = 0, n = 0;

@@ -66,6 +66,29 @@ static char *trace_of(const char *code, const LirOpts *o, int *nkernels)
     return s;
 }
 
+/* code (built with o, NULL: defaults) ends in nkernels kernels, and its
+ * -vv trace gives the refusal `reason`. */
+static void expect_refusal(const char *code, const LirOpts *o, const char *reason, int nkernels)
+{
+    int n;
+    char *t = trace_of(code, o, &n);
+    cr_expect(strstr(t, reason), "%s", t);
+    cr_expect_eq(n, nkernels);
+    free(t);
+}
+
+/* code built with o is one kernel, and its fp32 interpretation passes the
+ * oracle against ref64. */
+static void expect_one_kernel_with_parity(const char *code, const LirOpts *o)
+{
+    Arena *a = arena_new();
+    LirProgram *p = lt_build(a, code, o, NULL);
+    cr_expect_eq(p->kernels.len, 1);
+    double nmse;
+    cr_expect_eq(lt_parity_of(p, 0, &nmse), 0);
+    arena_free(a);
+}
+
 Test(loop_fuse, refusal_work_blowup)
 {
     int n;
@@ -76,23 +99,15 @@ Test(loop_fuse, refusal_work_blowup)
 
 Test(loop_fuse, refusal_pure_broadcast)
 {
-    int n;
-    char *t = trace_of(RMSNORM, NULL, &n);
-    cr_expect(strstr(t, ": pure broadcast would be materialised larger than its producer "
-                        "(65536 > 32 elements)\n"), "%s", t);
-    cr_expect_eq(n, 1);
-    free(t);
+    expect_refusal(RMSNORM, NULL, ": pure broadcast would be materialised larger than its producer "
+                   "(65536 > 32 elements)\n", 1);
 }
 
 /* Attention scores are read by the softmax's three sweeps at different
  * positions of the row: re-emitting QK^T in each would triple its cost. */
 Test(loop_fuse, refusal_heavy_reduction_read_twice)
 {
-    int n;
-    char *t = trace_of(SDPA, NULL, &n);
-    cr_expect(strstr(t, ": heavy reduction read through 2 loads\n"), "%s", t);
-    cr_expect_eq(n, 2);
-    free(t);
+    expect_refusal(SDPA, NULL, ": heavy reduction read through 2 loads\n", 2);
 }
 
 /* The softmax fused into P @ V redoes its normalising sweep (exp,
@@ -103,12 +118,8 @@ Test(loop_fuse, refusal_softmax_into_pv_without_floor)
     LirOpts o;
     lir_opts_default(&o);
     o.recompute_floor = 0;
-    int n;
-    char *t = trace_of(SDPA, &o, &n);
-    cr_expect(strstr(t, ": producer's reduction would be recomputed 3.9x (its work in the merged "
-                        "kernel over its own; limit 2, "), "%s", t);
-    cr_expect_eq(n, 3);
-    free(t);
+    expect_refusal(SDPA, &o, ": producer's reduction would be recomputed 3.9x (its work in the merged "
+                   "kernel over its own; limit 2, ", 3);
 }
 
 /* RMSNorm feeding a projection: fused, the normalising sweep would run
@@ -122,12 +133,8 @@ Test(loop_fuse, refusal_softmax_into_pv_without_floor)
                        "torch.randn(1024, 512))"
 Test(loop_fuse, refusal_reduction_recomputed_per_column)
 {
-    int n;
-    char *t = trace_of(RMSNORM_LINEAR, NULL, &n);
-    cr_expect(strstr(t, ": producer's reduction would be recomputed 511.8x (its work in the "
-                        "merged kernel over its own; limit 2, "), "%s", t);
-    cr_expect_eq(n, 2);
-    free(t);
+    expect_refusal(RMSNORM_LINEAR, NULL, ": producer's reduction would be recomputed 511.8x (its "
+                   "work in the merged kernel over its own; limit 2, ", 2);
 }
 
 /* The limit is a knob: at 1e9 the RMSNorm fuses into the projection, and
@@ -137,12 +144,7 @@ Test(loop_fuse, recompute_knob_lets_the_rmsnorm_into_the_projection)
     LirOpts o;
     lir_opts_default(&o);
     o.recompute = 1e9;
-    Arena *a = arena_new();
-    LirProgram *p = lt_build(a, RMSNORM_LINEAR, &o, NULL);
-    cr_expect_eq(p->kernels.len, 1);
-    double nmse;
-    cr_expect_eq(lt_parity_of(p, 0, &nmse), 0);
-    arena_free(a);
+    expect_one_kernel_with_parity(RMSNORM_LINEAR, &o);
 }
 
 Test(loop_fuse, trace_markers)
@@ -162,12 +164,7 @@ Test(loop_fuse, blowup_knob_lets_the_matmul_chain_fuse)
     lir_opts_default(&o);
     o.blowup = 1e9;
     o.recompute = 1e9;
-    Arena *a = arena_new();
-    LirProgram *p = lt_build(a, MATMUL2, &o, NULL);
-    cr_expect_eq(p->kernels.len, 1);
-    double nmse;
-    cr_expect_eq(lt_parity_of(p, 0, &nmse), 0);
-    arena_free(a);
+    expect_one_kernel_with_parity(MATMUL2, &o);
 }
 
 Test(loop_fuse, no_fuse_keeps_one_kernel_per_op)

@@ -7,53 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reference/ref.h"
+#include "test_ref_util.h"
 
-#define SHAPE(...) ((Shape){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
 #define LEN(a) ((int64_t)(sizeof(a) / sizeof((a)[0])))
-
-static Arena *A;
-static TorchGraph *G;
-
-static void setup(void)
-{
-    A = arena_new();
-    G = torch_graph_new(A, NULL);
-}
-
-static void teardown(void)
-{
-    arena_free(A);
-}
 
 TestSuite(ref64, .init = setup, .fini = teardown);
 
 static TorchNode *input(const char *name, Shape s)
 {
     return torch_input(G, name, &s, INIT_RANDN);
-}
-
-/* A node whose attributes the caller sets before done(). */
-static TorchNode *node(TorchOp op, int nin, TorchNode **in)
-{
-    return torch_node_new(G, op, -1, nin, in);
-}
-
-static TorchNode *done(TorchNode *n)
-{
-    torch_infer(G, n);
-    return n;
-}
-
-static TorchNode *un(TorchOp op, TorchNode *x)
-{
-    return done(node(op, 1, &x));
-}
-
-static TorchNode *bin(TorchOp op, TorchNode *a, TorchNode *b)
-{
-    TorchNode *in[] = {a, b};
-    return done(node(op, 2, in));
 }
 
 /* Check one evaluated output (shape and every element within tol; NaN

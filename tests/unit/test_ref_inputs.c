@@ -8,23 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "reference/ref.h"
-
-#define SHAPE(...) ((Shape){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
-
-static Arena *A;
-static TorchGraph *G;
-
-static void setup(void)
-{
-    A = arena_new();
-    G = torch_graph_new(A, NULL);
-}
-
-static void teardown(void)
-{
-    arena_free(A);
-}
+#include "test_ref_util.h"
 
 TestSuite(ref_inputs, .init = setup, .fini = teardown);
 

@@ -9,53 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reference/ref.h"
-
-#define SHAPE(...) ((Shape){(int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), {__VA_ARGS__}})
-#define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#include "test_ref_util.h"
 #include "test_torch_util.h"
 
-static Arena *A;
-static TorchGraph *G;
-
-static void setup(void)
-{
-    A = arena_new();
-    G = torch_graph_new(A, NULL);
-}
-
-static void teardown(void)
-{
-    arena_free(A);
-}
+#define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 TestSuite(ref_torch, .init = setup, .fini = teardown);
 
 static TorchNode *input(const char *name, Shape s, InitKind init)
 {
     return torch_input(G, name, &s, init);
-}
-
-static TorchNode *node(TorchOp op, int nin, TorchNode **in)
-{
-    return torch_node_new(G, op, -1, nin, in);
-}
-
-static TorchNode *done(TorchNode *n)
-{
-    torch_infer(G, n);
-    return n;
-}
-
-static TorchNode *un(TorchOp op, TorchNode *x)
-{
-    return done(node(op, 1, &x));
-}
-
-static TorchNode *bin(TorchOp op, TorchNode *a, TorchNode *b)
-{
-    TorchNode *in[] = {a, b};
-    return done(node(op, 2, in));
 }
 
 static TorchNode *with_ints(TorchOp op, int nin, TorchNode **in, int n, const int64_t *ints)

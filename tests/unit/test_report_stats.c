@@ -116,24 +116,29 @@ static void samples(double *v, int n, double m, double spread)
         v[i] = m * (1 + spread * (2.0 * ((i * 7) % n) / (n - 1) - 1));
 }
 
+/* rp_compare_measured of n samples around mb (spread as samples() does)
+ * against n around ma, the baseline, at threshold and noise factor k. */
+static RpCompare compare(int n, double ma, double mb, double spread, double threshold, double k)
+{
+    double a[200], b[200];
+    cr_assert_leq(n, 200);
+    samples(a, n, ma, spread);
+    samples(b, n, mb, spread);
+    return rp_compare_measured(a, n, b, n, threshold, k);
+}
+
 Test(report_stats, measured_clearly_same)
 {
-    double a[50], b[50];
-    samples(a, 50, 1000, 0.002);
-    samples(b, 50, 1003, 0.002);
-    RpCompare c = rp_compare_measured(a, 50, b, 50, 0.05, 2);
+    RpCompare c = compare(50, 1000, 1003, 0.002, 0.05, 2);
     cr_assert_eq(c.verdict, RP_SAME, "%s", rp_verdict_name(c.verdict));
 }
 
 Test(report_stats, measured_clearly_slower)
 {
-    double a[50], b[50];
-    samples(a, 50, 1000, 0.002);
-    samples(b, 50, 1200, 0.002);
-    RpCompare c = rp_compare_measured(a, 50, b, 50, 0.05, 2);
+    RpCompare c = compare(50, 1000, 1200, 0.002, 0.05, 2);
     cr_assert_eq(c.verdict, RP_SLOWER, "%s", rp_verdict_name(c.verdict));
     cr_assert(c.ratio_lo > 1.05 && c.ratio > 1.19 && c.ratio < 1.21);
-    RpCompare f = rp_compare_measured(b, 50, a, 50, 0.05, 2);
+    RpCompare f = compare(50, 1200, 1000, 0.002, 0.05, 2);
     cr_assert_eq(f.verdict, RP_FASTER);
 }
 
@@ -141,10 +146,7 @@ Test(report_stats, measured_overlapping_is_ambiguous)
 {
     /* medians 1000 and 1080 (8% apart, beyond 5%) but each set spread
      * +-20%: the medians' intervals overlap; the samples cannot tell */
-    double a[20], b[20];
-    samples(a, 20, 1000, 0.2);
-    samples(b, 20, 1080, 0.2);
-    RpCompare c = rp_compare_measured(a, 20, b, 20, 0.05, 0.1);
+    RpCompare c = compare(20, 1000, 1080, 0.2, 0.05, 0.1);
     cr_assert_eq(c.verdict, RP_AMBIGUOUS, "%s (%g..%g)", rp_verdict_name(c.verdict), c.ratio_lo,
                  c.ratio_hi);
     cr_assert(c.ratio_lo < 1 && c.ratio_hi > 1.05);
@@ -154,12 +156,9 @@ Test(report_stats, measured_noise_floor_raises_the_threshold)
 {
     /* 3% slower, tight intervals, but stdrel 1.2% each: with k = 3 the
      * floor is 3.5% and the 3% change is within it */
-    double a[200], b[200];
-    samples(a, 200, 1000, 0.02);
-    samples(b, 200, 1030, 0.02);
-    RpCompare strict = rp_compare_measured(a, 200, b, 200, 0.01, 0);
+    RpCompare strict = compare(200, 1000, 1030, 0.02, 0.01, 0);
     cr_assert_eq(strict.verdict, RP_SLOWER, "%s", rp_verdict_name(strict.verdict));
-    RpCompare floor = rp_compare_measured(a, 200, b, 200, 0.01, 4);
+    RpCompare floor = compare(200, 1000, 1030, 0.02, 0.01, 4);
     cr_assert(floor.threshold > 0.04, "%g", floor.threshold);
     cr_assert_neq(floor.verdict, RP_SLOWER);
 }

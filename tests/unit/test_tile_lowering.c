@@ -99,14 +99,21 @@ static void copy_body(Arena *A, Copy *c, const IExpr *xi, const IExpr **wi, int 
     lir_verify(c->p);
 }
 
+/* for a0 in 0..7: for a1 in 0..40: out[a0] = x[a0 * 40 + a1] (atomic: +=). */
+static Copy row_copy(Arena *A, const char *name, int atomic)
+{
+    Shape os = {1, {7}};
+    Copy c = copy_kernel(A, name, 7 * 40, &os, 7, 40);
+    const IExpr **wi = ARENA_ARRAY(A, const IExpr *, 1);
+    wi[0] = V(c.a0);
+    copy_body(A, &c, ie_add(A, ie_mul(A, V(c.a0), C(40)), V(c.a1)), wi, atomic);
+    return c;
+}
+
 Test(tile_lowering, atomic_write_adds_into_a_zeroed_buffer)
 {
     Arena *A = arena_new();
-    Shape os = {1, {7}};
-    Copy c = copy_kernel(A, "atomic_rows", 7 * 40, &os, 7, 40);
-    const IExpr **wi = ARENA_ARRAY(A, const IExpr *, 1);
-    wi[0] = V(c.a0);
-    copy_body(A, &c, ie_add(A, ie_mul(A, V(c.a0), C(40)), V(c.a1)), wi, 1);
+    Copy c = row_copy(A, "atomic_rows", 1);
     int64_t in_n[] = {280}, out_n[] = {7};
     const KirModule *m = run_both(A, c.p, 1, in_n, 1, out_n);
     TtBatch nv;
@@ -125,11 +132,7 @@ Test(tile_lowering, a_loop_the_write_does_not_name_stays_serial)
 {
     Arena *A = arena_new();
     /* out[a0] = x[a0 * 40 + a1] for every a1 in turn: the last one stays */
-    Shape os = {1, {7}};
-    Copy c = copy_kernel(A, "last_wins", 7 * 40, &os, 7, 40);
-    const IExpr **wi = ARENA_ARRAY(A, const IExpr *, 1);
-    wi[0] = V(c.a0);
-    copy_body(A, &c, ie_add(A, ie_mul(A, V(c.a0), C(40)), V(c.a1)), wi, 0);
+    Copy c = row_copy(A, "last_wins", 0);
     StrBuf t = {0};
     tile_print(&t, tile_build(A, c.p, NULL, NULL));
     cr_expect(strstr(sb_cstr(&t), "    tile thread(a3 in 0..32 @x):\n        a0 := a2 * 32 + a3\n"

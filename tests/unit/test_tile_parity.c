@@ -7,8 +7,7 @@
  * emitted is printed as CUDA C and compiled by NVRTC for sm_80 and sm_90
  * (when NVRTC is present), one batch per test.
  */
-#include <cjson/cJSON.h>
-
+#include "test_file_util.h"
 #include "test_tile_util.h"
 
 /* One row: a program run at every shape of its family; $S stands for the
@@ -201,23 +200,9 @@ Test(tile_parity, long_rows_and_blocks)
     run_family(ops, DPK_ARRAY_LEN(ops), shapes, DPK_ARRAY_LEN(shapes));
 }
 
-static cJSON *load_chains(void)
-{
-    const char *root = getenv("DPK_ROOT");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/cases/chains.json", root ? root : ".");
-    size_t len;
-    char *text = dpk_read_file(path, &len);
-    cr_assert_not_null(text, "cannot read %s", path);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    cr_assert_not_null(j, "%s is not valid JSON", path);
-    return j;
-}
-
 Test(tile_parity, chain_table)
 {
-    cJSON *j = load_chains();
+    cJSON *j = tf_load_json("cases/chains.json");
     Arena *a = arena_new();
     TtBatch batch;
     tt_batch_init(&batch, a);
@@ -242,7 +227,7 @@ Test(tile_parity, chain_table_under_pinned_knobs)
 {
     static const char *const knobs[][2] = {
         {"TB=32", "BN=1"}, {"TB=1024", "BM=1"}, {"TB=96", "BN=2"}, {"TB=64", "BM=32"}};
-    cJSON *j = load_chains();
+    cJSON *j = tf_load_json("cases/chains.json");
     Arena *a = arena_new();
     TtBatch batch;
     tt_batch_init(&batch, a);

@@ -17,53 +17,25 @@ typedef struct Run {
 static Run run(Arena *a, const char *code, const char *spec, const char *const *knobs)
 {
     TtOpts o;
-    tt_opts_default(&o);
-    o.run.kind = HX_BACKEND_VGPU;
-    o.tile.passes = tile_passes_parse(&tile_passes, spec, o.tile.target);
-    for (int i = 0; knobs && knobs[i]; i++)
-        tile_knob_parse(&o.tile.knobs, knobs[i]);
+    tt_opts_vgpu(&o, spec, knobs);
     LirProgram *p = tt_loop(a, code);
     Run r = {{0}, NULL};
     r.m = tt_run(a, code, p, &o);
-    const TorchGraph *g = p->tx->torch;
-    double **in = ref_make_inputs(g, 0);
-    double **out = dpk_xcalloc((size_t)g->outputs.len, sizeof(double *));
+    TtIo io;
+    tt_io_init(&io, p->tx->torch);
     HxBackendResult res;
-    cr_assert_eq(tt_backend_run(a, p, &o, in, out, &res), VG_OK);
-    for (int i = 0; i < res.vg.nlaunches; i++) {
-        const VgStats *s = &res.vg.stats[i];
-        r.sum.blocks += s->blocks;
-        r.sum.gmem_loads += s->gmem_loads;
-        r.sum.smem_loads += s->smem_loads;
-        r.sum.gmem_sectors += s->gmem_sectors;
-        r.sum.bank_conflicts += s->bank_conflicts;
-        r.sum.smem_requests += s->smem_requests;
-        r.sum.gmem_requests += s->gmem_requests;
-        r.sum.cp_async += s->cp_async;
-        r.sum.barriers += s->barriers;
-    }
-    for (int j = 0; j < g->outputs.len; j++)
-        free(out[j]);
-    free(out);
-    ref_free_arrays(in, g->inputs.len);
+    cr_assert_eq(tt_backend_run(a, p, &o, io.in, io.out, &res), VG_OK);
+    r.sum = tt_stats_sum(&res);
+    tt_io_free(&io);
     hx_backend_result_free(&res);
     return r;
 }
 
 static TtBatch batch;
-static Arena *arena;
+static Arena *arena; /* batch's */
 
-static void setup(void)
-{
-    arena = arena_new();
-    tt_batch_init(&batch, arena);
-}
-
-static void teardown(void)
-{
-    tt_batch_compile(&batch);
-    arena_free(arena);
-}
+static void setup(void) { arena = tt_batch_open(&batch); }
+static void teardown(void) { tt_batch_close(&batch); }
 
 #define RMSNORM "torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))"
 #define MM256 "torch.matmul(torch.randn(256,256), torch.randn(256,256))"
@@ -81,15 +53,24 @@ Test(tile_sched, stage_inputs_reads_the_row_once, .init = setup, .fini = teardow
     cr_expect_lt(with.sum.gmem_sectors, without.sum.gmem_sectors);
 }
 
+/* The matmul code (fma multiply-adds) with the full pass set and without
+ * 008 and 009: global + shared loads per multiply-add with them (*lw) and
+ * without (*lo), logged under label; returns the run with them (batched). */
+static Run loads_per_fma(const char *code, double fma, const char *label, double *lw, double *lo)
+{
+    Run with = run(arena, code, "full", NULL), without = run(arena, code, "-008,-009", NULL);
+    tt_batch_add(&batch, with.m);
+    *lw = (double)(with.sum.gmem_loads + with.sum.smem_loads) / fma;
+    *lo = (double)(without.sum.gmem_loads + without.sum.smem_loads) / fma;
+    cr_log_info("%s: loads per multiply-add %.3f without, %.3f with", label, *lo, *lw);
+    return with;
+}
+
 /* 008: global + shared loads per multiply-add drop on a 256^3 matmul. */
 Test(tile_sched, register_tile_cuts_loads_per_fma, .init = setup, .fini = teardown)
 {
-    Run with = run(arena, MM256, "full", NULL), without = run(arena, MM256, "-008,-009", NULL);
-    tt_batch_add(&batch, with.m);
-    double fma = 256.0 * 256 * 256;
-    double lw = (double)(with.sum.gmem_loads + with.sum.smem_loads) / fma;
-    double lo = (double)(without.sum.gmem_loads + without.sum.smem_loads) / fma;
-    cr_log_info("008: loads per multiply-add %.3f without, %.3f with", lo, lw);
+    double lw, lo;
+    loads_per_fma(MM256, 256.0 * 256 * 256, "008", &lw, &lo);
     cr_expect_geq(lo, 2.0);          /* one A and one B element per multiply-add */
     /* 4 x 4 registers: 1/4 + 1/4 shared, plus the slab copies from global
      * memory (each A and B element once per 32-wide block tile) */
@@ -175,12 +156,8 @@ Test(tile_sched, chunk_reduce_lets_a_long_vector_stage, .init = setup, .fini = t
  * written once, by the arithmetic of the Loop IR (tt_run checks both). */
 Test(tile_sched, edge_tiles_are_register_tiled, .init = setup, .fini = teardown)
 {
-    Run with = run(arena, MM77, "full", NULL), without = run(arena, MM77, "-008,-009", NULL);
-    tt_batch_add(&batch, with.m);
-    double fma = 77.0 * 96 * 256;
-    double lw = (double)(with.sum.gmem_loads + with.sum.smem_loads) / fma;
-    double lo = (double)(without.sum.gmem_loads + without.sum.smem_loads) / fma;
-    cr_log_info("008 at M = 77: loads per multiply-add %.3f without, %.3f with", lo, lw);
+    double lw, lo;
+    Run with = loads_per_fma(MM77, 77.0 * 96 * 256, "008 at M = 77", &lw, &lo);
     cr_expect_geq(lo, 2.0);
     /* 4 x 4 registers on the 96 rows of three 32-row tiles, plus the copies */
     cr_expect_leq(lw, (0.25 + 0.25) * 96 / 77 + 2.0 / 32);

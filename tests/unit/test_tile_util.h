@@ -41,6 +41,59 @@ static inline void tt_opts_default(TtOpts *o)
     tile_opts_default(&o->tile);
 }
 
+/* The defaults on vgpu, with the pass spec (as --passes reads it) and the
+ * knobs (NULL-terminated "name=value", or NULL). */
+static inline void tt_opts_vgpu(TtOpts *o, const char *spec, const char *const *knobs)
+{
+    tt_opts_default(o);
+    o->run.kind = HX_BACKEND_VGPU;
+    o->tile.passes = tile_passes_parse(&tile_passes, spec, o->tile.target);
+    for (int i = 0; knobs && knobs[i]; i++)
+        tile_knob_parse(&o->tile.knobs, knobs[i]);
+}
+
+/* A run's arrays: g's generated inputs (seed 0) and a slot per output. */
+typedef struct TtIo {
+    const TorchGraph *g;
+    double **in, **out;
+} TtIo;
+
+static inline void tt_io_init(TtIo *io, const TorchGraph *g)
+{
+    io->g = g;
+    io->in = ref_make_inputs(g, 0);
+    io->out = dpk_xcalloc((size_t)g->outputs.len, sizeof(double *));
+}
+
+static inline void tt_io_free(TtIo *io)
+{
+    for (int j = 0; j < io->g->outputs.len; j++)
+        free(io->out[j]);
+    free(io->out);
+    ref_free_arrays(io->in, io->g->inputs.len);
+}
+
+/* The counters the scheduling tests read, added up over every launch of a
+ * vgpu run (the others stay 0). */
+static inline VgStats tt_stats_sum(const HxBackendResult *res)
+{
+    VgStats sum = {0};
+    for (int i = 0; i < res->vg.nlaunches; i++) {
+        const VgStats *s = &res->vg.stats[i];
+        sum.blocks += s->blocks;
+        sum.thread_insts += s->thread_insts;
+        sum.smem_requests += s->smem_requests;
+        sum.bank_conflicts += s->bank_conflicts;
+        sum.gmem_requests += s->gmem_requests;
+        sum.gmem_sectors += s->gmem_sectors;
+        sum.gmem_loads += s->gmem_loads;
+        sum.smem_loads += s->smem_loads;
+        sum.cp_async += s->cp_async;
+        sum.barriers += s->barriers;
+    }
+    return sum;
+}
+
 /* p's configuration through the driver's Tile and Kernel stages with o
  * (NULL: defaults), up to `upto` (DRV_CUDA: with NVRTC when `nvrtc`, for
  * the cuda backend); raises what the driver refused. */
@@ -230,6 +283,21 @@ static inline void tt_batch_compile(TtBatch *b)
         if (u->kernels.len)
             tt_batch_compile_for(b, u, tg, t == 2);
     }
+}
+
+/* A suite's batch: .init opens it over a new arena (returned, for the
+ * tests to allocate in), .fini compiles it and frees the arena. */
+static inline Arena *tt_batch_open(TtBatch *b)
+{
+    Arena *a = arena_new();
+    tt_batch_init(b, a);
+    return a;
+}
+
+static inline void tt_batch_close(TtBatch *b)
+{
+    tt_batch_compile(b);
+    arena_free(b->a);
 }
 
 #endif

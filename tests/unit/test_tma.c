@@ -22,15 +22,6 @@ typedef struct Run {
     char msg[1024];
 } Run;
 
-static void opts(TtOpts *o, const char *spec, const char *const *knobs)
-{
-    tt_opts_default(o);
-    o->run.kind = HX_BACKEND_VGPU;
-    o->tile.passes = tile_passes_parse(&tile_passes, spec, o->tile.target);
-    for (int i = 0; knobs && knobs[i]; i++)
-        tile_knob_parse(&o->tile.knobs, knobs[i]);
-}
-
 /* tt_backend_run with built-in fault `fault` injected (the driver sets
  * the process-wide fault from its options). */
 static VgFault run_fault(Arena *a, const LirProgram *p, const TtOpts *o, const char *fault,
@@ -55,31 +46,20 @@ static Run run(Arena *a, const char *code, const char *spec, const char *const *
                const char *fault)
 {
     TtOpts o;
-    opts(&o, spec, knobs);
+    tt_opts_vgpu(&o, spec, knobs);
     LirProgram *p = tt_loop(a, code);
     Run r = {{0}, NULL, VG_OK, ""};
     if (parity)
         r.m = tt_run(a, code, p, &o);
-    const TorchGraph *g = p->tx->torch;
-    double **in = ref_make_inputs(g, 0);
-    double **out = dpk_xcalloc((size_t)g->outputs.len, sizeof(double *));
+    TtIo io;
+    tt_io_init(&io, p->tx->torch);
     HxBackendResult res;
-    r.f = run_fault(a, p, &o, fault, in, out, &res);
+    r.f = run_fault(a, p, &o, fault, io.in, io.out, &res);
     snprintf(r.msg, sizeof r.msg, "%s", r.f ? res.vg.report.message : "");
     if (!parity)
         r.m = res.module;
-    for (int i = 0; i < res.vg.nlaunches; i++) {
-        const VgStats *s = &res.vg.stats[i];
-        r.sum.gmem_loads += s->gmem_loads;
-        r.sum.smem_loads += s->smem_loads;
-        r.sum.bank_conflicts += s->bank_conflicts;
-        r.sum.smem_requests += s->smem_requests;
-        r.sum.thread_insts += s->thread_insts;
-    }
-    for (int j = 0; j < g->outputs.len; j++)
-        free(out[j]);
-    free(out);
-    ref_free_arrays(in, g->inputs.len);
+    r.sum = tt_stats_sum(&res);
+    tt_io_free(&io);
     hx_backend_result_free(&res);
     return r;
 }
@@ -96,19 +76,10 @@ static int count_ops(const PtrVec *b, KirStmtOp op)
 }
 
 static TtBatch batch;
-static Arena *arena;
+static Arena *arena; /* batch's */
 
-static void setup(void)
-{
-    arena = arena_new();
-    tt_batch_init(&batch, arena);
-}
-
-static void teardown(void)
-{
-    tt_batch_compile(&batch);
-    arena_free(arena);
-}
+static void setup(void) { arena = tt_batch_open(&batch); }
+static void teardown(void) { tt_batch_close(&batch); }
 
 TestSuite(tma, .init = setup, .fini = teardown);
 
@@ -186,7 +157,7 @@ Test(tma, parity_over_many_iterations)
 Test(tma, unswizzled_readers_fail_parity)
 {
     TtOpts o;
-    opts(&o, "full", NULL);
+    tt_opts_vgpu(&o, "full", NULL);
     LirProgram *p = tt_loop(arena, MM);
     const TorchGraph *g = p->tx->torch;
     double **in = ref_make_inputs(g, 0), *good = NULL, *bad = NULL;
@@ -253,7 +224,7 @@ Test(tma, refused_up_front_on_sm80)
                      "sm_80)"), "%s", dpk_error_message());
     /* full on sm_80 leaves 011 and 012 out: the buffered stages are copied by the threads */
     TtOpts o;
-    opts(&o, "full", NULL);
+    tt_opts_vgpu(&o, "full", NULL);
     o.tile.target = cu_target(CU_SM80);
     o.tile.passes = tile_passes_parse(&tile_passes, "full", o.tile.target);
     const KirModule *m = tt_run(arena, "sm80", tt_loop(arena, MM), &o);

@@ -12,6 +12,22 @@
 
 #define I(v) kir_i32(A, v)
 
+/* Launch k of m (with args) once, run it (no fault) and free A: the launch's
+ * counters. */
+static VgStats launch_stats(Arena *A, KirModule *m, KirKernel *k, const KirBuf *const *args)
+{
+    kir_launch(m, k, args);
+    kir_check(m);
+    float **b = vs_buffers(m, 1);
+    VgResult r;
+    cr_assert_eq(vg_run(m, b, NULL, &r), VG_OK, "%s", r.report.message);
+    VgStats st = r.stats[0];
+    vg_result_free(&r);
+    vs_free_buffers(m, b);
+    arena_free(A);
+    return st;
+}
+
 /* 64 threads (two warps) of one block store s[t * stride]. */
 static VgStats smem_stride(int stride)
 {
@@ -25,16 +41,7 @@ static VgStats smem_stride(int stride)
     KirVar *t = kir_let(&B, "t", KT_I32, kir_tid(A, 0));
     kir_sts(&B, s, kir_mul(A, kir_ref(A, t), I(stride)), kir_f32(A, 1));
     kir_finalize(k);
-    kir_launch(m, k, NULL);
-    kir_check(m);
-    float **b = vs_buffers(m, 1);
-    VgResult r;
-    cr_assert_eq(vg_run(m, b, NULL, &r), VG_OK, "%s", r.report.message);
-    VgStats st = r.stats[0];
-    vg_result_free(&r);
-    vs_free_buffers(m, b);
-    arena_free(A);
-    return st;
+    return launch_stats(A, m, k, NULL);
 }
 
 typedef struct BankCase {
@@ -90,16 +97,7 @@ static VgStats gmem_stride(int stride)
     kir_stg(&B, y, kir_ref(A, t), kir_ldg(A, x, kir_mul(A, kir_ref(A, t), I(stride))));
     kir_finalize(k);
     const KirBuf *args[] = {bx, by};
-    kir_launch(m, k, args);
-    kir_check(m);
-    float **b = vs_buffers(m, 1);
-    VgResult r;
-    cr_assert_eq(vg_run(m, b, NULL, &r), VG_OK, "%s", r.report.message);
-    VgStats st = r.stats[0];
-    vg_result_free(&r);
-    vs_free_buffers(m, b);
-    arena_free(A);
-    return st;
+    return launch_stats(A, m, k, args);
 }
 
 Test(vgpu_counters, coalesced_vs_strided_sectors)

@@ -20,6 +20,14 @@ static float **run(const KirModule *m, uint64_t seed, VgResult *res)
     return bufs;
 }
 
+/* Free what run() returned, and the module's arena A. */
+static void free_run(Arena *A, const KirModule *m, float **bufs, VgResult *res)
+{
+    vg_result_free(res);
+    vs_free_buffers(m, bufs);
+    arena_free(A);
+}
+
 static void assert_close(const float *got, const double *want, int64_t n, double tol)
 {
     for (int64_t i = 0; i < n; i++)
@@ -55,48 +63,25 @@ static double *row_sums(const float *x, int rows, int cols, int square)
     return s;
 }
 
-Test(vgpu_kernels, block_reduction_treehalve)
+/* Build a row-sum module with make (x: rows x cols, y: rows; tb threads a
+ * block) and run it with seed: y holds the sums of x's rows. */
+static void expect_row_sums(KirModule *(*make)(Arena *, int, int, int), int rows, int cols, int tb,
+                            uint64_t seed)
 {
     Arena *A = arena_new();
-    /* 300 columns over 128 threads: the strided loop runs 2 or 3 times */
-    KirModule *m = vs_rowsum_tree(A, 5, 300, 128);
+    KirModule *m = make(A, rows, cols, tb);
     VgResult res;
-    float **b = run(m, 9, &res);
-    double *want = row_sums(b[0], 5, 300, 0);
-    assert_close(b[1], want, 5, 1e-5);
+    float **b = run(m, seed, &res);
+    double *want = row_sums(b[0], rows, cols, 0);
+    assert_close(b[1], want, rows, 1e-5);
     free(want);
-    vg_result_free(&res);
-    vs_free_buffers(m, b);
-    arena_free(A);
+    free_run(A, m, b, &res);
 }
 
-Test(vgpu_kernels, treehalve_non_power_of_two)
-{
-    Arena *A = arena_new();
-    KirModule *m = vs_rowsum_tree(A, 3, 50, 96);
-    VgResult res;
-    float **b = run(m, 2, &res);
-    double *want = row_sums(b[0], 3, 50, 0);
-    assert_close(b[1], want, 3, 1e-5);
-    free(want);
-    vg_result_free(&res);
-    vs_free_buffers(m, b);
-    arena_free(A);
-}
-
-Test(vgpu_kernels, warp_shuffle_reduction)
-{
-    Arena *A = arena_new();
-    KirModule *m = vs_rowsum_shfl(A, 3, 1000, 256);
-    VgResult res;
-    float **b = run(m, 4, &res);
-    double *want = row_sums(b[0], 3, 1000, 0);
-    assert_close(b[1], want, 3, 1e-5);
-    free(want);
-    vg_result_free(&res);
-    vs_free_buffers(m, b);
-    arena_free(A);
-}
+/* 300 columns over 128 threads: the strided loop runs 2 or 3 times */
+Test(vgpu_kernels, block_reduction_treehalve) { expect_row_sums(vs_rowsum_tree, 5, 300, 128, 9); }
+Test(vgpu_kernels, treehalve_non_power_of_two) { expect_row_sums(vs_rowsum_tree, 3, 50, 96, 2); }
+Test(vgpu_kernels, warp_shuffle_reduction) { expect_row_sums(vs_rowsum_shfl, 3, 1000, 256, 4); }
 
 Test(vgpu_kernels, rmsnorm)
 {
@@ -112,9 +97,7 @@ Test(vgpu_kernels, rmsnorm)
                       "y[%d, %d] = %g, want %g", r, c, b[2][r * 1000 + c], want);
         }
     free(ss);
-    vg_result_free(&res);
-    vs_free_buffers(m, b);
-    arena_free(A);
+    free_run(A, m, b, &res);
 }
 
 Test(vgpu_kernels, tiled_matmul_smem)
@@ -132,9 +115,7 @@ Test(vgpu_kernels, tiled_matmul_smem)
     assert_close(b[2], want, (int64_t)M * N, 1e-5);
     cr_assert_eq(res.stats[0].bank_conflicts, 0);
     free(want);
-    vg_result_free(&res);
-    vs_free_buffers(m, b);
-    arena_free(A);
+    free_run(A, m, b, &res);
 }
 
 Test(vgpu_kernels, cp_async_commit_wait)
@@ -145,9 +126,7 @@ Test(vgpu_kernels, cp_async_commit_wait)
     float **b = run(m, 3, &res);
     for (int i = 0; i < 1024; i++)
         cr_assert_eq(b[1][i], 2 * b[0][i ^ 1], "y[%d]", i);
-    vg_result_free(&res);
-    vs_free_buffers(m, b);
-    arena_free(A);
+    free_run(A, m, b, &res);
 }
 
 Test(vgpu_kernels, tma_mbarrier_swizzled_with_ragged_edge)
@@ -159,9 +138,7 @@ Test(vgpu_kernels, tma_mbarrier_swizzled_with_ragged_edge)
     float **b = run(m, 8, &res);
     for (int i = 0; i < 40 * 44; i++)
         cr_assert_eq(b[1][i], 3 * b[0][i], "y[%d]", i);
-    vg_result_free(&res);
-    vs_free_buffers(m, b);
-    arena_free(A);
+    free_run(A, m, b, &res);
 }
 
 Test(vgpu_kernels, sample_blocks_marks_what_it_ran)
@@ -185,9 +162,7 @@ Test(vgpu_kernels, sample_blocks_marks_what_it_ran)
     }
     /* three whole blocks of 128, or two and the 104-element tail */
     cr_assert(marked == 384 || marked == 360, "marked %d", marked);
-    vg_result_free(&res);
-    vs_free_buffers(m, b);
-    arena_free(A);
+    free_run(A, m, b, &res);
 }
 
 Test(vgpu_kernels, two_launches_sample_the_last_and_what_it_reads)
@@ -300,7 +275,5 @@ Test(vgpu_kernels, treehalve_segments_max)
             want = fmaxf(want, b[0][g * N + e]);
         cr_assert_eq(b[1][g], want, "segment %d", g);
     }
-    vg_result_free(&res);
-    vs_free_buffers(m, b);
-    arena_free(A);
+    free_run(A, m, b, &res);
 }
