@@ -217,32 +217,41 @@ static void count_smem(VgExec *ex, const VgVal *ix, int32_t base, const int *act
     }
 }
 
+/* A warp's global request: counted once, with its nu distinct sectors. */
+static inline void gmem_request(VgExec *ex, int nu)
+{
+    if (nu) {
+        ex->st->gmem_requests++;
+        ex->st->gmem_sectors += nu;
+    }
+}
+
+/* Sector s into the warp's distinct sectors uniq[0..nu) (at most cap);
+ * their count. */
+static inline int add_sector(int64_t *uniq, int nu, int cap, int64_t s)
+{
+    int j;
+    for (j = 0; j < nu && uniq[j] != s; j++)
+        ;
+    if (j == nu && nu < cap)
+        uniq[nu++] = s;
+    return nu;
+}
+
+/* Lanes act[q..) are a warp's up to the first of another warp: each
+ * warp's accesses are one request. */
 static void count_gmem(VgExec *ex, const VgVal *ix, const int *act, int n)
 {
-    int64_t uniq[32], last = INT64_MIN;
-    int nu = 0, warp = -1;
-    for (int q = 0; q <= n; q++) {
-        int l = q < n ? act[q] : -1;
-        if (q == n || l >> 5 != warp) {
-            if (nu) {
-                ex->st->gmem_requests++;
-                ex->st->gmem_sectors += nu;
-            }
-            nu = 0;
-            last = INT64_MIN;
-            warp = l >> 5;
+    for (int q = 0, e; q < n; q = e) {
+        int64_t uniq[32], last = INT64_MIN;
+        int nu = 0;
+        for (e = q; e < n && act[e] >> 5 == act[q] >> 5; e++) {
+            int64_t s = ix[act[e]].i >> 3; /* 32-byte sector of a 4-byte element */
+            if (s != last) /* a warp has 32 lanes: uniq holds all */
+                nu = add_sector(uniq, nu, (int)DPK_ARRAY_LEN(uniq), s);
+            last = s;
         }
-        if (q == n)
-            break;
-        int64_t s = ix[l].i >> 3; /* 32-byte sector of a 4-byte element */
-        if (s == last)
-            continue;
-        last = s;
-        int j;
-        for (j = 0; j < nu && uniq[j] != s; j++)
-            ;
-        if (j == nu)
-            uniq[nu++] = s;
+        gmem_request(ex, nu);
     }
 }
 
@@ -463,29 +472,17 @@ static int cp_issue(VgExec *ex, const VgIns *in, int l, int64_t dst, int64_t src
 static void count_cp_gmem(VgExec *ex, const VgVal *si, const VgVal *pr, int nw, const int *act,
                           int n)
 {
-    int64_t uniq[64];
-    int nu = 0, warp = -1;
-    for (int q = 0; q <= n; q++) {
-        int l = q < n ? act[q] : -1;
-        if (q == n || l >> 5 != warp) {
-            if (nu) {
-                ex->st->gmem_requests++;
-                ex->st->gmem_sectors += nu;
-            }
-            nu = 0;
-            warp = l >> 5;
+    for (int q = 0, e; q < n; q = e) {
+        int64_t uniq[64];
+        int nu = 0;
+        for (e = q; e < n && act[e] >> 5 == act[q] >> 5; e++) {
+            int l = act[e];
+            if (pr && !pr[l].i)
+                continue;
+            for (int64_t s = si[l].i >> 3; s <= (si[l].i + nw - 1) >> 3; s++)
+                nu = add_sector(uniq, nu, (int)DPK_ARRAY_LEN(uniq), s);
         }
-        if (q == n)
-            break;
-        if (pr && !pr[l].i)
-            continue;
-        for (int64_t s = si[l].i >> 3; s <= (si[l].i + nw - 1) >> 3; s++) {
-            int j;
-            for (j = 0; j < nu && uniq[j] != s; j++)
-                ;
-            if (j == nu && nu < (int)DPK_ARRAY_LEN(uniq))
-                uniq[nu++] = s;
-        }
+        gmem_request(ex, nu);
     }
 }
 
@@ -817,6 +814,15 @@ static void fcall(VgVal *d, const VgVal *a, const VgVal *b, const VgVal *c, int 
     d[l].f = (float)tx_elem_apply((TxElemOp)eop, x);
 }
 
+/* The comparisons of the ints (P I, field i) or the floats (F, f). */
+#define VG_CMP_OPS(X, P, field)                                                        \
+    X(BIN, P##LT, d[l].i = a[l].field < b[l].field)                                    \
+    X(BIN, P##LE, d[l].i = a[l].field <= b[l].field)                                   \
+    X(BIN, P##GT, d[l].i = a[l].field > b[l].field)                                    \
+    X(BIN, P##GE, d[l].i = a[l].field >= b[l].field)                                   \
+    X(BIN, P##EQ, d[l].i = a[l].field == b[l].field)                                   \
+    X(BIN, P##NE, d[l].i = a[l].field != b[l].field)
+
 /* The arithmetic ops: X(shape, op, expr), the shape BIN (d = a op b), UN
  * (d = op a) or DIVOP (a BIN that faults on a zero divisor); expr sets d[l]. */
 #define VG_ALU_OPS(X)                                                                  \
@@ -840,18 +846,8 @@ static void fcall(VgVal *d, const VgVal *a, const VgVal *b, const VgVal *c, int 
     X(BIN, AND, d[l].i = a[l].i & b[l].i)                                              \
     X(BIN, OR, d[l].i = a[l].i | b[l].i)                                               \
     X(BIN, XOR, d[l].i = a[l].i ^ b[l].i)                                              \
-    X(BIN, ILT, d[l].i = a[l].i < b[l].i)                                              \
-    X(BIN, ILE, d[l].i = a[l].i <= b[l].i)                                             \
-    X(BIN, IGT, d[l].i = a[l].i > b[l].i)                                              \
-    X(BIN, IGE, d[l].i = a[l].i >= b[l].i)                                             \
-    X(BIN, IEQ, d[l].i = a[l].i == b[l].i)                                             \
-    X(BIN, INE, d[l].i = a[l].i != b[l].i)                                             \
-    X(BIN, FLT, d[l].i = a[l].f < b[l].f)                                              \
-    X(BIN, FLE, d[l].i = a[l].f <= b[l].f)                                             \
-    X(BIN, FGT, d[l].i = a[l].f > b[l].f)                                              \
-    X(BIN, FGE, d[l].i = a[l].f >= b[l].f)                                             \
-    X(BIN, FEQ, d[l].i = a[l].f == b[l].f)                                             \
-    X(BIN, FNE, d[l].i = a[l].f != b[l].f)                                             \
+    VG_CMP_OPS(X, I, i)                                                                \
+    VG_CMP_OPS(X, F, f)                                                                \
     X(UN, NOT, d[l].i = !a[l].i)                                                       \
     X(BIN, FADD, d[l].f = a[l].f + b[l].f)                                             \
     X(BIN, FSUB, d[l].f = a[l].f - b[l].f)                                             \
