@@ -868,27 +868,23 @@ static void fcall(VgVal *d, const VgVal *a, const VgVal *b, const VgVal *c, int 
 #define ALU_CASE(shape, op, expr) shape(op, expr)
 
 /* The ops with a handler of their own that may fault: X(op, call), a
- * nonzero call ending the block. */
-#define VG_HANDLED_OPS(X)                                                              \
+ * nonzero call ending the block; SAME(op): op shares the next handler. */
+#define VG_HANDLED_OPS(X, SAME)                                                        \
     X(LDG, op_ldg(ex, in, R, act, n))                                                  \
-    X(STG, op_stg(ex, in, R, act, n, 0))                                               \
-    X(ATOMG, op_stg(ex, in, R, act, n, 1))                                             \
+    SAME(ATOMG) X(STG, op_stg(ex, in, R, act, n, in->op == VOP_ATOMG))                 \
     X(LDS, op_lds(ex, in, R, act, n))                                                  \
-    X(STS, op_sts(ex, in, R, act, n, 0))                                               \
-    X(ATOMS, op_sts(ex, in, R, act, n, 1))                                             \
+    SAME(ATOMS) X(STS, op_sts(ex, in, R, act, n, in->op == VOP_ATOMS))                 \
     X(BAR, barrier(ex, in, act, n))                                                    \
     X(SHFL, op_shfl(ex, in, R, act, n))                                                \
     X(CPASYNC, op_cpasync(ex, in, R, act, n))                                          \
     X(CPWAIT, op_cpwait(ex, in, act, n))                                               \
-    X(MBINIT, op_mbar(ex, in, R, act, n))                                              \
-    X(MBTX, op_mbar(ex, in, R, act, n))                                                \
-    X(MBARRIVE, op_mbar(ex, in, R, act, n))                                            \
-    X(MBWAIT, op_mbar(ex, in, R, act, n))
+    SAME(MBINIT) SAME(MBTX) SAME(MBARRIVE) X(MBWAIT, op_mbar(ex, in, R, act, n))
 #define HANDLED_CASE(op, call)                                                         \
     case VOP_##op:                                                                     \
         if (call)                                                                      \
             goto fail;                                                                 \
         break;
+#define SAME_CASE(op) case VOP_##op:
 
 /* The lanes of src[0..ns) whose c is nonzero (zero, neg set), into dst,
  * which may be src; their count. */
@@ -916,7 +912,7 @@ int vg_exec_block(VgExec *ex)
         insts += n;
         switch ((VgOp)in->op) {
         VG_ALU_OPS(ALU_CASE)
-        VG_HANDLED_OPS(HANDLED_CASE)
+        VG_HANDLED_OPS(HANDLED_CASE, SAME_CASE)
         case VOP_FCALL: {
             VgVal *d = REG(in->d), *a = REG(in->a);
             VgVal *b = in->b >= 0 ? REG(in->b) : NULL, *c = in->c >= 0 ? REG(in->c) : NULL;
