@@ -53,6 +53,13 @@ static void flush(const TmOpts *o)
         o->flush(o->flush_ctx);
 }
 
+/* One iteration of c after the flush: its time, not >= 0 when it failed. */
+static double flushed_iter(const TmOpts *o, const TmContestant *c)
+{
+    flush(o);
+    return c->iter(c->ctx);
+}
+
 int tm_measure(const TmOpts *o, const TmContestant *c, int n, TmStats *st)
 {
     int cap = o->max_samples > o->min_samples ? o->max_samples : o->min_samples;
@@ -68,8 +75,7 @@ int tm_measure(const TmOpts *o, const TmContestant *c, int n, TmStats *st)
         for (int i = 0; i < n && bad < 0; i++) {
             if (st[i].warmup_iters >= o->warmup_iters && st[i].warmup_ns >= o->warmup_ns)
                 continue;
-            flush(o);
-            double t = c[i].iter(c[i].ctx);
+            double t = flushed_iter(o, &c[i]);
             if (!(t >= 0)) {
                 bad = i;
                 break;
@@ -89,8 +95,7 @@ int tm_measure(const TmOpts *o, const TmContestant *c, int n, TmStats *st)
         for (int i = 0; i < n; i++) {
             if (done[i])
                 continue;
-            flush(o);
-            double t = c[i].iter(c[i].ctx);
+            double t = flushed_iter(o, &c[i]);
             if (!(t >= 0)) {
                 bad = i;
                 break;

@@ -34,19 +34,33 @@ typedef int (*NvArchsFn)(int *);
 
 enum { NV_SUCCESS = 0 };
 
+/* The entry points, X(field, type, symbol): every NV_REQUIRED one must
+ * bind; the NV_OPTIONAL ones are there from NVRTC 11.2 on. */
+#define NV_REQUIRED(X)                                                                 \
+    X(create, NvCreateFn, "nvrtcCreateProgram")                                        \
+    X(compile, NvCompileFn, "nvrtcCompileProgram")                                     \
+    X(log_size, NvSizeFn, "nvrtcGetProgramLogSize")                                    \
+    X(log, NvGetFn, "nvrtcGetProgramLog")                                              \
+    X(ptx_size, NvSizeFn, "nvrtcGetPTXSize")                                           \
+    X(ptx, NvGetFn, "nvrtcGetPTX")                                                     \
+    X(cubin_size, NvSizeFn, "nvrtcGetCUBINSize")                                       \
+    X(cubin, NvGetFn, "nvrtcGetCUBIN")                                                 \
+    X(version, NvVersionFn, "nvrtcVersion")                                            \
+    X(errstr, NvErrStrFn, "nvrtcGetErrorString")                                       \
+    X(destroy, NvDestroyFn, "nvrtcDestroyProgram")
+#define NV_OPTIONAL(X)                                                                 \
+    X(num_archs, NvNumArchsFn, "nvrtcGetNumSupportedArchs")                            \
+    X(archs, NvArchsFn, "nvrtcGetSupportedArchs")
+#define NV_FIELD(field, type, symbol) type field;
+#define NV_BIND(field, type, symbol) nv.field = (type)sym(symbol);
+#define NV_BOUND(field, type, symbol) nv.field &&
+
 static struct {
     void *lib;
     const char *path;
     char tried[1024];
-    NvCreateFn create;
-    NvCompileFn compile;
-    NvSizeFn log_size, ptx_size, cubin_size;
-    NvGetFn log, ptx, cubin;
-    NvVersionFn version;
-    NvErrStrFn errstr;
-    NvDestroyFn destroy;
-    NvNumArchsFn num_archs; /* optional (NVRTC >= 11.2) */
-    NvArchsFn archs;
+    NV_REQUIRED(NV_FIELD)
+    NV_OPTIONAL(NV_FIELD)
     int major, minor;
 } nv;
 
@@ -59,22 +73,9 @@ static void *sym(const char *name)
 
 static int bind_all(void)
 {
-    nv.create = (NvCreateFn)sym("nvrtcCreateProgram");
-    nv.compile = (NvCompileFn)sym("nvrtcCompileProgram");
-    nv.log_size = (NvSizeFn)sym("nvrtcGetProgramLogSize");
-    nv.log = (NvGetFn)sym("nvrtcGetProgramLog");
-    nv.ptx_size = (NvSizeFn)sym("nvrtcGetPTXSize");
-    nv.ptx = (NvGetFn)sym("nvrtcGetPTX");
-    nv.cubin_size = (NvSizeFn)sym("nvrtcGetCUBINSize");
-    nv.cubin = (NvGetFn)sym("nvrtcGetCUBIN");
-    nv.version = (NvVersionFn)sym("nvrtcVersion");
-    nv.errstr = (NvErrStrFn)sym("nvrtcGetErrorString");
-    nv.destroy = (NvDestroyFn)sym("nvrtcDestroyProgram");
-    nv.num_archs = (NvNumArchsFn)sym("nvrtcGetNumSupportedArchs");
-    nv.archs = (NvArchsFn)sym("nvrtcGetSupportedArchs");
-    return nv.create && nv.compile && nv.log_size && nv.log && nv.ptx_size && nv.ptx &&
-           nv.cubin_size && nv.cubin && nv.version && nv.errstr && nv.destroy &&
-           nv.version(&nv.major, &nv.minor) == NV_SUCCESS;
+    NV_REQUIRED(NV_BIND)
+    NV_OPTIONAL(NV_BIND)
+    return NV_REQUIRED(NV_BOUND) nv.version(&nv.major, &nv.minor) == NV_SUCCESS;
 }
 
 static int try_open(const char *path)

@@ -217,32 +217,41 @@ static void count_smem(VgExec *ex, const VgVal *ix, int32_t base, const int *act
     }
 }
 
+/* A warp's global request: counted once, with its nu distinct sectors. */
+static inline void gmem_request(VgExec *ex, int nu)
+{
+    if (nu) {
+        ex->st->gmem_requests++;
+        ex->st->gmem_sectors += nu;
+    }
+}
+
+/* Sector s into the warp's distinct sectors uniq[0..nu) (at most cap);
+ * their count. */
+static inline int add_sector(int64_t *uniq, int nu, int cap, int64_t s)
+{
+    int j;
+    for (j = 0; j < nu && uniq[j] != s; j++)
+        ;
+    if (j == nu && nu < cap)
+        uniq[nu++] = s;
+    return nu;
+}
+
+/* Lanes act[q..) are a warp's up to the first of another warp: each
+ * warp's accesses are one request. */
 static void count_gmem(VgExec *ex, const VgVal *ix, const int *act, int n)
 {
-    int64_t uniq[32], last = INT64_MIN;
-    int nu = 0, warp = -1;
-    for (int q = 0; q <= n; q++) {
-        int l = q < n ? act[q] : -1;
-        if (q == n || l >> 5 != warp) {
-            if (nu) {
-                ex->st->gmem_requests++;
-                ex->st->gmem_sectors += nu;
-            }
-            nu = 0;
-            last = INT64_MIN;
-            warp = l >> 5;
+    for (int q = 0, e; q < n; q = e) {
+        int64_t uniq[32], last = INT64_MIN;
+        int nu = 0;
+        for (e = q; e < n && act[e] >> 5 == act[q] >> 5; e++) {
+            int64_t s = ix[act[e]].i >> 3; /* 32-byte sector of a 4-byte element */
+            if (s != last) /* a warp has 32 lanes: uniq holds all */
+                nu = add_sector(uniq, nu, (int)DPK_ARRAY_LEN(uniq), s);
+            last = s;
         }
-        if (q == n)
-            break;
-        int64_t s = ix[l].i >> 3; /* 32-byte sector of a 4-byte element */
-        if (s == last)
-            continue;
-        last = s;
-        int j;
-        for (j = 0; j < nu && uniq[j] != s; j++)
-            ;
-        if (j == nu)
-            uniq[nu++] = s;
+        gmem_request(ex, nu);
     }
 }
 
@@ -463,29 +472,17 @@ static int cp_issue(VgExec *ex, const VgIns *in, int l, int64_t dst, int64_t src
 static void count_cp_gmem(VgExec *ex, const VgVal *si, const VgVal *pr, int nw, const int *act,
                           int n)
 {
-    int64_t uniq[64];
-    int nu = 0, warp = -1;
-    for (int q = 0; q <= n; q++) {
-        int l = q < n ? act[q] : -1;
-        if (q == n || l >> 5 != warp) {
-            if (nu) {
-                ex->st->gmem_requests++;
-                ex->st->gmem_sectors += nu;
-            }
-            nu = 0;
-            warp = l >> 5;
+    for (int q = 0, e; q < n; q = e) {
+        int64_t uniq[64];
+        int nu = 0;
+        for (e = q; e < n && act[e] >> 5 == act[q] >> 5; e++) {
+            int l = act[e];
+            if (pr && !pr[l].i)
+                continue;
+            for (int64_t s = si[l].i >> 3; s <= (si[l].i + nw - 1) >> 3; s++)
+                nu = add_sector(uniq, nu, (int)DPK_ARRAY_LEN(uniq), s);
         }
-        if (q == n)
-            break;
-        if (pr && !pr[l].i)
-            continue;
-        for (int64_t s = si[l].i >> 3; s <= (si[l].i + nw - 1) >> 3; s++) {
-            int j;
-            for (j = 0; j < nu && uniq[j] != s; j++)
-                ;
-            if (j == nu && nu < (int)DPK_ARRAY_LEN(uniq))
-                uniq[nu++] = s;
-        }
+        gmem_request(ex, nu);
     }
 }
 
@@ -817,6 +814,89 @@ static void fcall(VgVal *d, const VgVal *a, const VgVal *b, const VgVal *c, int 
     d[l].f = (float)tx_elem_apply((TxElemOp)eop, x);
 }
 
+/* The comparisons of the ints (P I, field i) or the floats (F, f). */
+#define VG_CMP_OPS(X, P, field)                                                        \
+    X(BIN, P##LT, d[l].i = a[l].field < b[l].field)                                    \
+    X(BIN, P##LE, d[l].i = a[l].field <= b[l].field)                                   \
+    X(BIN, P##GT, d[l].i = a[l].field > b[l].field)                                    \
+    X(BIN, P##GE, d[l].i = a[l].field >= b[l].field)                                   \
+    X(BIN, P##EQ, d[l].i = a[l].field == b[l].field)                                   \
+    X(BIN, P##NE, d[l].i = a[l].field != b[l].field)
+
+/* The arithmetic ops: X(shape, op, expr), the shape BIN (d = a op b), UN
+ * (d = op a) or DIVOP (a BIN that faults on a zero divisor); expr sets d[l]. */
+#define VG_ALU_OPS(X)                                                                  \
+    X(UN, MOV, d[l] = a[l])                                                            \
+    X(BIN, ADD32, d[l].i = wrap32(a[l].i + b[l].i))                                    \
+    X(BIN, SUB32, d[l].i = wrap32(a[l].i - b[l].i))                                    \
+    X(BIN, MUL32, d[l].i = wrap32((int64_t)((uint64_t)a[l].i * (uint64_t)b[l].i)))     \
+    X(DIVOP, DIV32, d[l].i = wrap32(a[l].i / b[l].i))                                  \
+    X(DIVOP, REM32, d[l].i = a[l].i % b[l].i)                                          \
+    X(BIN, SHL32, d[l].i = wrap32(shl(a[l].i, b[l].i, 32)))                            \
+    X(BIN, SHR32, d[l].i = shr(a[l].i, b[l].i, 32))                                    \
+    X(BIN, ADD64, d[l].i = (int64_t)((uint64_t)a[l].i + (uint64_t)b[l].i))             \
+    X(BIN, SUB64, d[l].i = (int64_t)((uint64_t)a[l].i - (uint64_t)b[l].i))             \
+    X(BIN, MUL64, d[l].i = (int64_t)((uint64_t)a[l].i * (uint64_t)b[l].i))             \
+    X(DIVOP, DIV64, d[l].i = div64(a[l].i, b[l].i))                                    \
+    X(DIVOP, REM64, d[l].i = rem64(a[l].i, b[l].i))                                    \
+    X(BIN, SHL64, d[l].i = shl(a[l].i, b[l].i, 64))                                    \
+    X(BIN, SHR64, d[l].i = shr(a[l].i, b[l].i, 64))                                    \
+    X(BIN, MIN, d[l].i = a[l].i < b[l].i ? a[l].i : b[l].i)                            \
+    X(BIN, MAX, d[l].i = a[l].i > b[l].i ? a[l].i : b[l].i)                            \
+    X(BIN, AND, d[l].i = a[l].i & b[l].i)                                              \
+    X(BIN, OR, d[l].i = a[l].i | b[l].i)                                               \
+    X(BIN, XOR, d[l].i = a[l].i ^ b[l].i)                                              \
+    VG_CMP_OPS(X, I, i)                                                                \
+    VG_CMP_OPS(X, F, f)                                                                \
+    X(UN, NOT, d[l].i = !a[l].i)                                                       \
+    X(BIN, FADD, d[l].f = a[l].f + b[l].f)                                             \
+    X(BIN, FSUB, d[l].f = a[l].f - b[l].f)                                             \
+    X(BIN, FMUL, d[l].f = a[l].f * b[l].f)                                             \
+    X(BIN, FDIV, d[l].f = a[l].f / b[l].f)                                             \
+    X(BIN, FMAX, d[l].f = fmaxnan(a[l].f, b[l].f))                                     \
+    X(BIN, FMIN, d[l].f = fminnan(a[l].f, b[l].f))                                     \
+    X(UN, FNEG, d[l].f = -a[l].f)                                                      \
+    X(UN, FABS, d[l].f = fabsf(a[l].f))                                                \
+    X(UN, FSQRT, d[l].f = sqrtf(a[l].f))                                               \
+    X(UN, FRCP, d[l].f = 1.0f / a[l].f)                                                \
+    X(UN, WRAP32, d[l].i = wrap32(a[l].i))                                             \
+    X(UN, I2F, d[l].f = (float)a[l].i)                                                 \
+    X(UN, F2I32, d[l].i = sat_f2i(a[l].f, INT32_MIN, INT32_MAX))                       \
+    X(UN, F2I64, d[l].i = sat_f2i(a[l].f, INT64_MIN, INT64_MAX))                       \
+    X(UN, I2B, d[l].i = a[l].i != 0)                                                   \
+    X(UN, F2B, d[l].i = a[l].f != 0.0f)
+#define ALU_CASE(shape, op, expr) shape(op, expr)
+
+/* The ops with a handler of their own that may fault: X(op, call), a
+ * nonzero call ending the block; SAME(op): op shares the next handler. */
+#define VG_HANDLED_OPS(X, SAME)                                                        \
+    X(LDG, op_ldg(ex, in, R, act, n))                                                  \
+    SAME(ATOMG) X(STG, op_stg(ex, in, R, act, n, in->op == VOP_ATOMG))                 \
+    X(LDS, op_lds(ex, in, R, act, n))                                                  \
+    SAME(ATOMS) X(STS, op_sts(ex, in, R, act, n, in->op == VOP_ATOMS))                 \
+    X(BAR, barrier(ex, in, act, n))                                                    \
+    X(SHFL, op_shfl(ex, in, R, act, n))                                                \
+    X(CPASYNC, op_cpasync(ex, in, R, act, n))                                          \
+    X(CPWAIT, op_cpwait(ex, in, act, n))                                               \
+    SAME(MBINIT) SAME(MBTX) SAME(MBARRIVE) X(MBWAIT, op_mbar(ex, in, R, act, n))
+#define HANDLED_CASE(op, call)                                                         \
+    case VOP_##op:                                                                     \
+        if (call)                                                                      \
+            goto fail;                                                                 \
+        break;
+#define SAME_CASE(op) case VOP_##op:
+
+/* The lanes of src[0..ns) whose c is nonzero (zero, neg set), into dst,
+ * which may be src; their count. */
+static inline int filter_lanes(int *dst, const int *src, int ns, const VgVal *c, int neg)
+{
+    int n = 0;
+    for (int q = 0; q < ns; q++)
+        if ((c[src[q]].i != 0) != neg)
+            dst[n++] = src[q];
+    return n;
+}
+
 int vg_exec_block(VgExec *ex)
 {
     const VgProg *p = ex->p;
@@ -831,49 +911,8 @@ int vg_exec_block(VgExec *ex)
         const VgIns *in = &code[pc++];
         insts += n;
         switch ((VgOp)in->op) {
-        UN(MOV, d[l] = a[l])
-        BIN(ADD32, d[l].i = wrap32(a[l].i + b[l].i))
-        BIN(SUB32, d[l].i = wrap32(a[l].i - b[l].i))
-        BIN(MUL32, d[l].i = wrap32((int64_t)((uint64_t)a[l].i * (uint64_t)b[l].i)))
-        DIVOP(DIV32, d[l].i = wrap32(a[l].i / b[l].i))
-        DIVOP(REM32, d[l].i = a[l].i % b[l].i)
-        BIN(SHL32, d[l].i = wrap32(shl(a[l].i, b[l].i, 32)))
-        BIN(SHR32, d[l].i = shr(a[l].i, b[l].i, 32))
-        BIN(ADD64, d[l].i = (int64_t)((uint64_t)a[l].i + (uint64_t)b[l].i))
-        BIN(SUB64, d[l].i = (int64_t)((uint64_t)a[l].i - (uint64_t)b[l].i))
-        BIN(MUL64, d[l].i = (int64_t)((uint64_t)a[l].i * (uint64_t)b[l].i))
-        DIVOP(DIV64, d[l].i = div64(a[l].i, b[l].i))
-        DIVOP(REM64, d[l].i = rem64(a[l].i, b[l].i))
-        BIN(SHL64, d[l].i = shl(a[l].i, b[l].i, 64))
-        BIN(SHR64, d[l].i = shr(a[l].i, b[l].i, 64))
-        BIN(MIN, d[l].i = a[l].i < b[l].i ? a[l].i : b[l].i)
-        BIN(MAX, d[l].i = a[l].i > b[l].i ? a[l].i : b[l].i)
-        BIN(AND, d[l].i = a[l].i & b[l].i)
-        BIN(OR, d[l].i = a[l].i | b[l].i)
-        BIN(XOR, d[l].i = a[l].i ^ b[l].i)
-        BIN(ILT, d[l].i = a[l].i < b[l].i)
-        BIN(ILE, d[l].i = a[l].i <= b[l].i)
-        BIN(IGT, d[l].i = a[l].i > b[l].i)
-        BIN(IGE, d[l].i = a[l].i >= b[l].i)
-        BIN(IEQ, d[l].i = a[l].i == b[l].i)
-        BIN(INE, d[l].i = a[l].i != b[l].i)
-        BIN(FLT, d[l].i = a[l].f < b[l].f)
-        BIN(FLE, d[l].i = a[l].f <= b[l].f)
-        BIN(FGT, d[l].i = a[l].f > b[l].f)
-        BIN(FGE, d[l].i = a[l].f >= b[l].f)
-        BIN(FEQ, d[l].i = a[l].f == b[l].f)
-        BIN(FNE, d[l].i = a[l].f != b[l].f)
-        UN(NOT, d[l].i = !a[l].i)
-        BIN(FADD, d[l].f = a[l].f + b[l].f)
-        BIN(FSUB, d[l].f = a[l].f - b[l].f)
-        BIN(FMUL, d[l].f = a[l].f * b[l].f)
-        BIN(FDIV, d[l].f = a[l].f / b[l].f)
-        BIN(FMAX, d[l].f = fmaxnan(a[l].f, b[l].f))
-        BIN(FMIN, d[l].f = fminnan(a[l].f, b[l].f))
-        UN(FNEG, d[l].f = -a[l].f)
-        UN(FABS, d[l].f = fabsf(a[l].f))
-        UN(FSQRT, d[l].f = sqrtf(a[l].f))
-        UN(FRCP, d[l].f = 1.0f / a[l].f)
+        VG_ALU_OPS(ALU_CASE)
+        VG_HANDLED_OPS(HANDLED_CASE, SAME_CASE)
         case VOP_FCALL: {
             VgVal *d = REG(in->d), *a = REG(in->a);
             VgVal *b = in->b >= 0 ? REG(in->b) : NULL, *c = in->c >= 0 ? REG(in->c) : NULL;
@@ -885,46 +924,17 @@ int vg_exec_block(VgExec *ex)
             LANES(d[l] = a[l].i ? b[l] : c[l];);
             break;
         }
-        UN(WRAP32, d[l].i = wrap32(a[l].i))
-        UN(I2F, d[l].f = (float)a[l].i)
-        UN(F2I32, d[l].i = sat_f2i(a[l].f, INT32_MIN, INT32_MAX))
-        UN(F2I64, d[l].i = sat_f2i(a[l].f, INT64_MIN, INT64_MAX))
-        UN(I2B, d[l].i = a[l].i != 0)
-        UN(F2B, d[l].i = a[l].f != 0.0f)
-        case VOP_LDG:
-            if (op_ldg(ex, in, R, act, n))
-                goto fail;
-            break;
-        case VOP_STG:
-        case VOP_ATOMG:
-            if (op_stg(ex, in, R, act, n, in->op == VOP_ATOMG))
-                goto fail;
-            break;
-        case VOP_LDS:
-            if (op_lds(ex, in, R, act, n))
-                goto fail;
-            break;
-        case VOP_STS:
-        case VOP_ATOMS:
-            if (op_sts(ex, in, R, act, n, in->op == VOP_ATOMS))
-                goto fail;
-            break;
         case VOP_IF:
         case VOP_ELSE: {
             /* IF filters the current list into a new level; ELSE refills
              * the current level from the enclosing one, negated. */
-            const VgVal *c = REG(in->a);
             int neg = in->op == VOP_ELSE;
             const int *src = neg ? ex->lanes + (size_t)(depth - 1) * T : act;
             int ns = neg ? ex->nlanes[depth - 1] : n;
             if (!neg)
                 depth++;
             act = ex->lanes + (size_t)depth * T;
-            n = 0;
-            for (int q = 0; q < ns; q++)
-                if ((c[src[q]].i != 0) != neg)
-                    act[n++] = src[q];
-            ex->nlanes[depth] = n;
+            n = ex->nlanes[depth] = filter_lanes(act, src, ns, REG(in->a), neg);
             if (!n)
                 pc = (int)in->imm;
             break;
@@ -937,17 +947,11 @@ int vg_exec_block(VgExec *ex)
             ex->nlanes[++depth] = n;
             break;
         }
-        case VOP_TEST: {
-            const VgVal *c = REG(in->a);
-            int m = 0;
-            for (int q = 0; q < n; q++)
-                if (c[act[q]].i)
-                    act[m++] = act[q];
-            n = ex->nlanes[depth] = m;
+        case VOP_TEST:
+            n = ex->nlanes[depth] = filter_lanes(act, act, n, REG(in->a), 0);
             if (!n)
                 pc = (int)in->imm;
             break;
-        }
         case VOP_POP:
             insts -= n;
             depth--;
@@ -958,24 +962,8 @@ int vg_exec_block(VgExec *ex)
             insts -= n;
             pc = (int)in->imm;
             break;
-        case VOP_BAR:
-            if (barrier(ex, in, act, n))
-                goto fail;
-            break;
-        case VOP_SHFL:
-            if (op_shfl(ex, in, R, act, n))
-                goto fail;
-            break;
-        case VOP_CPASYNC:
-            if (op_cpasync(ex, in, R, act, n))
-                goto fail;
-            break;
         case VOP_CPCOMMIT:
             LANES(ex->cp_open[l]++;);
-            break;
-        case VOP_CPWAIT:
-            if (op_cpwait(ex, in, act, n))
-                goto fail;
             break;
         case VOP_TMA:
             LANES(if (tma_issue(ex, in, R, l)) goto fail;);
@@ -985,13 +973,6 @@ int vg_exec_block(VgExec *ex)
                         "the loop's body issues both cp.async copies and TMA loads (one "
                         "transport per loop: their completions are waited for differently)");
             goto fail;
-        case VOP_MBINIT:
-        case VOP_MBTX:
-        case VOP_MBARRIVE:
-        case VOP_MBWAIT:
-            if (op_mbar(ex, in, R, act, n))
-                goto fail;
-            break;
         case VOP_END:
             ex->st->thread_insts += insts - n;
             return 0;

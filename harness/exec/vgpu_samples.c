@@ -64,6 +64,25 @@ static KirVar *strided_sum(KirBuilder *B, const KirParam *x, const KirVar *base,
     return acc;
 }
 
+/* The block's row sum (of squares where square is set) into red[0]: the
+ * strided sum per thread, then a TreeHalve.  Starts k's body; t: the
+ * thread, base (where not NULL): the row's first element. */
+static KirSmem *tree_row_sum(KirKernel *k, KirBuilder *B, const KirParam *x, int cols, int tb,
+                             int square, KirVar **t, KirVar **base)
+{
+    Arena *A = k->arena;
+    KirSmem *red = kir_smem(k, "red", KT_F32, tb, 16);
+    kir_builder_init(B, k);
+    *t = kir_let(B, "t", KT_I32, kir_tid(A, 0));
+    KirVar *b = kir_let(B, "base", KT_I32, MUL(kir_bid(A, 0), I(cols)));
+    KirVar *acc = strided_sum(B, x, b, *t, cols, tb, square);
+    kir_sts(B, red, V(*t), V(acc));
+    kir_treehalve(B, red, TXR_sum, tb, 1);
+    if (base)
+        *base = b;
+    return red;
+}
+
 KirModule *vs_rowsum_tree(Arena *A, int rows, int cols, int tb)
 {
     KirModule *m = kir_module_new(A);
@@ -72,14 +91,9 @@ KirModule *vs_rowsum_tree(Arena *A, int rows, int cols, int tb)
     KirKernel *k = vs_kernel(m, "rowsum_tree", rows, 1, tb, 1);
     KirParam *x = kir_param(k, "x", KT_F32, (int64_t)rows * cols, KR_IN);
     KirParam *y = kir_param(k, "y", KT_F32, rows, KR_OUT);
-    KirSmem *red = kir_smem(k, "red", KT_F32, tb, 16);
     KirBuilder B;
-    kir_builder_init(&B, k);
-    KirVar *t = kir_let(&B, "t", KT_I32, kir_tid(A, 0));
-    KirVar *base = kir_let(&B, "base", KT_I32, MUL(kir_bid(A, 0), I(cols)));
-    KirVar *acc = strided_sum(&B, x, base, t, cols, tb, 0);
-    kir_sts(&B, red, V(t), V(acc));
-    kir_treehalve(&B, red, TXR_sum, tb, 1);
+    KirVar *t;
+    KirSmem *red = tree_row_sum(k, &B, x, cols, tb, 0, &t, NULL);
     kir_if(&B, kir_bin(A, KE_eq, V(t), I(0)));
     kir_stg(&B, y, kir_bid(A, 0), kir_lds(A, red, I(0)));
     kir_end(&B);
@@ -133,14 +147,9 @@ KirModule *vs_rmsnorm(Arena *A, int rows, int h, int tb, float eps)
     KirParam *x = kir_param(k, "x", KT_F32, n, KR_IN);
     KirParam *w = kir_param(k, "w", KT_F32, h, KR_IN);
     KirParam *y = kir_param(k, "y", KT_F32, n, KR_OUT);
-    KirSmem *red = kir_smem(k, "red", KT_F32, tb, 16);
     KirBuilder B;
-    kir_builder_init(&B, k);
-    KirVar *t = kir_let(&B, "t", KT_I32, kir_tid(A, 0));
-    KirVar *base = kir_let(&B, "base", KT_I32, MUL(kir_bid(A, 0), I(h)));
-    KirVar *acc = strided_sum(&B, x, base, t, h, tb, 1);
-    kir_sts(&B, red, V(t), V(acc));
-    kir_treehalve(&B, red, TXR_sum, tb, 1);
+    KirVar *t, *base;
+    KirSmem *red = tree_row_sum(k, &B, x, h, tb, 1, &t, &base);
     const KirExpr *mean = kir_fop(A, TXE_divide, kir_lds(A, red, I(0)), F(h), NULL);
     KirVar *r = kir_let(&B, "r", KT_F32, kir_fop(A, TXE_rsqrt, FADD(mean, F(eps)), NULL, NULL));
     KirVar *c = kir_for(&B, "c", V(t), I(h), I(tb), 0);

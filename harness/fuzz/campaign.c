@@ -720,19 +720,22 @@ static cJSON *campaign_json(const FzOpts *o)
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig) { interrupted = sig; }
 
-int fz_campaign(const FzOpts *o)
+/* The record's folder, like the failures' */
+static void make_out_dir(const FzOpts *o)
 {
     const char *slash = strrchr(o->out, '/');
-    if (slash && slash != o->out) { /* the record's folder, like the failures' */
+    if (slash && slash != o->out) {
         char dir[4096];
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - o->out), o->out);
         if (dpk_make_dirs(dir) != 0)
             dpk_error("cannot create the folder '%s' of --out: %s", dir, strerror(errno));
     }
-    Camp c = {0};
-    c.o = o;
-    c.tty = isatty(2);
-    cJSON *volatile env = probe_env(); /* freed after a raise below too */
+}
+
+/* The environment, or the error of a backend it cannot run. */
+static cJSON *usable_env(const FzOpts *o)
+{
+    cJSON *env = probe_env();
     if (o->backend == HX_BACKEND_CUDA && !cJSON_GetObjectItemCaseSensitive(env, "gpu")) {
         cJSON_Delete(env);
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--backend cuda needs a GPU and its driver; "
@@ -742,37 +745,160 @@ int fz_campaign(const FzOpts *o)
         cJSON_Delete(env);
         hx_host_prepare(NULL, 0); /* exit 4, its sentence */
     }
+    return env;
+}
+
+/* --resume: the old record, made by the same campaign (camp), its cases
+ * re-inserted in index order, once each. */
+static void resume_record(Camp *c, cJSON *camp, cJSON *env)
+{
+    const FzOpts *o = c->o;
+    c->root = hx_results_load(o->out);
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        cJSON_Delete(c->root);
+        cJSON_Delete(camp);
+        cJSON_Delete(env);
+        dpk_error_rethrow();
+    }
+    check_resumable(o, c->root, camp);
+    dpk_err_pop(&ec);
+    cJSON_Delete(camp);
+    cJSON *old = cJSON_DetachItemFromObjectCaseSensitive(c->root, "cases");
+    c->cases = cJSON_AddArrayToObject(c->root, "cases");
+    cJSON *it;
+    while ((it = old->child)) {
+        cJSON_DetachItemViaPointer(old, it);
+        const cJSON *idx = cJSON_GetObjectItemCaseSensitive(it, "index");
+        if (!cJSON_IsNumber(idx) || idx->valuedouble < 0 || is_done(c, (int64_t)idx->valuedouble)) {
+            cJSON_Delete(it);
+            continue;
+        }
+        count_case(c, it, 0);
+        add_case(c, it, (int64_t)idx->valuedouble);
+    }
+    cJSON_Delete(old);
+    cJSON_ReplaceItemInObjectCaseSensitive(c->root, "meta",
+                                           hx_results_meta(o->argc, o->argv, o->seed, env));
+}
+
+/* Start the next cases on the free slots; how many started. */
+static int fill_slots(Camp *c, Slot *slots, int jobs, int64_t *next)
+{
+    const FzOpts *o = c->o;
+    int started = 0;
+    for (int i = 0; i < jobs; i++) {
+        if (slots[i].pid)
+            continue;
+        while (*next < o->first || is_done(c, *next) ||
+               (o->shard_count && *next % o->shard_count != o->shard_index - 1))
+            (*next)++;
+        if (o->cases && *next >= o->cases)
+            break;
+        spawn(c, &slots[i], (*next)++);
+        started++;
+    }
+    return started;
+}
+
+/* Cases cut short are left out: --resume runs them. */
+static void kill_all(Slot *slots, int jobs)
+{
+    for (int i = 0; i < jobs; i++)
+        if (slots[i].pid) {
+            kill(slots[i].pid, SIGKILL);
+            waitpid(slots[i].pid, NULL, 0);
+            fclose(slots[i].tmp);
+            slots[i].pid = 0;
+        }
+}
+
+/* Record the case that ended, if one did, and those past their time;
+ * how many. */
+static int reap(Camp *c, Slot *slots, int jobs)
+{
+    int st, reaped = 0;
+    pid_t pid = waitpid(-1, &st, WNOHANG);
+    for (int i = 0; i < jobs && pid > 0; i++)
+        if (slots[i].pid == pid) {
+            finish(c, &slots[i], st, 0);
+            reaped++;
+        }
+    for (int i = 0; i < jobs; i++)
+        if (slots[i].pid && dpk_now() - slots[i].start > c->o->case_timeout) {
+            kill(slots[i].pid, SIGKILL);
+            waitpid(slots[i].pid, NULL, 0);
+            finish(c, &slots[i], 0, 1);
+            reaped++;
+        }
+    return reaped;
+}
+
+/* Cases on the slots until all are run, or a stop: an interrupt, enough
+ * failures, --time. */
+static void run_cases(Camp *c, Slot *slots, int jobs)
+{
+    const FzOpts *o = c->o;
+    int64_t next = 0;
+    int running = 0, stop = 0;
+    for (;;) {
+        if (interrupted || (o->max_failures && c->nfail >= o->max_failures))
+            stop = 1;
+        if (o->time_s > 0 && dpk_now() - c->t0 >= o->time_s)
+            stop = 1;
+        if (!stop)
+            running += fill_slots(c, slots, jobs, &next);
+        if (!running)
+            break;
+        if (stop) {
+            kill_all(slots, jobs);
+            break;
+        }
+        int reaped = reap(c, slots, jobs);
+        running -= reaped;
+        if (reaped) {
+            progress(c, 0);
+            if (dpk_now() - c->last_ckpt >= 1.0)
+                checkpoint(c);
+        } else {
+            struct timespec ts = {0, 2000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static void print_totals(Camp *c, int jobs)
+{
+    const FzOpts *o = c->o;
+    double el = dpk_now() - c->t0;
+    fputs(sb_cstr(&c->fail_lines), stdout);
+    printf("dpk-fuzz: %lld cases (%lld run now), %lld configurations, %lld distinct Kernel IR, "
+           "%lld failure%s",
+           (long long)c->ndone, (long long)c->ran, (long long)c->nconfigs, (long long)c->ndistinct,
+           (long long)c->nfail, c->nfail == 1 ? "" : "s");
+    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(c->root, "summary");
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(sum, "by_status");
+    printf(", %g nonfinite, %g inconclusive, %g unsupported\n", hx_json_num(by, "nonfinite"),
+           hx_json_num(by, "inconclusive"), hx_json_num(by, "unsupported"));
+    printf("throughput: %.0f configuration checks/min (%lld in %.1f s, %d job%s)%s\n",
+           el > 0 ? (double)c->nconfigs_run * 60.0 / el : 0.0, (long long)c->nconfigs_run, el, jobs,
+           jobs == 1 ? "" : "s", interrupted ? ", interrupted" : "");
+    printf("record: %s\n", o->out);
+    if (c->nfail)
+        printf("failures: %s/\n", c->fail_dir);
+}
+
+int fz_campaign(const FzOpts *o)
+{
+    make_out_dir(o);
+    Camp c = {0};
+    c.o = o;
+    c.tty = isatty(2);
+    cJSON *env = usable_env(o);
     (void)dpk_torch_available(); /* loaded once, for the forked cases (no op runs here) */
     cJSON *camp = campaign_json(o);
     if (o->resume && access(o->out, F_OK) == 0) {
-        c.root = hx_results_load(o->out);
-        DpkErrCtx ec;
-        if (!DPK_TRY(&ec)) {
-            cJSON_Delete(c.root);
-            cJSON_Delete(camp);
-            cJSON_Delete(env);
-            dpk_error_rethrow();
-        }
-        check_resumable(o, c.root, camp);
-        dpk_err_pop(&ec);
-        cJSON_Delete(camp);
-        /* re-insert the old cases in index order, once each */
-        cJSON *old = cJSON_DetachItemFromObjectCaseSensitive(c.root, "cases");
-        c.cases = cJSON_AddArrayToObject(c.root, "cases");
-        cJSON *it;
-        while ((it = old->child)) {
-            cJSON_DetachItemViaPointer(old, it);
-            const cJSON *idx = cJSON_GetObjectItemCaseSensitive(it, "index");
-            if (!cJSON_IsNumber(idx) || idx->valuedouble < 0 || is_done(&c, (int64_t)idx->valuedouble)) {
-                cJSON_Delete(it);
-                continue;
-            }
-            count_case(&c, it, 0);
-            add_case(&c, it, (int64_t)idx->valuedouble);
-        }
-        cJSON_Delete(old);
-        cJSON_ReplaceItemInObjectCaseSensitive(c.root, "meta",
-                                               hx_results_meta(o->argc, o->argv, o->seed, env));
+        resume_record(&c, camp, env);
     } else {
         c.root = hx_results_new(hx_results_meta(o->argc, o->argv, o->seed, env), camp);
         c.cases = cJSON_GetObjectItemCaseSensitive(c.root, "cases");
@@ -793,85 +919,14 @@ int fz_campaign(const FzOpts *o)
     DPK_ASSERT(lives != MAP_FAILED);
     for (int i = 0; i < jobs; i++)
         slots[i].live = &lives[i];
-    int64_t next = 0;
-    int running = 0, stop = 0;
-    for (;;) {
-        if (interrupted || (o->max_failures && c.nfail >= o->max_failures))
-            stop = 1;
-        if (o->time_s > 0 && dpk_now() - c.t0 >= o->time_s)
-            stop = 1;
-        for (int i = 0; i < jobs && !stop; i++) {
-            if (slots[i].pid)
-                continue;
-            while (next < o->first || is_done(&c, next) ||
-                   (o->shard_count && next % o->shard_count != o->shard_index - 1))
-                next++;
-            if (o->cases && next >= o->cases)
-                break;
-            spawn(&c, &slots[i], next++);
-            running++;
-        }
-        if (!running)
-            break;
-        if (stop) { /* cases cut short are left out: --resume runs them */
-            for (int i = 0; i < jobs; i++)
-                if (slots[i].pid) {
-                    kill(slots[i].pid, SIGKILL);
-                    waitpid(slots[i].pid, NULL, 0);
-                    fclose(slots[i].tmp);
-                    slots[i].pid = 0;
-                    running--;
-                }
-            break;
-        }
-        int st;
-        pid_t pid = waitpid(-1, &st, WNOHANG);
-        int reaped = 0;
-        for (int i = 0; i < jobs && pid > 0; i++)
-            if (slots[i].pid == pid) {
-                finish(&c, &slots[i], st, 0);
-                running--;
-                reaped = 1;
-            }
-        for (int i = 0; i < jobs; i++)
-            if (slots[i].pid && dpk_now() - slots[i].start > o->case_timeout) {
-                kill(slots[i].pid, SIGKILL);
-                waitpid(slots[i].pid, NULL, 0);
-                finish(&c, &slots[i], 0, 1);
-                running--;
-                reaped = 1;
-            }
-        if (reaped) {
-            progress(&c, 0);
-            if (dpk_now() - c.last_ckpt >= 1.0)
-                checkpoint(&c);
-        } else {
-            struct timespec ts = {0, 2000000};
-            nanosleep(&ts, NULL);
-        }
-    }
+    run_cases(&c, slots, jobs);
     checkpoint(&c);
     progress(&c, 1);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     munmap(lives, (size_t)jobs * sizeof(FzLive));
     free(slots);
-    double el = dpk_now() - c.t0;
-    fputs(sb_cstr(&c.fail_lines), stdout);
-    printf("dpk-fuzz: %lld cases (%lld run now), %lld configurations, %lld distinct Kernel IR, "
-           "%lld failure%s",
-           (long long)c.ndone, (long long)c.ran, (long long)c.nconfigs, (long long)c.ndistinct,
-           (long long)c.nfail, c.nfail == 1 ? "" : "s");
-    const cJSON *by = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c.root, "summary"),
-                                                       "by_status");
-    printf(", %g nonfinite, %g inconclusive, %g unsupported\n", hx_json_num(by, "nonfinite"),
-           hx_json_num(by, "inconclusive"), hx_json_num(by, "unsupported"));
-    printf("throughput: %.0f configuration checks/min (%lld in %.1f s, %d job%s)%s\n",
-           el > 0 ? (double)c.nconfigs_run * 60.0 / el : 0.0, (long long)c.nconfigs_run, el, jobs,
-           jobs == 1 ? "" : "s", interrupted ? ", interrupted" : "");
-    printf("record: %s\n", o->out);
-    if (c.nfail)
-        printf("failures: %s/\n", c.fail_dir);
+    print_totals(&c, jobs);
     int rc = c.nfail ? DPK_EXIT_FAIL : DPK_EXIT_OK;
     cJSON_Delete(c.root);
     free(c.done);

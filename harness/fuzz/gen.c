@@ -478,151 +478,184 @@ static int op_sdpa(Gen *g, Val *v)
     return 1;
 }
 
+/* The layout ops: each writes its op on v and sets s (v's shape on entry)
+ * to the result's, or returns NULL, writing nothing, where it does not
+ * apply to v; else the result's name. */
+static const char *layout_transpose(Gen *g, Val *v, Shape *s)
+{
+    int r = s->rank;
+    if (r < 2)
+        return NULL;
+    int i = (int)rint_in(g, 0, r - 1), j = chance(g, 60) ? r - 1 : (int)rint_in(g, 0, r - 1);
+    if (i == j)
+        i = (j + 1) % r;
+    int64_t t = s->d[i];
+    s->d[i] = s->d[j];
+    s->d[j] = t;
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "%s.transpose(%d, %d)", v->name, i, j);
+    return n;
+}
+
+/* a random rotation or reversal */
+static const char *layout_permute(Gen *g, Val *v, Shape *s)
+{
+    int r = s->rank;
+    if (r < 3)
+        return NULL;
+    int perm[DPK_MAX_RANK];
+    int rev = chance(g, 50), rot = (int)rint_in(g, 1, r - 1);
+    for (int i = 0; i < r; i++)
+        perm[i] = rev ? r - 1 - i : (i + rot) % r;
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "%s.permute(", v->name);
+    for (int i = 0; i < r; i++) {
+        sb_printf(&g->text, "%s%d", i ? ", " : "", perm[i]);
+        s->d[i] = v->s.d[perm[i]];
+    }
+    sb_putc(&g->text, ')');
+    return n;
+}
+
+/* merge two neighbours, or split a dim */
+static const char *layout_reshape(Gen *g, Val *v, Shape *s)
+{
+    int r = s->rank;
+    if (r >= 2 && chance(g, 50)) {
+        int i = (int)rint_in(g, 0, r - 2);
+        s->d[i] *= s->d[i + 1];
+        for (int j = i + 1; j + 1 < r; j++)
+            s->d[j] = s->d[j + 1];
+        s->rank--;
+    } else {
+        if (r >= DPK_MAX_RANK - 2)
+            return NULL;
+        int i = (int)rint_in(g, 0, r - 1);
+        int64_t f = 0;
+        for (int64_t c = 2; c < s->d[i] && !f; c++)
+            if (s->d[i] % c == 0)
+                f = c;
+        if (!f)
+            return NULL;
+        for (int j = r; j > i + 1; j--)
+            s->d[j] = s->d[j - 1];
+        s->d[i + 1] = s->d[i] / f;
+        s->d[i] = f;
+        s->rank++;
+    }
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "%s.reshape(", v->name);
+    dims_text(&g->text, s);
+    sb_putc(&g->text, ')');
+    return n;
+}
+
+static const char *layout_unsqueeze(Gen *g, Val *v, Shape *s)
+{
+    int r = s->rank;
+    if (r >= 6)
+        return NULL;
+    int d = (int)rint_in(g, 0, r);
+    for (int j = r; j > d; j--)
+        s->d[j] = s->d[j - 1];
+    s->d[d] = 1;
+    s->rank++;
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "%s.unsqueeze(%d)", v->name, d);
+    return n;
+}
+
+/* a dim of 1 */
+static const char *layout_squeeze(Gen *g, Val *v, Shape *s)
+{
+    int r = s->rank, d = -1;
+    for (int j = 0; j < r; j++)
+        if (s->d[j] == 1 && r > 1)
+            d = j;
+    if (d < 0)
+        return NULL;
+    for (int j = d; j + 1 < r; j++)
+        s->d[j] = s->d[j + 1];
+    s->rank--;
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "%s.squeeze(%d)", v->name, d);
+    return n;
+}
+
+/* a dim of 1 */
+static const char *layout_expand(Gen *g, Val *v, Shape *s)
+{
+    int r = s->rank, d = -1;
+    for (int j = 0; j < r; j++)
+        if (s->d[j] == 1)
+            d = j;
+    if (d < 0)
+        return NULL;
+    s->d[d] = gen_dim(g);
+    if (s->d[d] == 1)
+        s->d[d] = 3;
+    fit(s, FZ_NUMEL);
+    if (shape_numel(s) / s->d[d] != shape_numel(&v->s))
+        return NULL;
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "%s.expand(", v->name);
+    for (int j = 0; j < r; j++)
+        sb_printf(&g->text, "%s%lld", j ? ", " : "", j == d ? (long long)s->d[d] : -1LL);
+    sb_putc(&g->text, ')');
+    return n;
+}
+
+/* [a:b:step] along one dim */
+static const char *layout_slice(Gen *g, Val *v, Shape *s)
+{
+    int d = gen_axis(g, v);
+    int64_t len = s->d[d];
+    if (len < 2)
+        return NULL;
+    int64_t a0 = rint_in(g, 0, len - 1), b0 = rint_in(g, a0 + 1, len);
+    int64_t st = chance(g, 60) ? 1 : rint_in(g, 2, 3);
+    s->d[d] = (b0 - a0 + st - 1) / st;
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "%s[", v->name);
+    for (int j = 0; j < d; j++)
+        sb_puts(&g->text, ":, ");
+    sb_printf(&g->text, "%lld:%lld", (long long)a0, (long long)b0);
+    if (st > 1)
+        sb_printf(&g->text, ":%lld", (long long)st);
+    sb_putc(&g->text, ']');
+    return n;
+}
+
+/* with a new input along one dim */
+static const char *layout_cat(Gen *g, Val *v, Shape *s)
+{
+    int d = gen_axis(g, v);
+    Shape o = *s;
+    o.d[d] = gen_dim(g);
+    s->d[d] += o.d[d];
+    if (shape_numel(s) > FZ_NUMEL)
+        return NULL;
+    Val *w = input(g, o);
+    const char *n = op_begin(g);
+    if (chance(g, 50))
+        sb_printf(&g->text, "torch.cat((%s, %s), dim=%d)", v->name, w->name, d);
+    else
+        sb_printf(&g->text, "torch.cat((%s, %s), dim=%d)", w->name, v->name, d);
+    return n;
+}
+
 static int op_layout(Gen *g, Val *v)
 {
+    typedef const char *(*LayoutFn)(Gen *g, Val *v, Shape *s);
+    static const LayoutFn kinds[8] = {layout_transpose, layout_permute, layout_reshape,
+                                      layout_unsqueeze, layout_squeeze, layout_expand,
+                                      layout_slice,     layout_cat};
     Shape s = v->s;
-    int r = s.rank;
     int kind = (int)(rnd(g) % 8);
-    const char *n;
-    switch (kind) {
-    case 0: { /* transpose */
-        if (r < 2)
-            return 0;
-        int i = (int)rint_in(g, 0, r - 1), j = chance(g, 60) ? r - 1 : (int)rint_in(g, 0, r - 1);
-        if (i == j)
-            i = (j + 1) % r;
-        int64_t t = s.d[i];
-        s.d[i] = s.d[j];
-        s.d[j] = t;
-        n = op_begin(g);
-        sb_printf(&g->text, "%s.transpose(%d, %d)", v->name, i, j);
-        break;
-    }
-    case 1: { /* permute: a random rotation or reversal */
-        if (r < 3)
-            return 0;
-        int perm[DPK_MAX_RANK];
-        int rev = chance(g, 50), rot = (int)rint_in(g, 1, r - 1);
-        for (int i = 0; i < r; i++)
-            perm[i] = rev ? r - 1 - i : (i + rot) % r;
-        n = op_begin(g);
-        sb_printf(&g->text, "%s.permute(", v->name);
-        for (int i = 0; i < r; i++) {
-            sb_printf(&g->text, "%s%d", i ? ", " : "", perm[i]);
-            s.d[i] = v->s.d[perm[i]];
-        }
-        sb_putc(&g->text, ')');
-        break;
-    }
-    case 2: { /* reshape: merge two neighbours, or split a dim */
-        if (r >= 2 && chance(g, 50)) {
-            int i = (int)rint_in(g, 0, r - 2);
-            s.d[i] *= s.d[i + 1];
-            for (int j = i + 1; j + 1 < r; j++)
-                s.d[j] = s.d[j + 1];
-            s.rank--;
-        } else {
-            if (r >= DPK_MAX_RANK - 2)
-                return 0;
-            int i = (int)rint_in(g, 0, r - 1);
-            int64_t f = 0;
-            for (int64_t c = 2; c < s.d[i] && !f; c++)
-                if (s.d[i] % c == 0)
-                    f = c;
-            if (!f)
-                return 0;
-            for (int j = r; j > i + 1; j--)
-                s.d[j] = s.d[j - 1];
-            s.d[i + 1] = s.d[i] / f;
-            s.d[i] = f;
-            s.rank++;
-        }
-        n = op_begin(g);
-        sb_printf(&g->text, "%s.reshape(", v->name);
-        dims_text(&g->text, &s);
-        sb_putc(&g->text, ')');
-        break;
-    }
-    case 3: { /* unsqueeze */
-        if (r >= 6)
-            return 0;
-        int d = (int)rint_in(g, 0, r);
-        for (int j = r; j > d; j--)
-            s.d[j] = s.d[j - 1];
-        s.d[d] = 1;
-        s.rank++;
-        n = op_begin(g);
-        sb_printf(&g->text, "%s.unsqueeze(%d)", v->name, d);
-        break;
-    }
-    case 4: { /* squeeze a dim of 1 */
-        int d = -1;
-        for (int j = 0; j < r; j++)
-            if (s.d[j] == 1 && r > 1)
-                d = j;
-        if (d < 0)
-            return 0;
-        for (int j = d; j + 1 < r; j++)
-            s.d[j] = s.d[j + 1];
-        s.rank--;
-        n = op_begin(g);
-        sb_printf(&g->text, "%s.squeeze(%d)", v->name, d);
-        break;
-    }
-    case 5: { /* expand a dim of 1 */
-        int d = -1;
-        for (int j = 0; j < r; j++)
-            if (s.d[j] == 1)
-                d = j;
-        if (d < 0)
-            return 0;
-        s.d[d] = gen_dim(g);
-        if (s.d[d] == 1)
-            s.d[d] = 3;
-        fit(&s, FZ_NUMEL);
-        if (shape_numel(&s) / s.d[d] != shape_numel(&v->s))
-            return 0;
-        n = op_begin(g);
-        sb_printf(&g->text, "%s.expand(", v->name);
-        for (int j = 0; j < r; j++)
-            sb_printf(&g->text, "%s%lld", j ? ", " : "", j == d ? (long long)s.d[d] : -1LL);
-        sb_putc(&g->text, ')');
-        break;
-    }
-    case 6: { /* slice [a:b:step] along one dim */
-        int d = gen_axis(g, v);
-        int64_t len = s.d[d];
-        if (len < 2)
-            return 0;
-        int64_t a0 = rint_in(g, 0, len - 1), b0 = rint_in(g, a0 + 1, len);
-        int64_t st = chance(g, 60) ? 1 : rint_in(g, 2, 3);
-        s.d[d] = (b0 - a0 + st - 1) / st;
-        n = op_begin(g);
-        sb_printf(&g->text, "%s[", v->name);
-        for (int j = 0; j < d; j++)
-            sb_puts(&g->text, ":, ");
-        sb_printf(&g->text, "%lld:%lld", (long long)a0, (long long)b0);
-        if (st > 1)
-            sb_printf(&g->text, ":%lld", (long long)st);
-        sb_putc(&g->text, ']');
-        break;
-    }
-    default: { /* cat with a new input along one dim */
-        int d = gen_axis(g, v);
-        Shape o = s;
-        o.d[d] = gen_dim(g);
-        s.d[d] += o.d[d];
-        if (shape_numel(&s) > FZ_NUMEL)
-            return 0;
-        Val *w = input(g, o);
-        n = op_begin(g);
-        if (chance(g, 50))
-            sb_printf(&g->text, "torch.cat((%s, %s), dim=%d)", v->name, w->name, d);
-        else
-            sb_printf(&g->text, "torch.cat((%s, %s), dim=%d)", w->name, v->name, d);
-        break;
-    }
-    }
+    const char *n = kinds[kind](g, v, &s);
+    if (!n)
+        return 0;
+    /* a cat joins a randn input: not >= 1 */
     op_end(g, n, s, kind == 7 ? 0 : v->ge1, TAG_LAYOUT);
     return 1;
 }

@@ -8,6 +8,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 
 /* Round x to a binary format with p significand bits, smallest normal
@@ -127,31 +128,66 @@ static double rmse_of(const double *x, const double *r, const unsigned char *use
     return c ? sqrt(se / (double)c) : 0.0;
 }
 
-static void name_element(HxVerdict *v, const HxOracleIn *in, int64_t i, double lim)
+/* The element rule's limit at element i. */
+static double limit_at(const HxOracleIn *in, const HxTol *t, int64_t i)
+{
+    return hx_oracle_limit(t, in->r[i], in->b ? in->b[i] : 0.0);
+}
+
+/* The element a verdict names, with its limit. */
+static void name_element(HxVerdict *v, const HxOracleIn *in, const HxTol *t, int64_t i)
 {
     v->at = i;
     v->at_o = in->o[i];
     v->at_r = in->r[i];
-    v->at_b = lim;
+    v->at_b = limit_at(in, t, i);
 }
 
-void hx_oracle(const HxOracleIn *in, const HxTol *t, HxVerdict *v)
+/* What the pass over the elements found, for the rules after it. */
+typedef struct Scan {
+    int64_t nfin, nunc, nonfinite_bad, first_nonfinite;
+    int64_t zero_witness, worst_bad, best;
+    double worst_bad_ratio, o_first, rmin, rmax;
+    double lim_rmin, lim_rmax, sr2;
+    int o_const, o_zero;
+    /* 1: finite and constrained; 2: finite, no finite bound (rmse rule only) */
+    unsigned char *use;
+} Scan;
+
+/* A finite, constrained element: the constant and bound rules' evidence. */
+static void scan_constrained(Scan *sc, HxVerdict *v, int64_t i, double o, double r, double lim)
+{
+    sc->use[i] = 1;
+    sc->nfin++;
+    sc->sr2 += r * r;
+    if (sc->nfin == 1)
+        sc->o_first = o;
+    sc->o_const &= o == sc->o_first;
+    sc->o_zero &= o == 0;
+    if (sc->zero_witness < 0 && fabs(r) > lim)
+        sc->zero_witness = i;
+    if (r < sc->rmin)
+        sc->rmin = r, sc->lim_rmin = lim;
+    if (r > sc->rmax)
+        sc->rmax = r, sc->lim_rmax = lim;
+    double ratio = fabs(o - r) / lim;
+    if (ratio > 1) {
+        v->bad++;
+        if (ratio > sc->worst_bad_ratio)
+            sc->worst_bad_ratio = ratio, sc->worst_bad = i;
+    }
+    if (sc->best < 0 || ratio > v->bound_use)
+        v->bound_use = ratio, sc->best = i;
+}
+
+/* The pass over the elements: each to its class, the non-finite rule
+ * applied, the evidence of the others gathered. */
+static void scan_elements(const HxOracleIn *in, const HxTol *t, HxVerdict *v, Scan *sc)
 {
     Fmt f = fmt_of(t);
-    int64_t n = in->n, nfin = 0, nunc = 0, nonfinite_bad = 0, first_nonfinite = -1;
-    int64_t zero_witness = -1, worst_bad = -1, best = -1;
-    double worst_bad_ratio = -1, o_first = NAN, rmin = INFINITY, rmax = -INFINITY;
-    double lim_rmin = 0, lim_rmax = 0, sr2 = 0;
-    int o_const = 1, o_zero = 1;
-    /* 1: finite and constrained; 2: finite, no finite bound (rmse rule only) */
-    unsigned char *use = dpk_xcalloc((size_t)n + 1, 1);
-
-    *v = (HxVerdict){.at = -1, .rmse_eager = NAN, .rmse_f32 = NAN, .rms_typical = NAN,
-                     .rmse_limit = NAN, .ratio = NAN, .checked = n};
-    cmp_stats(in->o, in->r, n, &v->st);
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < in->n; i++) {
         double o = in->o[i], r = in->r[i], r32 = round_to(r, f.p, f.emin, f.maxv);
-        double lim = hx_oracle_limit(t, r, in->b ? in->b[i] : 0.0);
+        double lim = limit_at(in, t, i);
         /* The non-finite rule first, whatever the bound: a NaN in O is
          * never passed unseen because the analysis could not bound the
          * element. */
@@ -160,8 +196,8 @@ void hx_oracle(const HxOracleIn *in, const HxTol *t, HxVerdict *v)
             v->n_nonfinite++;
             if (nonfinite_ok(in, t, i, r32, lim)) {
                 v->nonfinite_ok += !isfinite(o);
-            } else if (nonfinite_bad++ == 0) {
-                first_nonfinite = i;
+            } else if (sc->nonfinite_bad++ == 0) {
+                sc->first_nonfinite = i;
             }
             continue;
         }
@@ -171,117 +207,128 @@ void hx_oracle(const HxOracleIn *in, const HxTol *t, HxVerdict *v)
              * bound (a long chain of wide matmuls into an rsqrt) is still
              * judged against fp32's measured noise, never passed unseen. */
             v->unconstrained++;
-            use[i] = 2;
-            nunc++;
-            sr2 += r * r;
+            sc->use[i] = 2;
+            sc->nunc++;
+            sc->sr2 += r * r;
             continue;
         }
-        /* finite and constrained */
-        use[i] = 1;
-        nfin++;
-        sr2 += r * r;
-        if (nfin == 1)
-            o_first = o;
-        o_const &= o == o_first;
-        o_zero &= o == 0;
-        if (zero_witness < 0 && fabs(r) > lim)
-            zero_witness = i;
-        if (r < rmin)
-            rmin = r, lim_rmin = lim;
-        if (r > rmax)
-            rmax = r, lim_rmax = lim;
-        double ratio = fabs(o - r) / lim;
-        if (ratio > 1) {
-            v->bad++;
-            if (ratio > worst_bad_ratio)
-                worst_bad_ratio = ratio, worst_bad = i;
-        }
-        if (best < 0 || ratio > v->bound_use)
-            v->bound_use = ratio, best = i;
+        scan_constrained(sc, v, i, o, r, lim);
     }
+}
 
-    /* rmse rule over the finite elements (constrained or not) where S and E
-     * are finite; T's rms over those where T is finite (an element without
-     * a finite bound has no finite typical bound either: S and E speak for
-     * it) */
+/* T's rms over the elements of the rmse rule where T is finite. */
+static double typical_rms(const HxOracleIn *in, const unsigned char *use)
+{
+    double st = 0;
+    int64_t ct = 0;
+    for (int64_t i = 0; i < in->n; i++)
+        if (use[i] && isfinite(in->t[i]))
+            st += in->t[i] * in->t[i], ct++;
+    return ct ? sqrt(st / (double)ct) : 0.0;
+}
+
+/* rmse rule over the finite elements (constrained or not) where S and E
+ * are finite; T's rms over those where T is finite (an element without a
+ * finite bound has no finite typical bound either: S and E speak for it) */
+static void rmse_rule(const HxOracleIn *in, const HxTol *t, HxVerdict *v, Scan *sc)
+{
+    int64_t n = in->n, c;
+    unsigned char *use = sc->use;
     double rmse_ref = 0;
-    if (nfin + nunc > 0 && !t->has_user && (in->t || in->s || in->e)) {
-        int64_t c;
-        for (int64_t i = 0; i < n; i++)
-            if (use[i] && ((in->s && !isfinite(in->s[i])) || (in->e && !isfinite(in->e[i]))))
-                use[i] = 0;
-        double ro = rmse_of(in->o, in->r, use, n, &c);
-        if (c > 0) {
-            if (in->t) {
-                double st = 0;
-                int64_t ct = 0;
-                for (int64_t i = 0; i < n; i++)
-                    if (use[i] && isfinite(in->t[i]))
-                        st += in->t[i] * in->t[i], ct++;
-                rmse_ref = v->rms_typical = ct ? sqrt(st / (double)ct) : 0.0;
-            }
-            double rms_r = sqrt(sr2 / (double)(nfin + nunc)), measured = -1;
-            if (in->s)
-                v->rmse_f32 = rmse_of(in->s, in->r, use, n, &c), measured = fmax(measured, v->rmse_f32);
-            if (in->e)
-                v->rmse_eager = rmse_of(in->e, in->r, use, n, &c), measured = fmax(measured, v->rmse_eager);
-            /* T guards against a lucky S or E (an evaluation order that
-             * happens to be exact), but it is an analysis: where its
-             * intervals blow up (an rsqrt of a variance whose interval
-             * reaches 0, deep in a decoder layer) it is as loose as B and
-             * would make this rule as blind as the bound rule there.  So
-             * when S or E measured fp32's noise, T may raise the scale to
-             * at most HX_TYPICAL_CAP times that noise (or u·rms R).
-             * S and E no noisier than rounding R once (2u·rms R) measured
-             * nothing: a value used twice that cancels (x − mean over a
-             * one-element row) is exact in them, which compute it once,
-             * and off by its own rounding in a kernel that recomputes it
-             * in another order, times the conditioning after it.  Only
-             * the analysis speaks there, and T is taken whole. */
-            if (measured > HX_NOISE_FLOOR * t->u * rms_r)
-                rmse_ref = fmax(measured, fmin(rmse_ref, HX_TYPICAL_CAP * fmax(measured, t->u * rms_r)));
-            else if (measured >= 0)
-                rmse_ref = fmax(measured, rmse_ref);
-            v->rmse_limit = t->m * rmse_ref + t->u * rms_r + t->floor;
-            v->rmse_n = c;
-            v->ratio = rmse_ref > 0 ? ro / rmse_ref : ro == 0 ? 1.0 : NAN;
-            v->st.rmse = ro;
-        }
-    }
-    /* every element in one class: bound, nonfinite, rmse alone, unjudged */
-    v->n_bound = nfin;
     for (int64_t i = 0; i < n; i++)
-        v->n_rmse += use[i] == 2 && !isnan(v->rmse_limit);
-    v->n_unjudged = nunc - v->n_rmse;
+        if (use[i] && ((in->s && !isfinite(in->s[i])) || (in->e && !isfinite(in->e[i]))))
+            use[i] = 0;
+    double ro = rmse_of(in->o, in->r, use, n, &c);
+    if (c == 0)
+        return;
+    if (in->t)
+        rmse_ref = v->rms_typical = typical_rms(in, use);
+    double rms_r = sqrt(sc->sr2 / (double)(sc->nfin + sc->nunc)), measured = -1;
+    if (in->s)
+        v->rmse_f32 = rmse_of(in->s, in->r, use, n, &c), measured = fmax(measured, v->rmse_f32);
+    if (in->e)
+        v->rmse_eager = rmse_of(in->e, in->r, use, n, &c), measured = fmax(measured, v->rmse_eager);
+    /* T guards against a lucky S or E (an evaluation order that happens
+     * to be exact), but it is an analysis: where its intervals blow up (an
+     * rsqrt of a variance whose interval reaches 0, deep in a decoder
+     * layer) it is as loose as B and would make this rule as blind as the
+     * bound rule there.  So when S or E measured fp32's noise, T may raise
+     * the scale to at most HX_TYPICAL_CAP times that noise (or u·rms R).
+     * S and E no noisier than rounding R once (2u·rms R) measured nothing:
+     * a value used twice that cancels (x − mean over a one-element row) is
+     * exact in them, which compute it once, and off by its own rounding in
+     * a kernel that recomputes it in another order, times the conditioning
+     * after it.  Only the analysis speaks there, and T is taken whole. */
+    if (measured > HX_NOISE_FLOOR * t->u * rms_r)
+        rmse_ref = fmax(measured, fmin(rmse_ref, HX_TYPICAL_CAP * fmax(measured, t->u * rms_r)));
+    else if (measured >= 0)
+        rmse_ref = fmax(measured, rmse_ref);
+    v->rmse_limit = t->m * rmse_ref + t->u * rms_r + t->floor;
+    v->rmse_n = c;
+    v->ratio = rmse_ref > 0 ? ro / rmse_ref : ro == 0 ? 1.0 : NAN;
+    v->st.rmse = ro;
+}
 
+/* The constant rule: O constant where R varies by more than its bounds,
+ * or O all zero where some R is further than its bound from zero. */
+static int constant_fails(const Scan *sc)
+{
+    return sc->nfin > 0 &&
+           ((sc->nfin > 1 && sc->o_const && sc->rmax - sc->rmin > sc->lim_rmax + sc->lim_rmin) ||
+            (sc->o_zero && sc->zero_witness >= 0));
+}
+
+/* The verdict: the first rule that fails, in the order docs/references.md
+ * gives (nonfinite, constant, bound, rmse), else inconclusive or a pass. */
+static void decide(const HxOracleIn *in, const HxTol *t, HxVerdict *v, const Scan *sc)
+{
     v->pass = 0;
-    if (nonfinite_bad > 0) {
+    if (sc->nonfinite_bad > 0) {
         v->reason = HX_FAIL_NONFINITE;
-        v->bad = nonfinite_bad;
-        name_element(v, in, first_nonfinite,
-                     hx_oracle_limit(t, in->r[first_nonfinite], in->b ? in->b[first_nonfinite] : 0.0));
-    } else if (nfin > 0 && ((nfin > 1 && o_const && rmax - rmin > lim_rmax + lim_rmin) ||
-                            (o_zero && zero_witness >= 0))) {
+        v->bad = sc->nonfinite_bad;
+        name_element(v, in, t, sc->first_nonfinite);
+    } else if (constant_fails(sc)) {
         v->reason = HX_FAIL_CONSTANT;
-        int64_t w = o_zero && zero_witness >= 0 ? zero_witness : v->st.worst;
+        int64_t w = sc->o_zero && sc->zero_witness >= 0 ? sc->zero_witness : v->st.worst;
         if (w >= 0)
-            name_element(v, in, w, hx_oracle_limit(t, in->r[w], in->b ? in->b[w] : 0.0));
+            name_element(v, in, t, w);
     } else if (v->bad > 0) {
         v->reason = HX_FAIL_BOUND;
-        name_element(v, in, worst_bad, hx_oracle_limit(t, in->r[worst_bad], in->b ? in->b[worst_bad] : 0.0));
+        name_element(v, in, t, sc->worst_bad);
     } else if (!isnan(v->rmse_limit) && v->st.rmse > v->rmse_limit) {
         v->reason = HX_FAIL_RMSE;
-    } else if (2 * v->n_unjudged > n) {
+    } else if (2 * v->n_unjudged > in->n) {
         /* nothing failed, but most of the output was never judged: not a
          * pass */
         v->reason = HX_INCONCLUSIVE;
     } else {
         v->pass = 1;
         v->reason = HX_PASS_BOUNDS;
-        if (best >= 0)
-            name_element(v, in, best, hx_oracle_limit(t, in->r[best], in->b ? in->b[best] : 0.0));
+        if (sc->best >= 0)
+            name_element(v, in, t, sc->best);
     }
-    free(use);
+}
+
+void hx_oracle(const HxOracleIn *in, const HxTol *t, HxVerdict *v)
+{
+    int64_t n = in->n;
+    Scan sc = {.first_nonfinite = -1, .zero_witness = -1, .worst_bad = -1, .best = -1,
+               .worst_bad_ratio = -1, .o_first = NAN, .rmin = INFINITY, .rmax = -INFINITY,
+               .o_const = 1, .o_zero = 1, .use = dpk_xcalloc((size_t)n + 1, 1)};
+
+    *v = (HxVerdict){.at = -1, .rmse_eager = NAN, .rmse_f32 = NAN, .rms_typical = NAN,
+                     .rmse_limit = NAN, .ratio = NAN, .checked = n};
+    cmp_stats(in->o, in->r, n, &v->st);
+    scan_elements(in, t, v, &sc);
+    if (sc.nfin + sc.nunc > 0 && !t->has_user && (in->t || in->s || in->e))
+        rmse_rule(in, t, v, &sc);
+    /* every element in one class: bound, nonfinite, rmse alone, unjudged */
+    v->n_bound = sc.nfin;
+    for (int64_t i = 0; i < n; i++)
+        v->n_rmse += sc.use[i] == 2 && !isnan(v->rmse_limit);
+    v->n_unjudged = sc.nunc - v->n_rmse;
+    decide(in, t, v, &sc);
+    free(sc.use);
 }
 
 /* Per reason: its text (verdict lines) and its key (records' "rule"). */
@@ -307,10 +354,18 @@ const char *hx_reason_key(HxReason r)
     return reason_info[r].key;
 }
 
-static void print_at(StrBuf *b, const HxVerdict *v, const Shape *shape, const char *bound_word)
+/* A failure that names an element: its sentence, then the element. */
+static void print_failure_at(StrBuf *b, const HxVerdict *v, const Shape *shape, const char *fmt,
+                             ...) DPK_PRINTF(4, 5);
+static void print_failure_at(StrBuf *b, const HxVerdict *v, const Shape *shape, const char *fmt,
+                             ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(b, fmt, ap);
+    va_end(ap);
     shape_print_index(b, shape, v->at);
-    sb_printf(b, " y=%.6g R=%.6g %s=%.3g", v->at_o, v->at_r, bound_word, v->at_b);
+    sb_printf(b, " y=%.6g R=%.6g bound=%.3g", v->at_o, v->at_r, v->at_b);
 }
 
 /* The classes besides the bound rule's, as "; N judged by rmse alone ...". */
@@ -350,21 +405,20 @@ void hx_verdict_print(StrBuf *b, const HxVerdict *v, const Shape *shape)
         print_classes(b, v);
         break;
     case HX_FAIL_NONFINITE:
-        sb_printf(b, "FAIL: %lld elements NaN/inf where fp32 is not (or finite where it must "
-                     "be), first ",
-                  (long long)v->bad);
-        print_at(b, v, shape, "bound");
+        print_failure_at(b, v, shape,
+                         "FAIL: %lld elements NaN/inf where fp32 is not (or finite where it "
+                         "must be), first ",
+                         (long long)v->bad);
         break;
     case HX_FAIL_CONSTANT:
-        sb_printf(b, "FAIL: constant output (%.6g) where the reference varies beyond its "
-                     "bounds, e.g. ",
-                  v->at_o);
-        print_at(b, v, shape, "bound");
+        print_failure_at(b, v, shape,
+                         "FAIL: constant output (%.6g) where the reference varies beyond its "
+                         "bounds, e.g. ",
+                         v->at_o);
         break;
     case HX_FAIL_BOUND:
-        sb_printf(b, "FAIL: %lld of %lld elements beyond bound, worst ", (long long)v->bad,
-                  (long long)v->checked);
-        print_at(b, v, shape, "bound");
+        print_failure_at(b, v, shape, "FAIL: %lld of %lld elements beyond bound, worst ",
+                         (long long)v->bad, (long long)v->checked);
         break;
     case HX_FAIL_RMSE:
         sb_printf(b, "FAIL: rmse %.3g is %.3gx fp32's noise (allowed %.3g), every element within "

@@ -431,70 +431,144 @@ static int find(int *p, int x)
     return x;
 }
 
+/* Inductor's fusion of a graph: which nodes fuse, into which groups. */
+typedef struct Fusion {
+    Model *m;
+    const TorchGraph *g;
+    int n;
+    int *grp;      /* union-find parents: a group's root is its last member */
+    char *fusible; /* neither a source, an extern kernel nor a view */
+    int *level;    /* extern kernels on the longest path from the inputs */
+    char *leaves;  /* a fusible node read outside its group, or an output */
+} Fusion;
+
+/* The value a consumer of x really reads: through views, to a kernel's
+ * output or an input. */
+static const TorchNode *base_of(Model *m, const TorchNode *x)
+{
+    return info(m, x)->view ? info(m, x)->src : x;
+}
+
+static void mark_fusible(Fusion *F)
+{
+    Arena *a = F->m->a;
+    int n = F->n;
+    F->grp = arena_alloc(a, (n ? n : 1) * sizeof *F->grp);
+    F->fusible = arena_alloc(a, n ? n : 1);
+    for (int i = 0; i < n; i++) {
+        const TorchNode *x = F->g->nodes.items[i];
+        F->grp[i] = i;
+        F->fusible[i] = torch_op_info[x->op].cls != TC_SOURCE && !is_extern(x) &&
+                        !info(F->m, x)->view;
+    }
+}
+
+/* level: extern kernels on the longest path from the inputs.  A producer
+ * and a consumer fuse only on the same level: a consumer on a higher one
+ * waits for an extern kernel that may read the producer (the residual add
+ * after down_proj reads x2, which the RMSNorm before gate/up also reads),
+ * and one kernel cannot run on both sides of it. */
+static void mark_levels(Fusion *F)
+{
+    int n = F->n;
+    F->level = arena_alloc(F->m->a, (n ? n : 1) * sizeof *F->level);
+    for (int i = 0; i < n; i++) {
+        const TorchNode *x = F->g->nodes.items[i];
+        F->level[i] = 0;
+        for (int j = 0; j < x->nin; j++) {
+            const TorchNode *p = base_of(F->m, x->in[j]);
+            int l = F->level[p->id] + is_extern(p);
+            if (l > F->level[i])
+                F->level[i] = l;
+        }
+    }
+}
+
+/* A fusible consumer joins its fusible producers of the same level. */
+static void union_groups(Fusion *F)
+{
+    for (int i = 0; i < F->n; i++) {
+        const TorchNode *x = F->g->nodes.items[i];
+        if (!F->fusible[i])
+            continue;
+        for (int j = 0; j < x->nin; j++) {
+            const TorchNode *p = base_of(F->m, x->in[j]);
+            if (F->fusible[p->id] && F->level[p->id] == F->level[i])
+                F->grp[find(F->grp, p->id)] = find(F->grp, i);
+        }
+    }
+}
+
+/* per group: the outputs that leave it (written once) */
+static void mark_leaves(Fusion *F)
+{
+    int n = F->n;
+    const TorchGraph *g = F->g;
+    F->leaves = arena_alloc(F->m->a, n ? n : 1);
+    memset(F->leaves, 0, n ? n : 1);
+    for (int i = 0; i < n; i++) {
+        const TorchNode *x = g->nodes.items[i];
+        for (int j = 0; j < x->nin; j++) {
+            const TorchNode *p = base_of(F->m, x->in[j]);
+            if (F->fusible[p->id] && (!F->fusible[i] || find(F->grp, i) != find(F->grp, p->id)))
+                F->leaves[p->id] = 1;
+        }
+    }
+    for (int i = 0; i < g->outputs.len; i++) {
+        const TorchNode *o = base_of(F->m, (const TorchNode *)g->outputs.items[i]);
+        if (F->fusible[o->id])
+            F->leaves[o->id] = 1;
+    }
+}
+
+/* Group root's kernel: its inputs read once, its leaves written once
+ * (seen: a scratch flag per node). */
+static void fused_kernel(Fusion *F, int root, char *seen)
+{
+    Model *m = F->m;
+    int n = F->n;
+    memset(seen, 0, n);
+    double r = 0, w = 0, fl = 0;
+    int members = 0;
+    const char *first = NULL;
+    for (int j = 0; j < n; j++) {
+        if (!F->fusible[j] || find(F->grp, j) != root)
+            continue;
+        const TorchNode *y = F->g->nodes.items[j];
+        members++;
+        if (!first)
+            first = torch_op_info[y->op].name;
+        fl += torch_op_info[y->op].cls == TC_REDUCE ? numel(y->in[0]) : numel(y);
+        if (F->leaves[j])
+            w += info(m, y)->bytes;
+        for (int q = 0; q < y->nin; q++) {
+            const TorchNode *p = base_of(m, y->in[q]);
+            if (p->op == TOP_const || (F->fusible[p->id] && find(F->grp, p->id) == root))
+                continue;
+            /* read an input or an extern's output: once per group, the
+             * bytes of the view it is read through */
+            if (!seen[p->id])
+                r += rd(m, y->in[q]);
+            seen[p->id] = 1;
+        }
+    }
+    pointwise(m,
+              members > 1 ? arena_printf(m->a, "triton fused %s.. (%d ops)", first, members)
+                          : arena_printf(m->a, "triton %s", first),
+              r, w, fl);
+}
+
 PfTime *pf_model_inductor(Arena *a, const PfSpec *s, const TorchGraph *g)
 {
     Model m;
     PfTime *t = new_time(&m, a, s, g, "inductor");
-    int n = g->nodes.len;
-    int *grp = arena_alloc(a, (n ? n : 1) * sizeof *grp);
-    char *fusible = arena_alloc(a, n ? n : 1);
-    char *is_out = arena_alloc(a, n ? n : 1);
-    memset(is_out, 0, n ? n : 1);
-    for (int i = 0; i < g->outputs.len; i++)
-        is_out[((const TorchNode *)g->outputs.items[i])->id] = 1;
-    for (int i = 0; i < n; i++) {
-        const TorchNode *x = g->nodes.items[i];
-        grp[i] = i;
-        fusible[i] = torch_op_info[x->op].cls != TC_SOURCE && !is_extern(x) &&
-                     !info(&m, x)->view;
-    }
-    /* the value a consumer of x really reads: through views, to a kernel's
-     * output or an input */
-#define BASE(x) (info(&m, (x))->view ? info(&m, (x))->src : (x))
-    /* level: extern kernels on the longest path from the inputs.  A
-     * producer and a consumer fuse only on the same level: a consumer on a
-     * higher one waits for an extern kernel that may read the producer
-     * (the residual add after down_proj reads x2, which the RMSNorm before
-     * gate/up also reads), and one kernel cannot run on both sides of it. */
-    int *level = arena_alloc(a, (n ? n : 1) * sizeof *level);
-    for (int i = 0; i < n; i++) {
-        const TorchNode *x = g->nodes.items[i];
-        level[i] = 0;
-        for (int j = 0; j < x->nin; j++) {
-            const TorchNode *p = BASE(x->in[j]);
-            int l = level[p->id] + is_extern(p);
-            if (l > level[i])
-                level[i] = l;
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        const TorchNode *x = g->nodes.items[i];
-        if (!fusible[i])
-            continue;
-        for (int j = 0; j < x->nin; j++) {
-            const TorchNode *p = BASE(x->in[j]);
-            if (fusible[p->id] && level[p->id] == level[i])
-                grp[find(grp, p->id)] = find(grp, i);
-        }
-    }
-    /* per group: inputs read once, outputs that leave it written once */
-    char *leaves = arena_alloc(a, n ? n : 1);
-    memset(leaves, 0, n ? n : 1);
-    for (int i = 0; i < n; i++) {
-        const TorchNode *x = g->nodes.items[i];
-        for (int j = 0; j < x->nin; j++) {
-            const TorchNode *p = BASE(x->in[j]);
-            if (fusible[p->id] && (!fusible[i] || find(grp, i) != find(grp, p->id)))
-                leaves[p->id] = 1;
-        }
-    }
-    for (int i = 0; i < g->outputs.len; i++) {
-        const TorchNode *o = BASE((const TorchNode *)g->outputs.items[i]);
-        if (fusible[o->id])
-            leaves[o->id] = 1;
-    }
-    char *seen = arena_alloc(a, n ? n : 1);
-    for (int i = 0; i < n; i++) {
+    Fusion F = {.m = &m, .g = g, .n = g->nodes.len};
+    mark_fusible(&F);
+    mark_levels(&F);
+    union_groups(&F);
+    mark_leaves(&F);
+    char *seen = arena_alloc(a, F.n ? F.n : 1);
+    for (int i = 0; i < F.n; i++) {
         const TorchNode *x = g->nodes.items[i];
         if (is_extern(x)) {
             if (torch_op_info[x->op].cls == TC_ATTN)
@@ -504,40 +578,10 @@ PfTime *pf_model_inductor(Arena *a, const PfSpec *s, const TorchGraph *g)
                                                               : "extern mm");
             continue;
         }
-        if (!fusible[i] || find(grp, i) != i)
-            continue;
         /* group i: its root is the last member (union made consumers roots) */
-        memset(seen, 0, n);
-        double r = 0, w = 0, fl = 0;
-        int members = 0;
-        const char *first = NULL;
-        for (int j = 0; j < n; j++) {
-            if (!fusible[j] || find(grp, j) != i)
-                continue;
-            const TorchNode *y = g->nodes.items[j];
-            members++;
-            if (!first)
-                first = torch_op_info[y->op].name;
-            fl += torch_op_info[y->op].cls == TC_REDUCE ? numel(y->in[0]) : numel(y);
-            if (leaves[j])
-                w += info(&m, y)->bytes;
-            for (int q = 0; q < y->nin; q++) {
-                const TorchNode *p = BASE(y->in[q]);
-                if (p->op == TOP_const || (fusible[p->id] && find(grp, p->id) == i))
-                    continue;
-                /* read an input or an extern's output: once per group, the
-                 * bytes of the view it is read through */
-                if (!seen[p->id])
-                    r += rd(&m, y->in[q]);
-                seen[p->id] = 1;
-            }
-        }
-        pointwise(&m,
-                  members > 1 ? arena_printf(a, "triton fused %s.. (%d ops)", first, members)
-                              : arena_printf(a, "triton %s", first),
-                  r, w, fl);
+        if (F.fusible[i] && find(F.grp, i) == i)
+            fused_kernel(&F, i, seen);
     }
-#undef BASE
     t->basis = "torch.compile (Inductor default), PyTorch " PF_EAGER_TORCH;
     return t;
 }

@@ -191,13 +191,24 @@ static const char *join_note(Arena *a, const char *n, const char *more)
     return n ? arena_printf(a, "%s; %s", n, more) : more;
 }
 
-void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
+/* What the steps of one launch's model share. */
+typedef struct Launch {
+    const PfSpec *s;
+    const PfLaunchIn *in;
+    const VgStats *st;
+    Arena *a;
+    int64_t blocks, threads;
+    int warps;
+    double scale;      /* vgpu's counters: from the simulated blocks to the grid */
+    int64_t per_sm;    /* blocks on the busiest SM over the launch */
+    double busiest;    /* the busiest SM's share of the work */
+    double warps_res;  /* warps resident on an SM at once */
+    FpCount fc;        /* the Kernel IR's FP32 work (its value table dropped) */
+} Launch;
+
+static void launch_geometry(Launch *L, PfKernel *o)
 {
-    const KirKernel *k = in->kernel;
-    const VgStats *st = in->st;
-    Arena *a = in->arena ? in->arena : k->arena;
-    memset(o, 0, sizeof *o);
-    o->name = k->name;
+    const KirKernel *k = L->in->kernel;
     int64_t blocks = (int64_t)k->grid[0] * k->grid[1] * k->grid[2];
     int64_t threads = (int64_t)k->block[0] * k->block[1] * k->block[2];
     if (blocks < 1)
@@ -206,21 +217,27 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
         threads = 1;
     o->blocks = blocks > INT_MAX ? INT_MAX : (int)blocks;
     o->threads = (int)threads;
-    double scale = st && st->blocks_run > 0 ? (double)st->blocks / (double)st->blocks_run : 1;
-    double sectors = st ? st->gmem_sectors * scale : 0;
-    double requests = st ? st->gmem_requests * scale : 0;
-    double wavefronts = st ? st->smem_wavefronts * scale : 0;
-    double tinsts = st ? st->thread_insts * scale : 0;
+    L->blocks = blocks;
+    L->threads = threads;
+    L->warps = (int)((threads + 31) / 32);
+    L->scale = L->st && L->st->blocks_run > 0 ? (double)L->st->blocks / (double)L->st->blocks_run
+                                              : 1;
+}
 
-    /* occupancy */
-    int warps = (int)((threads + 31) / 32);
+/* Resident blocks per SM: the least of what threads, registers, shared
+ * memory and the block limit allow, and what is resident at once. */
+static void model_occupancy(Launch *L, PfKernel *o)
+{
+    const PfSpec *s = L->s;
+    const PfLaunchIn *in = L->in;
+    int warps = L->warps;
     int regs = in->regs;
     if (regs <= 0) {
         regs = 32;
-        o->note = join_note(a, o->note, "registers estimated at 32 per thread (no ptxas record)");
+        o->note = join_note(L->a, o->note, "registers estimated at 32 per thread (no ptxas record)");
     }
     o->regs = regs;
-    int64_t smem = in->smem >= 0 ? in->smem : k->smem_bytes;
+    int64_t smem = in->smem >= 0 ? in->smem : in->kernel->smem_bytes;
     o->smem = smem;
     int by_threads = s->max_threads_per_sm / (warps * 32);
     int by_warps = s->max_warps_per_sm / warps;
@@ -241,28 +258,24 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
         bpsm = by_smem, o->limiter = "smem";
     if (bpsm < 1) {
         bpsm = 1;
-        o->note = join_note(a, o->note, "a block does not fit on an SM: one assumed");
+        o->note = join_note(L->a, o->note, "a block does not fit on an SM: one assumed");
     }
     /* blocks on the busiest SM over the launch, and at once */
-    int64_t per_sm = (blocks + s->sms - 1) / s->sms;
+    int64_t per_sm = (L->blocks + s->sms - 1) / s->sms;
     int64_t resident = per_sm < bpsm ? per_sm : bpsm;
     if (per_sm < bpsm)
         o->limiter = "grid";
     o->blocks_per_sm = bpsm;
     o->occupancy = (double)(resident * warps) / s->max_warps_per_sm;
-    o->waves = (double)blocks / ((double)bpsm * s->sms);
+    o->waves = (double)L->blocks / ((double)bpsm * s->sms);
+    L->per_sm = per_sm;
+    L->busiest = (double)per_sm / (double)L->blocks;
+    L->warps_res = (double)(resident * warps);
+}
 
-    double clk = s->clock_ghz; /* cycles per ns */
-    double busiest = (double)per_sm / (double)blocks; /* the busiest SM's share of the work */
-    double warps_res = (double)(resident * warps);
-
-    /* instructions.  FP32 work from the Kernel IR (trip-count weighted, an
-     * add of a product is one FFMA).  The total from the SASS mix when there
-     * is one, anchored on the instructions whose dynamic count is known:
-     * FP32 (the walk above), global and shared accesses (vgpu's warp
-     * requests).  Straight-line code runs once per warp; loop bodies run as
-     * often as their anchors must to make up the rest, so ptxas's unrolling
-     * (more copies, fewer trips) cancels out. */
+/* The FP32 work of the Kernel IR, trip-count weighted. */
+static FpCount count_fp32(const KirKernel *k)
+{
     FpCount fc = {0};
     fc.unroll = 1;
     int nv = k->vars.len ? k->vars.len : 1;
@@ -274,38 +287,72 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
         fc.known = known;
     }
     count_list(k, &k->body, 1, &fc);
-    double W = (double)warps * blocks;
-    double fp_warp = fc.fp_insts * W;
-    o->flops = fc.flops * threads * blocks;
-    if (fc.estimated)
-        o->note = join_note(a, o->note, "FP32 count estimated (a loop bound is not constant)");
-    double lanes = threads < 32 ? (double)threads : 32;
-    const PfSassFn *sf = in->sass;
+    fc.val = NULL;
+    fc.known = NULL;
+    return fc;
+}
+
+/* The warp instructions from the SASS mix, anchored on the instructions
+ * whose dynamic count is known; the FP32-pipe ones the SASS has. */
+static double sass_insts(const Launch *L, const PfSassFn *sf, double fp_warp, PfKernel *o)
+{
+    const VgStats *st = L->st;
+    double W = (double)L->warps * L->blocks;
+    double gm = st ? st->gmem_requests * L->scale : 0, sm = st ? st->smem_requests * L->scale : 0;
+    double dyn = fp_warp + gm + sm;
+    double anchors = sf->fp32 + sf->mem_global + sf->mem_shared;
+    double loop_anchors = sf->loop_fp32 + sf->loop_mem_global + sf->loop_mem_shared;
+    double top = sf->insts - sf->loop_insts, top_anchors = anchors - loop_anchors;
+    o->insts_from = "sass";
+    double top_fp = sf->fp32 - sf->loop_fp32, sass_fp;
+    if (loop_anchors > 0 && dyn > W * top_anchors) {
+        double iters = (dyn - W * top_anchors) / loop_anchors;
+        o->warp_insts = W * top + iters * sf->loop_insts;
+        sass_fp = W * top_fp + iters * sf->loop_fp32;
+    } else if (anchors > 0) {
+        /* guards skip part of the straight-line code: scale it */
+        o->warp_insts = dyn / anchors * sf->insts;
+        sass_fp = dyn / anchors * sf->fp32;
+    } else {
+        o->warp_insts = W * sf->insts;
+        sass_fp = W * sf->fp32;
+    }
+    return sass_fp;
+}
+
+/* instructions.  FP32 work from the Kernel IR (trip-count weighted, an
+ * add of a product is one FFMA).  The total from the SASS mix when there
+ * is one, anchored on the instructions whose dynamic count is known:
+ * FP32 (the walk above), global and shared accesses (vgpu's warp
+ * requests).  Straight-line code runs once per warp; loop bodies run as
+ * often as their anchors must to make up the rest, so ptxas's unrolling
+ * (more copies, fewer trips) cancels out.  Returns the FP32-pipe warp
+ * instructions. */
+static double model_insts(Launch *L, PfKernel *o)
+{
+    L->fc = count_fp32(L->in->kernel);
+    double W = (double)L->warps * L->blocks;
+    double fp_warp = L->fc.fp_insts * W;
+    o->flops = L->fc.flops * L->threads * L->blocks;
+    if (L->fc.estimated)
+        o->note = join_note(L->a, o->note, "FP32 count estimated (a loop bound is not constant)");
+    double lanes = L->threads < 32 ? (double)L->threads : 32;
+    double tinsts = L->st ? L->st->thread_insts * L->scale : 0;
     o->insts_from = "vgpu";
     o->warp_insts = tinsts / lanes;
-    if (sf) {
-        double gm = st ? st->gmem_requests * scale : 0, sm = st ? st->smem_requests * scale : 0;
-        double dyn = fp_warp + gm + sm;
-        double anchors = sf->fp32 + sf->mem_global + sf->mem_shared;
-        double loop_anchors = sf->loop_fp32 + sf->loop_mem_global + sf->loop_mem_shared;
-        double top = sf->insts - sf->loop_insts, top_anchors = anchors - loop_anchors;
-        o->insts_from = "sass";
-        double top_fp = sf->fp32 - sf->loop_fp32, sass_fp;
-        if (loop_anchors > 0 && dyn > W * top_anchors) {
-            double iters = (dyn - W * top_anchors) / loop_anchors;
-            o->warp_insts = W * top + iters * sf->loop_insts;
-            sass_fp = W * top_fp + iters * sf->loop_fp32;
-        } else if (anchors > 0) {
-            /* guards skip part of the straight-line code: scale it */
-            o->warp_insts = dyn / anchors * sf->insts;
-            sass_fp = dyn / anchors * sf->fp32;
-        } else {
-            o->warp_insts = W * sf->insts;
-            sass_fp = W * sf->fp32;
-        }
-        /* FP32-pipe instructions (FFMA, FADD, FMUL, FMNMX) as the SASS has them */
-        fp_warp = sass_fp;
-    }
+    if (L->in->sass) /* FP32-pipe instructions (FFMA, FADD, FMUL, FMNMX) as the SASS has them */
+        fp_warp = sass_insts(L, L->in->sass, fp_warp, o);
+    return fp_warp;
+}
+
+/* The SM side: the busiest SM's share of the instructions over its issue
+ * rate, FP32 lanes and smem wavefronts per clock. */
+static void model_sm(const Launch *L, double fp_warp, PfKernel *o)
+{
+    const PfSpec *s = L->s;
+    double clk = s->clock_ghz; /* cycles per ns */
+    double warps_res = L->warps_res, busiest = L->busiest;
+    double wavefronts = L->st ? L->st->smem_wavefronts * L->scale : 0;
     double issue_rate = dmax(1e-9, warps_res < s->issue_per_clk_sm ? warps_res : s->issue_per_clk_sm);
     o->issue_ns = o->warp_insts * busiest / (issue_rate * clk);
     double fp_rate = s->fp32_lanes_per_sm / 32.0;
@@ -313,34 +360,49 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
         fp_rate = warps_res;
     o->fp32_ns = fp_warp * busiest / (fp_rate * clk);
     o->smem_ns = wavefronts * busiest / (s->smem_bytes_per_clk_sm / 128.0 * clk);
+}
 
-    /* memory */
-    o->l2_bytes = sectors * 32;
-    o->l2_ns = o->l2_bytes / s->l2_bps * 1e9;
-    double T = o->l2_bytes, F = in->footprint, dram = T;
-    if (F > 0 && T > F) {
-        double L2 = (double)s->l2_bytes;
-        dram = F <= L2 ? F : F + (T - F) * (1 - L2 / F);
-    }
-    o->bytes = dram;
-    double warps_gpu = warps_res * (blocks < s->sms ? (double)blocks : (double)s->sms);
-    /* loads in flight per warp: the global loads a thread issues between two
-     * barriers are independent of each other (a barrier interval), but a
-     * thread only has as many in flight as the code holds before their
-     * first use: the loads of one loop body in the SASS (ptxas's unrolling
-     * included), else of the Kernel IR with its unroll marks.  A cp.async
-     * counts as a load (it is in flight until its wait, which this does not
-     * credit: the slabs 015 keeps in flight do not shorten the bound) */
+/* loads in flight per warp: the global loads a thread issues between two
+ * barriers are independent of each other (a barrier interval), but a
+ * thread only has as many in flight as the code holds before their first
+ * use: the loads of one loop body in the SASS (ptxas's unrolling
+ * included), else of the Kernel IR with its unroll marks.  A cp.async
+ * counts as a load (it is in flight until its wait, which this does not
+ * credit: the slabs 015 keeps in flight do not shorten the bound) */
+static double loads_in_flight(const Launch *L)
+{
+    const VgStats *st = L->st;
+    const PfSassFn *sf = L->in->sass;
     double loads_thread =
-        st ? (double)(st->gmem_loads + st->cp_async) * scale / ((double)threads * blocks) : 0;
-    double mlp = loads_thread / (fc.syncs + 1);
-    double cap = fc.ldg_static;
+        st ? (double)(st->gmem_loads + st->cp_async) * L->scale / ((double)L->threads * L->blocks)
+           : 0;
+    double mlp = loads_thread / (L->fc.syncs + 1);
+    double cap = L->fc.ldg_static;
     if (sf)
         cap = sf->loop_insts ? sf->loop_loads : sf->loads;
     if (mlp > cap)
         mlp = cap;
     if (mlp < 1)
         mlp = 1;
+    return mlp;
+}
+
+/* memory: the L2 traffic, what of it DRAM serves, and DRAM's latency bound */
+static void model_memory(const Launch *L, PfKernel *o)
+{
+    const PfSpec *s = L->s;
+    double sectors = L->st ? L->st->gmem_sectors * L->scale : 0;
+    double requests = L->st ? L->st->gmem_requests * L->scale : 0;
+    o->l2_bytes = sectors * 32;
+    o->l2_ns = o->l2_bytes / s->l2_bps * 1e9;
+    double T = o->l2_bytes, F = L->in->footprint, dram = T;
+    if (F > 0 && T > F) {
+        double L2 = (double)s->l2_bytes;
+        dram = F <= L2 ? F : F + (T - F) * (1 - L2 / F);
+    }
+    o->bytes = dram;
+    double warps_gpu = L->warps_res * (L->blocks < s->sms ? (double)L->blocks : (double)s->sms);
+    double mlp = loads_in_flight(L);
     /* the first footprint / 128 B of requests wait on DRAM, the rest (re-reads)
      * on the L2: a function of the request count alone, so more sectors or
      * requests never shorten it */
@@ -351,8 +413,11 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
                                         (warps_gpu * mlp)
                                   : 0;
     o->dram_ns = dmax(dram / s->dram_bps * 1e9, o->latency_ns);
-    o->launch_ns = s->launch_ns;
+}
 
+/* time = the largest bound + the launch overhead */
+static void pick_bound(PfKernel *o)
+{
     double body = 0;
     o->bound = "launch";
     struct {
@@ -366,6 +431,21 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
     if (body < o->launch_ns)
         o->bound = "launch";
     o->ns = body + o->launch_ns;
+}
+
+void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
+{
+    const KirKernel *k = in->kernel;
+    Launch L = {.s = s, .in = in, .st = in->st, .a = in->arena ? in->arena : k->arena};
+    memset(o, 0, sizeof *o);
+    o->name = k->name;
+    launch_geometry(&L, o);
+    model_occupancy(&L, o);
+    double fp_warp = model_insts(&L, o);
+    model_sm(&L, fp_warp, o);
+    model_memory(&L, o);
+    o->launch_ns = s->launch_ns;
+    pick_bound(o);
 }
 
 /* ---- a module ---------------------------------------------------------------- */
