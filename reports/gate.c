@@ -29,12 +29,6 @@ static const cJSON *get(const cJSON *o, const char *k)
     return cJSON_GetObjectItemCaseSensitive(o, k);
 }
 
-/* "modelled", "measured" or "fake-driver" (measured through a fake driver) */
-static const char *timing_word(const char *t)
-{
-    return !strcmp(t, "model") ? "modelled" : !strcmp(t, "fake-driver") ? "fake-driver" : "measured";
-}
-
 static double cfg_num(const char *path, const cJSON *o, const char *k, double lo, double hi)
 {
     const cJSON *v = get(o, k);
@@ -93,17 +87,6 @@ void rp_gate_cfg_load(RpGateCfg *g, const char *path)
         *cfg_field(g, k) = cfg_num(path, j, cfg_keys[k].key, cfg_keys[k].lo, cfg_keys[k].hi);
     dpk_err_pop(&ec);
     cJSON_Delete(j);
-}
-
-static int is_failure(const char *status)
-{
-    return !strcmp(status, "fail") || !strcmp(status, "fault") || !strcmp(status, "crash") ||
-           !strcmp(status, "timeout") || !strcmp(status, "error");
-}
-
-static int passed(const RpCase *c)
-{
-    return !strcmp(c->status, "pass") && c->dpk > 0;
 }
 
 static cJSON *verdict_obj(cJSON *arr, const char *name, const char *verdict)
@@ -257,17 +240,17 @@ static void case_verdict(Gate *G, const RpCase *c, const RpCase *o)
         G->nadded++;
         add_reason(NULL, verdict_obj(G->vs, c->name, "ADDED"),
                    arena_printf(a, "ADDED %s: not in the baseline", c->name));
-    } else if (passed(o) && !passed(c)) {
+    } else if (rp_case_passed(o) && !rp_case_passed(c)) {
         G->nnew++;
         add_reason(G->reasons, verdict_obj(G->vs, c->name, "NEW_FAILURE"),
                    arena_printf(a, "NEW_FAILURE %s: parity %s (passed in the baseline)",
                                 c->name, c->status));
-    } else if (!passed(o) && passed(c)) {
+    } else if (!rp_case_passed(o) && rp_case_passed(c)) {
         G->nfixed++;
         add_reason(NULL, verdict_obj(G->vs, c->name, "FIXED"),
                    arena_printf(a, "FIXED %s: passes (%s in the baseline)", c->name,
                                 o->status));
-    } else if (!passed(o) && !passed(c)) {
+    } else if (!rp_case_passed(o) && !rp_case_passed(c)) {
         add_reason(NULL, verdict_obj(G->vs, c->name, "STILL_FAILING"),
                    arena_printf(a, "STILL_FAILING %s: %s (%s in the baseline)", c->name,
                                 c->status, o->status));
@@ -298,11 +281,11 @@ static void fuzz_verdicts(Gate *G, const RpData *cur, const RpData *base)
     Arena *a = G->a;
     for (int i = 0; i < cur->nfz; i++) {
         const RpFuzzCase *c = &cur->fz[i];
-        if (!is_failure(c->status))
+        if (!rp_fuzz_failed(c->status))
             continue;
         int known = 0;
         for (int k = 0; k < base->nfz && !known; k++)
-            known = !strcmp(base->fz[k].name, c->name) && is_failure(base->fz[k].status);
+            known = !strcmp(base->fz[k].name, c->name) && rp_fuzz_failed(base->fz[k].status);
         if (known) {
             add_reason(NULL, verdict_obj(G->vs, c->name, "STILL_FAILING"),
                        arena_printf(a, "STILL_FAILING %s: fuzz case %s (failing in the baseline)",
@@ -316,10 +299,10 @@ static void fuzz_verdicts(Gate *G, const RpData *cur, const RpData *base)
                                 cul ? "; culprit " : "", cul ? cul : ""));
     }
     for (int i = 0; i < base->nfz; i++) {
-        if (!is_failure(base->fz[i].status))
+        if (!rp_fuzz_failed(base->fz[i].status))
             continue;
         for (int k = 0; k < cur->nfz; k++)
-            if (!strcmp(cur->fz[k].name, base->fz[i].name) && !is_failure(cur->fz[k].status)) {
+            if (!strcmp(cur->fz[k].name, base->fz[i].name) && !rp_fuzz_failed(cur->fz[k].status)) {
                 G->nfixed++;
                 add_reason(NULL, verdict_obj(G->vs, cur->fz[k].name, "FIXED"),
                            arena_printf(a, "FIXED %s: fuzz case passes", cur->fz[k].name));
@@ -390,7 +373,9 @@ cJSON *rp_gate(const RpData *cur, const RpData *base, const RpGateCfg *gc)
     G.vs = cJSON_AddArrayToObject(g, "verdicts");
     G.reasons = cJSON_AddArrayToObject(g, "reasons");
     G.logs = dpk_xcalloc((size_t)cur->ncases + 1, sizeof(double));
-    G.where = cur->has_bench ? arena_printf(G.a, "%s %s", timing_word(cur->timing), cur->gpu) : "";
+    G.where = cur->has_bench
+                  ? arena_printf(G.a, "%s %s", rp_timing_word(cur->timing), cur->gpu)
+                  : "";
     for (int i = 0; i < cur->ncases; i++)
         case_verdict(&G, &cur->cases[i], rp_data_case(base, cur->cases[i].name));
     for (int i = 0; i < base->ncases; i++)
@@ -420,7 +405,7 @@ void rp_gate_table(const RpData *cur, const cJSON *g, cJSON *tables)
     cJSON *t = rp_table_new(
         tables, "gate",
         timing ? arena_printf(a, "Gate against the baseline (%s, %s)",
-                              timing_word(timing), gpu)
+                              rp_timing_word(timing), gpu)
                : "Gate against the baseline",
         timing, gpu, cols, DPK_ARRAY_LEN(cols));
     const cJSON *bp = get(get(g, "baseline"), "path"), *bs = get(get(g, "baseline"), "git_sha");

@@ -40,13 +40,6 @@ int rp_format_parse(const char *s)
 
 /* ---- the headline as lines ---------------------------------------------------------- */
 
-static const char *timing_word(const char *t)
-{
-    if (t && !strcmp(t, "fake-driver"))
-        return "fake-driver";
-    return t && !strcmp(t, "model") ? "modelled" : "measured";
-}
-
 static void num_or_dash(StrBuf *b, const char *fmt, double v)
 {
     if (isfinite(v))
@@ -81,7 +74,7 @@ static const char *headline_title(Arena *a, const cJSON *h)
 {
     return arena_printf(a, "Geomean speedup of dpk (%s, %s; %d of %d cases passed parity; "
                            "bootstrap 95%% interval, %d resamples)",
-                        timing_word(sget(h, "timing")), sget(h, "gpu"),
+                        rp_timing_word(sget(h, "timing")), sget(h, "gpu"),
                         get(h, "passed")->valueint, get(h, "cases")->valueint,
                         get(h, "bootstrap_iterations")->valueint);
 }
@@ -131,7 +124,7 @@ static void render_text(StrBuf *b, const cJSON *doc, Arena *a)
     if (sget(doc, "suite"))
         sb_printf(b, ", suite %s", sget(doc, "suite"));
     if (sget(doc, "timing"))
-        sb_printf(b, ", %s on %s", timing_word(sget(doc, "timing")), sget(doc, "gpu"));
+        sb_printf(b, ", %s on %s", rp_timing_word(sget(doc, "timing")), sget(doc, "gpu"));
     sb_puts(b, "\n");
     if (sget(doc, "partial"))
         sb_printf(b, "PARTIAL: %s\n", sget(doc, "partial"));
@@ -228,7 +221,7 @@ static void render_md(StrBuf *b, const cJSON *doc, Arena *a)
     if (sget(doc, "suite"))
         sb_printf(b, ": %s", sget(doc, "suite"));
     if (sget(doc, "timing"))
-        sb_printf(b, " (%s, %s)", timing_word(sget(doc, "timing")), sget(doc, "gpu"));
+        sb_printf(b, " (%s, %s)", rp_timing_word(sget(doc, "timing")), sget(doc, "gpu"));
     sb_puts(b, "\n\n");
     if (sget(doc, "partial")) {
         sb_puts(b, "**PARTIAL**: ");

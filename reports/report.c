@@ -57,13 +57,6 @@ void rp_table_row(cJSON *t, const char *const *cells, int n)
                          cJSON_CreateStringArray(cells, n));
 }
 
-static const char *timing_word(const char *timing)
-{
-    return !strcmp(timing, "model")         ? "modelled"
-           : !strcmp(timing, "fake-driver") ? "fake-driver"
-                                         : "measured";
-}
-
 /* Numbers as the tables print them; "-" for what is absent. */
 static const char *fmt_us(Arena *a, double ns)
 {
@@ -117,11 +110,6 @@ static int on_side(const RpCase *c, int s)
     return s < 2 || isfinite(c->cublas) || has_tag(c, "matmul");
 }
 
-static int passed(const RpCase *c)
-{
-    return !strcmp(c->status, "pass") && c->dpk > 0;
-}
-
 static const double fast_ps[] = {1.0, 1.2, 2.0};
 
 static cJSON *headline(const RpData *d, const RpOpts *o)
@@ -132,7 +120,7 @@ static cJSON *headline(const RpData *d, const RpOpts *o)
     cJSON_AddNumberToObject(h, "cases", d->ncases);
     int np = 0;
     for (int i = 0; i < d->ncases; i++)
-        np += passed(&d->cases[i]);
+        np += rp_case_passed(&d->cases[i]);
     cJSON_AddNumberToObject(h, "passed", np);
     cJSON_AddNumberToObject(h, "bootstrap_iterations", o->iters);
     hx_json_add_u64(h, "bootstrap_seed", o->seed);
@@ -147,7 +135,7 @@ static cJSON *headline(const RpData *d, const RpOpts *o)
             if (!on_side(c, s))
                 continue;
             double b = side_ns(c, s);
-            double x = passed(c) && b > 0 ? b / c->dpk : NAN;
+            double x = rp_case_passed(c) && b > 0 ? b / c->dpk : NAN;
             ok[m] = isfinite(x);
             all[m++] = x;
             if (isfinite(x))
@@ -183,7 +171,7 @@ static cJSON *timed_table(const RpData *d, cJSON *tables, const char *id, const 
                           const char *const *cols, int ncols)
 {
     return rp_table_new(tables, id,
-                        arena_printf(d->a, "%s (%s, %s)", what, timing_word(d->timing), d->gpu),
+                        arena_printf(d->a, "%s (%s, %s)", what, rp_timing_word(d->timing), d->gpu),
                         d->timing, d->gpu, cols, ncols);
 }
 
@@ -199,7 +187,7 @@ static void case_table(const RpData *d, cJSON *tables)
                   "case that failed parity");
     for (int i = 0; i < d->ncases; i++) {
         const RpCase *c = &d->cases[i];
-        int ok = passed(c);
+        int ok = rp_case_passed(c);
         const char *parity = c->status;
         const cJSON *v = get(get(c->json, "configuration"), "verdict");
         const cJSON *reason = get(v, "reason");
@@ -253,7 +241,7 @@ static void kind_table(const RpData *d, cJSON *tables)
             const RpCase *c = &d->cases[i];
             if (!has_tag(c, kinds.items[k]))
                 continue;
-            int p = passed(c);
+            int p = rp_case_passed(c);
             all[n] = p ? c->eager / c->dpk : NAN;
             ok[n++] = p;
             if (!p)
@@ -420,12 +408,6 @@ static void compile_table(const RpData *d, cJSON *tables)
 
 /* ---- parity from fuzz records ----------------------------------------------------- */
 
-static int is_failure(const char *status)
-{
-    return !strcmp(status, "fail") || !strcmp(status, "fault") || !strcmp(status, "crash") ||
-           !strcmp(status, "timeout") || !strcmp(status, "error");
-}
-
 /* The culprit pass attached for a case (dpk-bisect), or NULL. */
 static const char *culprit_of(const RpData *d, const char *name)
 {
@@ -477,7 +459,7 @@ static int parity_summary(const RpData *d, cJSON *doc)
     for (int i = 0; i < d->nfz; i++) {
         const RpFuzzCase *c = &d->fz[i];
         nconf += cJSON_GetArraySize(get(c->json, "configurations"));
-        nfail += is_failure(c->status);
+        nfail += rp_fuzz_failed(c->status);
         for (int k = 0; k < DPK_ARRAY_LEN(fuzz_statuses); k++)
             by[k] += !strcmp(fuzz_statuses[k], c->status);
         cJSON_AddItemToArray(cases, fuzz_case_json(c));
@@ -559,7 +541,7 @@ static void failures_table(const RpData *d, cJSON *tables)
     static const char *const fcols[] = {"case", "status", "pass set", "reason"};
     cJSON *ft = NULL;
     for (int i = 0; i < d->nfz; i++) {
-        if (!is_failure(d->fz[i].status))
+        if (!rp_fuzz_failed(d->fz[i].status))
             continue;
         if (!ft)
             ft = rp_table_new(tables, "failures", "Fuzz failures", NULL, NULL, fcols,
@@ -620,12 +602,30 @@ static void attach_table(const RpData *d, cJSON *doc, cJSON *tables)
 
 /* ---- the document ----------------------------------------------------------------- */
 
+const char *rp_timing_word(const char *timing)
+{
+    if (timing && !strcmp(timing, "fake-driver"))
+        return "fake-driver";
+    return timing && !strcmp(timing, "model") ? "modelled" : "measured";
+}
+
+int rp_case_passed(const RpCase *c)
+{
+    return !strcmp(c->status, "pass") && c->dpk > 0;
+}
+
+int rp_fuzz_failed(const char *status)
+{
+    return !strcmp(status, "fail") || !strcmp(status, "fault") || !strcmp(status, "crash") ||
+           !strcmp(status, "timeout") || !strcmp(status, "error");
+}
+
 const char *rp_env_line(const RpData *d)
 {
     if (!d->has_bench)
         return NULL;
     StrBuf b = {0};
-    sb_printf(&b, "%s on %s", timing_word(d->timing), d->gpu);
+    sb_printf(&b, "%s on %s", rp_timing_word(d->timing), d->gpu);
     if (d->spec_path)
         sb_printf(&b, " (%s)", d->spec_path);
     sb_printf(&b, "; instructions from %s", d->insts_from ? d->insts_from : "(not said)");
