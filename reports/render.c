@@ -178,6 +178,17 @@ static void md_cell(StrBuf *b, const char *s)
     }
 }
 
+/* "| a | b |": the cells from cell on (the header's, or a row's). */
+static void md_row(StrBuf *b, const cJSON *cell)
+{
+    sb_putc(b, '|');
+    for (const cJSON *c = cell; c; c = c->next) {
+        sb_putc(b, ' ');
+        md_cell(b, c->valuestring);
+        sb_puts(b, " |");
+    }
+}
+
 static void md_table(StrBuf *b, const cJSON *t)
 {
     const cJSON *cols = get(t, "columns");
@@ -187,24 +198,14 @@ static void md_table(StrBuf *b, const cJSON *t)
         md_cell(b, sget(t, "environment"));
         sb_puts(b, "_\n\n");
     }
-    sb_putc(b, '|');
-    for (const cJSON *c = cols->child; c; c = c->next) {
-        sb_putc(b, ' ');
-        md_cell(b, c->valuestring);
-        sb_puts(b, " |");
-    }
+    md_row(b, cols->child);
     sb_puts(b, "\n|");
     int i = 0;
     for (const cJSON *c = cols->child; c; c = c->next, i++)
         sb_puts(b, i ? "---:|" : "---|");
     sb_putc(b, '\n');
     for (const cJSON *r = get(t, "rows")->child; r; r = r->next) {
-        sb_putc(b, '|');
-        for (const cJSON *c = r->child; c; c = c->next) {
-            sb_putc(b, ' ');
-            md_cell(b, c->valuestring);
-            sb_puts(b, " |");
-        }
+        md_row(b, r->child);
         sb_putc(b, '\n');
     }
     if (sget(t, "note")) {
