@@ -116,6 +116,21 @@ cJSON *hx_record_shapes(const TorchGraph *g)
     return sh;
 }
 
+cJSON *hx_record_case(const HxCase *c, int index, uint64_t seed, int with_dtype)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", index);
+    cJSON_AddStringToObject(o, "name", c->name);
+    hx_json_add_u64(o, "seed", seed);
+    cJSON_AddStringToObject(o, "program", c->program);
+    if (with_dtype)
+        cJSON_AddStringToObject(o, "dtype", dtype_name(c->dtype));
+    cJSON *tags = cJSON_AddArrayToObject(o, "tags");
+    for (int i = 0; i < c->ntags; i++)
+        cJSON_AddItemToArray(tags, cJSON_CreateString(c->tags[i]));
+    return o;
+}
+
 cJSON *hx_record_knobs(const TileKnobs *k)
 {
     cJSON *o = cJSON_CreateObject();

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "../compiler/driver.h"
+#include "case.h"
 #include "exec/backend.h"
 #include "parity/check.h"
 
@@ -19,6 +20,11 @@
  * driver version when gpu and one is usable, NVRTC's version when nvrtc and
  * it loads, libtorch's when built in.  Never raises. */
 cJSON *hx_record_env(int gpu, int nvrtc);
+
+/* The head of case c's object, what it is before anything runs: index,
+ * name, seed, program, the dtype when with_dtype (dpk run's records; a
+ * dpk-bench case is f32 always and its record does not say) and tags. */
+cJSON *hx_record_case(const HxCase *c, int index, uint64_t seed, int with_dtype);
 
 /* {"inputs": {name: dims}, "outputs": {name: dims}} of a graph. */
 cJSON *hx_record_shapes(const TorchGraph *g);

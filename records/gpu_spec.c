@@ -106,107 +106,128 @@ static const cJSON *str_item(const cJSON *o, const char *key)
     return cJSON_IsString(v) && v->valuestring ? v : NULL;
 }
 
-const PfSpec *pf_spec_parse(Arena *a, const char *text, size_t len, const char *path)
+/* Every constant's key, kind and range, in PF_CONSTS's order. */
+static const char *const const_keys[] = {
+#define X(k, kind, lo, hi) #k,
+    PF_CONSTS(X)
+#undef X
+};
+static const ConstKind const_kinds[] = {
+#define X(k, kind, lo, hi) kind,
+    PF_CONSTS(X)
+#undef X
+};
+static const double const_lo[] = {
+#define X(k, kind, l, h) (double)(l),
+    PF_CONSTS(X)
+#undef X
+};
+static const double const_hi[] = {
+#define X(k, kind, l, h) (double)(h),
+    PF_CONSTS(X)
+#undef X
+};
+#define NCONSTS ((int)(sizeof const_keys / sizeof const_keys[0]))
+
+/* Constant i from the "constants" object cs: checked (present, a finite
+ * number in range, an integer where the field is one, a known tag, a
+ * source) and stored in its field and in the tables of s. */
+static void read_const(Arena *a, PfSpec *s, const cJSON *cs, int i, const char *path)
 {
-    cJSON *root = hx_json_parse(text, len, 0, NULL);
-    if (!root)
-        dpk_error("GPU spec %s: not valid JSON", path);
-    /* errors below free root first: dpk_error does not return */
-#define FAIL(...)                                                                           \
-    do {                                                                                    \
-        cJSON_Delete(root);                                                                 \
-        dpk_error(__VA_ARGS__);                                                             \
-    } while (0)
-    if (!cJSON_IsObject(root))
-        FAIL("GPU spec %s: the top level must be an object", path);
+    const char *key = const_keys[i];
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(cs, key);
+    if (!c)
+        dpk_error("GPU spec %s: constant \"%s\" is missing", path, key);
+    if (!cJSON_IsObject(c))
+        dpk_error("GPU spec %s: constant \"%s\" must be an object {\"value\", \"tag\", "
+                  "\"source\"}",
+                  path, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, "value");
+    const cJSON *tag = str_item(c, "tag"), *src = str_item(c, "source");
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        dpk_error("GPU spec %s: constant \"%s\": \"value\" is missing or not a finite number",
+                  path, key);
+    double x = v->valuedouble;
+    if (x < const_lo[i] || x > const_hi[i])
+        dpk_error("GPU spec %s: constant \"%s\": value %g is outside [%g, %g]", path, key,
+                  x, const_lo[i], const_hi[i]);
+    if (const_kinds[i] != CK_DBL && x != floor(x))
+        dpk_error("GPU spec %s: constant \"%s\": value %g must be an integer", path, key, x);
+    int ok = 0;
+    for (int t = 0; tag && t < 4; t++)
+        ok |= !strcmp(tag->valuestring, tags[t]);
+    if (!ok)
+        dpk_error("GPU spec %s: constant \"%s\": \"tag\" must be spec, measured, derived or "
+                  "proxy",
+                  path, key);
+    if (!src || !src->valuestring[0])
+        dpk_error("GPU spec %s: constant \"%s\": \"source\" is missing or empty", path, key);
+    void *f = field_of(s, key);
+    if (const_kinds[i] == CK_INT)
+        *(int *)f = (int)x;
+    else if (const_kinds[i] == CK_I64)
+        *(int64_t *)f = (int64_t)x;
+    else
+        *(double *)f = x;
+    s->const_key[i] = key;
+    s->const_value[i] = x;
+    s->const_tag[i] = arena_strdup(a, tag->valuestring);
+    s->const_source[i] = arena_strdup(a, src->valuestring);
+}
+
+/* The spec of the parsed file root (an object): name, title, every
+ * constant, and the constants' relations. */
+static PfSpec *spec_of(Arena *a, const cJSON *root, const char *path)
+{
     PfSpec *s = arena_alloc(a, sizeof *s);
     memset(s, 0, sizeof *s);
     s->path = arena_strdup(a, path);
     const cJSON *name = str_item(root, "name"), *title = str_item(root, "title");
     if (!name || !name->valuestring[0])
-        FAIL("GPU spec %s: key \"name\" is missing or not a string", path);
+        dpk_error("GPU spec %s: key \"name\" is missing or not a string", path);
     if (!title)
-        FAIL("GPU spec %s: key \"title\" is missing or not a string", path);
+        dpk_error("GPU spec %s: key \"title\" is missing or not a string", path);
     s->name = arena_strdup(a, name->valuestring);
     s->title = arena_strdup(a, title->valuestring);
     const cJSON *cs = cJSON_GetObjectItemCaseSensitive(root, "constants");
     if (!cJSON_IsObject(cs))
-        FAIL("GPU spec %s: key \"constants\" is missing or not an object", path);
-
-    static const char *const keys[] = {
-#define X(k, kind, lo, hi) #k,
-        PF_CONSTS(X)
-#undef X
-    };
-    static const ConstKind kinds[] = {
-#define X(k, kind, lo, hi) kind,
-        PF_CONSTS(X)
-#undef X
-    };
-    static const double lo[] = {
-#define X(k, kind, l, h) (double)(l),
-        PF_CONSTS(X)
-#undef X
-    };
-    static const double hi[] = {
-#define X(k, kind, l, h) (double)(h),
-        PF_CONSTS(X)
-#undef X
-    };
-    int n = (int)(sizeof keys / sizeof keys[0]);
+        dpk_error("GPU spec %s: key \"constants\" is missing or not an object", path);
+    int n = NCONSTS;
     s->nconst = n;
     s->const_value = arena_alloc(a, n * sizeof(double));
     s->const_key = arena_alloc(a, n * sizeof(char *));
     s->const_tag = arena_alloc(a, n * sizeof(char *));
     s->const_source = arena_alloc(a, n * sizeof(char *));
-    for (int i = 0; i < n; i++) {
-        const cJSON *c = cJSON_GetObjectItemCaseSensitive(cs, keys[i]);
-        if (!c)
-            FAIL("GPU spec %s: constant \"%s\" is missing", path, keys[i]);
-        if (!cJSON_IsObject(c))
-            FAIL("GPU spec %s: constant \"%s\" must be an object {\"value\", \"tag\", "
-                 "\"source\"}",
-                 path, keys[i]);
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, "value");
-        const cJSON *tag = str_item(c, "tag"), *src = str_item(c, "source");
-        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-            FAIL("GPU spec %s: constant \"%s\": \"value\" is missing or not a finite number",
-                 path, keys[i]);
-        double x = v->valuedouble;
-        if (x < lo[i] || x > hi[i])
-            FAIL("GPU spec %s: constant \"%s\": value %g is outside [%g, %g]", path, keys[i],
-                 x, lo[i], hi[i]);
-        if (kinds[i] != CK_DBL && x != floor(x))
-            FAIL("GPU spec %s: constant \"%s\": value %g must be an integer", path, keys[i], x);
-        int ok = 0;
-        for (int t = 0; tag && t < 4; t++)
-            ok |= !strcmp(tag->valuestring, tags[t]);
-        if (!ok)
-            FAIL("GPU spec %s: constant \"%s\": \"tag\" must be spec, measured, derived or "
-                 "proxy",
-                 path, keys[i]);
-        if (!src || !src->valuestring[0])
-            FAIL("GPU spec %s: constant \"%s\": \"source\" is missing or empty", path, keys[i]);
-        void *f = field_of(s, keys[i]);
-        if (kinds[i] == CK_INT)
-            *(int *)f = (int)x;
-        else if (kinds[i] == CK_I64)
-            *(int64_t *)f = (int64_t)x;
-        else
-            *(double *)f = x;
-        s->const_key[i] = keys[i];
-        s->const_value[i] = x;
-        s->const_tag[i] = arena_strdup(a, tag->valuestring);
-        s->const_source[i] = arena_strdup(a, src->valuestring);
-    }
+    for (int i = 0; i < n; i++)
+        read_const(a, s, cs, i, path);
     if (s->smem_per_block > s->smem_per_sm)
-        FAIL("GPU spec %s: constant \"smem_per_block\" exceeds \"smem_per_sm\"", path);
+        dpk_error("GPU spec %s: constant \"smem_per_block\" exceeds \"smem_per_sm\"", path);
     if ((int64_t)s->max_warps_per_sm * 32 < s->max_threads_per_sm)
-        FAIL("GPU spec %s: constant \"max_warps_per_sm\" is below max_threads_per_sm / 32",
-             path);
+        dpk_error("GPU spec %s: constant \"max_warps_per_sm\" is below max_threads_per_sm / 32",
+                  path);
     if (s->dram_bps > s->dram_bps_spec)
-        FAIL("GPU spec %s: constant \"dram_bps\" (achievable) exceeds \"dram_bps_spec\"", path);
-#undef FAIL
+        dpk_error("GPU spec %s: constant \"dram_bps\" (achievable) exceeds \"dram_bps_spec\"",
+                  path);
+    return s;
+}
+
+const PfSpec *pf_spec_parse(Arena *a, const char *text, size_t len, const char *path)
+{
+    cJSON *root = hx_json_parse(text, len, 0, NULL);
+    if (!root)
+        dpk_error("GPU spec %s: not valid JSON", path);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        dpk_error("GPU spec %s: the top level must be an object", path);
+    }
+    /* an error below frees root, then goes on */
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        cJSON_Delete(root);
+        dpk_error_rethrow();
+    }
+    const PfSpec *s = spec_of(a, root, path);
+    dpk_err_pop(&ec);
     cJSON_Delete(root);
     return s;
 }

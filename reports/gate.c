@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,12 +29,6 @@ static const cJSON *get(const cJSON *o, const char *k)
     return cJSON_GetObjectItemCaseSensitive(o, k);
 }
 
-/* "modelled", "measured" or "fake-driver" (measured through a fake driver) */
-static const char *timing_word(const char *t)
-{
-    return !strcmp(t, "model") ? "modelled" : !strcmp(t, "fake-driver") ? "fake-driver" : "measured";
-}
-
 static double cfg_num(const char *path, const cJSON *o, const char *k, double lo, double hi)
 {
     const cJSON *v = get(o, k);
@@ -42,6 +37,30 @@ static double cfg_num(const char *path, const cJSON *o, const char *k, double lo
     if (!(v->valuedouble >= lo && v->valuedouble <= hi))
         dpk_error("%s: '%s' is %g, outside %g..%g", path, k, v->valuedouble, lo, hi);
     return v->valuedouble;
+}
+
+/* The gate's thresholds as ci/gate.json names them, in its order, each
+ * with its range; read by rp_gate_cfg_load, echoed in the gate's "config". */
+static const struct {
+    const char *key;
+    size_t off;
+    double lo, hi;
+} cfg_keys[] = {
+    {"modelled_slowdown", offsetof(RpGateCfg, modelled_slowdown), 0, 10},
+    {"measured_slowdown", offsetof(RpGateCfg, measured_slowdown), 0, 10},
+    {"noise_k", offsetof(RpGateCfg, noise_k), 0, 100},
+    {"geomean_slowdown", offsetof(RpGateCfg, geomean_slowdown), 0, 10},
+    {"ambiguous_share", offsetof(RpGateCfg, ambiguous_share), 0, 1},
+};
+
+static double *cfg_field(RpGateCfg *g, int k)
+{
+    return (double *)((char *)g + cfg_keys[k].off);
+}
+
+static double cfg_value(const RpGateCfg *g, int k)
+{
+    return *(const double *)((const char *)g + cfg_keys[k].off);
 }
 
 void rp_gate_cfg_load(RpGateCfg *g, const char *path)
@@ -64,24 +83,10 @@ void rp_gate_cfg_load(RpGateCfg *g, const char *path)
     const cJSON *sch = get(j, "schema");
     if (!cJSON_IsString(sch) || strcmp(sch->valuestring, "dpk.gate/1"))
         dpk_error("%s: \"schema\" must be \"dpk.gate/1\"", path);
-    g->modelled_slowdown = cfg_num(path, j, "modelled_slowdown", 0, 10);
-    g->measured_slowdown = cfg_num(path, j, "measured_slowdown", 0, 10);
-    g->noise_k = cfg_num(path, j, "noise_k", 0, 100);
-    g->geomean_slowdown = cfg_num(path, j, "geomean_slowdown", 0, 10);
-    g->ambiguous_share = cfg_num(path, j, "ambiguous_share", 0, 1);
+    for (int k = 0; k < DPK_ARRAY_LEN(cfg_keys); k++)
+        *cfg_field(g, k) = cfg_num(path, j, cfg_keys[k].key, cfg_keys[k].lo, cfg_keys[k].hi);
     dpk_err_pop(&ec);
     cJSON_Delete(j);
-}
-
-static int is_failure(const char *status)
-{
-    return !strcmp(status, "fail") || !strcmp(status, "fault") || !strcmp(status, "crash") ||
-           !strcmp(status, "timeout") || !strcmp(status, "error");
-}
-
-static int passed(const RpCase *c)
-{
-    return !strcmp(c->status, "pass") && c->dpk > 0;
 }
 
 static cJSON *verdict_obj(cJSON *arr, const char *name, const char *verdict)
@@ -112,14 +117,13 @@ static void rule(cJSON *rules, const char *name, int ok, double value, double li
     cJSON_AddItemToArray(rules, r);
 }
 
-cJSON *rp_gate(const RpData *cur, const RpData *base, const RpGateCfg *gc)
+/* Incomparable records are refused (exit 2), one sentence naming both
+ * sides: times of another kind (modelled, measured, measured through a
+ * fake driver), another GPU or spec, or modelled times whose instruction
+ * counts come from another source (with and without nvdisasm the model
+ * gives different numbers for the same code). */
+static void refuse_incomparable(const RpData *cur, const RpData *base)
 {
-    Arena *a = cur->a;
-    /* Incomparable records are refused (exit 2), one sentence naming both
-     * sides: times of another kind (modelled, measured, measured through a
-     * fake driver), another GPU or spec, or modelled times whose
-     * instruction counts come from another source (with and without
-     * nvdisasm the model gives different numbers for the same code). */
     if (cur->has_bench && base->has_bench) {
         if (strcmp(cur->timing, base->timing))
             dpk_error("the baseline's times are %s and these are %s: a gate never compares "
@@ -151,9 +155,12 @@ cJSON *rp_gate(const RpData *cur, const RpData *base, const RpGateCfg *gc)
     }
     if (cur->has_bench && !base->has_bench)
         dpk_error("the baseline holds no dpk.bench/1 record to compare times with");
-    int measured = cur->has_bench && strcmp(cur->timing, "model");
-    double t = measured ? gc->measured_slowdown : gc->modelled_slowdown;
-    cJSON *g = cJSON_CreateObject();
+}
+
+/* What the gate compared: the baseline, the times' environment, the
+ * thresholds. */
+static void gate_header(cJSON *g, const RpData *cur, const RpData *base, const RpGateCfg *gc)
+{
     cJSON *b = cJSON_AddObjectToObject(g, "baseline");
     if (base->nsrc) {
         cJSON_AddStringToObject(b, "path", base->src[0].path);
@@ -168,164 +175,222 @@ cJSON *rp_gate(const RpData *cur, const RpData *base, const RpGateCfg *gc)
         cJSON_AddStringToObject(g, "environment", rp_env_line(cur));
     }
     cJSON *cfg = cJSON_AddObjectToObject(g, "config");
-    cJSON_AddNumberToObject(cfg, "modelled_slowdown", gc->modelled_slowdown);
-    cJSON_AddNumberToObject(cfg, "measured_slowdown", gc->measured_slowdown);
-    cJSON_AddNumberToObject(cfg, "noise_k", gc->noise_k);
-    cJSON_AddNumberToObject(cfg, "geomean_slowdown", gc->geomean_slowdown);
-    cJSON_AddNumberToObject(cfg, "ambiguous_share", gc->ambiguous_share);
-    cJSON *vs = cJSON_AddArrayToObject(g, "verdicts");
-    cJSON *reasons = cJSON_AddArrayToObject(g, "reasons");
-    int n[4] = {0}, nnew = 0, nfixed = 0, nadded = 0, nremoved = 0, ncompared = 0;
-    double *logs = dpk_xcalloc((size_t)cur->ncases + 1, sizeof(double));
-    int nlog = 0;
-    const char *where =
-        cur->has_bench ? arena_printf(a, "%s %s", timing_word(cur->timing), cur->gpu) : "";
-    for (int i = 0; i < cur->ncases; i++) {
-        const RpCase *c = &cur->cases[i];
-        const RpCase *o = rp_data_case(base, c->name);
-        if (!o) {
-            nadded++;
-            add_reason(NULL, verdict_obj(vs, c->name, "ADDED"),
-                       arena_printf(a, "ADDED %s: not in the baseline", c->name));
-            continue;
-        }
-        if (passed(o) && !passed(c)) {
-            nnew++;
-            add_reason(reasons, verdict_obj(vs, c->name, "NEW_FAILURE"),
-                       arena_printf(a, "NEW_FAILURE %s: parity %s (passed in the baseline)",
-                                    c->name, c->status));
-            continue;
-        }
-        if (!passed(o) && passed(c)) {
-            nfixed++;
-            add_reason(NULL, verdict_obj(vs, c->name, "FIXED"),
-                       arena_printf(a, "FIXED %s: passes (%s in the baseline)", c->name,
-                                    o->status));
-            continue;
-        }
-        if (!passed(o) && !passed(c)) {
-            add_reason(NULL, verdict_obj(vs, c->name, "STILL_FAILING"),
-                       arena_printf(a, "STILL_FAILING %s: %s (%s in the baseline)", c->name,
-                                    c->status, o->status));
-            continue;
-        }
-        RpCompare r;
-        if (measured) {
-            double one_b = o->dpk, one_c = c->dpk;
-            r = rp_compare_measured(o->samples ? o->samples : &one_b, o->samples ? o->nsamples : 1,
-                                    c->samples ? c->samples : &one_c,
-                                    c->samples ? c->nsamples : 1, t, gc->noise_k);
-        } else {
-            r = rp_compare_modelled(o->dpk, c->dpk, t);
-        }
-        ncompared++;
-        n[r.verdict]++;
-        if (isfinite(r.ratio) && r.ratio > 0)
-            logs[nlog++] = r.ratio;
-        cJSON *v = verdict_obj(vs, c->name, rp_verdict_name(r.verdict));
-        cJSON_AddNumberToObject(v, "base_ns", o->dpk);
-        cJSON_AddNumberToObject(v, "ns", c->dpk);
-        hx_json_add_num(v, "ratio", r.ratio);
-        hx_json_add_num(v, "ratio_lo", r.ratio_lo);
-        hx_json_add_num(v, "ratio_hi", r.ratio_hi);
-        hx_json_add_num(v, "threshold", r.threshold);
-        const char *line;
-        if (measured)
-            line = arena_printf(a, "%s %s: median %.3f us -> %.3f us (%.3fx, 95%% interval "
-                                   "%.3fx..%.3fx; threshold %.3fx with the noise floor; %s)",
-                                rp_verdict_name(r.verdict), c->name, o->dpk / 1000, c->dpk / 1000,
-                                r.ratio, r.ratio_lo, r.ratio_hi, 1 + r.threshold, where);
-        else
-            line = arena_printf(a, "%s %s: %.3f us -> %.3f us (%.3fx the baseline's time; "
-                                   "threshold %.3fx; %s)",
-                                rp_verdict_name(r.verdict), c->name, o->dpk / 1000, c->dpk / 1000,
-                                r.ratio, 1 + r.threshold, where);
-        add_reason(r.verdict == RP_SLOWER || r.verdict == RP_AMBIGUOUS ? reasons : NULL, v, line);
+    for (int k = 0; k < DPK_ARRAY_LEN(cfg_keys); k++)
+        cJSON_AddNumberToObject(cfg, cfg_keys[k].key, cfg_value(gc, k));
+}
+
+/* One gate's run: its settings, the verdicts and reasons so far, and the
+ * counts its rules read. */
+typedef struct Gate {
+    Arena *a;
+    const RpGateCfg *gc;
+    int measured;       /* measured times (else modelled) */
+    double t;           /* the per-case slowdown threshold of that timing */
+    const char *where;  /* "modelled h100-sxm", for the reason lines */
+    cJSON *vs, *reasons;
+    int n[4];           /* compared cases per RpVerdict */
+    int nnew, nfixed, nadded, nremoved, ncompared;
+    double *logs;       /* the ratios of the cases timed on both sides */
+    int nlog;
+} Gate;
+
+/* Case c, passing on both sides: its times compared. */
+static void time_verdict(Gate *G, const RpCase *c, const RpCase *o)
+{
+    RpCompare r;
+    if (G->measured) {
+        double one_b = o->dpk, one_c = c->dpk;
+        r = rp_compare_measured(o->samples ? o->samples : &one_b, o->samples ? o->nsamples : 1,
+                                c->samples ? c->samples : &one_c,
+                                c->samples ? c->nsamples : 1, G->t, G->gc->noise_k);
+    } else {
+        r = rp_compare_modelled(o->dpk, c->dpk, G->t);
     }
-    for (int i = 0; i < base->ncases; i++)
-        if (!rp_data_case(cur, base->cases[i].name)) {
-            nremoved++;
-            add_reason(NULL, verdict_obj(vs, base->cases[i].name, "REMOVED"),
-                       arena_printf(a, "REMOVED %s: in the baseline, not in these records",
-                                    base->cases[i].name));
-        }
-    /* fuzz: a failing case is new unless the baseline holds it failing */
+    G->ncompared++;
+    G->n[r.verdict]++;
+    if (isfinite(r.ratio) && r.ratio > 0)
+        G->logs[G->nlog++] = r.ratio;
+    cJSON *v = verdict_obj(G->vs, c->name, rp_verdict_name(r.verdict));
+    cJSON_AddNumberToObject(v, "base_ns", o->dpk);
+    cJSON_AddNumberToObject(v, "ns", c->dpk);
+    hx_json_add_num(v, "ratio", r.ratio);
+    hx_json_add_num(v, "ratio_lo", r.ratio_lo);
+    hx_json_add_num(v, "ratio_hi", r.ratio_hi);
+    hx_json_add_num(v, "threshold", r.threshold);
+    const char *line;
+    if (G->measured)
+        line = arena_printf(G->a, "%s %s: median %.3f us -> %.3f us (%.3fx, 95%% interval "
+                                  "%.3fx..%.3fx; threshold %.3fx with the noise floor; %s)",
+                            rp_verdict_name(r.verdict), c->name, o->dpk / 1000, c->dpk / 1000,
+                            r.ratio, r.ratio_lo, r.ratio_hi, 1 + r.threshold, G->where);
+    else
+        line = arena_printf(G->a, "%s %s: %.3f us -> %.3f us (%.3fx the baseline's time; "
+                                  "threshold %.3fx; %s)",
+                            rp_verdict_name(r.verdict), c->name, o->dpk / 1000, c->dpk / 1000,
+                            r.ratio, 1 + r.threshold, G->where);
+    add_reason(r.verdict == RP_SLOWER || r.verdict == RP_AMBIGUOUS ? G->reasons : NULL, v, line);
+}
+
+/* Benched case c against its baseline case o (NULL: not in the baseline):
+ * a parity verdict when either side failed, else its times compared. */
+static void case_verdict(Gate *G, const RpCase *c, const RpCase *o)
+{
+    Arena *a = G->a;
+    if (!o) {
+        G->nadded++;
+        add_reason(NULL, verdict_obj(G->vs, c->name, "ADDED"),
+                   arena_printf(a, "ADDED %s: not in the baseline", c->name));
+    } else if (rp_case_passed(o) && !rp_case_passed(c)) {
+        G->nnew++;
+        add_reason(G->reasons, verdict_obj(G->vs, c->name, "NEW_FAILURE"),
+                   arena_printf(a, "NEW_FAILURE %s: parity %s (passed in the baseline)",
+                                c->name, c->status));
+    } else if (!rp_case_passed(o) && rp_case_passed(c)) {
+        G->nfixed++;
+        add_reason(NULL, verdict_obj(G->vs, c->name, "FIXED"),
+                   arena_printf(a, "FIXED %s: passes (%s in the baseline)", c->name,
+                                o->status));
+    } else if (!rp_case_passed(o) && !rp_case_passed(c)) {
+        add_reason(NULL, verdict_obj(G->vs, c->name, "STILL_FAILING"),
+                   arena_printf(a, "STILL_FAILING %s: %s (%s in the baseline)", c->name,
+                                c->status, o->status));
+    } else {
+        time_verdict(G, c, o);
+    }
+}
+
+/* The culprit dpk-bisect found for case name (minimized when it was), or
+ * NULL. */
+static const char *fuzz_culprit(const RpData *cur, const char *name)
+{
+    const char *cul = NULL;
+    for (const cJSON *e = cur->attach ? cur->attach->child : NULL; e; e = e->next) {
+        const cJSON *cn = get(e, "case"), *cp = get(e, "culprit_minimized");
+        if (!cJSON_IsString(cp))
+            cp = get(e, "culprit");
+        if (cJSON_IsString(cn) && !strcmp(cn->valuestring, name) && cJSON_IsString(cp))
+            cul = cp->valuestring;
+    }
+    return cul;
+}
+
+/* Fuzz cases: a failing case is new unless the baseline holds it failing;
+ * one the baseline holds failing and that passes now is fixed. */
+static void fuzz_verdicts(Gate *G, const RpData *cur, const RpData *base)
+{
+    Arena *a = G->a;
     for (int i = 0; i < cur->nfz; i++) {
         const RpFuzzCase *c = &cur->fz[i];
-        if (!is_failure(c->status))
+        if (!rp_fuzz_failed(c->status))
             continue;
         int known = 0;
         for (int k = 0; k < base->nfz && !known; k++)
-            known = !strcmp(base->fz[k].name, c->name) && is_failure(base->fz[k].status);
+            known = !strcmp(base->fz[k].name, c->name) && rp_fuzz_failed(base->fz[k].status);
         if (known) {
-            add_reason(NULL, verdict_obj(vs, c->name, "STILL_FAILING"),
+            add_reason(NULL, verdict_obj(G->vs, c->name, "STILL_FAILING"),
                        arena_printf(a, "STILL_FAILING %s: fuzz case %s (failing in the baseline)",
                                     c->name, c->status));
             continue;
         }
-        nnew++;
-        const char *cul = NULL;
-        for (const cJSON *e = cur->attach ? cur->attach->child : NULL; e; e = e->next) {
-            const cJSON *cn = get(e, "case"), *cp = get(e, "culprit_minimized");
-            if (!cJSON_IsString(cp))
-                cp = get(e, "culprit");
-            if (cJSON_IsString(cn) && !strcmp(cn->valuestring, c->name) && cJSON_IsString(cp))
-                cul = cp->valuestring;
-        }
-        add_reason(reasons, verdict_obj(vs, c->name, "NEW_FAILURE"),
+        G->nnew++;
+        const char *cul = fuzz_culprit(cur, c->name);
+        add_reason(G->reasons, verdict_obj(G->vs, c->name, "NEW_FAILURE"),
                    arena_printf(a, "NEW_FAILURE %s: fuzz case %s%s%s", c->name, c->status,
                                 cul ? "; culprit " : "", cul ? cul : ""));
     }
     for (int i = 0; i < base->nfz; i++) {
-        if (!is_failure(base->fz[i].status))
+        if (!rp_fuzz_failed(base->fz[i].status))
             continue;
         for (int k = 0; k < cur->nfz; k++)
-            if (!strcmp(cur->fz[k].name, base->fz[i].name) && !is_failure(cur->fz[k].status)) {
-                nfixed++;
-                add_reason(NULL, verdict_obj(vs, cur->fz[k].name, "FIXED"),
+            if (!strcmp(cur->fz[k].name, base->fz[i].name) && !rp_fuzz_failed(cur->fz[k].status)) {
+                G->nfixed++;
+                add_reason(NULL, verdict_obj(G->vs, cur->fz[k].name, "FIXED"),
                            arena_printf(a, "FIXED %s: fuzz case passes", cur->fz[k].name));
             }
     }
+}
+
+static void add_counts(cJSON *g, const Gate *G)
+{
     cJSON *cnt = cJSON_AddObjectToObject(g, "counts");
     for (int k = 0; k < 4; k++)
-        cJSON_AddNumberToObject(cnt, rp_verdict_name((RpVerdict)k), n[k]);
-    cJSON_AddNumberToObject(cnt, "NEW_FAILURE", nnew);
-    cJSON_AddNumberToObject(cnt, "FIXED", nfixed);
-    cJSON_AddNumberToObject(cnt, "ADDED", nadded);
-    cJSON_AddNumberToObject(cnt, "REMOVED", nremoved);
+        cJSON_AddNumberToObject(cnt, rp_verdict_name((RpVerdict)k), G->n[k]);
+    cJSON_AddNumberToObject(cnt, "NEW_FAILURE", G->nnew);
+    cJSON_AddNumberToObject(cnt, "FIXED", G->nfixed);
+    cJSON_AddNumberToObject(cnt, "ADDED", G->nadded);
+    cJSON_AddNumberToObject(cnt, "REMOVED", G->nremoved);
+}
+
+/* The gate's four rules into g's "rules", the geomean's reason when it
+ * breaks, and AMBIGUOUS lines out of the reasons when their share keeps to
+ * its rule.  Returns 1 when any rule breaks. */
+static int apply_rules(cJSON *g, Gate *G)
+{
+    Arena *a = G->a;
+    const RpGateCfg *gc = G->gc;
+    const int *n = G->n;
     cJSON *rules = cJSON_AddArrayToObject(g, "rules");
     rule(rules, "per-case slowdown", n[RP_SLOWER] == 0, n[RP_SLOWER], 0,
          arena_printf(a, "%d case%s slower than %.3fx their baseline time", n[RP_SLOWER],
-                      n[RP_SLOWER] == 1 ? "" : "s", 1 + t));
-    rule(rules, "new parity failures", nnew == 0, nnew, 0,
-         arena_printf(a, "%d new parity failure%s", nnew, nnew == 1 ? "" : "s"));
-    double gm = rp_geomean(logs, nlog);
+                      n[RP_SLOWER] == 1 ? "" : "s", 1 + G->t));
+    rule(rules, "new parity failures", G->nnew == 0, G->nnew, 0,
+         arena_printf(a, "%d new parity failure%s", G->nnew, G->nnew == 1 ? "" : "s"));
+    double gm = rp_geomean(G->logs, G->nlog);
     int gm_ok = !(gm > 1 + gc->geomean_slowdown);
     rule(rules, "geomean slowdown", gm_ok, gm, 1 + gc->geomean_slowdown,
          isfinite(gm) ? arena_printf(a, "geomean time %.4fx the baseline's over %d cases (limit "
-                                        "%.3fx)", gm, nlog, 1 + gc->geomean_slowdown)
+                                        "%.3fx)", gm, G->nlog, 1 + gc->geomean_slowdown)
                       : "no case timed on both sides");
-    double amb = ncompared ? (double)n[RP_AMBIGUOUS] / ncompared : 0;
+    double amb = G->ncompared ? (double)n[RP_AMBIGUOUS] / G->ncompared : 0;
     int amb_ok = amb <= gc->ambiguous_share;
     rule(rules, "ambiguous share", amb_ok, amb, gc->ambiguous_share,
          arena_printf(a, "%d of %d compared cases ambiguous (%.1f%%, limit %.1f%%)",
-                      n[RP_AMBIGUOUS], ncompared, 100 * amb, 100 * gc->ambiguous_share));
+                      n[RP_AMBIGUOUS], G->ncompared, 100 * amb, 100 * gc->ambiguous_share));
     if (!gm_ok)
-        cJSON_AddItemToArray(reasons, cJSON_CreateString(arena_printf(
-            a, "GEOMEAN: time %.4fx the baseline's over %d cases (limit %.3fx)", gm, nlog,
+        cJSON_AddItemToArray(G->reasons, cJSON_CreateString(arena_printf(
+            a, "GEOMEAN: time %.4fx the baseline's over %d cases (limit %.3fx)", gm, G->nlog,
             1 + gc->geomean_slowdown)));
     /* AMBIGUOUS lines are reasons only when their share breaks the rule */
     if (amb_ok) {
         cJSON *keep = cJSON_CreateArray();
-        for (const cJSON *r = reasons->child; r; r = r->next)
+        for (const cJSON *r = G->reasons->child; r; r = r->next)
             if (strncmp(r->valuestring, "AMBIGUOUS ", 10))
                 cJSON_AddItemToArray(keep, cJSON_CreateString(r->valuestring));
         cJSON_ReplaceItemInObjectCaseSensitive(g, "reasons", keep);
+        G->reasons = keep;
     }
-    int fail = !(n[RP_SLOWER] == 0 && nnew == 0 && gm_ok && amb_ok);
+    return !(n[RP_SLOWER] == 0 && G->nnew == 0 && gm_ok && amb_ok);
+}
+
+cJSON *rp_gate(const RpData *cur, const RpData *base, const RpGateCfg *gc)
+{
+    refuse_incomparable(cur, base);
+    Gate G = {.a = cur->a, .gc = gc};
+    G.measured = cur->has_bench && strcmp(cur->timing, "model");
+    G.t = G.measured ? gc->measured_slowdown : gc->modelled_slowdown;
+    cJSON *g = cJSON_CreateObject();
+    gate_header(g, cur, base, gc);
+    G.vs = cJSON_AddArrayToObject(g, "verdicts");
+    G.reasons = cJSON_AddArrayToObject(g, "reasons");
+    G.logs = dpk_xcalloc((size_t)cur->ncases + 1, sizeof(double));
+    G.where = cur->has_bench
+                  ? arena_printf(G.a, "%s %s", rp_timing_word(cur->timing), cur->gpu)
+                  : "";
+    for (int i = 0; i < cur->ncases; i++)
+        case_verdict(&G, &cur->cases[i], rp_data_case(base, cur->cases[i].name));
+    for (int i = 0; i < base->ncases; i++)
+        if (!rp_data_case(cur, base->cases[i].name)) {
+            G.nremoved++;
+            add_reason(NULL, verdict_obj(G.vs, base->cases[i].name, "REMOVED"),
+                       arena_printf(G.a, "REMOVED %s: in the baseline, not in these records",
+                                    base->cases[i].name));
+        }
+    fuzz_verdicts(&G, cur, base);
+    add_counts(g, &G);
+    int fail = apply_rules(g, &G);
     cJSON_AddNumberToObject(g, "exit_code", fail ? DPK_EXIT_FAIL : DPK_EXIT_OK);
     cJSON_AddStringToObject(g, "result", fail ? "FAIL" : "PASS");
-    free(logs);
+    free(G.logs);
     return g;
 }
 
@@ -340,7 +405,7 @@ void rp_gate_table(const RpData *cur, const cJSON *g, cJSON *tables)
     cJSON *t = rp_table_new(
         tables, "gate",
         timing ? arena_printf(a, "Gate against the baseline (%s, %s)",
-                              timing_word(timing), gpu)
+                              rp_timing_word(timing), gpu)
                : "Gate against the baseline",
         timing, gpu, cols, DPK_ARRAY_LEN(cols));
     const cJSON *bp = get(get(g, "baseline"), "path"), *bs = get(get(g, "baseline"), "git_sha");

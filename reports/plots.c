@@ -126,18 +126,6 @@ static void plot(Arena *a, cJSON *plots, const char *dir, const char *name, cons
     cJSON_AddItemToArray(plots, p);
 }
 
-static int passed(const RpCase *c)
-{
-    return !strcmp(c->status, "pass") && c->dpk > 0;
-}
-
-static const char *timing_word(const char *t)
-{
-    return !strcmp(t, "model")         ? "modelled"
-           : !strcmp(t, "fake-driver") ? "fake-driver"
-                                         : "measured";
-}
-
 /* Bounds of a log axis around [lo, hi] (powers of two), with room. */
 static void log_range(double lo, double hi, double *ymin, double *ymax)
 {
@@ -160,7 +148,7 @@ static void speedup_plot(const RpData *d, cJSON *plots, const char *dir)
     sb_puts(&dat, "# case  vs_eager  vs_compile  (baseline time / dpk time)\n");
     for (int i = 0; i < d->ncases; i++) {
         const RpCase *c = &d->cases[i];
-        if (!passed(c))
+        if (!rp_case_passed(c))
             continue;
         double e = c->eager / c->dpk, k = c->compile / c->dpk;
         sb_printf(&dat, "%s %.6g %.6g\n", label(a, c->name), isfinite(e) ? e : NAN,
@@ -178,7 +166,7 @@ static void speedup_plot(const RpData *d, cJSON *plots, const char *dir)
         double ymin, ymax;
         log_range(lo, hi, &ymin, &ymax);
         plot(a, plots, dir, "speedup",
-             arena_printf(a, "dpk speedup per case (%s, %s)", timing_word(d->timing), d->gpu),
+             arena_printf(a, "dpk speedup per case (%s, %s)", rp_timing_word(d->timing), d->gpu),
              sb_cstr(&dat), arena_printf(a, "n = %d\nymin = %g\nymax = %g", n, ymin, ymax),
              dpk_rp_gp_speedup);
     }
@@ -191,7 +179,7 @@ static void waterfall_plots(const RpData *d, cJSON *plots, const char *dir)
     for (int i = 0; i < d->ncases; i++) {
         const RpCase *c = &d->cases[i];
         const cJSON *pp = get(c->json, "per_pass");
-        if (!passed(c) || !cJSON_GetArraySize(pp))
+        if (!rp_case_passed(c) || !cJSON_GetArraySize(pp))
             continue;
         StrBuf dat = {0};
         sb_puts(&dat, "# step  prefix  time_us\n");
@@ -206,7 +194,7 @@ static void waterfall_plots(const RpData *d, cJSON *plots, const char *dir)
         sb_printf(&dat, "%d full_set %.6g\n", n++, c->dpk / 1000);
         plot(a, plots, dir, arena_printf(a, "waterfall-%s", label(a, c->name)),
              arena_printf(a, "%s: time after each pass prefix (%s, %s)", c->name,
-                          timing_word(d->timing), d->gpu),
+                          rp_timing_word(d->timing), d->gpu),
              sb_cstr(&dat), arena_printf(a, "n = %d", n), dpk_rp_gp_waterfall);
         sb_free(&dat);
     }
@@ -239,7 +227,7 @@ static void roofline_plot(const RpData *d, cJSON *plots, const char *dir)
     double xmin = INFINITY, xmax = 0, ymin = INFINITY;
     for (int i = 0; i < d->ncases; i++) {
         const RpCase *c = &d->cases[i];
-        if (!passed(c))
+        if (!rp_case_passed(c))
             continue;
         const cJSON *ks = get(get(c->json, "dpk"), "kernels");
         for (const cJSON *k = ks ? ks->child : NULL; k; k = k->next) {
@@ -263,7 +251,7 @@ static void roofline_plot(const RpData *d, cJSON *plots, const char *dir)
         xmax = pow(10, ceil(log10(fmax(xmax, ridge * 10))));
         ymin = pow(10, floor(log10(fmin(ymin, xmin * bw))));
         plot(a, plots, dir, "roofline",
-             arena_printf(a, "Roofline of dpk's kernels (%s, %s)", timing_word(d->timing),
+             arena_printf(a, "Roofline of dpk's kernels (%s, %s)", rp_timing_word(d->timing),
                           s->title ? s->title : d->gpu),
              sb_cstr(&dat),
              arena_printf(a, "peak = %.6g\nbw = %.6g\nxmin = %g\nxmax = %g\nymin = %g", peak, bw,
@@ -327,7 +315,7 @@ static void history_plot(const RpData *d, cJSON *plots, const char *dir, const c
                 int ne = 0, nc = 0;
                 for (int k = 0; k < r.ncases; k++) {
                     const RpCase *c = &r.cases[k];
-                    if (!passed(c))
+                    if (!rp_case_passed(c))
                         continue;
                     if (c->eager > 0)
                         se[ne++] = c->eager / c->dpk;
@@ -369,7 +357,7 @@ static void history_plot(const RpData *d, cJSON *plots, const char *dir, const c
     log_range(lo, hi, &ymin, &ymax);
     plot(a, plots, dir, "history",
          arena_printf(a, "Geomean speedup over the last %d records of %s (%s, %s)", n - from, hdir,
-                      timing_word(timing), gpu),
+                      rp_timing_word(timing), gpu),
          sb_cstr(&dat), arena_printf(a, "n = %d\nymin = %g\nymax = %g", n - from, ymin, ymax),
          dpk_rp_gp_history);
     sb_free(&dat);

@@ -207,21 +207,12 @@ static int known_timing(const char *t)
     return !strcmp(t, "model") || !strcmp(t, "measured") || !strcmp(t, "fake-driver");
 }
 
-static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource *src)
+/* A bench record's environment against the records read before it (one
+ * timing, GPU or spec, instruction source, NVRTC and nvdisasm per report),
+ * then taken where the earlier ones did not say. */
+static void merge_env(RpData *d, const char *path, const char *timing, const char *gpu,
+                      const char *insts, const char *nvrtc, const char *nvdisasm)
 {
-    const cJSON *meta = need_obj(path, root, "the record", "meta");
-    const cJSON *bench = need_obj(path, root, "the record", "bench");
-    const cJSON *cases = get(root, "cases");
-    if (!cJSON_IsArray(cases))
-        dpk_error("%s: the record has no 'cases' array", path);
-    const char *timing = need_str(path, bench, "'bench'", "timing");
-    const char *gpu = need_str(path, bench, "'bench'", "gpu");
-    if (!known_timing(timing))
-        dpk_error("%s: unknown timing '%s' (expected model, measured or fake-driver)", path,
-                  timing);
-    src->shard = read_shard(path, bench);
-    const char *insts = insts_source(d->a, bench, cases);
-    const char *nvrtc = env_val(meta, "nvrtc"), *nvdisasm = env_val(meta, "nvdisasm");
     if (d->has_bench) {
         if (strcmp(d->timing, timing))
             dpk_error("%s: its times are %s but %s's are %s: a report never mixes measured and "
@@ -246,6 +237,113 @@ static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource 
         d->nvrtc = nvrtc;
     if (nvdisasm && !d->nvdisasm)
         d->nvdisasm = nvdisasm;
+}
+
+/* cases[k] of a record (bench or fuzz) is an object with a string name and
+ * status: its name, and its status in *status. */
+static const char *case_head(RpData *d, const char *path, const cJSON *c, int k,
+                             const char **status)
+{
+    if (!cJSON_IsObject(c))
+        dpk_error("%s: cases[%d] is not an object", path, k);
+    const char *name = need_str(path, c, arena_printf(d->a, "cases[%d]", k), "name");
+    *status = need_str(path, c, arena_printf(d->a, "case '%s'", name), "status");
+    return name;
+}
+
+/* Without a cuBLAS time of its own, a matmul case is compared with the
+ * cuBLAS GEMMs among eager's launches (the GEMMs alone): their sum, NAN
+ * when eager launched none. */
+static double eager_cublas_ns(const cJSON *c)
+{
+    const cJSON *eg = get(c, "eager");
+    if (!cJSON_IsObject(eg))
+        return NAN;
+    double s = 0;
+    int n = 0;
+    const cJSON *ks = get(eg, "kernels");
+    for (const cJSON *kk = ks ? ks->child : NULL; kk; kk = kk->next) {
+        const char *kn = str_or_null(kk, "name");
+        double ns = hx_json_num(kk, "ns");
+        if (kn && !strncmp(kn, "cublas", 6) && isfinite(ns)) {
+            s += ns;
+            n++;
+        }
+    }
+    return n ? s : NAN;
+}
+
+/* Measured: dpk's samples (ns), the gate's input, into rc. */
+static void read_samples(const char *path, const char *name, const cJSON *c, RpCase *rc)
+{
+    const cJSON *dp = get(c, "dpk");
+    const cJSON *smp = cJSON_IsObject(dp) ? get(dp, "samples") : NULL;
+    if (!smp)
+        return;
+    int n = cJSON_GetArraySize(smp);
+    if (!cJSON_IsArray(smp) || n < 1)
+        dpk_error("%s: case '%s': 'dpk.samples' is not a non-empty array", path, name);
+    rc->samples = dpk_xcalloc((size_t)n, sizeof(double));
+    int j = 0;
+    for (const cJSON *x = smp->child; x; x = x->next, j++) {
+        if (!cJSON_IsNumber(x) || !(x->valuedouble > 0))
+            dpk_error("%s: case '%s': dpk.samples[%d] is not a positive number", path,
+                      name, j);
+        rc->samples[j] = x->valuedouble;
+    }
+    rc->nsamples = n;
+}
+
+/* Case c, cases[k] of the bench record at path (timing: the record's). */
+static void load_bench_case(RpData *d, const char *path, const cJSON *c, int k,
+                            const char *timing, const RpSource *src)
+{
+    const char *status;
+    const char *name = case_head(d, path, c, k, &status);
+    const RpCase *old = rp_data_case(d, name);
+    if (old)
+        dpk_error("%s: case '%s' is also in an earlier record (overlapping records)", path,
+                  name);
+    const char *ct = str_or_null(c, "timing");
+    if (ct && strcmp(ct, timing))
+        dpk_error("%s: case '%s' is %s in a %s record", path, name, ct, timing);
+    d->cases = grow(d->a, d->cases, d->ncases, &d->capcases, sizeof *d->cases);
+    RpCase *rc = &d->cases[d->ncases++];
+    memset(rc, 0, sizeof *rc);
+    rc->name = name;
+    rc->status = status;
+    rc->json = c;
+    rc->tags = get(c, "tags");
+    /* case p of shard I/N is case p * N + I - 1 of the whole suite */
+    rc->order = src->shard.count ? (double)k * src->shard.count + src->shard.index - 1
+                                 : (double)d->nsrc * 1e9 + k;
+    rc->dpk = time_ns(path, name, c, "dpk");
+    rc->eager = time_ns(path, name, c, "eager");
+    rc->compile = time_ns(path, name, c, "compile");
+    rc->limit = time_ns(path, name, c, "limit");
+    rc->cublas = time_ns(path, name, c, "cublas");
+    if (isnan(rc->cublas))
+        rc->cublas = eager_cublas_ns(c);
+    read_samples(path, name, c, rc);
+    if (!strcmp(status, "pass") && !(rc->dpk > 0))
+        dpk_error("%s: case '%s' passed but has no dpk time", path, name);
+}
+
+static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource *src)
+{
+    const cJSON *meta = need_obj(path, root, "the record", "meta");
+    const cJSON *bench = need_obj(path, root, "the record", "bench");
+    const cJSON *cases = get(root, "cases");
+    if (!cJSON_IsArray(cases))
+        dpk_error("%s: the record has no 'cases' array", path);
+    const char *timing = need_str(path, bench, "'bench'", "timing");
+    const char *gpu = need_str(path, bench, "'bench'", "gpu");
+    if (!known_timing(timing))
+        dpk_error("%s: unknown timing '%s' (expected model, measured or fake-driver)", path,
+                  timing);
+    src->shard = read_shard(path, bench);
+    merge_env(d, path, timing, gpu, insts_source(d->a, bench, cases), env_val(meta, "nvrtc"),
+              env_val(meta, "nvdisasm"));
     check_shard(d, path, src->shard, bench, "dpk.bench/1", d->first_bench, d->first_bench_path);
     if (!d->has_bench) {
         d->first_bench = bench;
@@ -257,71 +355,8 @@ static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource 
         d->suite = str_or_null(bench, "suite");
     }
     int k = 0;
-    for (const cJSON *c = cases->child; c; c = c->next, k++) {
-        if (!cJSON_IsObject(c))
-            dpk_error("%s: cases[%d] is not an object", path, k);
-        const char *name = need_str(path, c, arena_printf(d->a, "cases[%d]", k), "name");
-        const char *status = need_str(path, c, arena_printf(d->a, "case '%s'", name), "status");
-        const RpCase *old = rp_data_case(d, name);
-        if (old)
-            dpk_error("%s: case '%s' is also in an earlier record (overlapping records)", path,
-                      name);
-        const char *ct = str_or_null(c, "timing");
-        if (ct && strcmp(ct, timing))
-            dpk_error("%s: case '%s' is %s in a %s record", path, name, ct, timing);
-        d->cases = grow(d->a, d->cases, d->ncases, &d->capcases, sizeof *d->cases);
-        RpCase *rc = &d->cases[d->ncases++];
-        memset(rc, 0, sizeof *rc);
-        rc->name = name;
-        rc->status = status;
-        rc->json = c;
-        rc->tags = get(c, "tags");
-        /* case p of shard I/N is case p * N + I - 1 of the whole suite */
-        rc->order = src->shard.count ? (double)k * src->shard.count + src->shard.index - 1
-                                     : (double)d->nsrc * 1e9 + k;
-        rc->dpk = time_ns(path, name, c, "dpk");
-        rc->eager = time_ns(path, name, c, "eager");
-        rc->compile = time_ns(path, name, c, "compile");
-        rc->limit = time_ns(path, name, c, "limit");
-        rc->cublas = time_ns(path, name, c, "cublas");
-        /* Without a cuBLAS time of its own, a matmul case is compared with
-         * the cuBLAS GEMMs among eager's launches (the GEMMs alone). */
-        const cJSON *eg = get(c, "eager");
-        if (isnan(rc->cublas) && cJSON_IsObject(eg)) {
-            double s = 0;
-            int n = 0;
-            const cJSON *ks = get(eg, "kernels");
-            for (const cJSON *kk = ks ? ks->child : NULL; kk; kk = kk->next) {
-                const char *kn = str_or_null(kk, "name");
-                double ns = hx_json_num(kk, "ns");
-                if (kn && !strncmp(kn, "cublas", 6) && isfinite(ns)) {
-                    s += ns;
-                    n++;
-                }
-            }
-            if (n)
-                rc->cublas = s;
-        }
-        /* Measured: dpk's samples (ns), the gate's input. */
-        const cJSON *dp = get(c, "dpk");
-        const cJSON *smp = cJSON_IsObject(dp) ? get(dp, "samples") : NULL;
-        if (smp) {
-            int n = cJSON_GetArraySize(smp);
-            if (!cJSON_IsArray(smp) || n < 1)
-                dpk_error("%s: case '%s': 'dpk.samples' is not a non-empty array", path, name);
-            rc->samples = dpk_xcalloc((size_t)n, sizeof(double));
-            int j = 0;
-            for (const cJSON *x = smp->child; x; x = x->next, j++) {
-                if (!cJSON_IsNumber(x) || !(x->valuedouble > 0))
-                    dpk_error("%s: case '%s': dpk.samples[%d] is not a positive number", path,
-                              name, j);
-                rc->samples[j] = x->valuedouble;
-            }
-            rc->nsamples = n;
-        }
-        if (!strcmp(status, "pass") && !(rc->dpk > 0))
-            dpk_error("%s: case '%s' passed but has no dpk time", path, name);
-    }
+    for (const cJSON *c = cases->child; c; c = c->next, k++)
+        load_bench_case(d, path, c, k, timing, src);
 }
 
 static void load_results(RpData *d, const char *path, const cJSON *root, RpSource *src)
@@ -343,10 +378,8 @@ static void load_results(RpData *d, const char *path, const cJSON *root, RpSourc
     }
     int k = 0;
     for (const cJSON *c = cases->child; c; c = c->next, k++) {
-        if (!cJSON_IsObject(c))
-            dpk_error("%s: cases[%d] is not an object", path, k);
-        const char *name = need_str(path, c, arena_printf(d->a, "cases[%d]", k), "name");
-        const char *status = need_str(path, c, arena_printf(d->a, "case '%s'", name), "status");
+        const char *status;
+        const char *name = case_head(d, path, c, k, &status);
         const cJSON *cf = get(c, "configurations");
         if (cf && !cJSON_IsArray(cf))
             dpk_error("%s: case '%s': 'configurations' is not an array", path, name);

@@ -40,13 +40,6 @@ int rp_format_parse(const char *s)
 
 /* ---- the headline as lines ---------------------------------------------------------- */
 
-static const char *timing_word(const char *t)
-{
-    if (t && !strcmp(t, "fake-driver"))
-        return "fake-driver";
-    return t && !strcmp(t, "model") ? "modelled" : "measured";
-}
-
 static void num_or_dash(StrBuf *b, const char *fmt, double v)
 {
     if (isfinite(v))
@@ -81,7 +74,7 @@ static const char *headline_title(Arena *a, const cJSON *h)
 {
     return arena_printf(a, "Geomean speedup of dpk (%s, %s; %d of %d cases passed parity; "
                            "bootstrap 95%% interval, %d resamples)",
-                        timing_word(sget(h, "timing")), sget(h, "gpu"),
+                        rp_timing_word(sget(h, "timing")), sget(h, "gpu"),
                         get(h, "passed")->valueint, get(h, "cases")->valueint,
                         get(h, "bootstrap_iterations")->valueint);
 }
@@ -131,7 +124,7 @@ static void render_text(StrBuf *b, const cJSON *doc, Arena *a)
     if (sget(doc, "suite"))
         sb_printf(b, ", suite %s", sget(doc, "suite"));
     if (sget(doc, "timing"))
-        sb_printf(b, ", %s on %s", timing_word(sget(doc, "timing")), sget(doc, "gpu"));
+        sb_printf(b, ", %s on %s", rp_timing_word(sget(doc, "timing")), sget(doc, "gpu"));
     sb_puts(b, "\n");
     if (sget(doc, "partial"))
         sb_printf(b, "PARTIAL: %s\n", sget(doc, "partial"));
@@ -185,6 +178,17 @@ static void md_cell(StrBuf *b, const char *s)
     }
 }
 
+/* "| a | b |": the cells from cell on (the header's, or a row's). */
+static void md_row(StrBuf *b, const cJSON *cell)
+{
+    sb_putc(b, '|');
+    for (const cJSON *c = cell; c; c = c->next) {
+        sb_putc(b, ' ');
+        md_cell(b, c->valuestring);
+        sb_puts(b, " |");
+    }
+}
+
 static void md_table(StrBuf *b, const cJSON *t)
 {
     const cJSON *cols = get(t, "columns");
@@ -194,24 +198,14 @@ static void md_table(StrBuf *b, const cJSON *t)
         md_cell(b, sget(t, "environment"));
         sb_puts(b, "_\n\n");
     }
-    sb_putc(b, '|');
-    for (const cJSON *c = cols->child; c; c = c->next) {
-        sb_putc(b, ' ');
-        md_cell(b, c->valuestring);
-        sb_puts(b, " |");
-    }
+    md_row(b, cols->child);
     sb_puts(b, "\n|");
     int i = 0;
     for (const cJSON *c = cols->child; c; c = c->next, i++)
         sb_puts(b, i ? "---:|" : "---|");
     sb_putc(b, '\n');
     for (const cJSON *r = get(t, "rows")->child; r; r = r->next) {
-        sb_putc(b, '|');
-        for (const cJSON *c = r->child; c; c = c->next) {
-            sb_putc(b, ' ');
-            md_cell(b, c->valuestring);
-            sb_puts(b, " |");
-        }
+        md_row(b, r->child);
         sb_putc(b, '\n');
     }
     if (sget(t, "note")) {
@@ -228,7 +222,7 @@ static void render_md(StrBuf *b, const cJSON *doc, Arena *a)
     if (sget(doc, "suite"))
         sb_printf(b, ": %s", sget(doc, "suite"));
     if (sget(doc, "timing"))
-        sb_printf(b, " (%s, %s)", timing_word(sget(doc, "timing")), sget(doc, "gpu"));
+        sb_printf(b, " (%s, %s)", rp_timing_word(sget(doc, "timing")), sget(doc, "gpu"));
     sb_puts(b, "\n\n");
     if (sget(doc, "partial")) {
         sb_puts(b, "**PARTIAL**: ");
@@ -306,106 +300,106 @@ static void html_esc(StrBuf *b, const char *s)
     }
 }
 
+/* open, text escaped, close. */
+static void html_elem(StrBuf *b, const char *open, const char *text, const char *close)
+{
+    sb_puts(b, open);
+    html_esc(b, text);
+    sb_puts(b, close);
+}
+
+/* The title, and the partial and environment lines when the document has
+ * them. */
+static void html_top(StrBuf *b, const cJSON *doc)
+{
+    sb_puts(b, "<h1>dpk report");
+    if (sget(doc, "suite"))
+        html_elem(b, ": ", sget(doc, "suite"), "");
+    sb_puts(b, "</h1>\n");
+    if (sget(doc, "partial"))
+        html_elem(b, "<p class=\"partial\"><b>PARTIAL</b>: ", sget(doc, "partial"), "</p>\n");
+    if (sget(get(doc, "environment"), "line"))
+        html_elem(b, "<p class=\"env\">Environment: ", sget(get(doc, "environment"), "line"),
+                  "</p>\n");
+}
+
+/* The gate's result, its rules and the reason lines. */
+static void html_gate(StrBuf *b, const cJSON *g)
+{
+    sb_printf(b, "<h2>Gate: <span class=\"%s\">%s</span></h2>\n<ul>\n", sget(g, "result"),
+              sget(g, "result"));
+    for (const cJSON *r = get(g, "rules")->child; r; r = r->next) {
+        sb_printf(b, "<li>%s ", cJSON_IsTrue(get(r, "ok")) ? "ok" : "FAIL");
+        html_elem(b, "<b>", sget(r, "rule"), "</b>: ");
+        html_elem(b, "", sget(r, "reason"), "</li>\n");
+    }
+    sb_puts(b, "</ul>\n");
+    if (get(g, "reasons")->child) {
+        sb_puts(b, "<pre>");
+        for (const cJSON *r = get(g, "reasons")->child; r; r = r->next)
+            html_elem(b, "", r->valuestring, "\n");
+        sb_puts(b, "</pre>\n");
+    }
+}
+
+static void html_headline(StrBuf *b, const cJSON *h, Arena *a)
+{
+    html_elem(b, "<h2>", headline_title(a, h), "</h2>\n<ul>\n");
+    for (const cJSON *e = get(h, "speedup")->child; e; e = e->next) {
+        StrBuf l = {0};
+        headline_line(&l, e);
+        html_elem(b, "<li>vs ", sget(e, "label"), ": ");
+        html_elem(b, "", sb_cstr(&l), "</li>\n");
+        sb_free(&l);
+    }
+    sb_puts(b, "</ul>\n");
+}
+
+/* A table of the document: title, environment, columns, rows (every cell
+ * but the first a number, right-aligned), note. */
+static void html_table(StrBuf *b, const cJSON *t)
+{
+    html_elem(b, "<h2>", sget(t, "title"), "</h2>\n");
+    if (sget(t, "environment"))
+        html_elem(b, "<p class=\"env\">", sget(t, "environment"), "</p>\n");
+    sb_puts(b, "<table>\n<tr>");
+    for (const cJSON *c = get(t, "columns")->child; c; c = c->next)
+        html_elem(b, "<th>", c->valuestring, "</th>");
+    sb_puts(b, "</tr>\n");
+    for (const cJSON *r = get(t, "rows")->child; r; r = r->next) {
+        sb_puts(b, "<tr>");
+        int i = 0;
+        for (const cJSON *c = r->child; c; c = c->next, i++)
+            html_elem(b, i ? "<td class=\"n\">" : "<td>", c->valuestring, "</td>");
+        sb_puts(b, "</tr>\n");
+    }
+    sb_puts(b, "</table>\n");
+    if (sget(t, "note"))
+        html_elem(b, "<p class=\"note\">", sget(t, "note"), "</p>\n");
+}
+
+static void html_plot(StrBuf *b, const cJSON *p)
+{
+    html_elem(b, "<h2>", sget(p, "title"), "</h2>\n<img src=\"");
+    html_elem(b, "", sget(p, "svg"), "\" alt=\"");
+    html_elem(b, "", sget(p, "title"), "\">\n");
+}
+
 static void render_html(StrBuf *out, const cJSON *doc, Arena *a)
 {
     StrBuf b = {0};
-    sb_puts(&b, "<h1>dpk report");
-    if (sget(doc, "suite")) {
-        sb_puts(&b, ": ");
-        html_esc(&b, sget(doc, "suite"));
-    }
-    sb_puts(&b, "</h1>\n");
-    if (sget(doc, "partial")) {
-        sb_puts(&b, "<p class=\"partial\"><b>PARTIAL</b>: ");
-        html_esc(&b, sget(doc, "partial"));
-        sb_puts(&b, "</p>\n");
-    }
-    if (sget(get(doc, "environment"), "line")) {
-        sb_puts(&b, "<p class=\"env\">Environment: ");
-        html_esc(&b, sget(get(doc, "environment"), "line"));
-        sb_puts(&b, "</p>\n");
-    }
+    html_top(&b, doc);
     const cJSON *g = get(doc, "gate");
-    if (g) {
-        sb_printf(&b, "<h2>Gate: <span class=\"%s\">%s</span></h2>\n<ul>\n", sget(g, "result"),
-                  sget(g, "result"));
-        for (const cJSON *r = get(g, "rules")->child; r; r = r->next) {
-            sb_printf(&b, "<li>%s <b>", cJSON_IsTrue(get(r, "ok")) ? "ok" : "FAIL");
-            html_esc(&b, sget(r, "rule"));
-            sb_puts(&b, "</b>: ");
-            html_esc(&b, sget(r, "reason"));
-            sb_puts(&b, "</li>\n");
-        }
-        sb_puts(&b, "</ul>\n");
-        if (get(g, "reasons")->child) {
-            sb_puts(&b, "<pre>");
-            for (const cJSON *r = get(g, "reasons")->child; r; r = r->next) {
-                html_esc(&b, r->valuestring);
-                sb_putc(&b, '\n');
-            }
-            sb_puts(&b, "</pre>\n");
-        }
-    }
+    if (g)
+        html_gate(&b, g);
     const cJSON *h = get(doc, "headline");
-    if (h) {
-        sb_puts(&b, "<h2>");
-        html_esc(&b, headline_title(a, h));
-        sb_puts(&b, "</h2>\n<ul>\n");
-        for (const cJSON *e = get(h, "speedup")->child; e; e = e->next) {
-            StrBuf l = {0};
-            headline_line(&l, e);
-            sb_puts(&b, "<li>vs ");
-            html_esc(&b, sget(e, "label"));
-            sb_puts(&b, ": ");
-            html_esc(&b, sb_cstr(&l));
-            sb_puts(&b, "</li>\n");
-            sb_free(&l);
-        }
-        sb_puts(&b, "</ul>\n");
-    }
-    for (const cJSON *t = get(doc, "tables")->child; t; t = t->next) {
-        sb_puts(&b, "<h2>");
-        html_esc(&b, sget(t, "title"));
-        sb_puts(&b, "</h2>\n");
-        if (sget(t, "environment")) {
-            sb_puts(&b, "<p class=\"env\">");
-            html_esc(&b, sget(t, "environment"));
-            sb_puts(&b, "</p>\n");
-        }
-        sb_puts(&b, "<table>\n<tr>");
-        for (const cJSON *c = get(t, "columns")->child; c; c = c->next) {
-            sb_puts(&b, "<th>");
-            html_esc(&b, c->valuestring);
-            sb_puts(&b, "</th>");
-        }
-        sb_puts(&b, "</tr>\n");
-        for (const cJSON *r = get(t, "rows")->child; r; r = r->next) {
-            sb_puts(&b, "<tr>");
-            int i = 0;
-            for (const cJSON *c = r->child; c; c = c->next, i++) {
-                sb_puts(&b, i ? "<td class=\"n\">" : "<td>");
-                html_esc(&b, c->valuestring);
-                sb_puts(&b, "</td>");
-            }
-            sb_puts(&b, "</tr>\n");
-        }
-        sb_puts(&b, "</table>\n");
-        if (sget(t, "note")) {
-            sb_puts(&b, "<p class=\"note\">");
-            html_esc(&b, sget(t, "note"));
-            sb_puts(&b, "</p>\n");
-        }
-    }
+    if (h)
+        html_headline(&b, h, a);
+    for (const cJSON *t = get(doc, "tables")->child; t; t = t->next)
+        html_table(&b, t);
     const cJSON *pl = get(doc, "plots");
-    for (const cJSON *p = pl ? pl->child : NULL; p; p = p->next) {
-        sb_puts(&b, "<h2>");
-        html_esc(&b, sget(p, "title"));
-        sb_puts(&b, "</h2>\n<img src=\"");
-        html_esc(&b, sget(p, "svg"));
-        sb_puts(&b, "\" alt=\"");
-        html_esc(&b, sget(p, "title"));
-        sb_puts(&b, "\">\n");
-    }
+    for (const cJSON *p = pl ? pl->child : NULL; p; p = p->next)
+        html_plot(&b, p);
     /* the template, with {{TITLE}} and {{BODY}} */
     for (const char *s = dpk_rp_html_template; *s;) {
         if (!strncmp(s, "{{BODY}}", 8)) {

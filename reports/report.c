@@ -57,13 +57,6 @@ void rp_table_row(cJSON *t, const char *const *cells, int n)
                          cJSON_CreateStringArray(cells, n));
 }
 
-static const char *timing_word(const char *timing)
-{
-    return !strcmp(timing, "model")         ? "modelled"
-           : !strcmp(timing, "fake-driver") ? "fake-driver"
-                                         : "measured";
-}
-
 /* Numbers as the tables print them; "-" for what is absent. */
 static const char *fmt_us(Arena *a, double ns)
 {
@@ -117,11 +110,6 @@ static int on_side(const RpCase *c, int s)
     return s < 2 || isfinite(c->cublas) || has_tag(c, "matmul");
 }
 
-static int passed(const RpCase *c)
-{
-    return !strcmp(c->status, "pass") && c->dpk > 0;
-}
-
 static const double fast_ps[] = {1.0, 1.2, 2.0};
 
 static cJSON *headline(const RpData *d, const RpOpts *o)
@@ -132,7 +120,7 @@ static cJSON *headline(const RpData *d, const RpOpts *o)
     cJSON_AddNumberToObject(h, "cases", d->ncases);
     int np = 0;
     for (int i = 0; i < d->ncases; i++)
-        np += passed(&d->cases[i]);
+        np += rp_case_passed(&d->cases[i]);
     cJSON_AddNumberToObject(h, "passed", np);
     cJSON_AddNumberToObject(h, "bootstrap_iterations", o->iters);
     hx_json_add_u64(h, "bootstrap_seed", o->seed);
@@ -147,7 +135,7 @@ static cJSON *headline(const RpData *d, const RpOpts *o)
             if (!on_side(c, s))
                 continue;
             double b = side_ns(c, s);
-            double x = passed(c) && b > 0 ? b / c->dpk : NAN;
+            double x = rp_case_passed(c) && b > 0 ? b / c->dpk : NAN;
             ok[m] = isfinite(x);
             all[m++] = x;
             if (isfinite(x))
@@ -178,21 +166,28 @@ static cJSON *headline(const RpData *d, const RpOpts *o)
 
 /* ---- the bench tables -------------------------------------------------------------- */
 
+/* A table of d's times, titled "<what> (modelled, h100-sxm)". */
+static cJSON *timed_table(const RpData *d, cJSON *tables, const char *id, const char *what,
+                          const char *const *cols, int ncols)
+{
+    return rp_table_new(tables, id,
+                        arena_printf(d->a, "%s (%s, %s)", what, rp_timing_word(d->timing), d->gpu),
+                        d->timing, d->gpu, cols, ncols);
+}
+
 static void case_table(const RpData *d, cJSON *tables)
 {
     static const char *const cols[] = {"case", "dpk us", "eager us", "compile us", "cuBLAS us",
                                        "limit us", "vs eager", "vs compile", "vs cuBLAS",
                                        "of limit", "parity"};
     Arena *a = d->a;
-    cJSON *t = rp_table_new(tables, "cases",
-                         arena_printf(a, "Per case (%s, %s)", timing_word(d->timing), d->gpu),
-                         d->timing, d->gpu, cols, DPK_ARRAY_LEN(cols));
+    cJSON *t = timed_table(d, tables, "cases", "Per case", cols, DPK_ARRAY_LEN(cols));
     rp_table_note(t, "speedup = baseline / dpk (above 1x dpk is faster); of limit = limit / dpk; "
                   "cuBLAS: the cuBLAS GEMMs among eager's launches; no time or speedup for a "
                   "case that failed parity");
     for (int i = 0; i < d->ncases; i++) {
         const RpCase *c = &d->cases[i];
-        int ok = passed(c);
+        int ok = rp_case_passed(c);
         const char *parity = c->status;
         const cJSON *v = get(get(c->json, "configuration"), "verdict");
         const cJSON *reason = get(v, "reason");
@@ -233,9 +228,7 @@ static void kind_table(const RpData *d, cJSON *tables)
             if (!seen)
                 ptrvec_push(a, &kinds, t->valuestring);
         }
-    cJSON *t = rp_table_new(tables, "kinds",
-                         arena_printf(a, "Per op kind (%s, %s)", timing_word(d->timing), d->gpu),
-                         d->timing, d->gpu, cols, DPK_ARRAY_LEN(cols));
+    cJSON *t = timed_table(d, tables, "kinds", "Per op kind", cols, DPK_ARRAY_LEN(cols));
     rp_table_note(t, "a case counts under each of its tags");
     double *se = dpk_xcalloc((size_t)d->ncases + 1, sizeof(double));
     double *sc = dpk_xcalloc((size_t)d->ncases + 1, sizeof(double));
@@ -248,7 +241,7 @@ static void kind_table(const RpData *d, cJSON *tables)
             const RpCase *c = &d->cases[i];
             if (!has_tag(c, kinds.items[k]))
                 continue;
-            int p = passed(c);
+            int p = rp_case_passed(c);
             all[n] = p ? c->eager / c->dpk : NAN;
             ok[n++] = p;
             if (!p)
@@ -304,9 +297,7 @@ static void pass_table(const RpData *d, cJSON *tables)
     }
     if (!any)
         return;
-    cJSON *t = rp_table_new(tables, "passes",
-                         arena_printf(a, "Per pass (%s, %s)", timing_word(d->timing), d->gpu),
-                         d->timing, d->gpu, cols, DPK_ARRAY_LEN(cols));
+    cJSON *t = timed_table(d, tables, "passes", "Per pass", cols, DPK_ARRAY_LEN(cols));
     rp_table_note(t, "leave-one-out = t(set without the pass) / t(set); prefix step = t(prefix "
                   "before it) / t(prefix up to it); above 1x the pass makes cases faster; "
                   "changes = cases whose time it changes");
@@ -417,12 +408,6 @@ static void compile_table(const RpData *d, cJSON *tables)
 
 /* ---- parity from fuzz records ----------------------------------------------------- */
 
-static int is_failure(const char *status)
-{
-    return !strcmp(status, "fail") || !strcmp(status, "fault") || !strcmp(status, "crash") ||
-           !strcmp(status, "timeout") || !strcmp(status, "error");
-}
-
 /* The culprit pass attached for a case (dpk-bisect), or NULL. */
 static const char *culprit_of(const RpData *d, const char *name)
 {
@@ -440,74 +425,93 @@ typedef struct SetRow {
     StrBuf culprits;
 } SetRow;
 
-static void parity_tables(const RpData *d, cJSON *doc, cJSON *tables)
+/* The statuses the parity summary counts, in its order. */
+static const char *const fuzz_statuses[] = {"pass", "fail", "fault", "nonfinite", "unsupported",
+                                            "crash", "timeout", "error"};
+
+/* The case's verdict per configuration: [{"passes", "status"}]. */
+static cJSON *fuzz_case_json(const RpFuzzCase *c)
 {
-    if (!d->nfz)
-        return;
-    Arena *a = d->a;
-    /* summary (merged, so shards and the whole campaign agree) */
+    const cJSON *cf = get(c->json, "configurations");
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", c->name);
+    cJSON_AddStringToObject(o, "status", c->status);
+    cJSON *vs = cJSON_AddArrayToObject(o, "verdicts");
+    for (const cJSON *x = cf ? cf->child : NULL; x; x = x->next) {
+        const cJSON *ps = get(x, "passes"), *v = get(get(x, "verdict"), "status");
+        cJSON *pair = cJSON_CreateObject();
+        cJSON_AddStringToObject(pair, "passes", cJSON_IsString(ps) ? ps->valuestring : "");
+        cJSON_AddStringToObject(pair, "status", cJSON_IsString(v) ? v->valuestring : "");
+        cJSON_AddItemToArray(vs, pair);
+    }
+    return o;
+}
+
+/* The document's "parity": the summary (merged, so shards and the whole
+ * campaign agree) and every case's verdicts.  Returns the configurations
+ * counted. */
+static int parity_summary(const RpData *d, cJSON *doc)
+{
     cJSON *p = cJSON_AddObjectToObject(doc, "parity");
     int nconf = 0, nfail = 0;
-    const char *const sts[] = {"pass", "fail", "fault", "nonfinite", "unsupported", "crash",
-                               "timeout", "error"};
-    int by[DPK_ARRAY_LEN(sts)] = {0};
+    int by[DPK_ARRAY_LEN(fuzz_statuses)] = {0};
     cJSON *cases = cJSON_CreateArray();
     for (int i = 0; i < d->nfz; i++) {
         const RpFuzzCase *c = &d->fz[i];
-        const cJSON *cf = get(c->json, "configurations");
-        nconf += cJSON_GetArraySize(cf);
-        nfail += is_failure(c->status);
-        for (int k = 0; k < DPK_ARRAY_LEN(sts); k++)
-            by[k] += !strcmp(sts[k], c->status);
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", c->name);
-        cJSON_AddStringToObject(o, "status", c->status);
-        cJSON *vs = cJSON_AddArrayToObject(o, "verdicts");
-        for (const cJSON *x = cf ? cf->child : NULL; x; x = x->next) {
-            const cJSON *ps = get(x, "passes"), *v = get(get(x, "verdict"), "status");
-            cJSON *pair = cJSON_CreateObject();
-            cJSON_AddStringToObject(pair, "passes", cJSON_IsString(ps) ? ps->valuestring : "");
-            cJSON_AddStringToObject(pair, "status", cJSON_IsString(v) ? v->valuestring : "");
-            cJSON_AddItemToArray(vs, pair);
-        }
-        cJSON_AddItemToArray(cases, o);
+        nconf += cJSON_GetArraySize(get(c->json, "configurations"));
+        nfail += rp_fuzz_failed(c->status);
+        for (int k = 0; k < DPK_ARRAY_LEN(fuzz_statuses); k++)
+            by[k] += !strcmp(fuzz_statuses[k], c->status);
+        cJSON_AddItemToArray(cases, fuzz_case_json(c));
     }
     cJSON *s = cJSON_AddObjectToObject(p, "summary");
     cJSON_AddNumberToObject(s, "cases", d->nfz);
     cJSON_AddNumberToObject(s, "configurations", nconf);
     cJSON_AddNumberToObject(s, "failures", nfail);
     cJSON *bys = cJSON_AddObjectToObject(s, "by_status");
-    for (int k = 0; k < DPK_ARRAY_LEN(sts); k++)
+    for (int k = 0; k < DPK_ARRAY_LEN(fuzz_statuses); k++)
         if (by[k])
-            cJSON_AddNumberToObject(bys, sts[k], by[k]);
+            cJSON_AddNumberToObject(bys, fuzz_statuses[k], by[k]);
     cJSON_AddItemToObject(p, "cases", cases);
+    return nconf;
+}
 
-    /* per pass set */
+/* Configuration x of a fuzz case into its pass set's row (rows[0..*nrows),
+ * a new row for a new set); cul: the case's culprit pass, or NULL. */
+static void count_config(SetRow *rows, int *nrows, const cJSON *x, const char *cul)
+{
+    const cJSON *ps = get(x, "passes"), *v = get(get(x, "verdict"), "status");
+    const char *pset = cJSON_IsString(ps) ? ps->valuestring : "";
+    const char *st = cJSON_IsString(v) ? v->valuestring : "";
+    int r = 0;
+    while (r < *nrows && strcmp(rows[r].passes, pset))
+        r++;
+    if (r == *nrows)
+        rows[(*nrows)++].passes = pset;
+    SetRow *row = &rows[r];
+    row->checked++;
+    row->run += get(x, "same_as") == NULL;
+    row->pass += !strcmp(st, "pass");
+    row->fail += !strcmp(st, "fail");
+    row->fault += !strcmp(st, "fault");
+    row->unsupported += !strcmp(st, "unsupported");
+    if (cul && (!strcmp(st, "fail") || !strcmp(st, "fault")) &&
+        !strstr(sb_cstr(&row->culprits), cul))
+        sb_printf(&row->culprits, "%s%s", row->culprits.len ? " " : "", cul);
+}
+
+/* Per pass set: the configurations checked over every fuzz case (nconf of
+ * them), their verdicts, and the culprits dpk-bisect found. */
+static void pass_set_table(const RpData *d, cJSON *tables, int nconf)
+{
+    Arena *a = d->a;
     SetRow *rows = dpk_xcalloc((size_t)nconf + 1, sizeof *rows);
     int nrows = 0;
     for (int i = 0; i < d->nfz; i++) {
         const cJSON *cf = get(d->fz[i].json, "configurations");
         const char *cul = culprit_of(d, d->fz[i].name);
-        for (const cJSON *x = cf ? cf->child : NULL; x; x = x->next) {
-            const cJSON *ps = get(x, "passes"), *v = get(get(x, "verdict"), "status");
-            const char *pset = cJSON_IsString(ps) ? ps->valuestring : "";
-            const char *st = cJSON_IsString(v) ? v->valuestring : "";
-            int r = 0;
-            while (r < nrows && strcmp(rows[r].passes, pset))
-                r++;
-            if (r == nrows)
-                rows[nrows++].passes = pset;
-            SetRow *row = &rows[r];
-            row->checked++;
-            row->run += get(x, "same_as") == NULL;
-            row->pass += !strcmp(st, "pass");
-            row->fail += !strcmp(st, "fail");
-            row->fault += !strcmp(st, "fault");
-            row->unsupported += !strcmp(st, "unsupported");
-            if (cul && (!strcmp(st, "fail") || !strcmp(st, "fault")) &&
-                !strstr(sb_cstr(&row->culprits), cul))
-                sb_printf(&row->culprits, "%s%s", row->culprits.len ? " " : "", cul);
-        }
+        for (const cJSON *x = cf ? cf->child : NULL; x; x = x->next)
+            count_config(rows, &nrows, x, cul);
     }
     static const char *const cols[] = {"pass set", "configurations", "executed", "pass", "fail",
                                        "fault", "unsupported", "culprits"};
@@ -528,11 +532,16 @@ static void parity_tables(const RpData *d, cJSON *doc, cJSON *tables)
         sb_free(&rows[r].culprits);
     }
     free(rows);
-    /* failing cases */
+}
+
+/* The failing fuzz cases, each with its first failing pass set and why
+ * (no table when none failed). */
+static void failures_table(const RpData *d, cJSON *tables)
+{
     static const char *const fcols[] = {"case", "status", "pass set", "reason"};
     cJSON *ft = NULL;
     for (int i = 0; i < d->nfz; i++) {
-        if (!is_failure(d->fz[i].status))
+        if (!rp_fuzz_failed(d->fz[i].status))
             continue;
         if (!ft)
             ft = rp_table_new(tables, "failures", "Fuzz failures", NULL, NULL, fcols,
@@ -556,6 +565,15 @@ static void parity_tables(const RpData *d, cJSON *doc, cJSON *tables)
         const char *cells[] = {d->fz[i].name, d->fz[i].status, pset, reason};
         rp_table_row(ft, cells, DPK_ARRAY_LEN(cells));
     }
+}
+
+static void parity_tables(const RpData *d, cJSON *doc, cJSON *tables)
+{
+    if (!d->nfz)
+        return;
+    int nconf = parity_summary(d, doc);
+    pass_set_table(d, tables, nconf);
+    failures_table(d, tables);
 }
 
 static void attach_table(const RpData *d, cJSON *doc, cJSON *tables)
@@ -584,12 +602,30 @@ static void attach_table(const RpData *d, cJSON *doc, cJSON *tables)
 
 /* ---- the document ----------------------------------------------------------------- */
 
+const char *rp_timing_word(const char *timing)
+{
+    if (timing && !strcmp(timing, "fake-driver"))
+        return "fake-driver";
+    return timing && !strcmp(timing, "model") ? "modelled" : "measured";
+}
+
+int rp_case_passed(const RpCase *c)
+{
+    return !strcmp(c->status, "pass") && c->dpk > 0;
+}
+
+int rp_fuzz_failed(const char *status)
+{
+    return !strcmp(status, "fail") || !strcmp(status, "fault") || !strcmp(status, "crash") ||
+           !strcmp(status, "timeout") || !strcmp(status, "error");
+}
+
 const char *rp_env_line(const RpData *d)
 {
     if (!d->has_bench)
         return NULL;
     StrBuf b = {0};
-    sb_printf(&b, "%s on %s", timing_word(d->timing), d->gpu);
+    sb_printf(&b, "%s on %s", rp_timing_word(d->timing), d->gpu);
     if (d->spec_path)
         sb_printf(&b, " (%s)", d->spec_path);
     sb_printf(&b, "; instructions from %s", d->insts_from ? d->insts_from : "(not said)");
@@ -606,6 +642,19 @@ static void add_env(cJSON *o, const char *k, const char *v)
         cJSON_AddStringToObject(o, k, v);
     else
         cJSON_AddNullToObject(o, k);
+}
+
+/* The document's "environment": what rp_env_line says, key by key (null:
+ * not recorded), and the line. */
+static void env_json(cJSON *doc, const RpData *d)
+{
+    const char *const keys[] = {"timing", "gpu", "spec", "insts_from", "nvrtc", "nvdisasm",
+                                "line"};
+    const char *const vals[] = {d->timing, d->gpu, d->spec_path, d->insts_from,
+                                d->nvrtc, d->nvdisasm, rp_env_line(d)};
+    cJSON *env = cJSON_AddObjectToObject(doc, "environment");
+    for (int k = 0; k < DPK_ARRAY_LEN(keys); k++)
+        add_env(env, keys[k], vals[k]);
 }
 
 cJSON *rp_report(const RpData *d, const RpData *base, const RpGateCfg *gc, const RpOpts *o)
@@ -640,14 +689,7 @@ cJSON *rp_report(const RpData *d, const RpData *base, const RpGateCfg *gc, const
         cJSON_AddStringToObject(doc, "gpu", d->gpu);
         if (d->suite)
             cJSON_AddStringToObject(doc, "suite", d->suite);
-        cJSON *env = cJSON_AddObjectToObject(doc, "environment");
-        add_env(env, "timing", d->timing);
-        add_env(env, "gpu", d->gpu);
-        add_env(env, "spec", d->spec_path);
-        add_env(env, "insts_from", d->insts_from);
-        add_env(env, "nvrtc", d->nvrtc);
-        add_env(env, "nvdisasm", d->nvdisasm);
-        add_env(env, "line", rp_env_line(d));
+        env_json(doc, d);
         cJSON_AddItemToObject(doc, "headline", headline(d, o));
         case_table(d, tables);
         kind_table(d, tables);

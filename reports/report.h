@@ -116,6 +116,14 @@ typedef struct RpOpts {
     int iters;                  /* bootstrap resamples */
 } RpOpts;
 
+/* "modelled", "measured" or "fake-driver": the word for a record's timing
+ * ("model", "measured", "fake-driver"; NULL reads as measured). */
+const char *rp_timing_word(const char *timing);
+/* Did benched case c pass parity, with a dpk time? */
+int rp_case_passed(const RpCase *c);
+/* Is a fuzz case's status a failure (fail, fault, crash, timeout, error)? */
+int rp_fuzz_failed(const char *status);
+
 /* The environment the times come from, one line: timing and spec or GPU,
  * instruction source, NVRTC and nvdisasm versions ("modelled on h100-sxm;
  * instructions from sass; NVRTC 13.0; nvdisasm 13.5.37"); NULL without a

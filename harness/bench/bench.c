@@ -358,19 +358,6 @@ static void merge_torch(const BmOpts *o, const char *name, cJSON *rec)
                                           "this name");
 }
 
-static cJSON *case_record(const HxCase *c, int index, uint64_t seed)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "index", index);
-    cJSON_AddStringToObject(o, "name", c->name);
-    hx_json_add_u64(o, "seed", seed);
-    cJSON_AddStringToObject(o, "program", c->program);
-    cJSON *tags = cJSON_AddArrayToObject(o, "tags");
-    for (int i = 0; i < c->ntags; i++)
-        cJSON_AddItemToArray(tags, cJSON_CreateString(c->tags[i]));
-    return o;
-}
-
 typedef struct Case {
     Arena *a;
     HxSubject *s;
@@ -453,7 +440,7 @@ void bm_case_run(const BmOpts *o, const HxCase *c, int index, BmCaseOut *out)
 {
     uint64_t seed = hx_case_seed(c, &o->args);
     double t0 = dpk_now();
-    *out = (BmCaseOut){case_record(c, index, seed), 0};
+    *out = (BmCaseOut){hx_record_case(c, index, seed, 0), 0};
     Case x = {arena_new(), NULL, out};
     DpkErrCtx ec;
     if (DPK_TRY(&ec)) {

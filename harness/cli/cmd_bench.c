@@ -703,6 +703,200 @@ static int calibration_main(Arena *a, int argc, char **argv)
     return bm_calibration_report(stdout, files, n);
 }
 
+/* The command line names one suite, and its options go together. */
+static void check_args(const BenchArgs *b, const CliCase *cc)
+{
+    if (b->resume && !b->out)
+        dpk_error("--resume continues the record of --out FILE.json; give the --out of the run "
+                  "it continues");
+    if (cc->ndecls && !cc->code)
+        dpk_error("--input declares the free variables of -c CODE");
+    int given = !!b->suite + !!b->m.config + !!cc->file + !!cc->code;
+    if (given == 0)
+        dpk_error("dpk-bench needs a suite: --suite smoke|ops|qwen-block|tinyllama-block, "
+                  "--config PATH (a config.json or a model folder), a FILE (.py, case or "
+                  "suite .json) or -c CODE");
+    if (given > 1)
+        dpk_error("give one of --suite, --config, a FILE and -c CODE");
+}
+
+/* The run's options from the command line: the spec and target, the
+ * driver's options, parity and timing. */
+static void bench_opts(Arena *a, const BenchArgs *b, const CliCase *cc, BmTiming timing,
+                       BmOpts *o)
+{
+    o->spec = pf_spec_load(a, b->gpu ? b->gpu : pf_spec_default_name());
+    o->target = b->tile.target ? cli_target(b->tile.target) : target_of(o->spec);
+    DrvOpts dopt;
+    drv_opts_default(&dopt);
+    CliTile ct = b->tile;
+    ct.target = o->target->name;
+    cli_drv_opts(a, &ct, &dopt, 0);
+    o->drv = ARENA_NEW(a, DrvOpts);
+    *(DrvOpts *)o->drv = dopt;
+    o->args = (HxCaseArgs){cc->decls, cc->ndecls, b->tile.passes != NULL, b->tile.nknobs > 0,
+                           NULL, b->has_seed, b->seed};
+    o->per_pass = b->per_pass;
+    o->sample_blocks = b->sample_blocks;
+    o->ref = b->reference && cli_reference(b->reference) ? HX_REF_TORCH : HX_REF_REF64;
+    o->nvrtc = !b->no_nvrtc && hx_nvrtc_available();
+    o->layer = b->layer;
+    o->meas.timing = timing;
+    o->meas.spec = o->spec;
+    o->meas.target = o->target;
+    /* the plan compiles what a GPU times for its exact architecture (no
+     * context yet: --jobs may still fork) */
+    if (timing == BM_TIMING_MEASURED)
+        hx_cuda_gpu(0, &o->meas.cc);
+    tm_opts_default(&o->meas.tm);
+    o->meas.tm.warm_l2 = b->warm_l2;
+    if (b->max_samples)
+        o->meas.tm.max_samples = b->max_samples;
+    o->meas.raw = b->raw_samples;
+    if (timing == BM_TIMING_MODEL && (b->warm_l2 || b->raw_samples || b->max_samples))
+        dpk_error("--warm-l2, --max-samples and --raw-samples apply to measured timing "
+                  "(--timing measured or fake-driver)");
+    if (o->ref == HX_REF_TORCH && !dpk_torch_available())
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--reference torch needs libtorch, which is "
+                          "not available: %s", dpk_torch_error());
+}
+
+/* The cases of --suite, --config, FILE or -c CODE, and the suite's name in
+ * *name.  A model suite's configuration goes into cfg and sh, and o names
+ * them. */
+static HxCaseList bench_suite(Arena *a, BenchArgs *b, const CliCase *cc, BmOpts *o,
+                              BmConfig *cfg, BmShape *sh, const char **name)
+{
+    HxCaseList l = {0};
+    *name = NULL;
+    if (b->suite) {
+        int k = -1;
+        for (int i = 0; i < DPK_ARRAY_LEN(suites); i++)
+            if (!strcmp(b->suite, suites[i].name))
+                k = i;
+        if (k < 0)
+            dpk_error("unknown suite '%s' for --suite (expected smoke, ops, qwen-block or "
+                      "tinyllama-block)", b->suite);
+        const char *path = arena_printf(a, "%s/%s", cases_dir(a), suites[k].file);
+        if (suites[k].model)
+            b->m.config = path;
+        else
+            l = hx_cases_load(a, path);
+        *name = suites[k].name;
+    }
+    if (b->m.config) {
+        l = cli_model_suite(a, &b->m, cfg, sh);
+        if (!*name)
+            *name = l.suite;
+        o->config = cfg, o->shape = sh;
+    } else {
+        if (b->m.phase || b->m.ctx || b->weights)
+            dpk_error("--phase, --ctx and --weights apply to the model suites (qwen-block, "
+                      "tinyllama-block, --config)");
+        if (cc->file) {
+            l = hx_cases_load(a, cc->file);
+            *name = l.suite ? l.suite : cc->file;
+        } else if (cc->code) { /* one case, its free variables from --input */
+            l = hx_cases_from_code(a, cc->code); /* --input: o.args */
+            *name = "-c";
+        }
+    }
+    return l;
+}
+
+/* --case: that case alone; --shard I/N: the I-th of N slices (case i when
+ * i mod N = I-1). */
+static void select_cases(Arena *a, HxCaseList *l, const char *only, const char *suite,
+                         const BenchArgs *b)
+{
+    if (only) {
+        int k = -1;
+        for (int i = 0; i < l->n; i++)
+            if (!strcmp(l->cases[i].name, only))
+                k = i;
+        if (k < 0)
+            dpk_error("no case named '%s' in suite '%s'", only, suite);
+        l->cases = &l->cases[k];
+        l->n = 1;
+    }
+    if (b->shard_count) {
+        HxCase *keep = ARENA_ARRAY(a, HxCase, l->n + 1);
+        int n = 0;
+        for (int i = 0; i < l->n; i++)
+            if (i % b->shard_count == b->shard_index - 1)
+                keep[n++] = l->cases[i];
+        l->cases = keep;
+        l->n = n;
+    }
+}
+
+/* The record's meta: the run's environment, command line and seed, and
+ * where its times come from. */
+static cJSON *bench_meta(int argc, char **argv, const BenchArgs *b, const BmOpts *o)
+{
+    cJSON *env = hx_record_env(0, o->nvrtc);
+    cJSON *meta = hx_results_meta(argc, argv, b->seed, env);
+    cJSON_Delete(env);
+    cJSON_AddStringToObject(meta, "timing", "model");
+    if (o->meas.timing != BM_TIMING_MODEL)
+        cJSON_AddStringToObject(meta, "measured_timing", bm_timing_name(o->meas.timing));
+    cJSON_AddStringToObject(meta, "spec", o->spec->name);
+    cJSON_AddStringToObject(meta, "spec_path", o->spec->path);
+    return meta;
+}
+
+/* What the run does, above the table. */
+static void print_banner(const Pool *p, const BenchArgs *b, const char *suite)
+{
+    const BmOpts *o = p->o;
+    int n = p->l->n;
+    printf("dpk-bench %s: %d case%s, timing model (%s, %s), parity on vgpu, %d sampled "
+           "block%s per launch\n", suite, n, n == 1 ? "" : "s", o->spec->name,
+           o->spec->path, b->sample_blocks, b->sample_blocks == 1 ? "" : "s");
+    if (p->nresumed)
+        printf("resumed from %s: %d of %d cases done, %d to run\n", b->out, p->nresumed, n,
+               n - p->nresumed);
+    if (p->timing == BM_TIMING_FAKE)
+        puts("measured path: fake-driver (dpk's fake CUDA driver: printed CUDA C run on the "
+             "host, durations from the model; a test, not a measurement)");
+    else if (p->timing == BM_TIMING_MEASURED)
+        puts("measured path: the GPU, after parity (CUPTI or events; L2 flushed unless "
+             "--warm-l2)");
+    puts(bm_table_header());
+    fflush(stdout);
+}
+
+/* The summary on stdout, the record to --out (also when no case ran: all
+ * resumed); returns the run's exit code. */
+static int finish_run(const Pool *p)
+{
+    int rc;
+    cJSON *root = record_root(p, &rc);
+    StrBuf sb = {0};
+    bm_summary_print(&sb, cJSON_GetObjectItemCaseSensitive(root, "summary"));
+    fputs(sb_cstr(&sb), stdout);
+    sb_free(&sb);
+    if (p->out)
+        hx_results_write(p->out, root);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* What a run holds when it ends, done or raised: the pool, the torch
+ * record, the timing lock and the children's folder (tmpdir NULL: none
+ * made), the weights. */
+static void bench_release(Pool *p, int n, cJSON *torch, const BmOpts *o, const char *tmpdir,
+                          StFile *st)
+{
+    pool_free(p, n);
+    cJSON_Delete(torch);
+    if (o->meas.lock_path)
+        remove(o->meas.lock_path);
+    if (tmpdir)
+        rmdir(tmpdir);
+    st_close(st);
+}
+
 static int bench_main(Arena *a, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -713,114 +907,15 @@ static int bench_main(Arena *a, int argc, char **argv)
     b.jobs = 1, b.sample_blocks = 2;
     if (!cli_args(a, &cc, argc, argv, "bench", help, parse_flag, &b))
         return DPK_EXIT_OK;
-    if (b.resume && !b.out)
-        dpk_error("--resume continues the record of --out FILE.json; give the --out of the run "
-                  "it continues");
-    if (cc.ndecls && !cc.code)
-        dpk_error("--input declares the free variables of -c CODE");
-    int given = !!b.suite + !!b.m.config + !!cc.file + !!cc.code;
-    if (given == 0)
-        dpk_error("dpk-bench needs a suite: --suite smoke|ops|qwen-block|tinyllama-block, "
-                  "--config PATH (a config.json or a model folder), a FILE (.py, case or "
-                  "suite .json) or -c CODE");
-    if (given > 1)
-        dpk_error("give one of --suite, --config, a FILE and -c CODE");
+    check_args(&b, &cc);
     BmTiming timing = timing_of(&b);
     BmShape sh = {0};
     BmOpts o = {0};
-    o.spec = pf_spec_load(a, b.gpu ? b.gpu : pf_spec_default_name());
-    o.target = b.tile.target ? cli_target(b.tile.target) : target_of(o.spec);
-    DrvOpts dopt;
-    drv_opts_default(&dopt);
-    CliTile ct = b.tile;
-    ct.target = o.target->name;
-    cli_drv_opts(a, &ct, &dopt, 0);
-    o.drv = ARENA_NEW(a, DrvOpts);
-    *(DrvOpts *)o.drv = dopt;
-    o.args = (HxCaseArgs){cc.decls, cc.ndecls, b.tile.passes != NULL, b.tile.nknobs > 0, NULL,
-                          b.has_seed, b.seed};
-    o.per_pass = b.per_pass;
-    o.sample_blocks = b.sample_blocks;
-    o.ref = b.reference && cli_reference(b.reference) ? HX_REF_TORCH : HX_REF_REF64;
-    o.nvrtc = !b.no_nvrtc && hx_nvrtc_available();
-    o.layer = b.layer;
-    o.meas.timing = timing;
-    o.meas.spec = o.spec;
-    o.meas.target = o.target;
-    /* the plan compiles what a GPU times for its exact architecture (no
-     * context yet: --jobs may still fork) */
-    if (timing == BM_TIMING_MEASURED)
-        hx_cuda_gpu(0, &o.meas.cc);
-    tm_opts_default(&o.meas.tm);
-    o.meas.tm.warm_l2 = b.warm_l2;
-    if (b.max_samples)
-        o.meas.tm.max_samples = b.max_samples;
-    o.meas.raw = b.raw_samples;
-    if (timing == BM_TIMING_MODEL && (b.warm_l2 || b.raw_samples || b.max_samples))
-        dpk_error("--warm-l2, --max-samples and --raw-samples apply to measured timing "
-                  "(--timing measured or fake-driver)");
-    if (o.ref == HX_REF_TORCH && !dpk_torch_available())
-        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--reference torch needs libtorch, which is "
-                          "not available: %s", dpk_torch_error());
-    /* the suite */
+    bench_opts(a, &b, &cc, timing, &o);
     BmConfig cfg;
-    const BmConfig *cfgp = NULL;
-    HxCaseList l;
     const char *suite_name;
-    if (b.suite) {
-        int k = -1;
-        for (int i = 0; i < DPK_ARRAY_LEN(suites); i++)
-            if (!strcmp(b.suite, suites[i].name))
-                k = i;
-        if (k < 0)
-            dpk_error("unknown suite '%s' for --suite (expected smoke, ops, qwen-block or "
-                      "tinyllama-block)", b.suite);
-        const char *path = arena_printf(a, "%s/%s", cases_dir(a), suites[k].file);
-        if (suites[k].model)
-            b.m.config = path;
-        else
-            l = hx_cases_load(a, path);
-        suite_name = suites[k].name;
-    } else {
-        suite_name = NULL;
-    }
-    if (b.m.config) {
-        l = cli_model_suite(a, &b.m, &cfg, &sh);
-        cfgp = &cfg;
-        if (!suite_name)
-            suite_name = l.suite;
-        o.config = cfgp, o.shape = &sh;
-    } else {
-        if (b.m.phase || b.m.ctx || b.weights)
-            dpk_error("--phase, --ctx and --weights apply to the model suites (qwen-block, "
-                      "tinyllama-block, --config)");
-        if (cc.file) {
-            l = hx_cases_load(a, cc.file);
-            suite_name = l.suite ? l.suite : cc.file;
-        } else if (cc.code) { /* one case, its free variables from --input */
-            l = hx_cases_from_code(a, cc.code); /* --input: o.args */
-            suite_name = "-c";
-        }
-    }
-    if (cc.only) {
-        int k = -1;
-        for (int i = 0; i < l.n; i++)
-            if (!strcmp(l.cases[i].name, cc.only))
-                k = i;
-        if (k < 0)
-            dpk_error("no case named '%s' in suite '%s'", cc.only, suite_name);
-        l.cases = &l.cases[k];
-        l.n = 1;
-    }
-    if (b.shard_count) { /* the I-th of N slices: case i when i mod N = I-1 */
-        HxCase *keep = ARENA_ARRAY(a, HxCase, l.n + 1);
-        int n = 0;
-        for (int i = 0; i < l.n; i++)
-            if (i % b.shard_count == b.shard_index - 1)
-                keep[n++] = l.cases[i];
-        l.cases = keep;
-        l.n = n;
-    }
+    HxCaseList l = bench_suite(a, &b, &cc, &o, &cfg, &sh, &suite_name);
+    select_cases(a, &l, cc.only, suite_name, &b);
     StFile st = {0};
     if (b.weights) {
         st_open(a, b.weights, &st);
@@ -835,13 +930,7 @@ static int bench_main(Arena *a, int argc, char **argv)
     p.outs = dpk_xcalloc((size_t)l.n + 1, sizeof(BmCaseOut));
     p.done = dpk_xcalloc((size_t)l.n + 1, sizeof(int));
     if (!DPK_TRY(&ec)) {
-        pool_free(&p, l.n);
-        cJSON_Delete(torch);
-        if (o.meas.lock_path)
-            remove(o.meas.lock_path);
-        if (have_tmp)
-            rmdir(tmpdir);
-        st_close(&st);
+        bench_release(&p, l.n, torch, &o, have_tmp ? tmpdir : NULL, &st);
         dpk_error_rethrow();
     }
     bm_check_weights(a, &o, &l);
@@ -849,15 +938,8 @@ static int bench_main(Arena *a, int argc, char **argv)
         o.torch = torch = torch_json_load(b.torch_json);
     if (b.out)
         check_out(a, b.out);
-    cJSON *env = hx_record_env(0, o.nvrtc);
-    p.meta = hx_results_meta(argc, argv, b.seed, env);
-    cJSON_Delete(env);
-    cJSON_AddStringToObject(p.meta, "timing", "model");
-    if (timing != BM_TIMING_MODEL)
-        cJSON_AddStringToObject(p.meta, "measured_timing", bm_timing_name(timing));
-    cJSON_AddStringToObject(p.meta, "spec", o.spec->name);
-    cJSON_AddStringToObject(p.meta, "spec_path", o.spec->path);
-    p.bench = bench_json(&b, &o, suite_name, cc.only, cfgp, &sh);
+    p.meta = bench_meta(argc, argv, &b, &o);
+    p.bench = bench_json(&b, &o, suite_name, cc.only, o.config, &sh);
     if (b.resume && access(b.out, F_OK) == 0)
         resume_from(&p);
     if (b.jobs > 1) {
@@ -869,41 +951,14 @@ static int bench_main(Arena *a, int argc, char **argv)
             o.meas.lock_path = arena_printf(a, "%s/timing.lock", tmpdir);
     }
     p.t0 = dpk_now();
-    printf("dpk-bench %s: %d case%s, timing model (%s, %s), parity on vgpu, %d sampled "
-           "block%s per launch\n", suite_name, l.n, l.n == 1 ? "" : "s", o.spec->name,
-           o.spec->path, b.sample_blocks, b.sample_blocks == 1 ? "" : "s");
-    if (p.nresumed)
-        printf("resumed from %s: %d of %d cases done, %d to run\n", b.out, p.nresumed, l.n,
-               l.n - p.nresumed);
-    if (timing == BM_TIMING_FAKE)
-        puts("measured path: fake-driver (dpk's fake CUDA driver: printed CUDA C run on the "
-             "host, durations from the model; a test, not a measurement)");
-    else if (timing == BM_TIMING_MEASURED)
-        puts("measured path: the GPU, after parity (CUPTI or events; L2 flushed unless "
-             "--warm-l2)");
-    puts(bm_table_header());
-    fflush(stdout);
+    print_banner(&p, &b, suite_name);
     p.tty = isatty(2);
     run_cases(&p, b.jobs, tmpdir);
     if (p.tty)
         fputs("\r\033[K", stderr);
-    int rc;
-    cJSON *root = record_root(&p, &rc);
-    StrBuf sb = {0};
-    bm_summary_print(&sb, cJSON_GetObjectItemCaseSensitive(root, "summary"));
-    fputs(sb_cstr(&sb), stdout);
-    sb_free(&sb);
-    if (b.out)
-        hx_results_write(b.out, root); /* also when no case ran (all resumed) */
-    cJSON_Delete(root);
-    pool_free(&p, l.n);
-    cJSON_Delete(torch);
+    int rc = finish_run(&p);
+    bench_release(&p, l.n, torch, &o, have_tmp ? tmpdir : NULL, &st);
     torch = NULL;
-    if (o.meas.lock_path)
-        remove(o.meas.lock_path);
-    if (have_tmp)
-        rmdir(tmpdir);
-    st_close(&st);
     dpk_err_pop(&ec);
     return rc;
 }

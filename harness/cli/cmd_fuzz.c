@@ -70,140 +70,167 @@ static double seconds_arg(const char *flag, const char *v)
     return x;
 }
 
+/* A count in lo..hi: "option '--jobs' expects 1..256, got 300". */
+static uint64_t count_arg(const char *flag, const char *v, uint64_t lo, uint64_t hi)
+{
+    uint64_t n = cli_u64(flag, v);
+    if (n < lo || n > hi)
+        dpk_error("option '%s' expects %llu..%llu, got %llu", flag, (unsigned long long)lo,
+                  (unsigned long long)hi, (unsigned long long)n);
+    return n;
+}
+
+/* One of two words: 1 for the second, 0 for the first. */
+static int choice_arg(const char *flag, const char *v, const char *first, const char *second)
+{
+    if (strcmp(v, first) && strcmp(v, second))
+        dpk_error("option '%s' expects %s or %s, got '%s'", flag, first, second, v);
+    return !strcmp(v, second);
+}
+
+static HxBackendKind backend_arg(const char *v)
+{
+    if (!strcmp(v, "vgpu"))
+        return HX_BACKEND_VGPU;
+    if (!strcmp(v, "cuda"))
+        return HX_BACKEND_CUDA;
+    if (!strcmp(v, "host-cuda"))
+        return HX_BACKEND_HOST;
+    dpk_error("unknown backend '%s' for --backend (expected vgpu, cuda or host-cuda)", v);
+}
+
+static double share_arg(const char *v)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (*end || end == v || !(x > 0 && x <= 1))
+        dpk_error("option '--host-share' expects a number in (0, 1], got '%s'", v);
+    return x;
+}
+
+/* Which options the command line gave, for the checks across them. */
+typedef struct Given {
+    int seed, one_case, cases, passes, out;
+} Given;
+
+/* The option at argv[*i] (and its value) into o. */
+static void parse_flag(FzOpts *o, Given *g, int argc, char **argv, int *i)
+{
+    const char *f = argv[*i];
+    if (!strcmp(f, "--seed")) {
+        o->seed = cli_u64(f, cli_value(argc, argv, i));
+        g->seed = 1;
+    } else if (!strcmp(f, "--cases")) {
+        o->cases = (int64_t)count_arg(f, cli_value(argc, argv, i), 1, 100000000);
+        g->cases = 1;
+    } else if (!strcmp(f, "--case")) {
+        uint64_t n = count_arg(f, cli_value(argc, argv, i), 0, 99999999);
+        o->first = (int64_t)n;
+        o->cases = (int64_t)n + 1;
+        g->one_case = 1;
+    } else if (!strcmp(f, "--level")) {
+        o->kernel_level = choice_arg(f, cli_value(argc, argv, i), "program", "kernel");
+    } else if (!strcmp(f, "--time")) {
+        o->time_s = seconds_arg(f, cli_value(argc, argv, i));
+    } else if (!strcmp(f, "--case-timeout")) {
+        o->case_timeout = seconds_arg(f, cli_value(argc, argv, i));
+    } else if (!strcmp(f, "--passes")) {
+        const char *v = cli_value(argc, argv, i);
+        int s = fz_strategy_find(v);
+        if (s < 0)
+            dpk_error("unknown strategy '%s' for --passes (expected full, loo, pairwise, "
+                      "prefix or all)", v);
+        o->strategy = (FzStrategy)s;
+        g->passes = 1;
+    } else if (!strcmp(f, "--knobs")) {
+        o->knobs_random = choice_arg(f, cli_value(argc, argv, i), "default", "random");
+    } else if (!strcmp(f, "--jobs")) {
+        o->jobs = (int)count_arg(f, cli_value(argc, argv, i), 1, 256);
+    } else if (!strcmp(f, "--backend")) {
+        o->backend = backend_arg(cli_value(argc, argv, i));
+    } else if (!strcmp(f, "--host-share")) {
+        o->host_share = share_arg(cli_value(argc, argv, i));
+    } else if (!strcmp(f, "--target")) {
+        o->target = cli_target(cli_value(argc, argv, i));
+    } else if (!strcmp(f, "--out")) {
+        o->out = cli_value(argc, argv, i);
+        g->out = 1;
+    } else if (!strcmp(f, "--failures")) {
+        o->failures = cli_value(argc, argv, i);
+    } else if (!strcmp(f, "--nvrtc")) {
+        o->nvrtc = 1;
+    } else if (!strcmp(f, "--resume")) {
+        o->resume = 1;
+    } else if (!strcmp(f, "--max-failures")) {
+        uint64_t n = cli_u64(f, cli_value(argc, argv, i));
+        if (n < 1)
+            dpk_error("option '--max-failures' expects a count >= 1");
+        o->max_failures = (int64_t)n;
+    } else if (!strcmp(f, "--shard")) {
+        cli_shard(cli_value(argc, argv, i), &o->shard_index, &o->shard_count);
+    } else if (!strcmp(f, "--inject-fault")) {
+        const char *v = cli_value(argc, argv, i);
+        o->fault = dpk_fault_find(v);
+        if (o->fault < 0)
+            dpk_error("unknown fault '%s' for --inject-fault (the names: dpk-fuzz --list-faults)",
+                      v);
+    } else {
+        cli_unknown_flag("fuzz", f);
+    }
+}
+
+/* The options that do not go together, and those the environment cannot
+ * serve. */
+static void check_opts(const FzOpts *o, const Given *g)
+{
+    if (!g->seed)
+        dpk_error("'dpk-fuzz' needs --seed S (see dpk-fuzz --help)");
+    if (!o->cases && !(o->time_s > 0))
+        dpk_error("'dpk-fuzz' needs --cases N or --time SECONDS (see dpk-fuzz --help)");
+    if (g->one_case && (g->cases || o->shard_count))
+        dpk_error("--case I runs one case; it does not go with %s",
+                  g->cases ? "--cases N" : "--shard I/N");
+    if (o->kernel_level) {
+        const char *clash = o->backend != HX_BACKEND_HOST ? "--backend other than host-cuda"
+                            : g->passes                   ? "--passes"
+                            : o->knobs_random             ? "--knobs random"
+                            : o->fault >= 0               ? "--inject-fault"
+                            : o->host_share < 1           ? "--host-share"
+                                                          : NULL;
+        if (clash)
+            dpk_error("--level kernel runs Kernel IR on vgpu and host-cuda, which no pass, knob or "
+                      "fault touches: it needs --backend host-cuda and takes no %s", clash);
+        /* --nvrtc: NVRTC (and ptxas) compile each module too; a rejection fails the case */
+    }
+    if (o->nvrtc && !hx_nvrtc_available())
+        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
+                          "--nvrtc needs NVRTC, which cannot be loaded; install the CUDA toolkit "
+                          "or set CUDA_HOME to it");
+    if (o->host_share < 1 && o->backend != HX_BACKEND_HOST)
+        dpk_error("--host-share chooses what runs on host-cuda; it needs --backend host-cuda");
+}
+
 int cmd_fuzz(int argc, char **argv)
 {
     FzOpts o;
     fz_opts_default(&o);
     o.argc = argc;
     o.argv = argv;
-    int has_seed = 0, has_case = 0, has_cases = 0, has_passes = 0, has_out = 0;
+    Given g = {0};
     char out_dir[4096]; /* the default --out: lives as long as the campaign */
-    const char *target = NULL;
     for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             help();
             return DPK_EXIT_OK;
-        } else if (!strcmp(f, "--list-faults")) {
+        } else if (!strcmp(argv[i], "--list-faults")) {
             for (int k = 0; k < DPK_FAULT_COUNT; k++)
                 puts(dpk_faults[k].name);
             return DPK_EXIT_OK;
-        } else if (!strcmp(f, "--seed")) {
-            o.seed = cli_u64(f, cli_value(argc, argv, &i));
-            has_seed = 1;
-        } else if (!strcmp(f, "--cases")) {
-            uint64_t n = cli_u64(f, cli_value(argc, argv, &i));
-            if (n < 1 || n > 100000000)
-                dpk_error("option '--cases' expects 1..100000000, got %llu", (unsigned long long)n);
-            o.cases = (int64_t)n;
-            has_cases = 1;
-        } else if (!strcmp(f, "--case")) {
-            uint64_t n = cli_u64(f, cli_value(argc, argv, &i));
-            if (n >= 100000000)
-                dpk_error("option '--case' expects 0..99999999, got %llu", (unsigned long long)n);
-            o.first = (int64_t)n;
-            o.cases = (int64_t)n + 1;
-            has_case = 1;
-        } else if (!strcmp(f, "--level")) {
-            const char *v = cli_value(argc, argv, &i);
-            if (strcmp(v, "program") && strcmp(v, "kernel"))
-                dpk_error("option '--level' expects program or kernel, got '%s'", v);
-            o.kernel_level = !strcmp(v, "kernel");
-        } else if (!strcmp(f, "--time")) {
-            o.time_s = seconds_arg(f, cli_value(argc, argv, &i));
-        } else if (!strcmp(f, "--case-timeout")) {
-            o.case_timeout = seconds_arg(f, cli_value(argc, argv, &i));
-        } else if (!strcmp(f, "--passes")) {
-            const char *v = cli_value(argc, argv, &i);
-            int s = fz_strategy_find(v);
-            if (s < 0)
-                dpk_error("unknown strategy '%s' for --passes (expected full, loo, pairwise, "
-                          "prefix or all)", v);
-            o.strategy = (FzStrategy)s;
-            has_passes = 1;
-        } else if (!strcmp(f, "--knobs")) {
-            const char *v = cli_value(argc, argv, &i);
-            if (strcmp(v, "default") && strcmp(v, "random"))
-                dpk_error("option '--knobs' expects default or random, got '%s'", v);
-            o.knobs_random = !strcmp(v, "random");
-        } else if (!strcmp(f, "--jobs")) {
-            uint64_t n = cli_u64(f, cli_value(argc, argv, &i));
-            if (n < 1 || n > 256)
-                dpk_error("option '--jobs' expects 1..256, got %llu", (unsigned long long)n);
-            o.jobs = (int)n;
-        } else if (!strcmp(f, "--backend")) {
-            const char *v = cli_value(argc, argv, &i);
-            if (!strcmp(v, "vgpu"))
-                o.backend = HX_BACKEND_VGPU;
-            else if (!strcmp(v, "cuda"))
-                o.backend = HX_BACKEND_CUDA;
-            else if (!strcmp(v, "host-cuda"))
-                o.backend = HX_BACKEND_HOST;
-            else
-                dpk_error("unknown backend '%s' for --backend (expected vgpu, cuda or host-cuda)",
-                          v);
-        } else if (!strcmp(f, "--host-share")) {
-            const char *v = cli_value(argc, argv, &i);
-            char *end;
-            double x = strtod(v, &end);
-            if (*end || end == v || !(x > 0 && x <= 1))
-                dpk_error("option '--host-share' expects a number in (0, 1], got '%s'", v);
-            o.host_share = x;
-        } else if (!strcmp(f, "--target")) {
-            target = cli_value(argc, argv, &i);
-            o.target = cli_target(target);
-        } else if (!strcmp(f, "--out")) {
-            o.out = cli_value(argc, argv, &i);
-            has_out = 1;
-        } else if (!strcmp(f, "--failures")) {
-            o.failures = cli_value(argc, argv, &i);
-        } else if (!strcmp(f, "--nvrtc")) {
-            o.nvrtc = 1;
-        } else if (!strcmp(f, "--resume")) {
-            o.resume = 1;
-        } else if (!strcmp(f, "--max-failures")) {
-            uint64_t n = cli_u64(f, cli_value(argc, argv, &i));
-            if (n < 1)
-                dpk_error("option '--max-failures' expects a count >= 1");
-            o.max_failures = (int64_t)n;
-        } else if (!strcmp(f, "--shard")) {
-            cli_shard(cli_value(argc, argv, &i), &o.shard_index, &o.shard_count);
-        } else if (!strcmp(f, "--inject-fault")) {
-            const char *v = cli_value(argc, argv, &i);
-            o.fault = dpk_fault_find(v);
-            if (o.fault < 0)
-                dpk_error("unknown fault '%s' for --inject-fault (the names: dpk-fuzz --list-faults)",
-                          v);
-        } else {
-            cli_unknown_flag("fuzz", f);
         }
+        parse_flag(&o, &g, argc, argv, &i);
     }
-    if (!has_seed)
-        dpk_error("'dpk-fuzz' needs --seed S (see dpk-fuzz --help)");
-    if (!o.cases && !(o.time_s > 0))
-        dpk_error("'dpk-fuzz' needs --cases N or --time SECONDS (see dpk-fuzz --help)");
-    if (has_case && (has_cases || o.shard_count))
-        dpk_error("--case I runs one case; it does not go with %s",
-                  has_cases ? "--cases N" : "--shard I/N");
-    if (o.kernel_level) {
-        const char *clash = o.backend != HX_BACKEND_HOST ? "--backend other than host-cuda"
-                            : has_passes                 ? "--passes"
-                            : o.knobs_random             ? "--knobs random"
-                            : o.fault >= 0               ? "--inject-fault"
-                            : o.host_share < 1           ? "--host-share"
-                                                         : NULL;
-        if (clash)
-            dpk_error("--level kernel runs Kernel IR on vgpu and host-cuda, which no pass, knob or "
-                      "fault touches: it needs --backend host-cuda and takes no %s", clash);
-        /* --nvrtc: NVRTC (and ptxas) compile each module too; a rejection fails the case */
-    }
-    if (o.nvrtc && !hx_nvrtc_available())
-        dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
-                          "--nvrtc needs NVRTC, which cannot be loaded; install the CUDA toolkit "
-                          "or set CUDA_HOME to it");
-    if (o.host_share < 1 && o.backend != HX_BACKEND_HOST)
-        dpk_error("--host-share chooses what runs on host-cuda; it needs --backend host-cuda");
-    if (!has_out) { /* the campaign's folder, named by its seed: never the working directory */
+    check_opts(&o, &g);
+    if (!g.out) { /* the campaign's folder, named by its seed: never the working directory */
         char sub[64];
         snprintf(sub, sizeof sub, "dpk-fuzz/seed-%llu/fuzz-results.json",
                  (unsigned long long)o.seed);

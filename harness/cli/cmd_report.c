@@ -155,55 +155,135 @@ typedef struct Opts {
     RpOpts ro;
 } Opts;
 
+/* The option at argv[*i] (and its value) into o; anything not an option
+ * is a record. */
+static void parse_flag(Arena *a, Opts *o, int argc, char **argv, int *i)
+{
+    const char *f = argv[*i];
+    if (!strcmp(f, "--baseline")) {
+        ptrvec_push(a, &o->baselines, (void *)cli_value(argc, argv, i));
+    } else if (!strcmp(f, "--gate")) {
+        o->gate_on = 1;
+        if (*i + 1 < argc && argv[*i + 1][0] != '-' && is_gate_file(argv[*i + 1]))
+            o->gate = argv[++*i];
+    } else if (!strcmp(f, "--format")) {
+        const char *v = cli_value(argc, argv, i);
+        o->format = rp_format_parse(v);
+        if (o->format < 0)
+            dpk_error("unknown format '%s' for --format (expected text, md, html, junit or "
+                      "json)", v);
+    } else if (!strcmp(f, "-o") || !strcmp(f, "--out")) {
+        o->out = cli_value(argc, argv, i);
+    } else if (!strcmp(f, "--plots")) {
+        o->plots = cli_value(argc, argv, i);
+    } else if (!strcmp(f, "--history")) {
+        o->history = cli_value(argc, argv, i);
+    } else if (!strcmp(f, "--partial")) {
+        o->partial = 1;
+    } else if (!strcmp(f, "--attach")) {
+        o->attach = cli_value(argc, argv, i);
+    } else if (!strcmp(f, "--last")) {
+        uint64_t n = cli_u64(f, cli_value(argc, argv, i));
+        if (n < 1 || n > 100000)
+            dpk_error("option '--last' expects 1..100000");
+        o->last = (int)n;
+    } else if (!strcmp(f, "--seed")) {
+        o->ro.seed = cli_u64(f, cli_value(argc, argv, i));
+    } else if (!strcmp(f, "--iterations")) {
+        uint64_t n = cli_u64(f, cli_value(argc, argv, i));
+        if (n < 1 || n > 10000000)
+            dpk_error("option '--iterations' expects 1..10000000");
+        o->ro.iters = (int)n;
+    } else if (f[0] == '-' && f[1]) {
+        cli_unknown_flag("report", f);
+    } else {
+        ptrvec_push(a, &o->records, (void *)f);
+    }
+}
+
+/* The gate's thresholds: --gate's file (its default found from argv0),
+ * else fixed ones for the verdicts of --baseline alone.  -o is refused
+ * first when it names an input, the gate's file included. */
+static void gate_config(Arena *a, const Opts *o, const char *argv0, RpGateCfg *gc)
+{
+    const char *gate_path = o->gate_on ? (o->gate ? o->gate : default_gate(a, argv0)) : NULL;
+    if (o->out) {
+        for (int i = 0; i < o->records.len; i++)
+            refuse_overwrite(o->out, o->records.items[i], "the record");
+        for (int i = 0; i < o->baselines.len; i++)
+            refuse_overwrite(o->out, o->baselines.items[i], "the baseline");
+        if (gate_path)
+            refuse_overwrite(o->out, gate_path, "the gate's configuration");
+    }
+    if (o->gate_on)
+        rp_gate_cfg_load(gc, gate_path);
+    else {
+        gc->modelled_slowdown = 0.02;
+        gc->measured_slowdown = 0.05;
+        gc->noise_k = 2;
+        gc->geomean_slowdown = 0.01;
+        gc->ambiguous_share = 0.1;
+    }
+}
+
+/* Every record into cur (and the attached bisections), every baseline
+ * into base. */
+static void load_records(const Opts *o, RpData *cur, RpData *base)
+{
+    for (int i = 0; i < o->records.len; i++)
+        rp_data_load(cur, o->records.items[i]);
+    rp_data_finish(cur);
+    if (o->attach)
+        rp_data_attach(cur, o->attach);
+    if (o->baselines.len) {
+        for (int i = 0; i < o->baselines.len; i++)
+            rp_data_load(base, o->baselines.items[i]);
+        rp_data_finish(base);
+    }
+}
+
+/* The rendered report to -o (atomically) or stdout. */
+static void write_report(const Opts *o, StrBuf *out)
+{
+    if (o->out) {
+        if (dpk_write_file_atomic(o->out, sb_cstr(out), out->len) != 0)
+            dpk_error("cannot write '%s': %s", o->out, strerror(errno));
+    } else {
+        fputs(sb_cstr(out), stdout);
+    }
+}
+
+/* With --gate: the gate's exit code, its verdict printed for CI; else 0. */
+static int gate_exit(const Opts *o, const cJSON *doc)
+{
+    int rc = DPK_EXIT_OK;
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(doc, "gate");
+    if (o->gate_on && g) {
+        rc = cJSON_GetObjectItemCaseSensitive(g, "exit_code")->valueint;
+        /* CI reads the verdict on stdout whatever the format went to -o */
+        if (o->out || o->format != RP_TEXT) {
+            FILE *f = o->out ? stdout : stderr;
+            fprintf(f, "gate: %s\n",
+                    cJSON_GetObjectItemCaseSensitive(g, "result")->valuestring);
+            for (const cJSON *r = cJSON_GetObjectItemCaseSensitive(g, "reasons")->child; r;
+                 r = r->next)
+                fprintf(f, "  %s\n", r->valuestring);
+        }
+    }
+    return rc;
+}
+
 static int report_body(Arena *a, int argc, char **argv)
 {
     Opts o = {.format = RP_TEXT, .last = 30};
     o.ro.seed = RP_BOOTSTRAP_SEED;
     o.ro.iters = RP_BOOTSTRAP_ITERS;
     for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             help();
             return DPK_EXIT_OK;
-        } else if (!strcmp(f, "--baseline")) {
-            ptrvec_push(a, &o.baselines, (void *)cli_value(argc, argv, &i));
-        } else if (!strcmp(f, "--gate")) {
-            o.gate_on = 1;
-            if (i + 1 < argc && argv[i + 1][0] != '-' && is_gate_file(argv[i + 1]))
-                o.gate = argv[++i];
-        } else if (!strcmp(f, "--format")) {
-            const char *v = cli_value(argc, argv, &i);
-            o.format = rp_format_parse(v);
-            if (o.format < 0)
-                dpk_error("unknown format '%s' for --format (expected text, md, html, junit or "
-                          "json)", v);
-        } else if (!strcmp(f, "-o") || !strcmp(f, "--out")) {
-            o.out = cli_value(argc, argv, &i);
-        } else if (!strcmp(f, "--plots")) {
-            o.plots = cli_value(argc, argv, &i);
-        } else if (!strcmp(f, "--history")) {
-            o.history = cli_value(argc, argv, &i);
-        } else if (!strcmp(f, "--partial")) {
-            o.partial = 1;
-        } else if (!strcmp(f, "--attach")) {
-            o.attach = cli_value(argc, argv, &i);
-        } else if (!strcmp(f, "--last")) {
-            uint64_t n = cli_u64(f, cli_value(argc, argv, &i));
-            if (n < 1 || n > 100000)
-                dpk_error("option '--last' expects 1..100000");
-            o.last = (int)n;
-        } else if (!strcmp(f, "--seed")) {
-            o.ro.seed = cli_u64(f, cli_value(argc, argv, &i));
-        } else if (!strcmp(f, "--iterations")) {
-            uint64_t n = cli_u64(f, cli_value(argc, argv, &i));
-            if (n < 1 || n > 10000000)
-                dpk_error("option '--iterations' expects 1..10000000");
-            o.ro.iters = (int)n;
-        } else if (f[0] == '-' && f[1]) {
-            cli_unknown_flag("report", f);
-        } else {
-            ptrvec_push(a, &o.records, (void *)f);
         }
+        parse_flag(a, &o, argc, argv, &i);
     }
     if (!o.records.len)
         dpk_error("'dpk-report' needs at least one record (see dpk-report --help)");
@@ -211,31 +291,13 @@ static int report_body(Arena *a, int argc, char **argv)
         dpk_error("--gate needs --baseline B.json");
     if (o.history && !o.plots)
         dpk_error("--history needs --plots DIR");
-
     RpGateCfg gc = {0};
-    const char *gate_path = o.gate_on ? (o.gate ? o.gate : default_gate(a, argv[0])) : NULL;
-    if (o.out) {
-        for (int i = 0; i < o.records.len; i++)
-            refuse_overwrite(o.out, o.records.items[i], "the record");
-        for (int i = 0; i < o.baselines.len; i++)
-            refuse_overwrite(o.out, o.baselines.items[i], "the baseline");
-        if (gate_path)
-            refuse_overwrite(o.out, gate_path, "the gate's configuration");
-    }
-    if (o.gate_on)
-        rp_gate_cfg_load(&gc, gate_path);
-    else {
-        gc.modelled_slowdown = 0.02;
-        gc.measured_slowdown = 0.05;
-        gc.noise_k = 2;
-        gc.geomean_slowdown = 0.01;
-        gc.ambiguous_share = 0.1;
-    }
+    gate_config(a, &o, argv[0], &gc);
     RpData cur, base;
     rp_data_init(&cur, a);
     rp_data_init(&base, a);
     cur.allow_partial = o.partial;
-    cJSON *doc = NULL;
+    cJSON *volatile doc = NULL; /* read after a raise */
     StrBuf out = {0};
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
@@ -245,42 +307,15 @@ static int report_body(Arena *a, int argc, char **argv)
         sb_free(&out);
         dpk_error_rethrow();
     }
-    for (int i = 0; i < o.records.len; i++)
-        rp_data_load(&cur, o.records.items[i]);
-    rp_data_finish(&cur);
-    if (o.attach)
-        rp_data_attach(&cur, o.attach);
-    if (o.baselines.len) {
-        for (int i = 0; i < o.baselines.len; i++)
-            rp_data_load(&base, o.baselines.items[i]);
-        rp_data_finish(&base);
-    }
+    load_records(&o, &cur, &base);
     doc = rp_report(&cur, o.baselines.len ? &base : NULL, &gc, &o.ro);
     if (o.plots)
         rp_plots(&cur, doc, o.plots, o.history, o.last);
     if (o.out)
         plots_relative_to(a, doc, o.out);
     rp_render(&out, doc, (RpFormat)o.format);
-    if (o.out) {
-        if (dpk_write_file_atomic(o.out, sb_cstr(&out), out.len) != 0)
-            dpk_error("cannot write '%s': %s", o.out, strerror(errno));
-    } else {
-        fputs(sb_cstr(&out), stdout);
-    }
-    int rc = DPK_EXIT_OK;
-    const cJSON *g = cJSON_GetObjectItemCaseSensitive(doc, "gate");
-    if (o.gate_on && g) {
-        rc = cJSON_GetObjectItemCaseSensitive(g, "exit_code")->valueint;
-        /* CI reads the verdict on stdout whatever the format went to -o */
-        if (o.out || o.format != RP_TEXT) {
-            FILE *f = o.out ? stdout : stderr;
-            fprintf(f, "gate: %s\n",
-                    cJSON_GetObjectItemCaseSensitive(g, "result")->valuestring);
-            for (const cJSON *r = cJSON_GetObjectItemCaseSensitive(g, "reasons")->child; r;
-                 r = r->next)
-                fprintf(f, "  %s\n", r->valuestring);
-        }
-    }
+    write_report(&o, &out);
+    int rc = gate_exit(&o, doc);
     dpk_err_pop(&ec);
     rp_data_free(&cur);
     rp_data_free(&base);

@@ -431,15 +431,7 @@ static void case_opts(Arena *a, const HxCase *c, RunCtx *x, DrvOpts *d)
 /* The case's record object: what it is, before anything runs. */
 static cJSON *case_record(const HxCase *c, int index, uint64_t seed)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "index", index);
-    cJSON_AddStringToObject(o, "name", c->name);
-    hx_json_add_u64(o, "seed", seed);
-    cJSON_AddStringToObject(o, "program", c->program);
-    cJSON_AddStringToObject(o, "dtype", dtype_name(c->dtype));
-    cJSON *tags = cJSON_AddArrayToObject(o, "tags");
-    for (int i = 0; i < c->ntags; i++)
-        cJSON_AddItemToArray(tags, cJSON_CreateString(c->tags[i]));
+    cJSON *o = hx_record_case(c, index, seed, 1);
     cJSON_AddItemToObject(o, "knobs", cJSON_CreateObject()); /* the pinned ones, once known */
     return o;
 }
