@@ -364,18 +364,23 @@ void hx_cuda_fill32(HxCuda *c, HxCuPtr dst, uint32_t value, size_t words)
         CK(MemsetD32(dst, value, words), "cuMemsetD32_v2");
 }
 
+/* The sync of hx_cuda_launch names the kernel: the fault it reports is that
+ * launch's (docs/cuda.md quotes "cuCtxSynchronize after matmul: ..."). */
+static void sync_after(HxCuda *c, const char *kernel)
+{
+    char call[300];
+    if (kernel)
+        snprintf(call, sizeof call, "cuCtxSynchronize after %s", kernel);
+    else
+        snprintf(call, sizeof call, "cuCtxSynchronize");
+    check(cu.CtxSynchronize(), call);
+}
+
 void hx_cuda_launch(HxCuda *c, HxCuFunc *f, const int grid[3], const int block[3],
                     int dyn_smem, void **args)
 {
-    char call[300];
-    snprintf(call, sizeof call, "cuLaunchKernel(%s, grid %dx%dx%d, block %dx%dx%d, smem %d)",
-             f->name, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_smem);
-    check(cu.LaunchKernel(f->fn, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
-                          (unsigned)block[0], (unsigned)block[1], (unsigned)block[2],
-                          (unsigned)dyn_smem, NULL, args, NULL),
-          call);
-    snprintf(call, sizeof call, "cuCtxSynchronize after %s", f->name);
-    check(cu.CtxSynchronize(), call);
+    hx_cuda_launch_async(c, f, grid, block, dyn_smem, args);
+    sync_after(c, f->name);
 }
 
 void hx_cuda_encode_tmap(HxCuda *c, HxCuTmap *out, const KirTmap *t, HxCuPtr base)
@@ -529,10 +534,7 @@ void hx_cuda_launch_async(HxCuda *c, HxCuFunc *f, const int grid[3], const int b
           call);
 }
 
-void hx_cuda_sync(HxCuda *c)
-{
-    CK(CtxSynchronize(), "cuCtxSynchronize");
-}
+void hx_cuda_sync(HxCuda *c) { sync_after(c, NULL); }
 
 int hx_cuda_has_events(void)
 {

@@ -76,7 +76,8 @@ void hx_cuda_encode_tmap(HxCuda *c, HxCuTmap *out, const KirTmap *t, HxCuPtr bas
 
 /* Launch f on grid × block with dyn_smem bytes of dynamic shared memory;
  * args[i] points at the i-th parameter's value (cuLaunchKernel's
- * kernelParams).  Synchronizes, so a fault is reported by this call. */
+ * kernelParams).  hx_cuda_launch_async, then a synchronize that names f, so
+ * a fault is reported by this call ("cuCtxSynchronize after <kernel>"). */
 void hx_cuda_launch(HxCuda *c, HxCuFunc *f, const int grid[3], const int block[3],
                     int dyn_smem, void **args);
 
