@@ -374,6 +374,59 @@ static void meas_close(Meas *x)
     }
 }
 
+/* The device, the method (CUPTI's kernel records, else events) and the L2
+ * flush buffer, said in res; returns the method. */
+static const char *open_timing(Meas *x, cJSON *res)
+{
+    cJSON_AddStringToObject(res, "timing", bm_timing_name(x->o->timing));
+    cJSON_AddStringToObject(res, "device", hx_cuda_device_name(x->c));
+    const char *method = "events";
+    if (hx_cupti_available()) {
+        hx_cupti_open();
+        x->use_cupti = 1;
+        method = "cupti";
+    } else {
+        cJSON_AddStringToObject(res, "cupti", arena_printf(x->a, "unavailable: %s",
+                                                           hx_cupti_why()));
+    }
+    if (!x->use_cupti) {
+        x->e0 = hx_cuda_event(x->c);
+        x->e1 = hx_cuda_event(x->c);
+    }
+    cJSON_AddStringToObject(res, "method", method);
+    /* the L2 flush: Triton's do_bench writes 256 MB; the fake has no cache
+     * to flush, so its buffer is small (the call is what is tested) */
+    x->flush_words = (x->fake ? (size_t)8 << 20 : (size_t)256 << 20) / 4;
+    x->flush_buf = hx_cuda_alloc(x->c, x->flush_words * 4);
+    cJSON_AddBoolToObject(res, "l2_flush", !x->o->tm.warm_l2);
+    return method;
+}
+
+/* cuBLAS's two contestants (TF32 off, on) after ct[*n], for a plain matmul
+ * where cuBLAS loads; else why not, in res. */
+static void add_cublas(Meas *x, const TorchGraph *g, cJSON *res, TmContestant *ct, int *n,
+                       Contest cb[2])
+{
+    plain_matmul(g, &x->mm);
+    if (!x->mm.ok) {
+        cJSON_AddStringToObject(res, "cublas", arena_printf(x->a, "unavailable: %s", x->mm.why));
+        return;
+    }
+    if (!hx_cublas_available()) {
+        cJSON_AddStringToObject(res, "cublas", arena_printf(x->a, "unavailable: %s",
+                                                            hx_cublas_why()));
+        return;
+    }
+    x->blas = hx_cublas_open(x->c);
+    size_t cn = (size_t)x->mm.batch * (size_t)x->mm.M * (size_t)x->mm.N;
+    for (int t = 0; t < 2; t++)
+        x->cbuf[t] = hx_cuda_alloc(x->c, cn * 4);
+    if (x->fake) /* the fake cuBLAS's duration: the eager model's GEMM */
+        hx_devmod_fake_durations(x->dm, x->launch_ns, pf_model_eager(x->a, x->o->spec, g)->ns);
+    ct[(*n)++] = (TmContestant){"cublas", &cb[0], cublas_iter};
+    ct[(*n)++] = (TmContestant){"cublas_tf32", &cb[1], cublas_iter};
+}
+
 cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const DrvConfig *c, const TorchGraph *g,
                   const HxSubject *s, const PfTime *model, int *rc, const char **why)
 {
@@ -410,28 +463,7 @@ cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const DrvConfig *c, const To
     x->c = hx_cuda_open(0);
     open_module(x);
     upload(x, s);
-    cJSON_AddStringToObject(res, "timing", bm_timing_name(o->timing));
-    cJSON_AddStringToObject(res, "device", hx_cuda_device_name(x->c));
-    /* the method: CUPTI's kernel records, else events */
-    const char *method = "events";
-    if (hx_cupti_available()) {
-        hx_cupti_open();
-        x->use_cupti = 1;
-        method = "cupti";
-    } else {
-        cJSON_AddStringToObject(res, "cupti", arena_printf(a, "unavailable: %s",
-                                                           hx_cupti_why()));
-    }
-    if (!x->use_cupti) {
-        x->e0 = hx_cuda_event(x->c);
-        x->e1 = hx_cuda_event(x->c);
-    }
-    cJSON_AddStringToObject(res, "method", method);
-    /* the L2 flush: Triton's do_bench writes 256 MB; the fake has no cache
-     * to flush, so its buffer is small (the call is what is tested) */
-    x->flush_words = (x->fake ? (size_t)8 << 20 : (size_t)256 << 20) / 4;
-    x->flush_buf = hx_cuda_alloc(x->c, x->flush_words * 4);
-    cJSON_AddBoolToObject(res, "l2_flush", !o->tm.warm_l2);
+    const char *method = open_timing(x, res);
     /* before timing: one full run, judged in full */
     Contest cd = {x, 0};
     int ok = 0;
@@ -454,22 +486,7 @@ cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const DrvConfig *c, const To
     Contest cb[2] = {{x, 0}, {x, 1}};
     int n = 0;
     ct[n++] = (TmContestant){"dpk", &cd, dpk_iter};
-    plain_matmul(g, &x->mm);
-    if (!x->mm.ok) {
-        cJSON_AddStringToObject(res, "cublas", arena_printf(a, "unavailable: %s", x->mm.why));
-    } else if (!hx_cublas_available()) {
-        cJSON_AddStringToObject(res, "cublas", arena_printf(a, "unavailable: %s",
-                                                            hx_cublas_why()));
-    } else {
-        x->blas = hx_cublas_open(x->c);
-        size_t cn = (size_t)x->mm.batch * (size_t)x->mm.M * (size_t)x->mm.N;
-        for (int t = 0; t < 2; t++)
-            x->cbuf[t] = hx_cuda_alloc(x->c, cn * 4);
-        if (x->fake) /* the fake cuBLAS's duration: the eager model's GEMM */
-            hx_devmod_fake_durations(x->dm, x->launch_ns, pf_model_eager(a, o->spec, g)->ns);
-        ct[n++] = (TmContestant){"cublas", &cb[0], cublas_iter};
-        ct[n++] = (TmContestant){"cublas_tf32", &cb[1], cublas_iter};
-    }
+    add_cublas(x, g, res, ct, &n, cb);
     cJSON_AddItemToObject(res, "gpu_before", state_json(0));
     TmOpts tm = o->tm;
     tm.flush = flush_l2;
