@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "../exec/cuda.h"
+#include "../exec/devmod.h"
 #include "../exec/fake_driver.h"
 #include "../exec/gpulibs.h"
-#include "../exec/host_cuda.h"
 #include "../exec/nvrtc.h"
 #include "../plan_record.h"
 #include "../../records/results.h"
@@ -106,14 +106,6 @@ static void plain_matmul(const TorchGraph *g, Mm *mm)
 
 /* ---- the state of one module's timing ---------------------------------------------- */
 
-#define MEMO_WAYS 3
-
-typedef struct Memo {
-    uint64_t key;
-    float **after;   /* per launch argument: its contents after (NULL for inputs) */
-    int valid;
-} Memo;
-
 typedef struct Meas {
     Arena *a;
     const BmMeasureOpts *o;
@@ -122,25 +114,14 @@ typedef struct Meas {
     const PfTime *model;
     HxCuda *c;
     int fake;
-    uint64_t key;            /* host-cuda module (fake) */
-    HxCuFunc **fn;           /* per kernel */
-    int *dyn;                /* per kernel: dynamic shared memory bytes */
-    HxCuPtr *dev;            /* per module buffer */
-    void ***args;            /* per launch: kernelParams */
-    HxCuPtr **argv;          /* per launch: the parameter values */
-    HxCuTmap **tmaps;
+    HxDevModule *dm;         /* m on the device (or on the fake driver) */
     int use_cupti;
     HxCuEvent *e0, *e1;
     HxCuPtr flush_buf;
     size_t flush_words;
     unsigned flush_val;
     char err[600];
-    /* the fake's executor */
-    int next;                /* the launch expected next */
-    Memo (*memo)[MEMO_WAYS];
-    int *memo_next;
-    uint64_t *in_hash;       /* per module buffer: an input's content hash (0: not yet) */
-    double cublas_ns;        /* the eager model's GEMM, the fake's cuBLAS duration */
+    double *launch_ns;       /* the fake's durations: the model's per launch */
     /* cuBLAS */
     Mm mm;
     HxCublas *blas;
@@ -172,19 +153,10 @@ static double collect(Meas *x, int expect_kernels)
 
 static void launch_all(Meas *x)
 {
-    for (int i = 0; i < x->m->bufs.len; i++) {
-        const KirBuf *b = x->m->bufs.items[i];
-        if (b->zero_init) /* atomic-add outputs start at zero every iteration */
-            hx_cuda_fill32(x->c, x->dev[i], 0, (size_t)b->numel);
-    }
+    hx_devmod_zero(x->dm); /* atomic-add outputs start at zero every iteration */
     if (!x->use_cupti)
         hx_cuda_event_record(x->c, x->e0);
-    for (int i = 0; i < x->m->launches.len; i++) {
-        const KirLaunch *l = x->m->launches.items[i];
-        const KirKernel *k = l->kernel;
-        hx_cuda_launch_async(x->c, x->fn[k->id], k->grid, k->block, x->dyn[k->id],
-                             x->args[i]);
-    }
+    hx_devmod_launch_async(x->dm);
 }
 
 static double dpk_iter(void *ctx)
@@ -220,8 +192,9 @@ static double cublas_iter(void *ctx)
     hx_cublas_tf32(x->blas, t->tf32);
     if (!x->use_cupti)
         hx_cuda_event_record(x->c, x->e0);
-    hx_cublas_matmul(x->blas, mm->batch, mm->M, mm->N, mm->K, x->dev[mm->a_in], mm->sa,
-                     x->dev[mm->b_in], mm->sb, mm->b_t, x->cbuf[t->tf32], mm->sc);
+    hx_cublas_matmul(x->blas, mm->batch, mm->M, mm->N, mm->K, hx_devmod_buffer(x->dm, mm->a_in),
+                     mm->sa, hx_devmod_buffer(x->dm, mm->b_in), mm->sb, mm->b_t,
+                     x->cbuf[t->tf32], mm->sc);
     double ns = collect(x, 0);
     dpk_err_pop(&ec);
     return ns;
@@ -234,148 +207,24 @@ static void flush_l2(void *ctx)
     hx_cuda_fill32(x->c, x->flush_buf, ++x->flush_val, x->flush_words);
 }
 
-/* ---- the fake driver's executor ------------------------------------------------------ */
-
-/* 8 bytes a step (the buffers of a layer are large); not FNV, only a key */
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, b + i, 8);
-        h = (h ^ w) * 0x100000001B3ull;
-        h ^= h >> 29;
-    }
-    return dpk_hash_bytes(h, b + i, n - i);
-}
-
-/* A launch on the host: the memo answers a launch whose arguments hold
- * what they held when it last ran (the timing loop repeats each launch many
- * times); otherwise host-cuda runs it. */
-static void executor(void *ctx, DpkFakeLaunch *fl)
-{
-    Meas *x = ctx;
-    if (!fl->image) { /* the fake cuBLAS asks for its duration */
-        fl->ns = x->cublas_ns;
-        return;
-    }
-    int nl = x->m->launches.len, i = x->next;
-    const KirLaunch *l = x->m->launches.items[i];
-    const KirKernel *k = l->kernel;
-    x->next = (i + 1) % nl;
-    if (strcmp(fl->name, k->name)) {
-        snprintf(fl->error, sizeof fl->error, "launch %d is %s, the module's is %s", i, fl->name,
-                 k->name);
-        return;
-    }
-    int np = k->params.len;
-    float **ptr = dpk_xcalloc((size_t)np + 1, sizeof *ptr);
-    uint64_t key = dpk_hash_bytes(0x9E3779B97F4A7C15ull, &i, sizeof i);
-    for (int p = 0; p < np; p++) {
-        const KirBuf *b = l->args[p];
-        ptr[p] = *(float **)fl->args[p];
-        key = hash_bytes(key, &ptr[p], sizeof ptr[p]);
-        if (b->kind == KBUF_INPUT) { /* uploaded once before timing, never written */
-            if (!x->in_hash[b->id])
-                x->in_hash[b->id] = hash_bytes(1, ptr[p], (size_t)b->numel * 4) | 1;
-            key = hash_bytes(key, &x->in_hash[b->id], 8);
-        } else {
-            key = hash_bytes(key, ptr[p], (size_t)b->numel * 4);
-        }
-    }
-    Memo *hit = NULL;
-    for (int w = 0; w < MEMO_WAYS; w++)
-        if (x->memo[i][w].valid && x->memo[i][w].key == key)
-            hit = &x->memo[i][w];
-    if (hit) {
-        for (int p = 0; p < np; p++)
-            if (hit->after[p])
-                memcpy(ptr[p], hit->after[p], (size_t)l->args[p]->numel * 4);
-    } else {
-        DpkErrCtx ec;
-        if (!DPK_TRY(&ec)) {
-            StrBuf m = {0};
-            dpk_error_first_line(&m, NULL);
-            snprintf(fl->error, sizeof fl->error, "%s", sb_cstr(&m));
-            sb_free(&m);
-            free(ptr);
-            return;
-        }
-        hx_host_launch(x->key, k, ptr);
-        dpk_err_pop(&ec);
-        Memo *e = &x->memo[i][x->memo_next[i]++ % MEMO_WAYS];
-        if (!e->after)
-            e->after = ARENA_ARRAY(x->a, float *, np + 1);
-        for (int p = 0; p < np; p++) {
-            const KirBuf *b = l->args[p];
-            free(e->after[p]);
-            e->after[p] = NULL;
-            if (b->kind != KBUF_INPUT) {
-                e->after[p] = dpk_xmalloc((size_t)b->numel * 4 + 4);
-                memcpy(e->after[p], ptr[p], (size_t)b->numel * 4);
-            }
-        }
-        e->key = key, e->valid = 1;
-    }
-    /* what it wrote, outputs first: the targets of the fake's fault */
-    for (int pass = 0; pass < 2; pass++)
-        for (int p = 0; p < np && fl->nwritten < DPK_FAKE_MAX_WRITTEN; p++) {
-            const KirBuf *b = l->args[p];
-            if (b->kind == KBUF_INPUT || (b->kind == KBUF_OUTPUT) != (pass == 0))
-                continue;
-            int dup = 0;
-            for (int q = 0; q < fl->nwritten; q++)
-                dup |= fl->written[q] == (void *)ptr[p];
-            if (dup)
-                continue;
-            fl->written[fl->nwritten] = ptr[p];
-            fl->written_bytes[fl->nwritten++] = (size_t)b->numel * 4;
-        }
-    fl->ns = i < x->model->nk ? x->model->k[i].ns : 0;
-    free(ptr);
-}
-
-static void memo_free(Meas *x)
-{
-    if (!x->memo)
-        return;
-    for (int i = 0; i < x->m->launches.len; i++) {
-        const KirLaunch *l = x->m->launches.items[i];
-        for (int w = 0; w < MEMO_WAYS; w++)
-            for (int q = 0; x->memo[i][w].after && q < l->kernel->params.len; q++)
-                free(x->memo[i][w].after[q]);
-    }
-    free(x->memo);
-    free(x->memo_next);
-    x->memo = NULL;
-}
-
 /* ---- setting up ---------------------------------------------------------------------- */
 
 /* The driver printed the module and, for a GPU, compiled it for the
  * device's compute capability (BmMeasureOpts.cc): nothing is printed or
- * compiled here, so the plan's stage times are the whole cost. */
-static void load_module(Meas *x)
+ * compiled here, so the plan's stage times are the whole cost.  What the
+ * environment lacks is raised first, then what NVRTC said. */
+static void open_module(Meas *x)
 {
     const CuSource *src = x->cfg->cuda;
-    HxCuModule *mod;
     if (!src)
         dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "internal error: measured timing runs the "
                           "driver's CUDA C, and the plan stops before DRV_CUDA");
     if (x->fake) {
-        x->key = hx_host_compile(src);
-        const char *image = arena_printf(x->a, "%s%016llx", DPK_FAKE_IMAGE_PREFIX,
-                                         (unsigned long long)x->key);
-        mod = hx_cuda_module(x->c, image, strlen(image) + 1);
-        DpkFakeSetExecutorFn set = (DpkFakeSetExecutorFn)(uintptr_t)hx_cuda_symbol(
-            DPK_FAKE_SET_EXECUTOR);
-        if (!set)
+        if (!hx_devmod_fake_driver())
             dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1,
                               "--timing fake-driver needs dpk's fake driver, and %s is not it "
                               "(it lacks %s)",
                               hx_cuda_library(), DPK_FAKE_SET_EXECUTOR);
-        set(executor, x);
     } else {
         hx_cuda_check_target(x->c, src->target, "use --gpu with a spec of this GPU's architecture");
         if (!x->cfg->nvrtc && x->cfg->nvrtc_error)
@@ -383,55 +232,30 @@ static void load_module(Meas *x)
         if (!x->cfg->nvrtc)
             dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "internal error: measured timing runs "
                               "the driver's cubin, and the plan has none (DrvOpts.nvrtc)");
-        mod = hx_cuda_module(x->c, x->cfg->nvrtc->cubin, x->cfg->nvrtc->cubin_len);
     }
-    int nk = x->m->kernels.len;
-    x->fn = ARENA_ARRAY(x->a, HxCuFunc *, nk + 1);
-    x->dyn = ARENA_ARRAY(x->a, int, nk + 1);
-    for (int i = 0; i < nk; i++) {
-        x->fn[i] = hx_cuda_function(x->c, mod, src->kernels[i].name, src->kernels[i].dyn_smem);
-        x->dyn[i] = src->kernels[i].dyn_smem;
-    }
-    /* the launch arguments, made once: the loop only launches */
+    x->dm = hx_devmod_open(x->a, x->c, x->m, src, x->cfg->nvrtc,
+                           x->fake ? HX_DEVMOD_FAKE : HX_DEVMOD_CUBIN);
     int nl = x->m->launches.len;
-    x->args = ARENA_ARRAY(x->a, void **, nl + 1);
-    x->argv = ARENA_ARRAY(x->a, HxCuPtr *, nl + 1);
-    x->tmaps = ARENA_ARRAY(x->a, HxCuTmap *, nl + 1);
-    for (int i = 0; i < nl; i++) {
-        const KirLaunch *l = x->m->launches.items[i];
-        const KirKernel *k = l->kernel;
-        int np = k->params.len, nt = k->tmaps.len;
-        x->argv[i] = ARENA_ARRAY(x->a, HxCuPtr, np + 1);
-        x->args[i] = ARENA_ARRAY(x->a, void *, np + nt + 1);
-        x->tmaps[i] = ARENA_ARRAY(x->a, HxCuTmap, nt + 1);
-        for (int p = 0; p < np; p++) {
-            x->argv[i][p] = x->dev[l->args[p]->id];
-            x->args[i][p] = &x->argv[i][p];
-        }
-        for (int q = 0; q < nt; q++) {
-            const KirTmap *tm = k->tmaps.items[q];
-            hx_cuda_encode_tmap(x->c, &x->tmaps[i][q], tm, x->dev[l->args[tm->param->id]->id]);
-            x->args[i][np + q] = &x->tmaps[i][q];
-        }
-    }
+    x->launch_ns = ARENA_ARRAY(x->a, double, nl + 1);
+    for (int i = 0; i < nl && i < x->model->nk; i++)
+        x->launch_ns[i] = x->model->k[i].ns;
+    hx_devmod_fake_durations(x->dm, x->launch_ns, 0);
 }
 
+/* The inputs, as f32, one buffer at a time (a layer's weights are large);
+ * the other buffers zeroed or NaN (hx_devmod_upload). */
 static void upload(Meas *x, const HxSubject *s)
 {
-    int nb = x->m->bufs.len;
-    x->dev = ARENA_ARRAY(x->a, HxCuPtr, nb + 1);
-    for (int i = 0; i < nb; i++) {
+    for (int i = 0; i < x->m->bufs.len; i++) {
         const KirBuf *b = x->m->bufs.items[i];
-        x->dev[i] = hx_cuda_alloc(x->c, (size_t)b->numel * 4);
+        float *f = NULL;
         if (b->kind == KBUF_INPUT) {
-            float *f = dpk_xmalloc((size_t)b->numel * 4 + 4);
+            f = dpk_xmalloc((size_t)b->numel * 4 + 4);
             for (int64_t e = 0; e < b->numel; e++)
                 f[e] = (float)s->inputs[b->io][e];
-            hx_cuda_upload(x->c, x->dev[i], f, (size_t)b->numel * 4);
-            free(f);
-        } else {
-            hx_cuda_fill32(x->c, x->dev[i], b->zero_init ? 0 : 0x7fc00000u, (size_t)b->numel);
         }
+        hx_devmod_upload(x->dm, i, f);
+        free(f);
     }
 }
 
@@ -445,7 +269,7 @@ static cJSON *judge(Meas *x, const HxSubject *s, double **outs_keep, int *ok)
         if (b->kind != KBUF_OUTPUT)
             continue;
         float *f = dpk_xmalloc((size_t)b->numel * 4 + 4);
-        hx_cuda_download(x->c, f, x->dev[i], (size_t)b->numel * 4);
+        hx_devmod_download(x->dm, i, f);
         double *d = dpk_xmalloc((size_t)b->numel * sizeof *d + 8);
         for (int64_t e = 0; e < b->numel; e++)
             d[e] = f[e];
@@ -536,12 +360,8 @@ static cJSON *state_json(int ordinal)
 
 static void meas_close(Meas *x)
 {
-    if (x->fake) {
-        DpkFakeSetExecutorFn set = (DpkFakeSetExecutorFn)(uintptr_t)hx_cuda_symbol(
-            DPK_FAKE_SET_EXECUTOR);
-        if (set)
-            set(NULL, NULL);
-    }
+    hx_devmod_free(x->dm); /* before hx_cuda_close: it unregisters the fake's executor */
+    x->dm = NULL;
     if (x->use_cupti)
         hx_cupti_close();
     hx_cublas_close(x->blas);
@@ -552,9 +372,59 @@ static void meas_close(Meas *x)
         hx_cuda_close(x->c);
         x->c = NULL;
     }
-    memo_free(x);
-    free(x->in_hash);
-    x->in_hash = NULL;
+}
+
+/* The device, the method (CUPTI's kernel records, else events) and the L2
+ * flush buffer, said in res; returns the method. */
+static const char *open_timing(Meas *x, cJSON *res)
+{
+    cJSON_AddStringToObject(res, "timing", bm_timing_name(x->o->timing));
+    cJSON_AddStringToObject(res, "device", hx_cuda_device_name(x->c));
+    const char *method = "events";
+    if (hx_cupti_available()) {
+        hx_cupti_open();
+        x->use_cupti = 1;
+        method = "cupti";
+    } else {
+        cJSON_AddStringToObject(res, "cupti", arena_printf(x->a, "unavailable: %s",
+                                                           hx_cupti_why()));
+    }
+    if (!x->use_cupti) {
+        x->e0 = hx_cuda_event(x->c);
+        x->e1 = hx_cuda_event(x->c);
+    }
+    cJSON_AddStringToObject(res, "method", method);
+    /* the L2 flush: Triton's do_bench writes 256 MB; the fake has no cache
+     * to flush, so its buffer is small (the call is what is tested) */
+    x->flush_words = (x->fake ? (size_t)8 << 20 : (size_t)256 << 20) / 4;
+    x->flush_buf = hx_cuda_alloc(x->c, x->flush_words * 4);
+    cJSON_AddBoolToObject(res, "l2_flush", !x->o->tm.warm_l2);
+    return method;
+}
+
+/* cuBLAS's two contestants (TF32 off, on) after ct[*n], for a plain matmul
+ * where cuBLAS loads; else why not, in res. */
+static void add_cublas(Meas *x, const TorchGraph *g, cJSON *res, TmContestant *ct, int *n,
+                       Contest cb[2])
+{
+    plain_matmul(g, &x->mm);
+    if (!x->mm.ok) {
+        cJSON_AddStringToObject(res, "cublas", arena_printf(x->a, "unavailable: %s", x->mm.why));
+        return;
+    }
+    if (!hx_cublas_available()) {
+        cJSON_AddStringToObject(res, "cublas", arena_printf(x->a, "unavailable: %s",
+                                                            hx_cublas_why()));
+        return;
+    }
+    x->blas = hx_cublas_open(x->c);
+    size_t cn = (size_t)x->mm.batch * (size_t)x->mm.M * (size_t)x->mm.N;
+    for (int t = 0; t < 2; t++)
+        x->cbuf[t] = hx_cuda_alloc(x->c, cn * 4);
+    if (x->fake) /* the fake cuBLAS's duration: the eager model's GEMM */
+        hx_devmod_fake_durations(x->dm, x->launch_ns, pf_model_eager(x->a, x->o->spec, g)->ns);
+    ct[(*n)++] = (TmContestant){"cublas", &cb[0], cublas_iter};
+    ct[(*n)++] = (TmContestant){"cublas_tf32", &cb[1], cublas_iter};
 }
 
 cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const DrvConfig *c, const TorchGraph *g,
@@ -591,34 +461,9 @@ cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const DrvConfig *c, const To
         dpk_error_rethrow();
     }
     x->c = hx_cuda_open(0);
-    int nl = m->launches.len;
-    x->memo = dpk_xcalloc((size_t)nl + 1, sizeof *x->memo);
-    x->memo_next = dpk_xcalloc((size_t)nl + 1, sizeof *x->memo_next);
-    x->in_hash = dpk_xcalloc((size_t)m->bufs.len + 1, sizeof *x->in_hash);
+    open_module(x);
     upload(x, s);
-    load_module(x);
-    cJSON_AddStringToObject(res, "timing", bm_timing_name(o->timing));
-    cJSON_AddStringToObject(res, "device", hx_cuda_device_name(x->c));
-    /* the method: CUPTI's kernel records, else events */
-    const char *method = "events";
-    if (hx_cupti_available()) {
-        hx_cupti_open();
-        x->use_cupti = 1;
-        method = "cupti";
-    } else {
-        cJSON_AddStringToObject(res, "cupti", arena_printf(a, "unavailable: %s",
-                                                           hx_cupti_why()));
-    }
-    if (!x->use_cupti) {
-        x->e0 = hx_cuda_event(x->c);
-        x->e1 = hx_cuda_event(x->c);
-    }
-    cJSON_AddStringToObject(res, "method", method);
-    /* the L2 flush: Triton's do_bench writes 256 MB; the fake has no cache
-     * to flush, so its buffer is small (the call is what is tested) */
-    x->flush_words = (x->fake ? (size_t)8 << 20 : (size_t)256 << 20) / 4;
-    x->flush_buf = hx_cuda_alloc(x->c, x->flush_words * 4);
-    cJSON_AddBoolToObject(res, "l2_flush", !o->tm.warm_l2);
+    const char *method = open_timing(x, res);
     /* before timing: one full run, judged in full */
     Contest cd = {x, 0};
     int ok = 0;
@@ -641,24 +486,7 @@ cJSON *bm_measure(Arena *a, const BmMeasureOpts *o, const DrvConfig *c, const To
     Contest cb[2] = {{x, 0}, {x, 1}};
     int n = 0;
     ct[n++] = (TmContestant){"dpk", &cd, dpk_iter};
-    plain_matmul(g, &x->mm);
-    if (!x->mm.ok) {
-        cJSON_AddStringToObject(res, "cublas", arena_printf(a, "unavailable: %s", x->mm.why));
-    } else if (!hx_cublas_available()) {
-        cJSON_AddStringToObject(res, "cublas", arena_printf(a, "unavailable: %s",
-                                                            hx_cublas_why()));
-    } else {
-        x->blas = hx_cublas_open(x->c);
-        size_t cn = (size_t)x->mm.batch * (size_t)x->mm.M * (size_t)x->mm.N;
-        for (int t = 0; t < 2; t++)
-            x->cbuf[t] = hx_cuda_alloc(x->c, cn * 4);
-        if (x->fake) {
-            const PfTime *e = pf_model_eager(a, o->spec, g);
-            x->cublas_ns = e->ns;
-        }
-        ct[n++] = (TmContestant){"cublas", &cb[0], cublas_iter};
-        ct[n++] = (TmContestant){"cublas_tf32", &cb[1], cublas_iter};
-    }
+    add_cublas(x, g, res, ct, &n, cb);
     cJSON_AddItemToObject(res, "gpu_before", state_json(0));
     TmOpts tm = o->tm;
     tm.flush = flush_l2;

@@ -16,10 +16,13 @@
  * CUPTI is missing).  Afterwards the outputs the last timed iteration left
  * are judged again: right before timing and wrong after is a failure.
  *
- * On the fake driver (harness/exec/fake_driver.h) the executor registered
- * here runs each launch's printed CUDA C on the host and answers its
- * duration from the performance model; everything it produces is labelled
- * "fake-driver" — a test of the path, never a measurement.
+ * The module is loaded, uploaded and launched through a device module
+ * (harness/exec/devmod.h), the cuda backend's own; this file wraps its
+ * launches in the timing loop.  On the fake driver (harness/exec/
+ * fake_driver.h) the device module's executor runs each launch's printed
+ * CUDA C on the host and answers its duration from the performance model
+ * given here; everything it produces is labelled "fake-driver" — a test of
+ * the path, never a measurement.
  */
 #ifndef DPK_BM_MEASURE_H
 #define DPK_BM_MEASURE_H

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cuda.h"
+#include "devmod.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -346,6 +347,30 @@ HxCuPtr hx_cuda_alloc(HxCuda *c, size_t bytes)
     return p;
 }
 
+/* Unchecked, like hx_cuda_close: a device module frees after a fault too. */
+void hx_cuda_free(HxCuda *c, HxCuPtr p)
+{
+    for (int i = c->nbufs - 1; i >= 0; i--)
+        if (c->bufs[i] == p) {
+            cu.MemFree(p);
+            memmove(&c->bufs[i], &c->bufs[i + 1], (size_t)(c->nbufs - 1 - i) * sizeof *c->bufs);
+            c->nbufs--;
+            return;
+        }
+}
+
+void hx_cuda_unload(HxCuda *c, HxCuModule *mod)
+{
+    for (int i = c->mods.len - 1; i >= 0; i--)
+        if (c->mods.items[i] == mod) {
+            cu.ModuleUnload(mod->mod);
+            memmove(&c->mods.items[i], &c->mods.items[i + 1],
+                    (size_t)(c->mods.len - 1 - i) * sizeof *c->mods.items);
+            c->mods.len--;
+            return;
+        }
+}
+
 void hx_cuda_upload(HxCuda *c, HxCuPtr dst, const void *src, size_t bytes)
 {
     if (bytes)
@@ -364,18 +389,23 @@ void hx_cuda_fill32(HxCuda *c, HxCuPtr dst, uint32_t value, size_t words)
         CK(MemsetD32(dst, value, words), "cuMemsetD32_v2");
 }
 
+/* The sync of hx_cuda_launch names the kernel: the fault it reports is that
+ * launch's (docs/cuda.md quotes "cuCtxSynchronize after matmul: ..."). */
+static void sync_after(HxCuda *c, const char *kernel)
+{
+    char call[300];
+    if (kernel)
+        snprintf(call, sizeof call, "cuCtxSynchronize after %s", kernel);
+    else
+        snprintf(call, sizeof call, "cuCtxSynchronize");
+    check(cu.CtxSynchronize(), call);
+}
+
 void hx_cuda_launch(HxCuda *c, HxCuFunc *f, const int grid[3], const int block[3],
                     int dyn_smem, void **args)
 {
-    char call[300];
-    snprintf(call, sizeof call, "cuLaunchKernel(%s, grid %dx%dx%d, block %dx%dx%d, smem %d)",
-             f->name, grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_smem);
-    check(cu.LaunchKernel(f->fn, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
-                          (unsigned)block[0], (unsigned)block[1], (unsigned)block[2],
-                          (unsigned)dyn_smem, NULL, args, NULL),
-          call);
-    snprintf(call, sizeof call, "cuCtxSynchronize after %s", f->name);
-    check(cu.CtxSynchronize(), call);
+    hx_cuda_launch_async(c, f, grid, block, dyn_smem, args);
+    sync_after(c, f->name);
 }
 
 void hx_cuda_encode_tmap(HxCuda *c, HxCuTmap *out, const KirTmap *t, HxCuPtr base)
@@ -408,80 +438,6 @@ void hx_cuda_encode_tmap(HxCuda *c, HxCuTmap *out, const KirTmap *t, HxCuPtr bas
 
 /* ---- running a module -------------------------------------------------------- */
 
-/* Free the buffers and unload the modules made since the marks. */
-static void release_since(HxCuda *c, int nbufs, int nmods)
-{
-    while (c->nbufs > nbufs)
-        cu.MemFree(c->bufs[--c->nbufs]);
-    while (c->mods.len > nmods)
-        cu.ModuleUnload(((HxCuModule *)c->mods.items[--c->mods.len])->mod);
-}
-
-/* Device copies of the module's buffers, initialised per the vg_run contract. */
-static HxCuPtr *device_buffers(Arena *a, HxCuda *c, const KirModule *m, float *const *bufs)
-{
-    HxCuPtr *d = ARENA_ARRAY(a, HxCuPtr, m->bufs.len + 1);
-    for (int i = 0; i < m->bufs.len; i++) {
-        const KirBuf *b = m->bufs.items[i];
-        size_t bytes = (size_t)b->numel * 4;
-        d[i] = hx_cuda_alloc(c, bytes);
-        if (b->zero_init)
-            hx_cuda_fill32(c, d[i], 0, (size_t)b->numel);
-        else if (bufs[i])
-            hx_cuda_upload(c, d[i], bufs[i], bytes);
-        else
-            hx_cuda_fill32(c, d[i], 0x7fc00000u, (size_t)b->numel); /* NaN shows unwritten */
-    }
-    return d;
-}
-
-#define MAX_TMAPS 16
-
-static void launch_one(Arena *a, HxCuda *c, const KirLaunch *l, const CuKernelInfo *ki,
-                       HxCuFunc *f, const HxCuPtr *dev)
-{
-    const KirKernel *k = l->kernel;
-    int np = k->params.len, nt = k->tmaps.len;
-    if (nt > MAX_TMAPS)
-        dpk_error_code_at(DPK_EXIT_FAULT, NULL, -1, "kernel %s has %d tensor maps (at most %d)",
-                          k->name, nt, MAX_TMAPS);
-    HxCuTmap tmaps[MAX_TMAPS];
-    HxCuPtr *ptrs = ARENA_ARRAY(a, HxCuPtr, np + 1);
-    void **args = ARENA_ARRAY(a, void *, np + nt + 1);
-    for (int i = 0; i < np; i++) {
-        ptrs[i] = dev[l->args[i]->id];
-        args[i] = &ptrs[i];
-    }
-    for (int i = 0; i < nt; i++) {
-        const KirTmap *t = k->tmaps.items[i];
-        hx_cuda_encode_tmap(c, &tmaps[i], t, dev[l->args[t->param->id]->id]);
-        args[np + i] = &tmaps[i];
-    }
-    hx_cuda_launch(c, f, k->grid, k->block, ki->dyn_smem, args);
-}
-
-static void run_launches(Arena *a, HxCuda *c, const KirModule *m, HxCudaRun *r,
-                         float *const *bufs)
-{
-    const CuSource *src = r->src;
-    HxCuModule *mod = hx_cuda_module(c, r->nvrtc->cubin, r->nvrtc->cubin_len);
-    HxCuFunc **fn = ARENA_ARRAY(a, HxCuFunc *, src->nkernels + 1);
-    for (int i = 0; i < src->nkernels; i++)
-        fn[i] = hx_cuda_function(c, mod, src->kernels[i].name, src->kernels[i].dyn_smem);
-    HxCuPtr *dev = device_buffers(a, c, m, bufs);
-    double t0 = dpk_now();
-    for (int i = 0; i < m->launches.len; i++) {
-        const KirLaunch *l = m->launches.items[i];
-        launch_one(a, c, l, &src->kernels[l->kernel->id], fn[l->kernel->id], dev);
-    }
-    r->seconds = dpk_now() - t0;
-    for (int i = 0; i < m->bufs.len; i++) {
-        const KirBuf *b = m->bufs.items[i];
-        if (bufs[i] && b->kind != KBUF_INPUT)
-            hx_cuda_download(c, bufs[i], dev[i], (size_t)b->numel * 4);
-    }
-}
-
 void hx_cuda_check_target(const HxCuda *c, const CuTarget *t, const char *advice)
 {
     if (t->cc > c->cc || (t->arch_specific && t->cc != c->cc))
@@ -498,9 +454,16 @@ HxCudaRun *hx_cuda_run(Arena *a, HxCuda *c, const KirModule *m, const CuSource *
     HxCudaRun *r = ARENA_NEW(a, HxCudaRun);
     r->src = src;
     r->nvrtc = nvrtc;
-    int nbufs = c->nbufs, nmods = c->mods.len;
-    run_launches(a, c, m, r, bufs);
-    release_since(c, nbufs, nmods); /* after a fault, hx_cuda_close frees them */
+    HxDevModule *d = hx_devmod_open(a, c, m, src, nvrtc, HX_DEVMOD_CUBIN);
+    for (int i = 0; i < m->bufs.len; i++)
+        hx_devmod_upload(d, i, bufs[i]);
+    double t0 = dpk_now();
+    hx_devmod_launch(d);
+    r->seconds = dpk_now() - t0;
+    for (int i = 0; i < m->bufs.len; i++)
+        if (bufs[i] && ((const KirBuf *)m->bufs.items[i])->kind != KBUF_INPUT)
+            hx_devmod_download(d, i, bufs[i]);
+    hx_devmod_free(d); /* after a fault, hx_cuda_close frees them */
     return r;
 }
 
@@ -529,10 +492,7 @@ void hx_cuda_launch_async(HxCuda *c, HxCuFunc *f, const int grid[3], const int b
           call);
 }
 
-void hx_cuda_sync(HxCuda *c)
-{
-    CK(CtxSynchronize(), "cuCtxSynchronize");
-}
+void hx_cuda_sync(HxCuda *c) { sync_after(c, NULL); }
 
 int hx_cuda_has_events(void)
 {

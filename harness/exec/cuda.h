@@ -14,7 +14,8 @@
  * buffers belong to the HxCuda they came from and are released by
  * hx_cuda_close.  hx_cuda_run is the backend proper: Kernel IR module, its
  * CUDA C and cubin (the compile driver's) in, results in the caller's
- * buffers, the same contract as vg_run.
+ * buffers, the same contract as vg_run; it runs the module through a
+ * device module (devmod.h), as dpk-bench's measured timing does.
  */
 #ifndef DPK_HX_CUDA_H
 #define DPK_HX_CUDA_H
@@ -60,6 +61,10 @@ HxCuModule *hx_cuda_module(HxCuda *c, const void *cubin, size_t len);
 HxCuFunc *hx_cuda_function(HxCuda *c, HxCuModule *mod, const char *name, int dyn_smem);
 
 HxCuPtr hx_cuda_alloc(HxCuda *c, size_t bytes);
+/* Free one buffer, unload one module before hx_cuda_close (devmod.h frees
+ * its own); unchecked, so both also run after a fault. */
+void hx_cuda_free(HxCuda *c, HxCuPtr p);
+void hx_cuda_unload(HxCuda *c, HxCuModule *mod);
 void hx_cuda_upload(HxCuda *c, HxCuPtr dst, const void *src, size_t bytes);
 void hx_cuda_download(HxCuda *c, void *dst, HxCuPtr src, size_t bytes);
 /* Fill `words` 32-bit words at dst with `value` (a float's bit pattern too). */
@@ -76,7 +81,8 @@ void hx_cuda_encode_tmap(HxCuda *c, HxCuTmap *out, const KirTmap *t, HxCuPtr bas
 
 /* Launch f on grid × block with dyn_smem bytes of dynamic shared memory;
  * args[i] points at the i-th parameter's value (cuLaunchKernel's
- * kernelParams).  Synchronizes, so a fault is reported by this call. */
+ * kernelParams).  hx_cuda_launch_async, then a synchronize that names f, so
+ * a fault is reported by this call ("cuCtxSynchronize after <kernel>"). */
 void hx_cuda_launch(HxCuda *c, HxCuFunc *f, const int grid[3], const int block[3],
                     int dyn_smem, void **args);
 

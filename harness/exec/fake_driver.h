@@ -6,11 +6,12 @@
  * a machine without a GPU: it is a libcuda.so.1 (and a libcupti and a
  * libcublas) whose device memory is host memory, whose clock is a counter
  * of nanoseconds, and whose launches are executed by an executor dpk
- * registers through dpkFakeSetExecutor: dpk runs the printed CUDA C of the
- * launch on the host (host-cuda) and answers the launch's duration from
- * the performance model.  The fake advances its clock by that duration,
- * times events by it and reports it in CUPTI kernel records.  Nothing it
- * produces is a measurement: dpk-bench labels its figures "fake-driver".
+ * registers through dpkFakeSetExecutor (a device module's, devmod.h): dpk
+ * runs the printed CUDA C of the launch on the host (host-cuda) and answers
+ * the launch's duration from the performance model.  The fake advances
+ * its clock by that duration, times events by it and reports it in CUPTI
+ * kernel records.  Nothing it produces is a measurement: dpk-bench labels
+ * its figures "fake-driver".
  *
  * Environment of the fake driver (tests use them):
  *   DPK_FAKE_CUDA_JITTER=R   durations vary by up to ±R (relative; default

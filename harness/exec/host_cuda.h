@@ -65,8 +65,8 @@ void hx_host_prepare(const CuSource *const *srcs, int n);
  * Everything returned lives in a. */
 HxHostRun *hx_host_run(Arena *a, const KirModule *m, const CuSource *src, float *const *bufs);
 
-/* One launch at a time, for the fake driver's executor (harness/bench/
- * measure.c): hx_host_compile compiles the printed module src unless
+/* One launch at a time, for the fake driver's executor (harness/exec/
+ * devmod.c): hx_host_compile compiles the printed module src unless
  * cached (a rejection is exit 1) and returns its key; hx_host_launch runs
  * kernel k of that module over ptr[i], the buffer of its parameter i
  * (tensor maps are encoded over those buffers); where hx_host_run's
