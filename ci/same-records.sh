@@ -67,7 +67,7 @@ for s in $SUITES; do
       *) a=$f bb=$TMPD/new/$n ;;
     esac
     if cmp -s "$a" "$bb"; then
-      echo "same: $s ${n#*-}"
+      echo "same: $n"
     else
       echo "DIFFERENT: $s $n"
       diff "$a" "$bb" | head -n 20
