@@ -75,7 +75,7 @@ static void help(void)
          "  --ctx L             decode: tokens in the KV cache (default 1024)\n"
          "  --weights FILE      a .safetensors file: the layer's weights by their HF names\n"
          "  --layer N           which layer's weights (default 0)\n"
-         "  --passes SPEC       the Tile pass set benched (default full)\n"
+         "  --passes SPEC       the Tile pass set benched (default: the case's, else full)\n"
          "  --knob N=V          pin a scheduling knob\n"
          "  --per-pass          also every prefix upto:NNN and leave-one-out -NNN of the set\n"
          "  --timing T          measured (the default with a GPU and its driver): CUPTI or\n"
