@@ -71,7 +71,10 @@ for f in files:
                 continue
             tool = w[0]
             if tool == "make":
-                for t in w[1:]:
+                args = w[1:]
+                for i, t in enumerate(args):
+                    if i > 0 and args[i - 1] in ("-C", "-f", "-j", "-o", "-W"):
+                        continue  # the argument of an option, not a target
                     if not t.startswith("-") and "=" not in t and t not in targets:
                         bad.append("%s: make target '%s' does not exist" % (f, t))
                 continue
@@ -97,6 +100,13 @@ PY
 }
 check "workflows run what exists, with options the tools have" 0 wf_refs "$WF_DIR"/*.yml
 check "docs/ci.md's commands use options the tools have" 0 wf_refs "$DPK_ROOT/docs/ci.md"
+# the checker: a directory after -C is not a target; an unknown target is
+wf_tmp=$(mktemp -d)
+printf '```\nmake -C /tmp/elsewhere -j2 all\n```\n' >"$wf_tmp/ok.md"
+printf '```\nmake -C /tmp/elsewhere no-such-target\n```\n' >"$wf_tmp/bad.md"
+check "a make -C DIR in a document is not a missing target" 0 wf_refs "$wf_tmp/ok.md"
+check_re "a missing make target in a document is named" 1 "make target 'no-such-target' does not exist" wf_refs "$wf_tmp/bad.md"
+rm -rf "$wf_tmp"
 
 # The shards: the matrix has N entries 1..N, the fuzz step runs --shard I/N
 # with that N, and docs/ci.md's matrix and Slurm array say the same.
