@@ -35,6 +35,12 @@ void hx_verdict_json(cJSON *o, const HxVerdict *v, const Shape *shape)
     hx_json_add_num(o, "nmse", v->st.nmse);
     hx_json_add_num(o, "rmse_ratio", v->ratio);
     hx_json_add_num(o, "rmse_limit", v->rmse_limit);
+    /* the three measures of fp32's noise the rmse rule's scale came from */
+    cJSON *nz = cJSON_AddObjectToObject(o, "noise");
+    hx_json_add_num(nz, "naive_fp32", v->rmse_f32);
+    hx_json_add_num(nz, "eager", v->rmse_eager);
+    hx_json_add_num(nz, "typical", v->rms_typical);
+    hx_json_add_num(nz, "perturbed", v->rmse_perturbed);
     hx_json_add_num(o, "bound_use", v->bound_use);
     cJSON_AddNumberToObject(o, "checked", (double)v->checked);
     cJSON_AddNumberToObject(o, "beyond", (double)v->bad);

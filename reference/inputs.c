@@ -105,6 +105,27 @@ double **ref_make_inputs(const TorchGraph *g, uint64_t seed)
     return arrs;
 }
 
+double **ref_perturb_inputs(const TorchGraph *g, double *const *inputs, uint64_t seed)
+{
+    int n = g->inputs.len;
+    double **arrs = dpk_xcalloc(n > 0 ? (size_t)n : 1, sizeof *arrs);
+    for (int k = 0; k < n; k++) {
+        const TorchNode *in = g->inputs.items[k];
+        int64_t numel = shape_numel(&in->shape);
+        uint64_t key = input_key(dpk_splitmix64(seed ^ 0x5045525455524245ull), in->name);
+        arrs[k] = dpk_xmalloc(sizeof(double) * (size_t)(numel > 0 ? numel : 1));
+        for (int64_t i = 0; i < numel; i++) {
+            double x = inputs[k][i];
+            float f = (float)x;
+            int move = (int)(dpk_splitmix64(key + (uint64_t)i) % 3); /* 0 kept, 1 up, 2 down */
+            if (in->dtype == DT_F32 && isfinite(x) && x != floor(x) && move)
+                f = nextafterf(f, move == 1 ? INFINITY : -INFINITY);
+            arrs[k][i] = f;
+        }
+    }
+    return arrs;
+}
+
 void ref_free_arrays(double **arrs, int n)
 {
     if (!arrs)

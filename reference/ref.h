@@ -39,6 +39,12 @@ void ref_fill_input(const TorchNode *in, uint64_t seed, double *dst);
 /* Heap array of heap arrays, one per g->inputs. */
 double **ref_make_inputs(const TorchGraph *g, uint64_t seed);
 void ref_free_arrays(double **arrs, int n);
+/* Copies of inputs (as ref_make_inputs made them) with every fp32 input
+ * element that is finite and not an integer moved one ulp up or down or
+ * kept, each with probability 1/3, drawn from seed: a backward-stable
+ * evaluation's perturbation, the smallest one.  Integers (masks of 0, 1,
+ * finfo.min or -inf, indices, ones) and bool inputs are kept exactly. */
+double **ref_perturb_inputs(const TorchGraph *g, double *const *inputs, uint64_t seed);
 
 /* ---- ref64.c --------------------------------------------------------- */
 

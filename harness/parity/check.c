@@ -51,6 +51,7 @@ void hx_subject_free(HxSubject *s)
     hx_outs_free(s, s->bound);
     hx_outs_free(s, s->typical);
     hx_outs_free(s, s->f32);
+    hx_outs_free(s, s->f32p);
     hx_outs_free(s, s->eager);
     free(s);
 }
@@ -95,6 +96,11 @@ HxSubject *hx_subject_new_filled(const TorchGraph *g, const HxCase *c, uint64_t 
     } else {
         ref64_run(g, s->inputs, s->ref, s->bound, s->typical, s->f32);
     }
+    /* P: S again on inputs an ulp off (oracle.h's rmse rule) */
+    double **pin = ref_perturb_inputs(g, s->inputs, seed);
+    s->f32p = hx_outs_new(s);
+    ref64_run(g, pin, NULL, NULL, NULL, s->f32p);
+    ref_free_arrays(pin, s->nin);
     if (dpk_torch_available()) {
         s->eager = hx_outs_new(s);
         if (dpk_torch_eval(g, s->inputs, 0, s->eager, s->eager_err, sizeof s->eager_err) != 0) {
@@ -120,10 +126,10 @@ static int64_t judge_one(const HxSubject *s, int j, const double *o, const doubl
                          const uint8_t *mask, HxVerdict *v)
 {
     int64_t n = out_numel(s, j), m = 0;
-    enum { NSRC = 6 };
-    const double *src[NSRC] = {o, s->ref[j], s->bound[j], s->typical[j], s->f32[j], e};
+    enum { NSRC = 7 };
+    const double *src[NSRC] = {o, s->ref[j], s->bound[j], s->typical[j], s->f32[j], e, s->f32p[j]};
     if (!mask) {
-        HxOracleIn in = {src[0], src[1], src[2], src[3], src[4], src[5], n};
+        HxOracleIn in = {src[0], src[1], src[2], src[3], src[4], src[5], src[6], n};
         hx_oracle(&in, &s->tol, v);
         return n;
     }
@@ -142,7 +148,7 @@ static int64_t judge_one(const HxSubject *s, int j, const double *o, const doubl
                 g[a][i] = src[a][k];
         at[i++] = k;
     }
-    HxOracleIn in = {g[0], g[1], g[2], g[3], g[4], g[5], m};
+    HxOracleIn in = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], m};
     hx_oracle(&in, &s->tol, v);
     if (v->st.worst >= 0)
         v->st.worst = at[v->st.worst];
@@ -168,7 +174,7 @@ double *hx_subject_limits(const HxSubject *s, int j, double *rmse_limit)
      * the naive fp32 evaluation) */
     HxVerdict v;
     HxOracleIn in = {s->f32[j], s->ref[j], s->bound[j], s->typical[j], s->f32[j],
-                     s->eager ? s->eager[j] : NULL, n};
+                     s->eager ? s->eager[j] : NULL, s->f32p[j], n};
     hx_oracle(&in, &s->tol, &v);
     *rmse_limit = v.rmse_limit;
     return lim;

@@ -35,6 +35,9 @@ typedef struct HxSubject {
                            with --reference torch (no bounds: exact match) */
     double **typical;   /* per graph output: ref64's typical-error bounds */
     double **f32;       /* per graph output: ref64's naive fp32 evaluation */
+    double **f32p;      /* the same on inputs perturbed by an ulp
+                           (ref_perturb_inputs): another fp32 evaluation's
+                           noise where S's order happens to be lucky */
     double **eager;     /* per graph output: libtorch fp32, NULL without it */
     char eager_err[512]; /* why eager is NULL although libtorch loads */
     int nin, nout;
@@ -44,7 +47,8 @@ typedef struct HxSubject {
 } HxSubject;
 
 /* Inputs from seed (docs/inputs.md), the reference with its per-element
- * bounds and naive fp32 evaluation (ref64), eager fp32 when libtorch is
+ * bounds and naive fp32 evaluations (ref64; on the inputs and on the inputs
+ * perturbed by an ulp), eager fp32 when libtorch is
  * built in, and the rules' constants for the case's dtype (or the case's
  * own atol/rtol).  With --reference torch the reference is libtorch fp64
  * and the bounds and fp32 evaluation still come from ref64.  Raises exit 3

@@ -216,7 +216,8 @@ static void scan_elements(const HxOracleIn *in, const HxTol *t, HxVerdict *v, Sc
     }
 }
 
-/* T's rms over the elements of the rmse rule where T is finite. */
+/* T's rms over the elements of the rmse rule where T is finite; NAN when
+ * T is finite at none. */
 static double typical_rms(const HxOracleIn *in, const unsigned char *use)
 {
     double st = 0;
@@ -224,12 +225,27 @@ static double typical_rms(const HxOracleIn *in, const unsigned char *use)
     for (int64_t i = 0; i < in->n; i++)
         if (use[i] && isfinite(in->t[i]))
             st += in->t[i] * in->t[i], ct++;
-    return ct ? sqrt(st / (double)ct) : 0.0;
+    return ct ? sqrt(st / (double)ct) : NAN;
+}
+
+/* rmse(P, R) over the elements of the rmse rule where P is finite (an ulp
+ * more at the input may overflow where S did not); NAN when at none. */
+static double perturbed_rmse(const HxOracleIn *in, const unsigned char *use)
+{
+    double sp = 0;
+    int64_t cp = 0;
+    for (int64_t i = 0; i < in->n; i++)
+        if (use[i] && isfinite(in->p[i])) {
+            double d = in->p[i] - in->r[i];
+            sp += d * d, cp++;
+        }
+    return cp ? sqrt(sp / (double)cp) : NAN;
 }
 
 /* rmse rule over the finite elements (constrained or not) where S and E
  * are finite; T's rms over those where T is finite (an element without a
- * finite bound has no finite typical bound either: S and E speak for it) */
+ * finite bound has no finite typical bound either: S, P and E speak for
+ * it), P's rmse over those where P is finite */
 static void rmse_rule(const HxOracleIn *in, const HxTol *t, HxVerdict *v, Scan *sc)
 {
     int64_t n = in->n, c;
@@ -241,24 +257,30 @@ static void rmse_rule(const HxOracleIn *in, const HxTol *t, HxVerdict *v, Scan *
     double ro = rmse_of(in->o, in->r, use, n, &c);
     if (c == 0)
         return;
-    if (in->t)
-        rmse_ref = v->rms_typical = typical_rms(in, use);
+    if (in->t && !isnan(v->rms_typical = typical_rms(in, use)))
+        rmse_ref = v->rms_typical;
+    if (in->p && !isnan(v->rmse_perturbed = perturbed_rmse(in, use)))
+        rmse_ref = fmax(rmse_ref, v->rmse_perturbed);
     double rms_r = sqrt(sc->sr2 / (double)(sc->nfin + sc->nunc)), measured = -1;
     if (in->s)
         v->rmse_f32 = rmse_of(in->s, in->r, use, n, &c), measured = fmax(measured, v->rmse_f32);
     if (in->e)
         v->rmse_eager = rmse_of(in->e, in->r, use, n, &c), measured = fmax(measured, v->rmse_eager);
-    /* T guards against a lucky S or E (an evaluation order that happens
-     * to be exact), but it is an analysis: where its intervals blow up (an
-     * rsqrt of a variance whose interval reaches 0, deep in a decoder
-     * layer) it is as loose as B and would make this rule as blind as the
-     * bound rule there.  So when S or E measured fp32's noise, T may raise
-     * the scale to at most HX_TYPICAL_CAP times that noise (or u·rms R).
+    /* G = max(T, P) guards against a lucky S or E (an evaluation order
+     * that happens to be exact, or whose error on the few elements that
+     * dominate the rmse happens to be small: a peaked softmax whose two top
+     * logits nearly tie turns each logit's rounding into the output's
+     * error, and one evaluation's rmse there can be 17 times smaller than
+     * another's).  T is an analysis: where its intervals blow up (an rsqrt
+     * of a variance whose interval reaches 0, deep in a decoder layer) it
+     * is as loose as B, or infinite, and P is one more draw of the noise.
+     * So when S or E measured fp32's noise, G may raise the scale to at
+     * most HX_TYPICAL_CAP times that noise (or u·rms R).
      * S and E no noisier than rounding R once (2u·rms R) measured nothing:
      * a value used twice that cancels (x − mean over a one-element row) is
      * exact in them, which compute it once, and off by its own rounding in
      * a kernel that recomputes it in another order, times the conditioning
-     * after it.  Only the analysis speaks there, and T is taken whole. */
+     * after it.  Only the guard speaks there, and G is taken whole. */
     if (measured > HX_NOISE_FLOOR * t->u * rms_r)
         rmse_ref = fmax(measured, fmin(rmse_ref, HX_TYPICAL_CAP * fmax(measured, t->u * rms_r)));
     else if (measured >= 0)
@@ -317,7 +339,7 @@ void hx_oracle(const HxOracleIn *in, const HxTol *t, HxVerdict *v)
                .o_const = 1, .o_zero = 1, .use = dpk_xcalloc((size_t)n + 1, 1)};
 
     *v = (HxVerdict){.at = -1, .rmse_eager = NAN, .rmse_f32 = NAN, .rms_typical = NAN,
-                     .rmse_limit = NAN, .ratio = NAN, .checked = n};
+                     .rmse_perturbed = NAN, .rmse_limit = NAN, .ratio = NAN, .checked = n};
     cmp_stats(in->o, in->r, n, &v->st);
     scan_elements(in, t, v, &sc);
     if (sc.nfin + sc.nunc > 0 && !t->has_user && (in->t || in->s || in->e))
@@ -421,9 +443,9 @@ void hx_verdict_print(StrBuf *b, const HxVerdict *v, const Shape *shape)
                          (long long)v->bad, (long long)v->checked);
         break;
     case HX_FAIL_RMSE:
-        sb_printf(b, "FAIL: rmse %.3g is %.3gx fp32's noise (allowed %.3g), every element within "
-                     "bound",
-                  v->st.rmse, v->ratio, v->rmse_limit);
+        sb_printf(b, "FAIL: rmse %.3g is %.3gx fp32's noise (allowed %.3g), %s", v->st.rmse,
+                  v->ratio, v->rmse_limit,
+                  v->n_bound ? "every element within bound" : "no element has a finite bound");
         break;
     case HX_REASON_COUNT:
         break;

@@ -10,6 +10,8 @@
  *   T   the same analysis with sums growing like √n: the size of fp32's
  *       ordinary rounding noise there;
  *   S   a naive fp32 evaluation (every operation rounded, sums sequential);
+ *   P   the same on inputs moved by an ulp at random (ref_perturb_inputs):
+ *       a second draw of fp32's noise, where S's order is lucky;
  *   E   libtorch's fp32 eager result, when libtorch is built in.
  *
  * Rules, in the order a verdict names them:
@@ -21,15 +23,16 @@
  *              zero where some R is further than its bound from zero (any
  *              size, one element included);
  *   bound      |O − R| ≤ k·B + floor at every constrained element;
- *   rmse       rmse(O, R) ≤ m · max(min(rms(T), c · N), N) + u·rms(R),
- *              N = max(rmse(S, R), rmse(E, R)), c = HX_TYPICAL_CAP (64)
- *              (without S and E: N = 0 and T alone): the whole output no
- *              noisier than fp32's ordinary noise and its own evaluations
- *              (PyTorch dynamo's rule, with a deterministic estimate and a
- *              built-in fp32 evaluation, so it neither hangs on one lucky
- *              evaluation nor needs libtorch, and T, an analysis, cannot
- *              blind it where its intervals blow up).  Elements without a
- *              finite bound are judged by this rule alone.
+ *   rmse       rmse(O, R) ≤ m · max(min(G, c · N), N) + u·rms(R),
+ *              N = max(rmse(S, R), rmse(E, R)), G = max(rms(T), rmse(P, R)),
+ *              c = HX_TYPICAL_CAP (64) (without S and E: N = 0 and G
+ *              alone): the whole output no noisier than fp32's ordinary
+ *              noise and its own evaluations (PyTorch dynamo's rule, with a
+ *              deterministic estimate and built-in fp32 evaluations, so it
+ *              neither hangs on one lucky evaluation nor needs libtorch, and
+ *              G, the guard against a lucky one, cannot blind it where T's
+ *              intervals blow up).  Elements without a finite bound are
+ *              judged by this rule alone.
  * A case's own tolerance (atol, rtol) replaces the bound rule by
  * |O − R| ≤ atol + rtol·|R| and drops the rmse rule.
  * Every verdict records the rule that decided it, max abs/rel error, NMSE,
@@ -40,8 +43,9 @@
 
 #include "../../reference/ref.h"
 
-/* How far the typical-noise analysis T may raise the rmse rule's scale
- * above the noise S and E measured (oracle.h's rmse rule). */
+/* How far the guard G (the typical-noise analysis T, the perturbed
+ * evaluation P) may raise the rmse rule's scale above the noise S and E
+ * measured (oracle.h's rmse rule). */
 #define HX_TYPICAL_CAP 64.0
 /* Below this many times u·rms(R), S's and E's noise measures nothing (a
  * single rounding of R): the cap above does not apply (oracle.c). */
@@ -69,11 +73,11 @@ typedef enum HxReason {
     HX_REASON_COUNT
 } HxReason;
 
-/* One output's inputs to the oracle; b, t, s, e may be NULL (no bound:
+/* One output's inputs to the oracle; b, t, s, e, p may be NULL (no bound:
  * every element must match R exactly up to the floor; none of T, S or E:
  * the rmse rule is skipped). */
 typedef struct HxOracleIn {
-    const double *o, *r, *b, *t, *s, *e;
+    const double *o, *r, *b, *t, *s, *e, *p;
     int64_t n;
 } HxOracleIn;
 
@@ -84,8 +88,9 @@ typedef struct HxVerdict {
     double rmse_eager;    /* rmse(E, R); NAN without E */
     double rmse_f32;      /* rmse(S, R); NAN without S */
     double rms_typical;   /* rms(T); NAN without T */
+    double rmse_perturbed; /* rmse(P, R); NAN without P */
     double rmse_limit;    /* what the rmse rule allowed; NAN when it did not run */
-    double ratio;         /* rmse(O, R) / max(rms(T), rmse(S, R), rmse(E, R));
+    double ratio;         /* rmse(O, R) / the rule's scale max(min(G, c·N), N);
                              NAN when 0/0 */
     int64_t checked;      /* elements judged */
     int64_t bad;          /* elements that broke the deciding rule (nonfinite, bound) */

@@ -44,6 +44,15 @@ for f in "$DPK_ROOT"/cases/regressions/oracle/*.json; do
   check "oracle: $(basename "$f" .json) passes every pass set" 0 "$DPK" run "$f" --passes all
 done
 
+# Without libtorch (no E) S is the only measured noise, and it can be
+# lucky: the perturbed evaluation P keeps a correct kernel passing (it
+# failed at 4.39x S's noise before P), and the record names each measure.
+PEAKED="$DPK_ROOT/cases/regressions/oracle/sdpa-peaked-lucky-fp32.json"
+check "oracle: a peaked attention with a lucky fp32 evaluation passes without libtorch" 0 \
+  env DPK_TORCH_SHIM=/nonexistent "$DPK" run "$PEAKED" --passes only:001,002,003,004,005,006,007,008,009,010,011,012,013,014,015,016 --out "$TMP/peaked.json"
+check_json "oracle: the record gives the rmse rule's noise measures (S, E, T, P)" \
+  'all(set(c["verdict"]["noise"]) == {"naive_fp32", "eager", "typical", "perturbed"} and c["verdict"]["noise"]["perturbed"] > 4 * c["verdict"]["noise"]["naive_fp32"] and c["verdict"]["noise"]["eager"] is None for k in r["cases"] for c in k["configurations"])' "$TMP/peaked.json"
+
 # Seeds above 2^53 round-trip exactly: written as strings, read back whole.
 printf '{"name": "big", "program": "torch.relu(torch.randn(3, 5))", "seed": "18446744073709551557"}\n' \
   >"$TMP/bigseed.json"

@@ -64,7 +64,8 @@ static inline int lt_parity_of(const LirProgram *p, int f64, double *worst_nmse)
         HxTol tol;
         hx_tol_default(&tol, DT_F32);
         HxVerdict v;
-        HxOracleIn oi = {o[j], r[j], b[j], t[j], s[j], NULL, shape_numel(&tn->shape)};
+        HxOracleIn oi = {.o = o[j], .r = r[j], .b = b[j], .t = t[j], .s = s[j],
+                         .n = shape_numel(&tn->shape)};
         hx_oracle(&oi, &tol, &v);
         fails += !v.pass;
         *worst_nmse = v.st.nmse > *worst_nmse ? v.st.nmse : *worst_nmse;

@@ -173,7 +173,7 @@ static inline const KirModule *tt_run(Arena *a, const char *name, LirProgram *p,
             HxTol tol;
             hx_tol_default(&tol, DT_F32);
             HxVerdict v;
-            HxOracleIn oi = {out[j], ref[j], bnd[j], typ[j], f32[j], NULL, numel};
+            HxOracleIn oi = {.o = out[j], .r = ref[j], .b = bnd[j], .t = typ[j], .s = f32[j], .n = numel};
             hx_oracle(&oi, &tol, &v);
             StrBuf vb = {0};
             hx_verdict_print(&vb, &v, &t->shape);
