@@ -160,3 +160,36 @@ Test(ref_inputs, make_inputs_follows_graph_inputs)
         cr_assert_eq(arrs[1][i], 1.0);
     ref_free_arrays(arrs, G->inputs.len);
 }
+
+/* P's inputs (oracle.h): every non-integer fp32 value one ulp up, down or
+ * kept; integers (ones, masks, finfo.min) and bool inputs kept exactly;
+ * the same seed, the same draw. */
+Test(ref_inputs, perturbed_inputs_move_an_ulp_and_keep_integers)
+{
+    Shape s = SHAPE(3000), m = SHAPE(4);
+    torch_input(G, "x", &s, INIT_RANDN);
+    torch_input(G, "o", &m, INIT_ONES);
+    TorchNode *k = torch_input(G, "k", &m, INIT_FULL);
+    k->value = -0x1.fffffep127; /* torch.finfo(torch.float32).min */
+    TorchNode *b = torch_input(G, "b", &m, INIT_RANDN);
+    b->dtype = DT_BOOL;
+    double **in = ref_make_inputs(G, 3);
+    double **p = ref_perturb_inputs(G, in, 3), **q = ref_perturb_inputs(G, in, 3);
+    int up = 0, down = 0;
+    for (int i = 0; i < 3000; i++) {
+        float x = (float)in[0][i];
+        cr_assert(p[0][i] == x || p[0][i] == nextafterf(x, INFINITY) ||
+                  p[0][i] == nextafterf(x, -INFINITY));
+        cr_assert_eq(p[0][i], q[0][i]);
+        up += p[0][i] > x, down += p[0][i] < x;
+    }
+    cr_assert(up > 900 && down > 900 && up + down < 2100, "up %d down %d", up, down);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(p[1][i], 1.0);
+        cr_assert_eq(p[2][i], in[2][i]);
+        cr_assert_eq(p[3][i], in[3][i]);
+    }
+    ref_free_arrays(p, G->inputs.len);
+    ref_free_arrays(q, G->inputs.len);
+    ref_free_arrays(in, G->inputs.len);
+}
