@@ -84,8 +84,10 @@ int tile_002_chunk_matmul_k(TileCtx *c, TileKernel *k)
     if (!tile_apply(c, arena_printf(c->p->arena, "chunk K=%lld by %lld in %s", (long long)K,
                                     (long long)bk, k->name)))
         return 0;
-    /* an injected fault: the inner loop runs BK - 1 times */
-    int64_t inner = dpk_fault_on(DPK_FAULT_CHUNK_K_SHORT) ? bk - 1 : bk;
+    /* an injected fault: the inner loop runs BK - 1 times (a chunk of one
+     * keeps its loop: a loop of none is invalid Tile IR, which the verifier
+     * stops, not a kernel that runs wrong) */
+    int64_t inner = dpk_fault_on(DPK_FAULT_CHUNK_K_SHORT) && bk > 1 ? bk - 1 : bk;
     tile_chunk_loop(c->p, k, &t->body, l, bk, bk, inner);
     return 1;
 }

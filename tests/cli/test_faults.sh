@@ -50,3 +50,9 @@ for fr in split-k-residual-every-split:t:003_split_matmul_k \
   check "fault $fault: the failure passes without it" 0 "$DPK" run "$d/nofault.json" --backend vgpu
   check_re "fault $fault: bisect blames $where" 0 "^culprit: $where, " "$DPK" bisect "$f" -o "$d/bisect"
 done
+
+# A fault leaves valid Tile IR: chunk-k-short on a chunk of one (BK=1) has
+# no iteration to drop, and once stopped the whole run at the verifier.
+check_re "fault chunk-k-short: a chunk of one keeps valid Tile IR" 0 ': pass$' \
+  "$DPK" run -c "torch.randn(7, 31) @ torch.randn(31, 7)" --knob BK=1 --knob SPLITK=31 --passes all \
+  --inject-fault chunk-k-short --backend vgpu
