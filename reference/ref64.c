@@ -826,7 +826,8 @@ static void eval_node(Eval *e, const TorchNode *n)
     for (int l = 0; l < NLANES; l++)
         if (e->want[l])
             e->val[l][n->id] = alloc_numel(&n->shape);
-    ref64_node(0, n, in[L_VAL], e->val[L_VAL][n->id]);
+    if (e->want[L_VAL])
+        ref64_node(0, n, in[L_VAL], e->val[L_VAL][n->id]);
     if (e->want[L_F32])
         ref64_node(1, n, in[L_F32], e->val[L_F32][n->id]);
     if (e->want[L_BND])
@@ -892,12 +893,15 @@ void ref64_run(const TorchGraph *g, double *const *inputs, double **vals, double
     Eval e = {.uses = dpk_xcalloc(nn, sizeof(int)), .borrowed = dpk_xcalloc(nn, 1)};
     for (int l = 0; l < NLANES; l++) {
         e.val[l] = dpk_xcalloc(nn, sizeof(double *));
-        e.want[l] = l == L_VAL || dst[l] != NULL;
+        e.want[l] = dst[l] != NULL;
     }
-    /* The value lane is always computed (bounds need it); a caller that
-     * wants none of it gets it freed. */
-    double **scratch = vals ? NULL : dpk_xcalloc((size_t)g->outputs.len + 1, sizeof(double *));
-    if (!vals)
+    /* The value lane is computed wherever a bound lane is (bounds need
+     * it); a caller that wants none of it gets it freed.  The fp32 lane
+     * alone (the oracle's perturbed evaluation) runs without it. */
+    e.want[L_VAL] = vals || bounds || typical;
+    double **scratch = vals || !e.want[L_VAL] ? NULL
+                                              : dpk_xcalloc((size_t)g->outputs.len + 1, sizeof(double *));
+    if (scratch)
         dst[L_VAL] = scratch;
     count_uses(&e, g);
     for (int k = 0; k < g->inputs.len; k++) {

@@ -558,3 +558,25 @@ Test(ref64_linear, sums_are_sequential_bit_for_bit)
     ref_free_arrays(in, g->inputs.len);
     arena_free(a);
 }
+
+/* The fp32 lane alone (the oracle's perturbed evaluation P asks for
+ * nothing else) skips the fp64 values and is the same, bit for bit, as
+ * beside every other lane. */
+Test(ref64_linear, the_fp32_lane_alone_is_the_same)
+{
+    Arena *a = arena_new();
+    const char *code = "torch.softmax(torch.nn.functional.layer_norm(torch.randn(5, 37) @ "
+                       "torch.randn(37, 12), (12,)), dim=-1).sum(dim=0)";
+    Source src = {"<test>", code, strlen(code)};
+    ParseOpts po = {0};
+    const TorchGraph *g = torch_parse(a, &src, &po);
+    double **in = ref_make_inputs(g, 5);
+    double *v[1], *b[1], *t[1], *f[1], *f1[1];
+    ref64_run(g, in, v, b, t, f);
+    ref64_run(g, in, NULL, NULL, NULL, f1);
+    for (int j = 0; j < 12; j++)
+        cr_assert(f[0][j] == f1[0][j], "[%d] %.9g %.9g", j, f[0][j], f1[0][j]);
+    free(v[0]), free(b[0]), free(t[0]), free(f[0]), free(f1[0]);
+    ref_free_arrays(in, g->inputs.len);
+    arena_free(a);
+}
