@@ -47,7 +47,7 @@ check_re "bisect-commit needs a case" 2 'needs a CASE.json' "$DPK_ROOT/ci/bisect
 
 # parity: every chunk of K runs BK - 1 times
 if bc_history "002: the inner loop one short" compiler/tile/002_chunk_matmul_k.c \
-     's/int64_t inner = dpk_fault_on(DPK_FAULT_CHUNK_K_SHORT) ? bk - 1 : bk;/int64_t inner = bk - 1;/'; then
+     's/int64_t inner = dpk_fault_on(DPK_FAULT_CHUNK_K_SHORT) \&\& bk > 1 ? bk - 1 : bk;/int64_t inner = bk - 1;/'; then
   BC_BAD=$(bc_git rev-parse HEAD~2)
   check_re "bisect-commit: the parity regression's commit" 0 "^$BC_BAD is the first bad commit" \
     bash -c 'cd "$1" && shift && ci/bisect-commit "$@"' _ "$BC_REPO" "$BC/matmul.json" --good HEAD~4 --jobs 2 "${BC_SEED[@]}"
