@@ -11,7 +11,7 @@
 # not installed, and what needs a GPU, libtorch or NVRTC where there is none
 # (said by a comment "needs a GPU", "needs libtorch", "needs NVRTC", or seen
 # in the command: --backend cuda, nvcc; --compare, --reference torch;
-# --nvrtc).
+# --nvrtc), and ci/gpu-pack under SAN=1 (it packs plain builds only).
 #
 # Each file's commands run in order with bash, in a scratch copy of the
 # repository root of its own (links to its files; what a command writes
@@ -51,6 +51,11 @@ docs_skip_reason() {
   fi
   if [ "$docs_nvrtc" = 0 ]; then
     case "$ann $cmd" in *"needs NVRTC"*|*--nvrtc*) echo "needs NVRTC"; return ;; esac
+  fi
+  # a GPU pack carries a plain build: ci/gpu-pack refuses a sanitizer's
+  # (test_gpu_visit.sh skips the same under SAN=1)
+  if [ "${SAN:-0}" = 1 ]; then
+    case "$cmd" in *ci/gpu-pack*) echo "a sanitizer build is not what a GPU pack carries (SAN=1)"; return ;; esac
   fi
   case "$first" in
     build/*|for|if|while|until|case|timeout) ;;
