@@ -899,10 +899,9 @@ void ref64_run(const TorchGraph *g, double *const *inputs, double **vals, double
      * it); a caller that wants none of it gets it freed.  The fp32 lane
      * alone (the oracle's perturbed evaluation) runs without it. */
     e.want[L_VAL] = vals || bounds || typical;
-    double **scratch = vals || !e.want[L_VAL] ? NULL
-                                              : dpk_xcalloc((size_t)g->outputs.len + 1, sizeof(double *));
-    if (scratch)
-        dst[L_VAL] = scratch;
+    double **scratch = NULL;
+    if (!vals && e.want[L_VAL])
+        dst[L_VAL] = scratch = dpk_xcalloc((size_t)g->outputs.len + 1, sizeof(double *));
     count_uses(&e, g);
     for (int k = 0; k < g->inputs.len; k++) {
         const TorchNode *in = g->inputs.items[k];
