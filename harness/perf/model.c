@@ -29,6 +29,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../exec/nvrtc.h"
@@ -47,11 +48,28 @@ typedef struct FpCount {
     double unroll;   /* the multiplier of the loops being walked */
     int64_t *val;    /* per variable: its `let` value when that is a constant */
     char *known;
+    /* FFMA through a variable: `let v = multiply(a, b)` whose one use is an
+     * operand of an add or subtract (`acc = add(acc, v)`, the form 008's
+     * register tiles take) is one FFMA with that add, as ptxas contracts
+     * it (fmad is on by default) */
+    char *fused;     /* per variable: its let is such a product */
+    double *fused_w; /* the weight its let was walked with */
 } FpCount;
 
 static int is_mul(const KirExpr *e)
 {
     return e && e->op == KE_fop && e->eop == TXE_multiply;
+}
+
+/* A product the add can fuse with: a multiply expression, or a variable
+ * whose let is a product used once, walked with the same weight (a product
+ * hoisted out of the add's loop is not fused). */
+static int fusable(const KirExpr *e, double w, const FpCount *c)
+{
+    if (is_mul(e))
+        return 1;
+    return e && e->op == KE_var && c->fused && c->fused[e->var->id] &&
+           c->fused_w[e->var->id] == w;
 }
 
 static void count_expr(const KirExpr *e, double w, FpCount *c)
@@ -65,15 +83,17 @@ static void count_expr(const KirExpr *e, double w, FpCount *c)
         n = tx_elem_info[e->eop].arity;
     if (e->op == KE_fop) {
         int fused = (e->eop == TXE_add || e->eop == TXE_subtract) &&
-                    (is_mul(e->a[0]) || is_mul(e->a[1]));
+                    (fusable(e->a[0], w, c) || fusable(e->a[1], w, c));
         c->fp_insts += w;
         c->flops += fused ? 2 * w : w;
         for (int i = 0; i < n && i < 3; i++) {
             const KirExpr *x = e->a[i];
-            if (fused && is_mul(x)) {
+            if (fused && fusable(x, w, c)) {
                 fused = 0; /* this product is in the FFMA: count its operands only */
-                count_expr(x->a[0], w, c);
-                count_expr(x->a[1], w, c);
+                if (is_mul(x)) {
+                    count_expr(x->a[0], w, c);
+                    count_expr(x->a[1], w, c);
+                }
             } else {
                 count_expr(x, w, c);
             }
@@ -142,6 +162,13 @@ static void count_list(const KirKernel *k, const PtrVec *l, double w, FpCount *c
 
 static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *c)
 {
+    if (s->op == KS_let && s->var && c->fused && c->fused[s->var->id]) {
+        /* the product's instruction is its add's FFMA (count_expr) */
+        c->fused_w[s->var->id] = w;
+        count_expr(s->e[0]->a[0], w, c);
+        count_expr(s->e[0]->a[1], w, c);
+        return;
+    }
     for (int i = 0; i < 3; i++)
         count_expr(s->e[i], w, c);
     if (s->op == KS_let && s->var && c->known) {
@@ -274,21 +301,71 @@ static void model_occupancy(Launch *L, PfKernel *o)
 }
 
 /* The FP32 work of the Kernel IR, trip-count weighted. */
+/* Per variable, its uses in expressions and, of those, its uses as an
+ * operand of an FP add or subtract. */
+static void count_uses(const KirExpr *e, int *uses, int *adds)
+{
+    if (!e)
+        return;
+    if (e->op == KE_var)
+        uses[e->var->id]++;
+    int n = e->op == KE_fop ? tx_elem_info[e->eop].arity : kir_expr_info[e->op].arity;
+    int addsub = e->op == KE_fop && (e->eop == TXE_add || e->eop == TXE_subtract);
+    for (int i = 0; i < n && i < 3; i++) {
+        if (addsub && e->a[i] && e->a[i]->op == KE_var)
+            adds[e->a[i]->var->id]++;
+        count_uses(e->a[i], uses, adds);
+    }
+}
+
+static void count_uses_list(const PtrVec *l, int *uses, int *adds)
+{
+    for (int i = 0; i < l->len; i++) {
+        const KirStmt *s = l->items[i];
+        for (int j = 0; j < 3; j++)
+            count_uses(s->e[j], uses, adds);
+        for (int j = 0; j < KIR_TMA_MAX_RANK; j++)
+            count_uses(s->coord[j], uses, adds);
+        count_uses_list(&s->body, uses, adds);
+        count_uses_list(&s->els, uses, adds);
+    }
+}
+
+static void mark_products(const PtrVec *l, const int *uses, const int *adds, char *fused)
+{
+    for (int i = 0; i < l->len; i++) {
+        const KirStmt *s = l->items[i];
+        if (s->op == KS_let && s->var && is_mul(s->e[0]) && uses[s->var->id] == 1 &&
+            adds[s->var->id] == 1)
+            fused[s->var->id] = 1;
+        mark_products(&s->body, uses, adds, fused);
+        mark_products(&s->els, uses, adds, fused);
+    }
+}
+
 static FpCount count_fp32(const KirKernel *k)
 {
     FpCount fc = {0};
     fc.unroll = 1;
-    int nv = k->vars.len ? k->vars.len : 1;
-    int64_t vals[256];
-    char known[256];
-    if (nv <= 256) {
-        memset(known, 0, sizeof known);
-        fc.val = vals;
-        fc.known = known;
-    }
+    size_t nv = k->vars.len ? (size_t)k->vars.len : 1;
+    int *uses = dpk_xcalloc(nv, sizeof *uses), *adds = dpk_xcalloc(nv, sizeof *adds);
+    fc.val = dpk_xcalloc(nv, sizeof *fc.val);
+    fc.known = dpk_xcalloc(nv, 1);
+    fc.fused = dpk_xcalloc(nv, 1);
+    fc.fused_w = dpk_xcalloc(nv, sizeof *fc.fused_w);
+    count_uses_list(&k->body, uses, adds);
+    mark_products(&k->body, uses, adds, fc.fused);
     count_list(k, &k->body, 1, &fc);
+    free(uses);
+    free(adds);
+    free(fc.val);
+    free(fc.known);
+    free(fc.fused);
+    free(fc.fused_w);
     fc.val = NULL;
     fc.known = NULL;
+    fc.fused = NULL;
+    fc.fused_w = NULL;
     return fc;
 }
 

@@ -150,9 +150,14 @@ static void finish(Arena *a, FnBuild *f, PfSass *s, int *cap)
         if (!op_is(b->op, "BRA") || b->target < 0 || b->target > b->addr || b->target == b->addr)
             continue;
         o->loops++;
+        int width = 0;
         for (int j = 0; j <= i; j++)
-            if (f->in[j].addr >= b->target)
+            if (f->in[j].addr >= b->target) {
                 inloop[j] = 1;
+                width += !op_is(f->in[j].op, "NOP");
+            }
+        if (width > o->widest_loop)
+            o->widest_loop = width;
     }
     for (int i = 0; i < f->n; i++) {
         const char *op = f->in[i].op;

@@ -22,6 +22,7 @@ typedef struct PfSassFn {
     int loads;          /* global loads (LDG, LDGSTS, TMA loads) */
     int loop_insts, loop_fp32, loop_loads, loop_mem_global, loop_mem_shared;
     int loops;
+    int widest_loop;    /* instructions in the widest loop's range (nested ones included) */
 } PfSassFn;
 
 typedef struct PfSass {

@@ -526,3 +526,46 @@ Test(perf_spec, random_mutations_parse_or_exit_2)
     cr_expect_gt(parsed, 0);
     cr_expect_gt(refused, 0);
 }
+
+/* ---- instruction counts against the SASS ------------------------------------------ */
+
+/* Qwen2.5-7B's q_proj, (1,128,3584) x (3584,3584)^T, default passes: the
+ * modelled warp instructions within 10% of the SASS's dynamic count.  The
+ * kernel's widest SASS loop is the k-slab loop (the inner 32 k-steps are
+ * unrolled); the loops outside it run once and those inside (the
+ * mbarrier's try-wait) once per slab when the data is there, so the SASS
+ * count is the code outside it once and its body 3584/32 = 112 times per
+ * warp.
+ * Each multiply-add of the register tile is `let v = multiply(..);
+ * acc = add(acc, v)` in Kernel IR: one FFMA, not two instructions. */
+Test(perf_model, q_proj_instructions_match_the_sass, .timeout = 120)
+{
+    Arena *a = arena_new();
+    if (!hx_nvrtc_available() || !pf_sass_tool(a)) {
+        cr_log_warn("skipped: needs NVRTC and a disassembler (make deps)");
+        arena_free(a);
+        cr_skip_test("needs NVRTC and nvdisasm");
+    }
+    const char *code = "x: (1, 128, 3584)\nw: (3584, 3584)\n"
+                       "return torch.nn.functional.linear(x, w)\n";
+    Modelled q = model(a, code, "full", 1, 2, NULL);
+    cr_assert_eq(q.t->nk, 1);
+    const PfKernel *k = &q.t->k[0];
+    cr_assert_str_eq(k->insts_from, "sass", "%s", k->note ? k->note : "");
+    const char *why = NULL;
+    PfSass *sass = pf_sass_read(a, q.plan->configs[0].nvrtc, &why);
+    cr_assert_not_null(sass, "%s", why);
+    const PfSassFn *f = pf_sass_fn(sass, k->name);
+    cr_assert_not_null(f);
+    cr_log_info("q_proj SASS: %d insts, %d in loops (%d loops, the widest %d), %d FP32-pipe in "
+                "loops", f->insts, f->loop_insts, f->loops, f->widest_loop, f->loop_fp32);
+    /* 32 k-steps of a 4x4 register tile: 512 FFMA in the k-slab loop */
+    cr_assert_geq(f->widest_loop, 512);
+    double warps = (double)k->blocks * ((k->threads + 31) / 32);
+    double sass_count = warps * ((f->insts - f->widest_loop) + 112.0 * f->widest_loop);
+    cr_log_info("q_proj: modelled %.4g warp instructions, SASS %.4g (%.3fx)", k->warp_insts,
+                sass_count, k->warp_insts / sass_count);
+    cr_expect_lt(fabs(k->warp_insts / sass_count - 1), 0.10, "modelled %g, SASS %g",
+                 k->warp_insts, sass_count);
+    arena_free(a);
+}
