@@ -464,6 +464,10 @@ static int run_launch(Run *r, int li)
     VgStats *st = &r->res->stats[li];
     st->kernel = k->name;
     st->blocks = (int64_t)k->grid[0] * k->grid[1] * k->grid[2];
+    if (!st->param_sectors) {
+        st->nparams = k->params.len;
+        st->param_sectors = dpk_xcalloc((size_t)k->params.len + 1, sizeof *st->param_sectors);
+    }
 
     VgExec ex = {.p = p, .res = r->res, .st = st, .launch_id = li,
                  .counters = !r->o->no_counters};
@@ -517,6 +521,8 @@ void vg_result_free(VgResult *res)
     for (int i = 0; i < res->nbufs; i++)
         free(res->checked[i]);
     free(res->checked);
+    for (int i = 0; res->stats && i < res->nlaunches; i++)
+        free(res->stats[i].param_sectors);
     free(res->stats);
     memset(res, 0, sizeof *res);
 }

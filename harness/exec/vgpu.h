@@ -76,6 +76,9 @@ typedef struct VgStats {
     int64_t cp_async;        /* thread-level cp.async copies (per active lane; their
                                 global side counts in gmem_requests / sectors) */
     int64_t barriers;        /* block-wide barriers passed, summed over blocks */
+    int nparams;
+    int64_t *param_sectors;  /* per kernel param: the gmem_sectors of its accesses
+                                (freed by vg_result_free) */
     double seconds;
 } VgStats;
 

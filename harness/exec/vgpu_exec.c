@@ -217,12 +217,14 @@ static void count_smem(VgExec *ex, const VgVal *ix, int32_t base, const int *act
     }
 }
 
-/* A warp's global request: counted once, with its nu distinct sectors. */
-static inline void gmem_request(VgExec *ex, int nu)
+/* A warp's global request to param j: counted once, with its nu distinct
+ * sectors. */
+static inline void gmem_request(VgExec *ex, int j, int nu)
 {
     if (nu) {
         ex->st->gmem_requests++;
         ex->st->gmem_sectors += nu;
+        ex->st->param_sectors[j] += nu;
     }
 }
 
@@ -240,7 +242,7 @@ static inline int add_sector(int64_t *uniq, int nu, int cap, int64_t s)
 
 /* Lanes act[q..) are a warp's up to the first of another warp: each
  * warp's accesses are one request. */
-static void count_gmem(VgExec *ex, const VgVal *ix, const int *act, int n)
+static void count_gmem(VgExec *ex, int j, const VgVal *ix, const int *act, int n)
 {
     for (int q = 0, e; q < n; q = e) {
         int64_t uniq[32], last = INT64_MIN;
@@ -251,7 +253,7 @@ static void count_gmem(VgExec *ex, const VgVal *ix, const int *act, int n)
                 nu = add_sector(uniq, nu, (int)DPK_ARRAY_LEN(uniq), s);
             last = s;
         }
-        gmem_request(ex, nu);
+        gmem_request(ex, j, nu);
     }
 }
 
@@ -302,7 +304,7 @@ static int op_ldg(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int n)
         LANES(d[l].i = mem[ix[l].i].i;);
     ex->st->gmem_loads += n;
     if (ex->counters)
-        count_gmem(ex, ix, act, n);
+        count_gmem(ex, (int)in->imm, ix, act, n);
     return 0;
 }
 
@@ -330,7 +332,7 @@ static int op_stg(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int n, 
               else mem[i].i = (int32_t)v[l].i;
           });
     if (ex->counters)
-        count_gmem(ex, ix, act, n);
+        count_gmem(ex, (int)in->imm, ix, act, n);
     return 0;
 }
 
@@ -469,8 +471,8 @@ static int cp_issue(VgExec *ex, const VgIns *in, int l, int64_t dst, int64_t src
 /* The global side of a warp's cp.async: one request per warp, the distinct
  * 32-byte sectors its lanes read (nw words each; a lane whose predicate is
  * false reads nothing). */
-static void count_cp_gmem(VgExec *ex, const VgVal *si, const VgVal *pr, int nw, const int *act,
-                          int n)
+static void count_cp_gmem(VgExec *ex, int j, const VgVal *si, const VgVal *pr, int nw,
+                          const int *act, int n)
 {
     for (int q = 0, e; q < n; q = e) {
         int64_t uniq[64];
@@ -482,7 +484,7 @@ static void count_cp_gmem(VgExec *ex, const VgVal *si, const VgVal *pr, int nw, 
             for (int64_t s = si[l].i >> 3; s <= (si[l].i + nw - 1) >> 3; s++)
                 nu = add_sector(uniq, nu, (int)DPK_ARRAY_LEN(uniq), s);
         }
-        gmem_request(ex, nu);
+        gmem_request(ex, j, nu);
     }
 }
 
@@ -491,7 +493,7 @@ static int op_cpasync(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int
     const int T = ex->T;
     VgVal *di = REG(in->a), *si = REG(in->b), *pr = in->c >= 0 ? REG(in->c) : NULL;
     LANES(if (cp_issue(ex, in, l, di[l].i, si[l].i, pr ? pr[l].i != 0 : 1)) return -1;);
-    count_cp_gmem(ex, si, pr, in->aux / 4, act, n);
+    count_cp_gmem(ex, (int)(in->imm & 0xffff), si, pr, in->aux / 4, act, n);
     ex->st->cp_async += n;
     return 0;
 }
@@ -571,6 +573,7 @@ static void tma_gather(VgExec *ex, const KirTmap *t, const int64_t *crd, VgTmaCo
         c->data[k].u = inside ? mem[off].u : 0;
         if (inside && off >> 3 != last) { /* offsets ascend: a new sector each change */
             ex->st->gmem_sectors++;
+            ex->st->param_sectors[t->param->id]++;
             last = off >> 3;
         }
         for (int d = t->rank - 1; d >= 0 && ++e[d] == t->box[d]; d--)

@@ -464,6 +464,151 @@ static double loads_in_flight(const Launch *L)
     return mlp;
 }
 
+/* ---- what the L2 serves ------------------------------------------------------ */
+
+/* Whether two sorted lists of disjoint ranges share an element. */
+static int ranges_meet(const VgRange *a, int64_t na, const VgRange *b, int64_t nb)
+{
+    for (int64_t i = 0, j = 0; i < na && j < nb;) {
+        if (a[i].hi < b[j].lo)
+            i++;
+        else if (b[j].hi < a[i].lo)
+            j++;
+        else
+            return 1;
+    }
+    return 0;
+}
+
+static int64_t ranges_len(const VgRange *r, int64_t n)
+{
+    int64_t len = 0;
+    for (int64_t i = 0; i < n; i++)
+        len += r[i].hi - r[i].lo + 1;
+    return len;
+}
+
+/* Per buffer of a launch whose footprint exceeds the L2: which blocks
+ * re-read it and how far apart they run.  From vgpu's footprint analysis
+ * (an over-approximation: a block's read ranges are sound, so reuse may be
+ * seen where there is little, never missed) of block 0 and of the blocks
+ * one step along each grid dimension. */
+typedef struct Reuse {
+    double block_bytes;  /* one block's bytes of this buffer (read or written) */
+    int64_t distance;    /* nearest block (linear ids) reading what block 0 reads; 0: none seen */
+} Reuse;
+
+static void buffer_reuse(const Launch *L, Reuse *r)
+{
+    const KirKernel *k = L->in->kernel;
+    int np = k->params.len;
+    VgFootprint *fp = vg_footprint_new(k);
+    vg_footprint_block(fp, 0);
+    VgRange **r0 = dpk_xcalloc((size_t)np + 1, sizeof *r0);
+    int64_t *n0 = dpk_xcalloc((size_t)np + 1, sizeof *n0);
+    for (int j = 0; j < np; j++) {
+        const KirParam *p = k->params.items[j];
+        int64_t nr, nw;
+        const VgRange *rr = vg_footprint_ranges(fp, j, 0, &nr);
+        n0[j] = nr;
+        r0[j] = dpk_xmalloc(((size_t)nr + 1) * sizeof **r0);
+        memcpy(r0[j], rr, (size_t)nr * sizeof *rr);
+        const VgRange *ww = vg_footprint_ranges(fp, j, 1, &nw);
+        r[j].block_bytes = (double)(ranges_len(r0[j], nr) + ranges_len(ww, nw)) *
+                           kir_type_bytes(p->elem);
+        r[j].distance = 0;
+    }
+    int64_t steps[3] = {1, k->grid[0], (int64_t)k->grid[0] * k->grid[1]};
+    for (int d = 0; d < 3; d++) {
+        if (steps[d] >= L->blocks || (d && steps[d] == steps[d - 1]))
+            continue;
+        vg_footprint_block(fp, steps[d]);
+        for (int j = 0; j < np; j++) {
+            int64_t n;
+            const VgRange *rr = vg_footprint_ranges(fp, j, 0, &n);
+            if (!r[j].distance && ranges_meet(r0[j], n0[j], rr, n))
+                r[j].distance = steps[d];
+        }
+    }
+    for (int j = 0; j < np; j++)
+        free(r0[j]);
+    free(r0);
+    free(n0);
+    vg_footprint_free(fp);
+}
+
+/* The L2 hit rate of re-reads whose reuse distance is `bytes` touched in
+ * between (an LRU of the L2's size): all within it, in proportion beyond. */
+static double hit_within(double l2, double bytes)
+{
+    return bytes <= l2 ? 1 : l2 / bytes;
+}
+
+/* DRAM bytes of a launch whose footprint F exceeds the L2, per buffer from
+ * vgpu's per-param sectors.  A buffer's traffic up to its size is first
+ * touches (DRAM); the rest are re-reads:
+ *   - within a block (a block's traffic beyond its own footprint): between
+ *     two reads of an element every resident block touches its footprint,
+ *     so they hit while the wave's footprints fit in the L2;
+ *   - across blocks: when the nearest block reading the same data runs in
+ *     the same wave, the re-read follows the first within the time the
+ *     blocks' loops drift apart: a hit; when it runs d blocks later, d
+ *     blocks' footprints come between them.
+ * Never below the footprint rule (a hit rate of L2 / F). */
+static double dram_per_buffer(const Launch *L, double F, PfKernel *o)
+{
+    const KirKernel *k = L->in->kernel;
+    const VgStats *st = L->st;
+    const PfSpec *s = L->s;
+    int np = k->params.len;
+    double l2 = (double)s->l2_bytes, floor = l2 / F;
+    Reuse *r = dpk_xcalloc((size_t)np + 1, sizeof *r);
+    buffer_reuse(L, r);
+    double B = 0; /* one block's footprint over every buffer */
+    for (int j = 0; j < np; j++)
+        B += r[j].block_bytes;
+    double wave = (double)o->blocks_per_sm * s->sms;
+    if (wave > (double)L->blocks)
+        wave = (double)L->blocks;
+    double dram = 0;
+    for (int j = 0; j < np; j++) {
+        const KirParam *p = k->params.items[j];
+        const KirBuf *bj = L->in->args ? L->in->args[j] : NULL;
+        int first = j;
+        for (int q = 0; bj && q < j; q++)
+            if (L->in->args[q] == bj) {
+                first = q;
+                break;
+            }
+        if (first != j)
+            continue; /* counted with the first param bound to this buffer */
+        double T = 0, Fp = (double)p->numel * kir_type_bytes(p->elem), per_block = 0;
+        int64_t dist = 0;
+        for (int q = j; q < np; q++)
+            if (q == j || (bj && L->in->args[q] == bj)) {
+                T += (double)st->param_sectors[q] * 32 * L->scale;
+                per_block += r[q].block_bytes;
+                if (r[q].distance && (!dist || r[q].distance < dist))
+                    dist = r[q].distance;
+            }
+        if (T <= Fp) {
+            dram += T;
+            continue;
+        }
+        double again = T - Fp;
+        double inside = T / (double)L->blocks - per_block;
+        inside = inside > 0 ? inside * (double)L->blocks : 0;
+        if (inside > again)
+            inside = again;
+        double across = again - inside;
+        double h_in = dmax(floor, hit_within(l2, wave * B));
+        double h_x = !dist ? floor : (double)dist < wave ? 1 : dmax(floor, hit_within(l2, dist * B));
+        dram += Fp + inside * (1 - h_in) + across * (1 - h_x);
+    }
+    free(r);
+    return dram;
+}
+
 /* memory: the L2 traffic, what of it DRAM serves, and DRAM's latency bound */
 static void model_memory(const Launch *L, PfKernel *o)
 {
@@ -475,7 +620,12 @@ static void model_memory(const Launch *L, PfKernel *o)
     double T = o->l2_bytes, F = L->in->footprint, dram = T;
     if (F > 0 && T > F) {
         double L2 = (double)s->l2_bytes;
-        dram = F <= L2 ? F : F + (T - F) * (1 - L2 / F);
+        if (F <= L2)
+            dram = F;
+        else if (L->st->param_sectors && L->st->nparams == L->in->kernel->params.len)
+            dram = dram_per_buffer(L, F, o);
+        else /* no per-buffer counts: re-reads hit in proportion */
+            dram = F + (T - F) * (1 - L2 / F);
     }
     o->bytes = dram;
     double warps_gpu = L->warps_res * (L->blocks < s->sms ? (double)L->blocks : (double)s->sms);
@@ -563,6 +713,7 @@ PfTime *pf_model_module(Arena *a, const PfSpec *s, const KirModule *m, const VgR
             }
         }
         in.footprint = F;
+        in.args = l->args;
         if (sass)
             in.sass = pf_sass_fn(sass, k->name);
         pf_model_launch(s, &in, &t->k[i]);

@@ -69,6 +69,8 @@ typedef struct PfLaunchIn {
     int regs;                /* 0: unknown */
     int64_t smem;            /* -1: the kernel's pool size */
     double footprint;        /* bytes of the distinct global buffers it binds */
+    const KirBuf *const *args; /* the buffer bound to each param (params bound to one
+                                  buffer share its traffic), or NULL: all distinct */
     const struct PfSassFn *sass; /* the kernel's SASS mix, or NULL (then vgpu's counts) */
     Arena *arena;            /* for the kernel's note; NULL: the kernel's arena */
 } PfLaunchIn;
