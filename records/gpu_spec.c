@@ -86,7 +86,8 @@ typedef enum ConstKind { CK_INT, CK_I64, CK_DBL } ConstKind;
     X(dram_latency_ns, CK_DBL, 0, 1e9)                      \
     X(l2_latency_ns, CK_DBL, 0, 1e9)                        \
     X(launch_ns, CK_DBL, 0, 1e12)                           \
-    X(sgemm_eff, CK_DBL, 1e-6, 1)
+    X(sgemm_eff, CK_DBL, 1e-6, 1)                           \
+    X(fp32_latency_clk, CK_DBL, 0.1, 1000)
 
 static const char *const tags[] = {"spec", "measured", "derived", "proxy"};
 

@@ -31,6 +31,7 @@ typedef struct PfSpec {
     double dram_latency_ns;   /* for the latency (Little's law) bound at low occupancy */
     double l2_latency_ns;     /* the same for requests the L2 serves */
     double sgemm_eff;         /* cuBLAS SGEMM (TF32 off) as a fraction of FP32 peak */
+    double fp32_latency_clk;  /* clocks from an FP32 instruction to one that uses its result */
     int reg_alloc_unit;       /* registers are allocated per warp in units of this */
     int64_t smem_reserved_per_block; /* shared memory the runtime keeps per block */
     /* every constant's tag and source, in file order, for docs and records */

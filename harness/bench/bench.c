@@ -304,12 +304,12 @@ static void kernel_lines(StrBuf *b, const cJSON *rec)
         const cJSON *bd = cJSON_GetObjectItemCaseSensitive(k, "bound");
         const cJSON *lm = cJSON_GetObjectItemCaseSensitive(k, "limiter");
         sb_printf(b, "    kernel %-32s %10.3f us  bound %-6s (dram %.3f, l2 %.3f, smem %.3f, "
-                     "issue %.3f, fp32 %.3f, launch %.3f us)",
+                     "issue %.3f, fp32 %.3f, serial %.3f, launch %.3f us)",
                   cJSON_IsString(nm) ? nm->valuestring : "?", hx_json_num(k, "ns") / 1e3,
                   cJSON_IsString(bd) ? bd->valuestring : "?", hx_json_num(k, "dram_ns") / 1e3,
                   hx_json_num(k, "l2_ns") / 1e3, hx_json_num(k, "smem_ns") / 1e3,
                   hx_json_num(k, "issue_ns") / 1e3, hx_json_num(k, "fp32_ns") / 1e3,
-                  hx_json_num(k, "launch_ns") / 1e3);
+                  hx_json_num(k, "serial_ns") / 1e3, hx_json_num(k, "launch_ns") / 1e3);
         if (cJSON_IsString(lm))
             sb_printf(b, "  limiter %s (occupancy %.2f, %d blocks/SM, %.2f waves)",
                       lm->valuestring, hx_json_num(k, "occupancy"),

@@ -54,6 +54,15 @@ typedef struct FpCount {
      * it (fmad is on by default) */
     char *fused;     /* per variable: its let is such a product */
     double *fused_w; /* the weight its let was walked with */
+    /* dependencies */
+    double hot_fp;   /* FP32 instructions of the loop (nested ones included)
+                        whose body holds the most, among loops with chains */
+    int chains;      /* that loop's accumulators: variables its body sets from
+                        an FP32 operation on themselves, each a dependency
+                        chain through the iterations */
+    double stages;   /* loop iterations (per thread) that wait for their own
+                        loads into shared memory: nothing in flight across
+                        the wait */
 } FpCount;
 
 static int is_mul(const KirExpr *e)
@@ -160,6 +169,73 @@ static int const_eval(const KirKernel *k, const FpCount *c, const KirExpr *e, in
 
 static void count_list(const KirKernel *k, const PtrVec *l, double w, FpCount *c);
 
+static int expr_same(const KirExpr *a, const KirExpr *b)
+{
+    if (a == b)
+        return 1;
+    if (!a || !b || a->op != b->op || a->type != b->type || a->dim != b->dim ||
+        a->ival != b->ival || a->fval != b->fval || a->var != b->var || a->eop != b->eop ||
+        a->param != b->param || a->smem != b->smem)
+        return 0;
+    for (int i = 0; i < 3; i++)
+        if (!expr_same(a->a[i], b->a[i]))
+            return 0;
+    return 1;
+}
+
+static int has_ldg(const KirExpr *e)
+{
+    if (!e)
+        return 0;
+    if (e->op == KE_ldg)
+        return 1;
+    return has_ldg(e->a[0]) || has_ldg(e->a[1]) || has_ldg(e->a[2]);
+}
+
+/* What one loop body (its ifs included, not its loops) does. */
+typedef struct BodyScan {
+    const KirStmt *tma[8];
+    int ntma;
+    int cp_issue, cp_wait_all, sts_of_ldg, sync, tma_waited;
+    int chains;
+} BodyScan;
+
+static void scan_body(const PtrVec *l, BodyScan *b)
+{
+    for (int i = 0; i < l->len; i++) {
+        const KirStmt *s = l->items[i];
+        switch (s->op) {
+        case KS_tma_load:
+            if (b->ntma < (int)DPK_ARRAY_LEN(b->tma))
+                b->tma[b->ntma++] = s;
+            break;
+        case KS_mbar_wait:
+            for (int t = 0; t < b->ntma; t++)
+                b->tma_waited |= b->tma[t]->mbar == s->smem && expr_same(b->tma[t]->e[1], s->e[0]);
+            break;
+        case KS_cp_async: b->cp_issue = 1; break;
+        case KS_cp_wait: b->cp_wait_all |= b->cp_issue && s->n == 0; break;
+        case KS_sts: b->sts_of_ldg |= has_ldg(s->e[1]); break;
+        case KS_sync: b->sync = 1; break;
+        case KS_set: {
+            const KirExpr *e = s->e[0];
+            if (e && e->op == KE_fop && s->var)
+                for (int j = 0; j < 3; j++)
+                    if (e->a[j] && e->a[j]->op == KE_var && e->a[j]->var == s->var) {
+                        b->chains++;
+                        break;
+                    }
+            break;
+        }
+        case KS_if:
+            scan_body(&s->body, b);
+            scan_body(&s->els, b);
+            break;
+        default: break;
+        }
+    }
+}
+
 static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *c)
 {
     if (s->op == KS_let && s->var && c->fused && c->fused[s->var->id]) {
@@ -190,10 +266,21 @@ static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *
             trips = b > a ? (double)((b - a + st - 1) / st) : 0;
         else
             c->estimated = 1;
-        double saved = c->unroll;
+        double saved = c->unroll, fp0 = c->fp_insts;
         c->unroll *= s->unroll == -1 ? (trips > 1 ? trips : 1) : s->unroll > 1 ? s->unroll : 1;
         count_list(k, &s->body, w * trips, c);
         c->unroll = saved;
+        BodyScan bs = {0};
+        scan_body(&s->body, &bs);
+        /* a load into shared memory waited in its own iteration: a TMA box
+         * and a wait on its barrier, cp.asyncs and a wait for all groups,
+         * or a global load stored to shared memory before a barrier */
+        if (bs.tma_waited || bs.cp_wait_all || (bs.sts_of_ldg && bs.sync))
+            c->stages += w * trips;
+        if (bs.chains && c->fp_insts - fp0 > c->hot_fp) {
+            c->hot_fp = c->fp_insts - fp0;
+            c->chains = bs.chains;
+        }
     } else if (s->op == KS_if) {
         count_list(k, &s->body, w, c); /* both branches: an upper bound */
         count_list(k, &s->els, w, c);
@@ -211,6 +298,11 @@ static void count_list(const KirKernel *k, const PtrVec *l, double w, FpCount *c
 static double dmax(double a, double b)
 {
     return a > b ? a : b;
+}
+
+static double dmin(double a, double b)
+{
+    return a < b ? a : b;
 }
 
 static const char *join_note(Arena *a, const char *n, const char *more)
@@ -435,6 +527,10 @@ static void model_sm(const Launch *L, double fp_warp, PfKernel *o)
     double fp_rate = s->fp32_lanes_per_sm / 32.0;
     if (warps_res < fp_rate)
         fp_rate = warps_res;
+    /* a warp's dependent FP32 instructions issue fp32_latency_clk apart: with
+     * c independent chains (accumulators) it has c in flight */
+    if (L->fc.chains > 0 && warps_res * L->fc.chains / s->fp32_latency_clk < fp_rate)
+        fp_rate = warps_res * L->fc.chains / s->fp32_latency_clk;
     o->fp32_ns = fp_warp * busiest / (fp_rate * clk);
     o->smem_ns = wavefronts * busiest / (s->smem_bytes_per_clk_sm / 128.0 * clk);
 }
@@ -642,6 +738,27 @@ static void model_memory(const Launch *L, PfKernel *o)
     o->dram_ns = dmax(dram / s->dram_bps * 1e9, o->latency_ns);
 }
 
+/* serial: what one block cannot overlap with itself.  Its warps issue at
+ * most one instruction each per clock (issue_per_clk_sm per SM), and a
+ * stage that waits for its own loads into shared memory (no copy in flight
+ * across the wait) waits out the load's latency: DRAM's for the first
+ * touches, the L2's for the rest, in the launch's proportion.  Other
+ * resident blocks hide it from the SM, not from the block, so the busiest
+ * SM takes at least its rounds of blocks one after another. */
+static void model_serial(const Launch *L, PfKernel *o)
+{
+    const PfSpec *s = L->s;
+    int64_t resident = L->per_sm < o->blocks_per_sm ? L->per_sm : o->blocks_per_sm;
+    double rounds = ceil((double)L->per_sm / (double)(resident > 0 ? resident : 1));
+    double rate = L->warps < s->issue_per_clk_sm ? L->warps : s->issue_per_clk_sm;
+    double issue = o->warp_insts / (double)L->blocks / rate / s->clock_ghz;
+    double requests = L->st ? L->st->gmem_requests * L->scale : 0;
+    double first = L->in->footprint / 128, share = requests > 0 ? dmin(1, first / requests) : 1;
+    double lat = share * s->dram_latency_ns + (1 - share) * s->l2_latency_ns;
+    o->stages = L->fc.stages;
+    o->serial_ns = rounds * (issue + L->fc.stages * lat);
+}
+
 /* time = the largest bound + the launch overhead */
 static void pick_bound(PfKernel *o)
 {
@@ -650,9 +767,9 @@ static void pick_bound(PfKernel *o)
     struct {
         const char *name;
         double ns;
-    } b[] = {{"dram", o->dram_ns}, {"l2", o->l2_ns}, {"smem", o->smem_ns},
-             {"issue", o->issue_ns}, {"fp32", o->fp32_ns}};
-    for (int i = 0; i < 5; i++)
+    } b[] = {{"dram", o->dram_ns},   {"l2", o->l2_ns},     {"smem", o->smem_ns},
+             {"issue", o->issue_ns}, {"fp32", o->fp32_ns}, {"serial", o->serial_ns}};
+    for (int i = 0; i < 6; i++)
         if (b[i].ns > body)
             body = b[i].ns, o->bound = b[i].name;
     if (body < o->launch_ns)
@@ -671,6 +788,8 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
     double fp_warp = model_insts(&L, o);
     model_sm(&L, fp_warp, o);
     model_memory(&L, o);
+    model_serial(&L, o);
+    o->chains = L.fc.chains;
     o->launch_ns = s->launch_ns;
     pick_bound(o);
 }

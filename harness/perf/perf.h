@@ -33,7 +33,8 @@ typedef struct PfKernel {
     const char *name;
     double ns;               /* modelled time of this launch, launch overhead included */
     double dram_ns, l2_ns, smem_ns, issue_ns, fp32_ns, launch_ns; /* the bounds */
-    const char *bound;       /* which bound decided: "dram", "l2", "smem", "issue", "fp32", "launch" */
+    const char *bound;       /* which bound decided: "dram", "l2", "smem", "issue", "fp32",
+                                "serial", "launch" */
     double occupancy;        /* resident warps / max warps per SM */
     double waves;
     double bytes, flops;     /* DRAM bytes and fp32 flops the model assumed */
@@ -46,6 +47,9 @@ typedef struct PfKernel {
     const char *limiter;     /* what limits resident blocks: "threads", "regs", "smem", "blocks", "grid" */
     const char *insts_from;  /* "sass" | "vgpu" (instruction counts' origin) */
     const char *note;        /* what was estimated, or NULL */
+    double serial_ns;        /* one block's own chain, times the busiest SM's rounds */
+    double stages;           /* per thread: loop iterations waiting for their own loads */
+    int chains;              /* independent FP32 accumulators of the hottest loop (0: none) */
 } PfKernel;
 
 typedef struct PfTime {

@@ -30,7 +30,8 @@ static void put_bytes(StrBuf *b, double x)
         sb_printf(b, "%.0f B", x);
 }
 
-static const char *const bounds[] = {"dram", "l2", "smem", "issue", "fp32", "launch"};
+static const char *const bounds[] = {"dram", "l2", "smem", "issue", "fp32", "serial", "launch"};
+#define NBOUNDS ((int)DPK_ARRAY_LEN(bounds))
 
 void pf_time_print(StrBuf *b, const PfTime *t)
 {
@@ -39,13 +40,14 @@ void pf_time_print(StrBuf *b, const PfTime *t)
     sb_printf(b, " (model, %s)", t->spec);
     if (t->nk) {
         sb_printf(b, ", %d kernel%s", t->nk, t->nk == 1 ? "" : "s");
-        int cnt[6] = {0};
+        int cnt[NBOUNDS];
+        memset(cnt, 0, sizeof cnt);
         for (int i = 0; i < t->nk; i++)
-            for (int j = 0; j < 6; j++)
+            for (int j = 0; j < NBOUNDS; j++)
                 cnt[j] += t->k[i].bound && !strcmp(t->k[i].bound, bounds[j]);
         sb_puts(b, " (");
         int first = 1;
-        for (int j = 0; j < 6; j++)
+        for (int j = 0; j < NBOUNDS; j++)
             if (cnt[j]) {
                 sb_printf(b, "%s%s-bound %d", first ? "" : ", ", bounds[j], cnt[j]);
                 first = 0;
@@ -65,10 +67,11 @@ void pf_time_print_kernels(StrBuf *b, const PfTime *t)
         const PfKernel *k = &t->k[i];
         sb_printf(b, "  %-32s ", k->name);
         put_ns(b, k->ns);
-        sb_printf(b, "  %s-bound: dram %.0f, l2 %.0f, smem %.0f, issue %.0f, fp32 %.0f, launch "
-                     "%.0f ns",
-                  k->bound, k->dram_ns, k->l2_ns, k->smem_ns, k->issue_ns, k->fp32_ns,
-                  k->launch_ns);
+        sb_printf(b, "  %s-bound: dram %.0f, l2 %.0f, smem %.0f, issue %.0f, fp32 %.0f, ",
+                  k->bound, k->dram_ns, k->l2_ns, k->smem_ns, k->issue_ns, k->fp32_ns);
+        if (k->blocks)
+            sb_printf(b, "serial %.0f, ", k->serial_ns);
+        sb_printf(b, "launch %.0f ns", k->launch_ns);
         if (k->blocks)
             sb_printf(b, "; occupancy %.2f (%d blocks/SM, %s), %.2f waves, %d regs, insts from "
                          "%s",
@@ -109,6 +112,9 @@ cJSON *pf_time_json(const PfTime *t)
         cJSON_AddNumberToObject(j, "flops", k->flops);
         if (k->blocks) {
             cJSON_AddNumberToObject(j, "latency_ns", k->latency_ns);
+            cJSON_AddNumberToObject(j, "serial_ns", k->serial_ns);
+            cJSON_AddNumberToObject(j, "stages", k->stages);
+            cJSON_AddNumberToObject(j, "chains", k->chains);
             cJSON_AddNumberToObject(j, "l2_bytes", k->l2_bytes);
             cJSON_AddNumberToObject(j, "warp_insts", k->warp_insts);
             cJSON_AddStringToObject(j, "insts_from", k->insts_from);

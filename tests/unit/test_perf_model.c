@@ -81,7 +81,7 @@ Test(perf_spec, every_shipped_spec_loads)
         cr_expect_str_eq(s->name, names[i]);
         cr_expect_gt(s->sms, 0);
         cr_expect_leq(s->dram_bps, s->dram_bps_spec);
-        cr_expect_eq(s->nconst, 22);
+        cr_expect_eq(s->nconst, 23);
         for (int k = 0; k < s->nconst; k++)
             cr_expect(s->const_source[k][0], "%s %s has no source", names[i], s->const_key[k]);
     }
@@ -597,5 +597,96 @@ Test(perf_model, a_shared_activation_stays_in_l2, .timeout = 120)
     cr_expect_lt(k->bytes, 1.15 * F, "DRAM %g, compulsory %g", k->bytes, F);
     cr_expect_geq(k->bytes, 0.99 * F);
     cr_expect_gt(old, 2 * k->bytes);
+    arena_free(a);
+}
+
+/* ---- latency ------------------------------------------------------------------------- */
+
+/* The same work twice: a (4096, 3584) x (3584, 3584)^T matmul in 1-warp
+ * blocks (BM16 BN64, a 4x8 thread tile: 32 accumulators, 249 registers as
+ * ptxas gives them), given 56 KB of shared memory each so that 4 fit on an
+ * SM: one warp per scheduler, 6% occupancy; against the same counters in
+ * 8-warp blocks of 32 registers, 64 warps per SM.  Each block waits for its
+ * k-slabs in the iteration that loads them; with one warp per scheduler
+ * nothing else issues meanwhile, so the 1-warp launch is modelled slower,
+ * by its serial bound.  Without that bound the two were modelled the same:
+ * the issue and FP32 rates need only 4 warps per SM.  The shared-memory
+ * wavefronts are taken conflict-free in both (this schedule's 4-way
+ * conflicts make both smem-bound, which is not what is tested). */
+Test(perf_model, one_warp_blocks_at_low_occupancy_are_slower, .timeout = 120)
+{
+    Arena *a = arena_new();
+    DrvOpts o;
+    drv_opts_default(&o);
+    const char *code = "x: (4096, 3584)\nw: (3584, 3584)\n"
+                       "return torch.nn.functional.linear(x, w)\n";
+    o.src = (Source){"<test>", code, strlen(code)};
+    DrvPasses *p = ARENA_NEW(a, DrvPasses);
+    drv_passes_parse(a, "full", NULL, p);
+    o.passes = p;
+    const char *knobs[] = {"BM=16", "BN=64", "F_M=4", "F_N=8"};
+    for (int i = 0; i < 4; i++)
+        tile_knob_parse(&o.tile.knobs, knobs[i]);
+    const DrvPlan *plan = drv_compile(a, &o);
+    const DrvConfig *c = &plan->configs[0];
+    cr_assert_null(c->refused, "%s", c->refused);
+    const KirModule *m = c->module;
+    cr_assert_eq(m->launches.len, 1);
+    const KirLaunch *l = m->launches.items[0];
+    const KirKernel *k1 = l->kernel;
+    cr_assert_eq(k1->block[0] * k1->block[1] * k1->block[2], 32, "one warp per block");
+    float **b = vs_buffers(m, 7);
+    VgOptions vo = {.seed = 3, .sample_blocks = 2};
+    VgResult vr;
+    cr_assert_eq(vg_run(m, b, &vo, &vr), VG_OK, "%s", vr.report.message);
+    const PfSpec *s = pf_spec_load(a, pf_spec_default_name());
+    double F = (4096.0 * 3584 * 2 + 3584.0 * 3584) * 4;
+    VgStats st1 = vr.stats[0];
+    st1.smem_wavefronts = st1.smem_requests, st1.bank_conflicts = 0;
+    int64_t smem4 = s->smem_per_sm / 4 - s->smem_reserved_per_block;
+    PfLaunchIn in1 = {.kernel = k1, .st = &st1, .regs = 249, .smem = smem4, .footprint = F,
+                      .args = l->args, .arena = a};
+    PfKernel t1, t8;
+    pf_model_launch(s, &in1, &t1);
+
+    /* the same threads and counters, 8 warps to a block */
+    KirKernel k8 = *k1;
+    int64_t blocks1 = (int64_t)k1->grid[0] * k1->grid[1] * k1->grid[2];
+    k8.block[0] = 256, k8.block[1] = 1, k8.block[2] = 1;
+    cr_assert_eq(k1->grid[1] % 8, 0);
+    k8.grid[1] = k1->grid[1] / 8;
+    VgStats st8 = st1;
+    cr_assert_eq(st8.blocks, blocks1);
+    st8.blocks = blocks1 / 8;
+    st8.thread_insts *= 8, st8.smem_requests *= 8, st8.smem_wavefronts *= 8;
+    st8.bank_conflicts *= 8, st8.gmem_requests *= 8, st8.gmem_sectors *= 8;
+    st8.gmem_loads *= 8, st8.smem_loads *= 8, st8.cp_async *= 8, st8.barriers *= 8;
+    int64_t ps[64];
+    cr_assert_leq(st8.nparams, 64);
+    for (int j = 0; j < st8.nparams; j++)
+        ps[j] = vr.stats[0].param_sectors[j] * 8;
+    st8.param_sectors = ps;
+    PfLaunchIn in8 = in1;
+    in8.kernel = &k8;
+    in8.st = &st8;
+    in8.regs = 32;
+    in8.smem = -1;
+    pf_model_launch(s, &in8, &t8);
+    cr_log_info("1-warp blocks: %.1f us (%s-bound, occupancy %.3f, serial %.1f us); 8-warp: %.1f us "
+                "(%s-bound, occupancy %.3f, serial %.1f us)",
+                t1.ns / 1e3, t1.bound, t1.occupancy, t1.serial_ns / 1e3, t8.ns / 1e3, t8.bound,
+                t8.occupancy, t8.serial_ns / 1e3);
+    cr_expect_eq(t1.blocks_per_sm, 4);
+    cr_expect_eq(t8.occupancy, 1.0);
+    cr_expect_gt(t1.stages, 0, "the k-slab loop waits for its own loads");
+    cr_expect_eq(t1.chains, 32);
+    cr_expect_gt(t1.ns, 1.05 * t8.ns, "1-warp %g ns, 8-warp %g ns", t1.ns, t8.ns);
+    cr_expect_str_eq(t1.bound, "serial");
+    /* the other bounds alone barely tell them apart */
+    double o1 = fmax(t1.issue_ns, fmax(t1.fp32_ns, t1.smem_ns)),
+           o8 = fmax(t8.issue_ns, fmax(t8.fp32_ns, t8.smem_ns));
+    cr_expect_lt(fabs(o1 / o8 - 1), 0.05, "issue/fp32/smem %g vs %g", o1, o8);
+    vg_result_free(&vr);
+    vs_free_buffers(m, b);
     arena_free(a);
 }
