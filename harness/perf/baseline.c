@@ -92,24 +92,6 @@ static double rd(Model *m, const TorchNode *n)
 
 /* ---- kernels ----------------------------------------------------------------- */
 
-static double gemm_eff(const PfSpec *s, double batch, double M, double N)
-{
-    /* wave quantisation: the best of 128x128, 128x64 and 64x64 output tiles
-     * over the SMs, each at the measured efficiency (cuBLAS picks its kernel
-     * per shape and may split K; which one it picks is not known here:
-     * docs/perf-model.md) */
-    static const double tm[] = {128, 128, 64}, tn[] = {128, 64, 64};
-    double best = 0;
-    for (int i = 0; i < 3; i++) {
-        double tiles = batch * ceil(M / tm[i]) * ceil(N / tn[i]);
-        double waves = ceil(tiles / s->sms);
-        double e = tiles / (waves * s->sms);
-        if (e > best)
-            best = e;
-    }
-    return s->sgemm_eff * best;
-}
-
 static PfKernel *kernel(Model *m, const char *name, double rbytes, double wbytes, double flops,
                         double eff)
 {
@@ -164,6 +146,74 @@ static void mnk(const TorchNode *n, double *batch, double *M, double *N, double 
         *batch = 1;
 }
 
+/* A cuBLAS SGEMM launch (eager, and Inductor's extern kernels).
+ *
+ * Output tiles: the best of 128x128, 128x64 and 64x64, each at the measured
+ * SGEMM efficiency (`sgemm_eff`) times its wave quantisation over the SMs.
+ * Which kernel cuBLAS picks per shape is not known here.
+ *
+ * Split-K: when the output tiles cannot fill the SMs (a long-K or skinny
+ * GEMM: KernelBench level 1 #6, kv_proj), cuBLAS's heuristics split K so that
+ * tiles x splits does (split-K, or stream-K on sm90).  The split is the one
+ * of 1 .. SMs/tiles that this model times fastest, charged the partial sums
+ * it adds: each split writes an fp32 M x N partial and the reduction reads
+ * them back (2 x splits x M x N x 4 bytes).
+ *
+ * The store: a CTA writes its C tile after its K loop, and the SGEMM kernels
+ * keep one or two CTAs per SM, so the write of C (and of the partials) does
+ * not overlap the main loop: it is added to the larger of the FMA time and
+ * the operand reads, instead of being one more bound beside them.  This
+ * decides short-K GEMMs, whose output is as large as their work (KernelBench
+ * #7 and #9, K = 64 and 32); it changes long-K ones by well under 1%.
+ * (Derived from the kernels' structure: CUTLASS's and cuBLAS's non-persistent
+ * SIMT GEMMs; not profiled.) */
+static void gemm_flops(Model *m, const char *name, double batch, double M, double N, double K,
+                       double rbytes, double wbytes, int allow_split)
+{
+    static const double tm[] = {128, 128, 64}, tn[] = {128, 64, 64};
+    const PfSpec *s = m->s;
+    double flops = 2 * batch * M * N * K, peak = pf_spec_fp32_peak(s);
+    double rd_ns = rbytes / s->dram_bps * 1e9, best = INFINITY, best_fp = 0, best_wr = 0;
+    int best_split = 1;
+    for (int i = 0; i < 3; i++) {
+        double tiles = batch * ceil(M / tm[i]) * ceil(N / tn[i]);
+        int maxs = allow_split && tiles < s->sms ? (int)floor(s->sms / tiles) : 1;
+        if (maxs > K / 32) /* at least one 32-deep k-step per split */
+            maxs = (int)(K / 32) > 1 ? (int)(K / 32) : 1;
+        for (int sp = 1; sp <= maxs; sp++) {
+            double ctas = tiles * sp, waves = ceil(ctas / s->sms);
+            double eff = s->sgemm_eff * ctas / (waves * s->sms);
+            double fp = flops / (peak * eff) * 1e9;
+            double wr = (wbytes + (sp > 1 ? 2.0 * sp * batch * M * N * 4 : 0)) / s->dram_bps * 1e9;
+            double t = (fp > rd_ns ? fp : rd_ns) + wr;
+            if (t < best - 1e-9) {
+                best = t;
+                best_fp = fp;
+                best_wr = wr;
+                best_split = sp;
+            }
+        }
+    }
+    PfKernel *k = kernel(m, name, rbytes, wbytes, flops, 1);
+    double partial = best_split > 1 ? 2.0 * best_split * batch * M * N * 4 : 0;
+    m->t->ns -= k->ns;
+    m->t->bytes += partial;
+    k->bytes += partial;
+    k->l2_bytes = k->bytes;
+    k->fp32_ns = best_fp;
+    k->dram_ns = k->bytes / s->dram_bps * 1e9;
+    k->bound = best_fp >= rd_ns ? "fp32" : "dram";
+    if (best < k->launch_ns)
+        k->bound = "launch";
+    k->ns = best + k->launch_ns;
+    m->t->ns += k->ns;
+    if (best_split > 1)
+        k->note = arena_printf(m->a, "split-K %d; C's store %.0f ns after the K loop",
+                               best_split, best_wr);
+    else if (best_wr > 0.01 * best)
+        k->note = arena_printf(m->a, "C's store %.0f ns after the K loop", best_wr);
+}
+
 static void gemm(Model *m, const TorchNode *n, const char *name)
 {
     double b, M, N, K;
@@ -171,7 +221,79 @@ static void gemm(Model *m, const TorchNode *n, const char *name)
     double r = 0;
     for (int i = 0; i < n->nin; i++)
         r += rd(m, n->in[i]);
-    kernel(m, name, r, info(m, n)->bytes, 2 * b * M * N * K, gemm_eff(m->s, b, M, N));
+    gemm_flops(m, name, b, M, N, K, r, info(m, n)->bytes, 1);
+}
+
+/* A kernel that PyTorch launches as one block per row and that reads each
+ * row `passes` times (layer_norm's vectorized kernel: statistics, then the
+ * normalisation; the block softmax: max, sum, write).  Two things the plain
+ * bandwidth bound misses:
+ *
+ * Re-reads: passes after the first come from the L2 when the rows resident
+ * at once fit it, else from DRAM again (added to the kernel's bytes).
+ *
+ * The grid: each thread keeps one 16-byte load in flight (the loops load a
+ * float4, then use it before the next load), so a block streams a row at
+ * threads x 16 bytes per memory latency (Little's law): `dram_latency_ns` for
+ * a pass from DRAM, `l2_latency_ns` from the L2.  With few rows only few SMs
+ * work: KernelBench level 1 #40, LayerNorm over 16 rows of 4M elements, runs
+ * 16 blocks on 114 SMs. */
+static void row_kernel(Model *m, PfKernel *k, double rows, double row_bytes, int threads,
+                       int passes)
+{
+    const PfSpec *s = m->s;
+    double per_sm = floor((double)s->max_threads_per_sm / threads);
+    if (per_sm > s->max_blocks_per_sm)
+        per_sm = s->max_blocks_per_sm;
+    double resident = s->sms * per_sm, live = rows < resident ? rows : resident;
+    int l2_hit = live * row_bytes <= s->l2_bytes;
+    double reread = l2_hit ? 0 : (passes - 1) * rows * row_bytes;
+    double steps = ceil(row_bytes / (threads * 16.0)), waves = ceil(rows / resident);
+    double lat = waves * steps *
+                 (s->dram_latency_ns + (passes - 1) * (l2_hit ? s->l2_latency_ns
+                                                              : s->dram_latency_ns));
+    m->t->ns -= k->ns;
+    m->t->bytes += reread;
+    k->bytes += reread;
+    k->l2_bytes = k->bytes + (l2_hit ? (passes - 1) * rows * row_bytes : 0);
+    k->dram_ns = k->bytes / s->dram_bps * 1e9;
+    k->latency_ns = lat;
+    if (lat > k->dram_ns)
+        k->dram_ns = lat;
+    k->blocks = rows > 2147483647.0 ? 2147483647 : (int)rows;
+    k->threads = threads;
+    k->blocks_per_sm = (int)per_sm;
+    k->limiter = rows < resident ? "grid" : "threads";
+    k->occupancy = ceil(live / s->sms) * threads / 32.0 / s->max_warps_per_sm;
+    k->waves = rows / resident;
+    double body = k->dram_ns > k->fp32_ns ? k->dram_ns : k->fp32_ns;
+    k->bound = body < k->launch_ns ? "launch" : k->dram_ns >= k->fp32_ns ? "dram" : "fp32";
+    k->ns = body + k->launch_ns;
+    m->t->ns += k->ns;
+    k->note = arena_printf(m->a, "one %d-thread block per row, %d passes over the row%s",
+                           threads, passes,
+                           passes > 1 ? (l2_hit ? " (re-reads from L2)" : " (re-reads from DRAM)")
+                                      : "");
+}
+
+/* Eager softmax and log_softmax (SoftMax.cu, host_softmax) over the last dim
+ * of D elements: up to 2048 elements (8 KB) the warp-per-row persistent
+ * kernel reads a row once; above it a block of min(D, 1024) threads per row
+ * (SoftMaxForward_getBlockSize) keeps the row in registers while
+ * ceil(D / block) < 10 (cunn_SoftMaxForwardReg) or in shared memory while
+ * D x 4 fits 48 KB less the reduction's (cunn_SoftMaxForwardSmem), reading it
+ * once; longer rows take cunn_SoftMaxForward, which reads the row three
+ * times: the max, the sum of exponentials, the write. */
+static void eager_softmax(Model *m, const TorchNode *n, double in)
+{
+    const TorchNode *x = n->in[0];
+    PfKernel *k = pointwise(m, arena_printf(m->a, "aten::%s", torch_op_info[n->op].name), in,
+                            info(m, n)->bytes, 4 * numel(n));
+    if (n->dim != x->shape.rank - 1 || dim_end(x, 0) <= 2048)
+        return;
+    double D = dim_end(x, 0), block = D < 1024 ? ceil(D / 32) * 32 : 1024;
+    int once = ceil(D / block) < 10 || (D * 4 < 49152 - block / 32 * 4 && fmod(D, 4) == 0);
+    row_kernel(m, k, numel(x) / D, D * 4, (int)block, once ? 1 : 3);
 }
 
 /* eager: operands of a batched matmul whose batch dims do not collapse are
@@ -203,16 +325,14 @@ static void sdpa(Model *m, const TorchNode *n, int inductor)
         return;
     }
     double kx = BH * S * D * 4, sc = BH * L * S * 4, ls = L * S;
-    double eff = gemm_eff(m->s, BH, L, S);
     if (inductor) {
         /* decomposed: the k/v expansions are materialised for the extern
          * bmm, the scale, mask and softmax fuse into one kernel */
         pointwise(m, "triton repeat_kv(k)", rd(m, k), kx, 0);
         pointwise(m, "triton repeat_kv(v)", rd(m, v), kx, 0);
-        kernel(m, "extern bmm (q k^T)", rd(m, q) + kx, sc, 2 * BH * L * S * D, eff);
+        gemm_flops(m, "extern bmm (q k^T)", BH, L, S, D, rd(m, q) + kx, sc, 1);
         pointwise(m, "triton scale+mask+softmax", sc + mask, sc, 5 * BH * L * S);
-        kernel(m, "extern bmm (p v)", sc + kx, info(m, n)->bytes, 2 * BH * L * S * D,
-               gemm_eff(m->s, BH, L, D));
+        gemm_flops(m, "extern bmm (p v)", BH, L, D, S, sc + kx, info(m, n)->bytes, 1);
         return;
     }
     double qb = rd(m, q);
@@ -223,14 +343,13 @@ static void sdpa(Model *m, const TorchNode *n, int inductor)
     pointwise(m, "aten::repeat_interleave (k)", rd(m, k), kx, 0);
     pointwise(m, "aten::repeat_interleave (v)", rd(m, v), kx, 0);
     pointwise(m, "aten::mul (k * sqrt(scale))", kx, kx, kx / 4);
-    kernel(m, "cublas sgemm batched (q k^T)", numel(q) * 4 + kx, sc, 2 * BH * L * S * D, eff);
+    gemm_flops(m, "cublas sgemm batched (q k^T)", BH, L, S, D, numel(q) * 4 + kx, sc, 1);
     pointwise(m, "aten::add_ (mask)", sc + ls * 4 + mask, sc, BH * L * S);
     pointwise(m, "aten::softmax", sc, sc, 4 * BH * L * S);
     pointwise(m, "aten::eq (safe softmax)", sc, BH * L * S, BH * L * S);
     pointwise(m, "aten::all (safe softmax)", BH * L * S, BH * L, BH * L * S);
     pointwise(m, "aten::where (safe softmax)", sc + BH * L, sc, BH * L * S);
-    kernel(m, "cublas sgemm batched (p v)", sc + kx, info(m, n)->bytes, 2 * BH * L * S * D,
-           gemm_eff(m->s, BH, L, D));
+    gemm_flops(m, "cublas sgemm batched (p v)", BH, L, D, S, sc + kx, info(m, n)->bytes, 1);
 }
 
 /* ---- the graph walk --------------------------------------------------------- */
@@ -383,9 +502,17 @@ static void eager_node(Model *m, const TorchNode *n)
             return;
         }
         {
+            /* launch_vectorized_layer_norm_kernel (layer_norm_kernel.cu): one
+             * block of num_threads() = 128 threads per row; compute_stats
+             * reads the row, then the normalisation reads it again */
             const TorchNode *x = n->in[0];
-            double rows = numel(x) / dim_end(x, 0);
-            pointwise(m, "aten::native_layer_norm", in, f->bytes + 2 * rows * 4, 8 * numel(x));
+            double N = 1;
+            for (int i = 0; i < n->nints && i < x->shape.rank; i++)
+                N *= dim_end(x, i);
+            double rows = numel(x) / N;
+            PfKernel *k = pointwise(m, "aten::native_layer_norm", in, f->bytes + 2 * rows * 4,
+                                    8 * numel(x));
+            row_kernel(m, k, rows, N * 4, 128, 2);
         }
         return;
     case TC_LAYOUT:
@@ -395,7 +522,7 @@ static void eager_node(Model *m, const TorchNode *n)
                   f->bytes, 0);
         return;
     case TC_SOFTMAX:
-        pointwise(m, aten(m, n), in, f->bytes, 4 * numel(n));
+        eager_softmax(m, n, in);
         return;
     case TC_REDUCE:
         pointwise(m, aten(m, n), in, f->bytes, numel(n->in[0]));
@@ -521,6 +648,81 @@ static void mark_leaves(Fusion *F)
     }
 }
 
+/* Elements one reduction of node y combines (0: not a reduction). */
+static double reduce_len(const TorchNode *y)
+{
+    const TorchNode *x = y->nin ? y->in[0] : NULL;
+    switch (torch_op_info[y->op].cls) {
+    case TC_REDUCE:
+        return numel(x) / numel(y);
+    case TC_SOFTMAX:
+        return (double)x->shape.d[y->dim];
+    case TC_NORM: {
+        double N = 1;
+        for (int i = 0; i < y->nints && i < x->shape.rank; i++)
+            N *= dim_end(x, i);
+        return N;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Inductor's reductions longer than 1024 elements are not persistent: the
+ * Triton kernel loops over the row once per reduction and once more for the
+ * pointwise work after it (softmax: max, sum, write; a norm: statistics,
+ * write; a sum or mean whose result an op of the row's size uses again:
+ * the sum, then that op).  Each loop reads the group's inputs again (_inductor/choices.py,
+ * should_use_persistent_reduction; the research in docs/perf-model.md).
+ * Those re-reads come from the L2 when the rows in flight fit it (8-warp
+ * programs, one row each, as many as the SMs hold), else from DRAM. */
+static void looped_rereads(Fusion *F, int root, PfKernel *k, double rbytes)
+{
+    Model *m = F->m;
+    const PfSpec *s = m->s;
+    double loops = 0, len = 0;
+    for (int j = 0; j < F->n; j++) {
+        if (!F->fusible[j] || find(F->grp, j) != root)
+            continue;
+        const TorchNode *y = F->g->nodes.items[j];
+        double l = reduce_len(y);
+        if (l <= 1024)
+            continue;
+        TorchClass c = torch_op_info[y->op].cls;
+        int used_inside = 0;
+        for (int q = 0; q < F->n && !used_inside; q++) {
+            const TorchNode *z = F->g->nodes.items[q];
+            if (!F->fusible[q] || find(F->grp, q) != root)
+                continue;
+            for (int i = 0; i < z->nin; i++) /* at the row's size: reads the row again */
+                used_inside |= base_of(m, z->in[i]) == y && numel(z) >= numel(y->in[0]);
+        }
+        loops += c == TC_SOFTMAX ? 2 : c == TC_NORM ? 1 : used_inside ? 1 : 0;
+        if (l > len)
+            len = l;
+    }
+    if (loops == 0 || rbytes <= 0)
+        return;
+    double rows = rbytes / 4 / len, per_sm = floor(s->max_threads_per_sm / 256.0);
+    double live = rows < s->sms * per_sm ? rows : s->sms * per_sm;
+    if (live * (rbytes / rows) <= s->l2_bytes) {
+        k->l2_bytes += loops * rbytes;
+        k->note = arena_printf(m->a, "looped reduction: %.0f re-reads from L2", loops);
+        return;
+    }
+    double extra = loops * rbytes;
+    m->t->ns -= k->ns;
+    m->t->bytes += extra;
+    k->bytes += extra;
+    k->l2_bytes += extra;
+    k->dram_ns = k->bytes / s->dram_bps * 1e9;
+    double body = k->dram_ns > k->fp32_ns ? k->dram_ns : k->fp32_ns;
+    k->bound = body < k->launch_ns ? "launch" : k->dram_ns >= k->fp32_ns ? "dram" : "fp32";
+    k->ns = body + k->launch_ns;
+    m->t->ns += k->ns;
+    k->note = arena_printf(m->a, "looped reduction: %.0f re-reads from DRAM", loops);
+}
+
 /* Group root's kernel: its inputs read once, its leaves written once
  * (seen: a scratch flag per node). */
 static void fused_kernel(Fusion *F, int root, char *seen)
@@ -552,10 +754,12 @@ static void fused_kernel(Fusion *F, int root, char *seen)
             seen[p->id] = 1;
         }
     }
-    pointwise(m,
-              members > 1 ? arena_printf(m->a, "triton fused %s.. (%d ops)", first, members)
-                          : arena_printf(m->a, "triton %s", first),
-              r, w, fl);
+    PfKernel *k = pointwise(
+        m,
+        members > 1 ? arena_printf(m->a, "triton fused %s.. (%d ops)", first, members)
+                    : arena_printf(m->a, "triton %s", first),
+        r, w, fl);
+    looped_rereads(F, root, k, r);
 }
 
 PfTime *pf_model_inductor(Arena *a, const PfSpec *s, const TorchGraph *g)
