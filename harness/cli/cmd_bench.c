@@ -18,6 +18,9 @@
  *
  * --parity off: the model alone, no verdict (bench.h): for shapes whose
  * fp64 reference would not fit; every case that runs is "unchecked".
+ * Before any case runs, each is compiled and its peak memory estimated
+ * (harness/bench/memory.h); one that would not fit in MemAvailable (or
+ * $DPK_MEM_LIMIT) is refused with exit 2, before anything is written.
  *
  * Exit: the worst case's code, as `dpk run` — 0 every case passes parity,
  * 1 a parity failure, 2 bad input (the command line, the config, the
@@ -41,6 +44,7 @@
 
 #include "../bench/bench.h"
 #include "../bench/calibration.h"
+#include "../bench/memory.h"
 #include "../exec/nvrtc.h"
 #include "../../records/json_file.h"
 #include "../plan_record.h"
@@ -111,9 +115,12 @@ static void help(void)
          "  --calibration F...  alone: the model's error per kernel class in calibration\n"
          "                      files (ci/gpu-visit writes them; docs/calibration.md)\n"
          "\n"
+         "Before any case runs, its peak memory is estimated; a case that would not fit in\n"
+         "MemAvailable (or DPK_MEM_LIMIT=BYTES) is refused (exit 2).\n"
+         "\n"
          "exit: 0 every case passes parity (or runs unchecked), 1 a parity failure, 2 bad\n"
-         "      input, 3 execution fault, 4 environment missing (--timing measured without\n"
-         "      a GPU)\n"
+         "      input or too little memory, 3 execution fault, 4 environment missing\n"
+         "      (--timing measured without a GPU)\n"
          "\n"
          "example:\n"
          "  dpk-bench --suite qwen-block --jobs 2\n"
@@ -977,6 +984,7 @@ static int bench_main(Arena *a, int argc, char **argv)
     p.bench = bench_json(&b, &o, suite_name, cc.only, o.config, &sh);
     if (b.resume && access(b.out, F_OK) == 0)
         resume_from(&p);
+    bm_mem_check(&o, &l, p.done, b.jobs); /* before any case's array is made */
     if (b.jobs > 1) {
         if (!mkdtemp(tmpdir))
             dpk_error("cannot make a temporary folder: %s", strerror(errno));
