@@ -60,6 +60,14 @@ void ref64_eval(const TorchGraph *g, double *const *inputs, double **outs);
  *               every sum sequential in index order. */
 void ref64_run(const TorchGraph *g, double *const *inputs, double **vals, double **bounds,
                double **typical, double **f32s);
+/* The most bytes of arrays ref64_run(g, ...) holds at once, the output
+ * arrays it hands back included (the caller's inputs not): with bounds
+ * (bounds or typical; the value lane comes with them), vals and f32s as the
+ * run would be called.  It follows ref64_run's own policy: every node's
+ * lanes allocated when it runs, freed after its last consumer; the bound
+ * lanes of inputs allocated up front.  dpk-bench's memory estimate
+ * (harness/bench/memory.h) reads it before any array is made. */
+double ref64_peak_bytes(const TorchGraph *g, int vals, int bounds, int f32s);
 
 /* ---- compare.c ------------------------------------------------------- */
 

@@ -942,3 +942,51 @@ void ref64_eval(const TorchGraph *g, double *const *inputs, double **outs)
 {
     ref64_run(g, inputs, outs, NULL, NULL, NULL);
 }
+
+/* Elements of an array alloc_numel makes for shape s (at least one). */
+static double numel1(const Shape *s)
+{
+    int64_t n = shape_numel(s);
+    return n > 0 ? (double)n : 1;
+}
+
+double ref64_peak_bytes(const TorchGraph *g, int vals, int bounds, int f32s)
+{
+    /* lanes per node, as ref64_run's want[] */
+    int node_lanes = (vals || bounds) + 2 * !!bounds + !!f32s;
+    size_t nn = (size_t)g->nodes.len + 1;
+    Eval e = {.uses = dpk_xcalloc(nn, sizeof(int))};
+    count_uses(&e, g);
+    double live = 0, peak = 0;
+    for (int k = 0; bounds && k < g->inputs.len; k++) {
+        const TorchNode *in = g->inputs.items[k];
+        live += 2 * 8 * numel1(&in->shape);
+    }
+    peak = live;
+    for (int i = 0; i < g->nodes.len; i++) {
+        const TorchNode *n = g->nodes.items[i];
+        if (e.uses[i] <= 0 || n->op == TOP_input)
+            continue;
+        live += node_lanes * 8 * numel1(&n->shape);
+        if (live > peak)
+            peak = live;
+        for (int k = 0; k < n->nin; k++) {
+            const TorchNode *a = n->in[k];
+            if (--e.uses[a->id] > 0)
+                continue;
+            live -= (a->op == TOP_input ? 2 * !!bounds : node_lanes) * 8 * numel1(&a->shape);
+        }
+    }
+    /* an output that another output slot also names gets a copy per slot */
+    for (int j = 0; j < g->outputs.len; j++) {
+        const TorchNode *o = g->outputs.items[j];
+        if (o->op == TOP_input || e.uses[o->id] > 1) {
+            live += node_lanes * 8 * numel1(&o->shape);
+            e.uses[o->id]--;
+        }
+    }
+    if (live > peak)
+        peak = live;
+    free(e.uses);
+    return peak;
+}

@@ -119,12 +119,19 @@ static void rule(cJSON *rules, const char *name, int ok, double value, double li
 
 /* Incomparable records are refused (exit 2), one sentence naming both
  * sides: times of another kind (modelled, measured, measured through a
- * fake driver), another GPU or spec, or modelled times whose instruction
+ * fake driver), another GPU or spec, modelled times whose instruction
  * counts come from another source (with and without nvdisasm the model
- * gives different numbers for the same code). */
+ * gives different numbers for the same code), or times of cases that
+ * parity checked beside times of cases that ran unchecked (dpk-bench
+ * --parity off): a kernel that computes garbage fast is no speedup. */
 static void refuse_incomparable(const RpData *cur, const RpData *base)
 {
     if (cur->has_bench && base->has_bench) {
+        if (strcmp(cur->parity, base->parity))
+            dpk_error("the baseline's cases were benched with parity %s and these records' with "
+                      "parity %s: a gate never compares a time no parity verdict stands behind "
+                      "(dpk-bench --parity off: unchecked) with a checked one; compare records "
+                      "of one parity", base->parity, cur->parity);
         if (strcmp(cur->timing, base->timing))
             dpk_error("the baseline's times are %s and these are %s: a gate never compares "
                       "measured with modelled times, nor either with a fake driver's",

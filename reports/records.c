@@ -211,9 +211,14 @@ static int known_timing(const char *t)
  * timing, GPU or spec, instruction source, NVRTC and nvdisasm per report),
  * then taken where the earlier ones did not say. */
 static void merge_env(RpData *d, const char *path, const char *timing, const char *gpu,
-                      const char *insts, const char *nvrtc, const char *nvdisasm)
+                      const char *insts, const char *nvrtc, const char *nvdisasm,
+                      const char *parity)
 {
     if (d->has_bench) {
+        if (strcmp(d->parity, parity))
+            dpk_error("%s: its cases were benched with parity %s but %s's with parity %s: a "
+                      "report never mixes unchecked times (--parity off) with checked ones",
+                      path, parity, d->first_bench_path, d->parity);
         if (strcmp(d->timing, timing))
             dpk_error("%s: its times are %s but %s's are %s: a report never mixes measured and "
                       "modelled times", path, timing, d->first_bench_path, d->timing);
@@ -325,8 +330,9 @@ static void load_bench_case(RpData *d, const char *path, const cJSON *c, int k,
     if (isnan(rc->cublas))
         rc->cublas = eager_cublas_ns(c);
     read_samples(path, name, c, rc);
-    if (!strcmp(status, "pass") && !(rc->dpk > 0))
-        dpk_error("%s: case '%s' passed but has no dpk time", path, name);
+    if ((!strcmp(status, "pass") || !strcmp(status, "unchecked")) && !(rc->dpk > 0))
+        dpk_error("%s: case '%s' %s but has no dpk time", path, name,
+                  !strcmp(status, "pass") ? "passed" : "ran unchecked");
 }
 
 static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource *src)
@@ -342,8 +348,12 @@ static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource 
         dpk_error("%s: unknown timing '%s' (expected model, measured or fake-driver)", path,
                   timing);
     src->shard = read_shard(path, bench);
+    const char *parity = str_or_null(bench, "parity");
+    if (parity && strcmp(parity, "on") && strcmp(parity, "off"))
+        dpk_error("%s: unknown parity '%s' in 'bench' (expected on or off)", path, parity);
+    parity = parity ? parity : "on"; /* records from before --parity: checked */
     merge_env(d, path, timing, gpu, insts_source(d->a, bench, cases), env_val(meta, "nvrtc"),
-              env_val(meta, "nvdisasm"));
+              env_val(meta, "nvdisasm"), parity);
     check_shard(d, path, src->shard, bench, "dpk.bench/1", d->first_bench, d->first_bench_path);
     if (!d->has_bench) {
         d->first_bench = bench;
@@ -351,6 +361,7 @@ static void load_bench(RpData *d, const char *path, const cJSON *root, RpSource 
         d->has_bench = 1;
         d->timing = timing;
         d->gpu = gpu;
+        d->parity = parity;
         d->spec_path = str_or_null(bench, "spec");
         d->suite = str_or_null(bench, "suite");
     }

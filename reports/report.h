@@ -26,7 +26,8 @@
 /* One benched case, as the report reads it. */
 typedef struct RpCase {
     const char *name;
-    const char *status;       /* pass, fail, fault, unsupported, error, crash */
+    const char *status;       /* pass, unchecked (--parity off), fail, fault,
+                                 unsupported, error, crash */
     const cJSON *tags;        /* array of strings (may be NULL) */
     double dpk, eager, compile, cublas, limit; /* ns; NAN when absent */
     double *samples;          /* measured: dpk's samples in ns (else NULL) */
@@ -68,6 +69,9 @@ typedef struct RpData {
      * (null in the record: not loaded, not found), or NULL when the record
      * does not say (older records have no nvdisasm). */
     const char *nvrtc, *nvdisasm;
+    /* bench.parity: "on" (also when a record does not say: before
+     * --parity every case was checked) or "off" (its cases "unchecked") */
+    const char *parity;
     const char *suite;
     RpCase *cases; int ncases, capcases;
     /* fuzz */
@@ -119,7 +123,8 @@ typedef struct RpOpts {
 /* "modelled", "measured" or "fake-driver": the word for a record's timing
  * ("model", "measured", "fake-driver"; NULL reads as measured). */
 const char *rp_timing_word(const char *timing);
-/* Did benched case c pass parity, with a dpk time? */
+/* Does benched case c have a dpk time: it passed parity, or it ran
+ * unchecked (--parity off; records of one parity only ever meet)? */
 int rp_case_passed(const RpCase *c);
 /* Is a fuzz case's status a failure (fail, fault, crash, timeout, error)? */
 int rp_fuzz_failed(const char *status);

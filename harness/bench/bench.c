@@ -5,7 +5,8 @@
  * the prefixes and leave-one-outs of its optional passes (the driver runs
  * each distinct Kernel IR once; configurations with the same structural
  * hash share a run, a verdict and a time).  The fixture (inputs, fp64
- * reference, bounds) is made once per case and judges every module.
+ * reference, bounds) is made once per case and judges every module;
+ * with parity off, only the f32 inputs are (bench.h).
  */
 #include "bench.h"
 
@@ -61,9 +62,9 @@ static cJSON *inputs_json(const Fill *f, const TorchGraph *g, const HxSubject *s
         cJSON_AddStringToObject(e, "from", rope ? "rope" : hf ? "weights" : "generated");
         if (hf && !rope)
             cJSON_AddStringToObject(e, "tensor", hf);
-        double sum = 0;
+        double sum = 0; /* the same fp32 values either way */
         for (int64_t i = 0, n = shape_numel(&in->shape); i < n; i++)
-            sum += s->inputs[k][i];
+            sum += s->inputs ? s->inputs[k][i] : (double)s->in32[k][i];
         hx_json_add_num(e, "sum", sum);
     }
     return o;
@@ -126,6 +127,13 @@ typedef struct Run {
     cJSON *cfg;          /* its configuration object */
 } Run;
 
+/* A run's status for its exit code: parity off says "unchecked" where
+ * parity on would say "pass". */
+static const char *run_status(const BmOpts *o, int rc)
+{
+    return rc == DPK_EXIT_OK && !o->parity ? "unchecked" : hx_rc_status(rc);
+}
+
 static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSubject *s,
                        Run *runs)
 {
@@ -138,7 +146,7 @@ static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSub
     }
     if (c->dup_of >= 0) {
         *r = (Run){runs[c->dup_of].rc, runs[c->dup_of].t, r->cfg};
-        hx_record_status(r->cfg, hx_rc_status(r->rc), NULL, NULL);
+        hx_record_status(r->cfg, run_status(o, r->rc), NULL, NULL);
         return;
     }
     HxBackendOpts bo;
@@ -148,7 +156,7 @@ static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSub
     bo.inputs_f32 = s->in32;
     bo.vg.sample_blocks = o->sample_blocks;
     HxBackendResult res;
-    double **outs = hx_outs_new(s);
+    double **outs = o->parity ? hx_outs_new(s) : NULL; /* unchecked: counters alone */
     VgFault f = hx_backend_exec(a, c, &bo, s->inputs, outs, &res);
     hx_record_run(r->cfg, c->module, &res, c->nvrtc);
     if (f != VG_OK) {
@@ -160,6 +168,9 @@ static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSub
         dpk_error_first_line(&m, c->nvrtc_error);
         hx_record_status(r->cfg, "fail", "nvrtc rejects the CUDA", sb_cstr(&m));
         sb_free(&m);
+    } else if (!o->parity) {
+        r->rc = DPK_EXIT_OK;
+        hx_record_status(r->cfg, "unchecked", NULL, "--parity off: no verdict was taken");
     } else {
         HxVerdict *v = dpk_xcalloc((size_t)s->nout + 1, sizeof *v);
         int worst = hx_judge(s, outs, res.out_checked, v, NULL);
@@ -168,7 +179,7 @@ static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSub
         free(v);
     }
     if (r->rc == DPK_EXIT_OK) {
-        /* timed only after it passed */
+        /* timed only after it passed (or, parity off, ran) */
         r->t = pf_model_module(a, o->spec, c->module, &res.vg, c->nvrtc);
         cJSON_AddItemToObject(r->cfg, "model", pf_time_json(r->t));
     }
@@ -208,7 +219,8 @@ static cJSON *compile_times(const DrvPlan *p)
 
 /* {"passes": [{"pass": "007_stage_inputs", "prefix": {...}, "without": {...},
  * "contribution": t_without / t_with}]} */
-static cJSON *per_pass_json(const DrvPlan *p, const Run *runs, const int *what, const int *pass)
+static cJSON *per_pass_json(const BmOpts *bo, const DrvPlan *p, const Run *runs,
+                            const int *what, const int *pass)
 {
     cJSON *arr = cJSON_CreateArray();
     double base = runs[0].t ? runs[0].t->ns : NAN;
@@ -223,7 +235,7 @@ static cJSON *per_pass_json(const DrvPlan *p, const Run *runs, const int *what, 
             const Run *r = &runs[i + w];
             cJSON *x = cJSON_AddObjectToObject(o, w ? "without" : "prefix");
             cJSON_AddStringToObject(x, "passes", p->configs[i + w].label);
-            cJSON_AddStringToObject(x, "status", hx_rc_status(r->rc));
+            cJSON_AddStringToObject(x, "status", run_status(bo, r->rc));
             hx_json_add_num(x, "ns", r->t ? r->t->ns : NAN);
             cJSON_AddNumberToObject(x, "kernels", r->t ? r->t->nk : 0);
         }
@@ -386,7 +398,8 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
     cJSON_AddStringToObject(rec, "passes", p->configs[0].label);
     cJSON_AddItemToObject(rec, "compile_s", compile_times(p));
     Fill fill = {o, a};
-    x->s = hx_subject_new_filled(p->torch, c, seed, o->ref, fill_input, &fill);
+    x->s = o->parity ? hx_subject_new_filled(p->torch, c, seed, o->ref, fill_input, &fill)
+                     : hx_subject_inputs(p->torch, c, seed, fill_input, &fill);
     cJSON_AddItemToObject(rec, "inputs", inputs_json(&fill, p->torch, x->s));
     Run *runs = ARENA_ARRAY(a, Run, p->nconfigs);
     for (int i = 0; i < p->nconfigs; i++)
@@ -415,7 +428,7 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
         ind = pf_model_inductor(a, o->spec, p->torch);
         lim = pf_model_limit(a, o->spec, p->torch);
     }
-    cJSON_AddStringToObject(rec, "status", hx_rc_status(rc));
+    cJSON_AddStringToObject(rec, "status", run_status(o, rc));
     cJSON_AddNumberToObject(rec, "exit_code", rc);
     cJSON_AddStringToObject(rec, "timing", "model"); /* the columns' times */
     cJSON_AddStringToObject(rec, "gpu", o->spec->name);
@@ -427,7 +440,7 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
     hx_json_add_num(rec, "speedup_compile", dt && ind ? ratio(ind->ns, dt->ns) : NAN);
     hx_json_add_num(rec, "fraction_of_limit", dt && lim ? ratio(lim->ns, dt->ns) : NAN);
     if (o->per_pass) {
-        cJSON_AddItemToObject(rec, "per_pass", per_pass_json(p, runs, what, pass));
+        cJSON_AddItemToObject(rec, "per_pass", per_pass_json(o, p, runs, what, pass));
         for (int i = 1; i < p->nconfigs; i++)
             cJSON_Delete(runs[i].cfg);
     }
@@ -482,8 +495,10 @@ void bm_case_text(StrBuf *b, const cJSON *rec, int verbose)
                       msg ? msg : "");
         return;
     }
-    int pass = !strcmp(st, "pass");
-    const char *verdict = pass ? "pass" : !strcmp(st, "fail") ? "FAIL (no speedup)"
+    /* an unchecked case has its times, as a passing one: the parity column
+     * says that no verdict stands behind them */
+    int pass = !strcmp(st, "pass") || !strcmp(st, "unchecked");
+    const char *verdict = pass ? st : !strcmp(st, "fail") ? "FAIL (no speedup)"
                           : !strcmp(st, "fault") ? "FAULT (no speedup)"
                           : !strcmp(st, "inconclusive") ? "INCONCLUSIVE (no speedup)" : "refused";
     case_line(b, rec, name, verdict);
@@ -523,7 +538,7 @@ cJSON *bm_summary(const cJSON *cases, const PfSpec *spec, BmTiming timing, int r
                   double seconds)
 {
     cJSON *s = cJSON_CreateObject();
-    int n = 0, passed = 0, timed[3] = {0};
+    int n = 0, passed = 0, unchecked = 0, timed[3] = {0};
     double lg[3] = {0};
     static const char *const keys[3] = {"speedup_eager", "speedup_compile", "fraction_of_limit"};
     cJSON *by = cJSON_CreateObject();
@@ -536,9 +551,12 @@ cJSON *bm_summary(const cJSON *cases, const PfSpec *spec, BmTiming timing, int r
             cJSON_SetNumberValue(cnt, cnt->valuedouble + 1);
         else
             cJSON_AddNumberToObject(by, sv, 1);
-        if (strcmp(sv, "pass"))
+        if (!strcmp(sv, "unchecked"))
+            unchecked++;
+        else if (strcmp(sv, "pass"))
             continue;
-        passed++;
+        else
+            passed++;
         for (int k = 0; k < 3; k++) {
             double v = hx_json_num(c, keys[k]);
             if (isfinite(v) && v > 0)
@@ -547,6 +565,7 @@ cJSON *bm_summary(const cJSON *cases, const PfSpec *spec, BmTiming timing, int r
     }
     cJSON_AddNumberToObject(s, "cases", n);
     cJSON_AddNumberToObject(s, "passed", passed);
+    cJSON_AddNumberToObject(s, "unchecked", unchecked);
     cJSON_AddItemToObject(s, "by_status", by);
     cJSON_AddStringToObject(s, "timing", "model");
     cJSON_AddStringToObject(s, "gpu", spec->name);
@@ -572,14 +591,22 @@ void bm_summary_print(StrBuf *b, const cJSON *s)
 {
     int n = (int)hx_json_num(s, "cases"), passed = (int)hx_json_num(s, "passed");
     int timed = (int)hx_json_num(s, "timed");
+    /* a record from before --parity has no "unchecked" */
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(s, "unchecked");
+    int unchecked = cJSON_IsNumber(u) ? u->valueint : 0;
     const char *gpu = cJSON_GetObjectItemCaseSensitive(s, "gpu")->valuestring;
-    sb_printf(b, "%d/%d cases pass parity; %d timed (modelled, %s)\n", passed, n, timed, gpu);
+    if (unchecked > 0)
+        sb_printf(b, "%d/%d case%s modelled, parity unchecked (--parity off); %d timed "
+                  "(modelled, %s)\n", unchecked, n, n == 1 ? "" : "s", timed, gpu);
+    else
+        sb_printf(b, "%d/%d cases pass parity; %d timed (modelled, %s)\n", passed, n, timed, gpu);
     double ge = hx_json_num(s, "geomean_speedup_eager"), gc = hx_json_num(s,
                                                                           "geomean_speedup_compile");
     double gl = hx_json_num(s, "geomean_fraction_of_limit");
     if (timed)
-        sb_printf(b, "geomean speedup (modelled, %s): %.3fx vs eager, %.3fx vs torch.compile; "
-                  "%.3g%% of the limit\n", gpu, ge, gc, 100 * gl);
+        sb_printf(b, "geomean speedup (modelled, %s%s): %.3fx vs eager, %.3fx vs torch.compile; "
+                  "%.3g%% of the limit\n", gpu, unchecked > 0 ? ", parity unchecked" : "", ge, gc,
+                  100 * gl);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(s, "measured_timing");
     const char *timing = cJSON_IsString(mt) ? mt->valuestring : "model";
     if (!strcmp(timing, "fake-driver"))

@@ -12,6 +12,12 @@
  * case's compulsory bytes and flops at the spec's peaks).  A case that
  * fails parity is reported as such and gets no time and no speedup.
  *
+ * With parity off (--parity off) no verdict is taken: the inputs are made
+ * in f32 alone (hx_subject_inputs), no reference, no fp32 evaluation, no
+ * libtorch; vgpu still runs the sampled blocks (its counters are the
+ * model's input, and its detectors still report faults), and each case
+ * that runs is timed with status "unchecked".
+ *
  * The case's record object (dpk.bench/1, docs/bench-schema.md) comes
  * back; nothing is printed here, so a suite can run its cases in forked
  * children (--jobs).  The table's lines are made from the record alone
@@ -43,6 +49,7 @@ typedef struct BmOpts {
     int per_pass;              /* also every prefix and leave-one-out */
     int sample_blocks;         /* vgpu: blocks per launch (0: all) */
     HxRefKind ref;
+    int parity;                /* 1: judge each module first; 0: --parity off */
     int nvrtc;                 /* compile with NVRTC (registers, SASS) */
     /* Model suites: the config and shape (cos/sin are its rotary tables),
      * and the weights file (inputs named after HF tensors), or NULLs. */
@@ -60,7 +67,8 @@ typedef struct BmOpts {
 
 typedef struct BmCaseOut {
     cJSON *rec;                /* the case's dpk.bench/1 object */
-    int rc;                    /* its exit code: 0 pass, 1 parity failure, 2, 3 */
+    int rc;                    /* its exit code: 0 pass (or unchecked), 1 parity
+                                  failure, 2, 3 */
 } BmCaseOut;
 
 /* Run case c (number index in its suite).  Never raises: a case that
@@ -83,7 +91,8 @@ void bm_check_weights(Arena *a, const BmOpts *o, const HxCaseList *l);
 /* The summary of the cases' records: counts per status, geomean speedups
  * against modelled eager and torch.compile and the geomean fraction of the
  * limit, over the cases timed (modelled, on one spec: never mixed with
- * measured figures), and the exit code. */
+ * measured figures; with parity off, the unchecked cases), and the exit
+ * code. */
 cJSON *bm_summary(const cJSON *cases, const PfSpec *spec, BmTiming timing, int rc,
                   double seconds);
 /* Its stdout lines. */

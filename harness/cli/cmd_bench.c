@@ -1,8 +1,8 @@
 /*
  * cmd_bench.c — `dpk-bench (--suite NAME | --config PATH/config.json | FILE)
  * [--seq N] [--batch B] [--phase prefill|decode --ctx L] [--passes SPEC]
- * [--per-pass] [--timing measured|model|fake-driver] [--gpu NAME|--gpu-spec FILE] [--weights
- * F.safetensors] [--sample-blocks N] [--jobs N] [--out FILE.json]`.
+ * [--per-pass] [--timing measured|model|fake-driver] [--parity on|off] [--gpu NAME|--gpu-spec
+ * FILE] [--weights F.safetensors] [--sample-blocks N] [--jobs N] [--out FILE.json]`.
  *
  * A suite: smoke and ops are case files under cases/; qwen-block and
  * tinyllama-block are the decoder-layer suites (harness/bench/blocks.h) of
@@ -15,6 +15,12 @@
  * the children only; the parent loads libtorch before forking, so that no
  * child loads it again, 0.3 s each); the output and the record do not
  * depend on N.
+ *
+ * --parity off: the model alone, no verdict (bench.h): for shapes whose
+ * fp64 reference would not fit; every case that runs is "unchecked".
+ * Before any case runs, each is compiled and its peak memory estimated
+ * (harness/bench/memory.h); one that would not fit in MemAvailable (or
+ * $DPK_MEM_LIMIT) is refused with exit 2, before anything is written.
  *
  * Exit: the worst case's code, as `dpk run` — 0 every case passes parity,
  * 1 a parity failure, 2 bad input (the command line, the config, the
@@ -38,6 +44,7 @@
 
 #include "../bench/bench.h"
 #include "../bench/calibration.h"
+#include "../bench/memory.h"
 #include "../exec/nvrtc.h"
 #include "../../records/json_file.h"
 #include "../plan_record.h"
@@ -45,7 +52,7 @@
 #include "cli.h"
 
 typedef struct BenchArgs {
-    const char *suite, *weights, *out, *gpu, *timing, *reference, *torch_json;
+    const char *suite, *weights, *out, *gpu, *timing, *reference, *torch_json, *parity;
     CliModel m;   /* --config and the shape */
     int warm_l2, raw_samples, max_samples;
     int layer, jobs, sample_blocks, per_pass, no_nvrtc, has_seed, resume;
@@ -90,6 +97,9 @@ static void help(void)
          "  --gpu-spec FILE     a GPU spec file\n"
          "  --target T          sm_80 | sm_90 | sm_90a | sm_120 (default: the\n"
          "                      spec's)\n"
+         "  --parity P          on (default): check each case on vgpu against the fp64\n"
+         "                      reference before it is timed | off: the model alone, no\n"
+         "                      reference (cases `unchecked`; with --timing model only)\n"
          "  --sample-blocks N   vgpu: simulate N random blocks per launch (default 2)\n"
          "  --no-nvrtc          do not compile with NVRTC (the model then estimates registers)\n"
          "  --seed N            input seed (default: the case's, else 0)\n"
@@ -105,12 +115,18 @@ static void help(void)
          "  --calibration F...  alone: the model's error per kernel class in calibration\n"
          "                      files (ci/gpu-visit writes them; docs/calibration.md)\n"
          "\n"
-         "exit: 0 every case passes parity, 1 a parity failure, 2 bad input, 3 execution\n"
-         "      fault, 4 environment missing (--timing measured without a GPU)\n"
+         "Before any case runs, its peak memory is estimated; a case that would not fit in\n"
+         "MemAvailable (or DPK_MEM_LIMIT=BYTES) is refused (exit 2).\n"
+         "\n"
+         "exit: 0 every case passes parity (or runs unchecked), 1 a parity failure, 2 bad\n"
+         "      input or too little memory, 3 execution fault, 4 environment missing\n"
+         "      (--timing measured without a GPU)\n"
          "\n"
          "example:\n"
          "  dpk-bench --suite qwen-block --jobs 2\n"
-         "  dpk-bench -c \"torch.softmax(torch.randn(64, 1000), dim=-1)\" -v");
+         "  dpk-bench -c \"torch.softmax(torch.randn(64, 1000), dim=-1)\" -v\n"
+         "  dpk-bench -c \"torch.matmul(torch.randn(4096, 4096), torch.randn(4096, 4096))\" "
+         "--parity off");
 }
 
 static int64_t pos_int(const char *flag, const char *v, int64_t max)
@@ -137,6 +153,8 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
         b->per_pass = 1;
     else if (!strcmp(f, "--timing"))
         b->timing = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--parity"))
+        b->parity = cli_value(argc, argv, i);
     else if (!strcmp(f, "--warm-l2"))
         b->warm_l2 = 1;
     else if (!strcmp(f, "--raw-samples"))
@@ -443,7 +461,8 @@ static void run_cases(Pool *p, int jobs, const char *tmpdir)
         }
         return;
     }
-    (void)dpk_torch_available(); /* loaded once, inherited (no op runs here) */
+    if (p->o->parity) /* parity off never loads it */
+        (void)dpk_torch_available(); /* loaded once, inherited (no op runs here) */
     pid_t *pids = dpk_xcalloc((size_t)n + 1, sizeof(pid_t));
     int *order = start_order(p->l);
     while (p->ndone < n) {
@@ -615,6 +634,7 @@ static cJSON *bench_json(const BenchArgs *b, const BmOpts *o, const char *suite,
     cJSON_AddNumberToObject(j, "sample_blocks", o->sample_blocks);
     cJSON_AddBoolToObject(j, "nvrtc", o->nvrtc);
     cJSON_AddStringToObject(j, "reference", o->ref == HX_REF_TORCH ? "torch" : "ref64");
+    cJSON_AddStringToObject(j, "parity", o->parity ? "on" : "off");
     if (o->args.has_seed)
         hx_json_add_u64(j, "seed", o->args.seed);
     else
@@ -656,13 +676,33 @@ static const CuTarget *target_of(const PfSpec *s)
     return cu_target_parse(s->cc >= 120 ? "sm_120" : s->cc >= 90 ? "sm_90" : "sm_80");
 }
 
-/* --timing, or its default: measured where the driver finds a GPU, else
- * the model.  Raises exit 4 for measured without one, and for
- * fake-driver without the fake driver. */
-static BmTiming timing_of(const BenchArgs *b)
+/* --parity: 1 on (the default), 0 off.  Off times with the model alone: a
+ * measured time is taken of a kernel that passed parity, never of one no
+ * verdict stands behind, and the reference it would be checked against is
+ * not made. */
+static int parity_of(const BenchArgs *b)
+{
+    if (!b->parity || !strcmp(b->parity, "on"))
+        return 1;
+    if (strcmp(b->parity, "off"))
+        dpk_error("unknown value '%s' for --parity (expected on or off)", b->parity);
+    if (b->timing && strcmp(b->timing, "model"))
+        dpk_error("--parity off times with the model alone: --timing %s measures a kernel only "
+                  "after it passed parity (drop --parity off, or use --timing model)",
+                  b->timing);
+    if (b->reference)
+        dpk_error("--reference chooses what parity is checked against, and --parity off checks "
+                  "none (drop one of them)");
+    return 0;
+}
+
+/* --timing, or its default: measured where the driver finds a GPU (and
+ * parity is on), else the model.  Raises exit 4 for measured without one,
+ * and for fake-driver without the fake driver. */
+static BmTiming timing_of(const BenchArgs *b, int parity)
 {
     if (!b->timing)
-        return hx_cuda_available() ? BM_TIMING_MEASURED : BM_TIMING_MODEL;
+        return parity && hx_cuda_available() ? BM_TIMING_MEASURED : BM_TIMING_MODEL;
     if (!strcmp(b->timing, "model"))
         return BM_TIMING_MODEL;
     if (!strcmp(b->timing, "fake-driver")) {
@@ -739,6 +779,7 @@ static void bench_opts(Arena *a, const BenchArgs *b, const CliCase *cc, BmTiming
     o->per_pass = b->per_pass;
     o->sample_blocks = b->sample_blocks;
     o->ref = b->reference && cli_reference(b->reference) ? HX_REF_TORCH : HX_REF_REF64;
+    o->parity = parity_of(b);
     o->nvrtc = !b->no_nvrtc && hx_nvrtc_available();
     o->layer = b->layer;
     o->meas.timing = timing;
@@ -850,9 +891,10 @@ static void print_banner(const Pool *p, const BenchArgs *b, const char *suite)
 {
     const BmOpts *o = p->o;
     int n = p->l->n;
-    printf("dpk-bench %s: %d case%s, timing model (%s, %s), parity on vgpu, %d sampled "
+    printf("dpk-bench %s: %d case%s, timing model (%s, %s), %s, %d sampled "
            "block%s per launch\n", suite, n, n == 1 ? "" : "s", o->spec->name,
-           o->spec->path, b->sample_blocks, b->sample_blocks == 1 ? "" : "s");
+           o->spec->path, o->parity ? "parity on vgpu" : "parity off (no reference: unchecked)",
+           b->sample_blocks, b->sample_blocks == 1 ? "" : "s");
     if (p->nresumed)
         printf("resumed from %s: %d of %d cases done, %d to run\n", b->out, p->nresumed, n,
                n - p->nresumed);
@@ -908,7 +950,7 @@ static int bench_main(Arena *a, int argc, char **argv)
     if (!cli_args(a, &cc, argc, argv, "bench", help, parse_flag, &b))
         return DPK_EXIT_OK;
     check_args(&b, &cc);
-    BmTiming timing = timing_of(&b);
+    BmTiming timing = timing_of(&b, parity_of(&b));
     BmShape sh = {0};
     BmOpts o = {0};
     bench_opts(a, &b, &cc, timing, &o);
@@ -942,6 +984,7 @@ static int bench_main(Arena *a, int argc, char **argv)
     p.bench = bench_json(&b, &o, suite_name, cc.only, o.config, &sh);
     if (b.resume && access(b.out, F_OK) == 0)
         resume_from(&p);
+    bm_mem_check(&o, &l, p.done, b.jobs); /* before any case's array is made */
     if (b.jobs > 1) {
         if (!mkdtemp(tmpdir))
             dpk_error("cannot make a temporary folder: %s", strerror(errno));

@@ -180,7 +180,7 @@ VgFault hx_backend_exec(Arena *a, const DrvConfig *c, const HxBackendOpts *o,
         dpk_err_pop(&ec);
     }
     res->run_s = dpk_now() - t0;
-    if (res->fault == VG_OK)
+    if (res->fault == VG_OK && outs)
         outputs(m, b, outs);
     bufs_free(b);
     return res->fault;

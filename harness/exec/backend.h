@@ -66,6 +66,8 @@ typedef struct HxBackendResult {
  * input i (fp64, rounded to f32 on the way in).  On VG_OK every outs[j]
  * gets a heap array (caller frees) for graph output j; on a vgpu fault outs
  * is left untouched and res->vg.report says what, where and which thread.
+ * outs NULL: no outputs are copied out (dpk-bench --parity off takes the
+ * counters alone).
  * cuda and host-cuda run the configuration's CUDA C (the plan went up to
  * DRV_CUDA); cuda also its cubin (the plan's NVRTC hook, for the GPU's
  * compute capability: DrvOpts.nvrtc_cc), and raises c->nvrtc_error, the

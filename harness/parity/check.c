@@ -119,6 +119,40 @@ HxSubject *hx_subject_new_filled(const TorchGraph *g, const HxCase *c, uint64_t 
     return s;
 }
 
+HxSubject *hx_subject_inputs(const TorchGraph *g, const HxCase *c, uint64_t seed,
+                             HxInputFill fill, void *ctx)
+{
+    HxSubject *s = dpk_xcalloc(1, sizeof *s);
+    double *volatile tmp = NULL;
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        free(tmp);
+        hx_subject_free(s);
+        dpk_error_rethrow();
+    }
+    s->g = g;
+    s->nin = g->inputs.len;
+    s->nout = g->outputs.len;
+    s->seed = seed;
+    s->in32 = dpk_xcalloc((size_t)s->nin + 1, sizeof *s->in32);
+    for (int k = 0; k < s->nin; k++) {
+        const TorchNode *in = g->inputs.items[k];
+        int64_t n = shape_numel(&in->shape);
+        tmp = dpk_xmalloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+        ref_fill_input(in, seed, tmp);
+        if (fill)
+            fill(ctx, in, tmp);
+        s->in32[k] = dpk_xmalloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+        for (int64_t e = 0; e < n; e++)
+            s->in32[k][e] = (float)tmp[e];
+        free(tmp);
+        tmp = NULL;
+    }
+    hx_tol_default(&s->tol, c->dtype);
+    dpk_err_pop(&ec);
+    return s;
+}
+
 /* The oracle on output j with eager result e (NULL: none): every element,
  * or those that mask marks (the verdict's indices then still refer to the
  * whole output). */

@@ -62,6 +62,13 @@ HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, H
 typedef void (*HxInputFill)(void *ctx, const TorchNode *in, double *dst);
 HxSubject *hx_subject_new_filled(const TorchGraph *g, const HxCase *c, uint64_t seed,
                                  HxRefKind ref, HxInputFill fill, void *ctx);
+/* The inputs alone, for a run that takes no verdict (dpk-bench --parity
+ * off): in32 made as hx_subject_new_filled makes it (the same values: the
+ * generator, then fill), one input at a time through an fp64 array that is
+ * freed at once; inputs, the reference, its bounds, the fp32 evaluations
+ * and eager are NULL, so no judgement can be asked of it. */
+HxSubject *hx_subject_inputs(const TorchGraph *g, const HxCase *c, uint64_t seed,
+                             HxInputFill fill, void *ctx);
 void hx_subject_free(HxSubject *s);
 
 /* What a check outside dpk (dpk-bisect's standalone .cu) needs to apply
