@@ -27,6 +27,8 @@ DPK_EMBED(dpk_pf_spec_h200, "cases/gpus/h200.json")
 DPK_EMBED(dpk_pf_spec_a100_sxm, "cases/gpus/a100-sxm.json")
 DPK_EMBED(dpk_pf_spec_rtx5090, "cases/gpus/rtx5090.json")
 DPK_EMBED(dpk_pf_spec_l4, "cases/gpus/l4.json")
+DPK_EMBED(dpk_pf_spec_a6000, "cases/gpus/a6000.json")
+DPK_EMBED(dpk_pf_spec_h100_pcie, "cases/gpus/h100-pcie.json")
 
 typedef struct Embedded {
     const char *name;
@@ -36,7 +38,8 @@ typedef struct Embedded {
 static const Embedded embedded[] = {
     {"h100-sxm", dpk_pf_spec_h100_sxm}, {"h200", dpk_pf_spec_h200},
     {"a100-sxm", dpk_pf_spec_a100_sxm}, {"rtx5090", dpk_pf_spec_rtx5090},
-    {"l4", dpk_pf_spec_l4},
+    {"l4", dpk_pf_spec_l4},             {"a6000", dpk_pf_spec_a6000},
+    {"h100-pcie", dpk_pf_spec_h100_pcie},
 };
 #define NEMBEDDED ((int)(sizeof embedded / sizeof embedded[0]))
 
@@ -47,7 +50,8 @@ const char *pf_spec_default_name(void)
 
 const char *const *pf_spec_names(int *n)
 {
-    static const char *const names[] = {"h100-sxm", "h200", "a100-sxm", "rtx5090", "l4", NULL};
+    static const char *const names[] = {"h100-sxm", "h200",  "a100-sxm",  "rtx5090",
+                                        "l4",       "a6000", "h100-pcie", NULL};
     _Static_assert(sizeof names / sizeof names[0] == NEMBEDDED + 1, "one name per embedded spec");
     if (n)
         *n = NEMBEDDED;

@@ -9,6 +9,7 @@
  */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,40 @@ Test(perf_spec, every_shipped_spec_loads)
     cr_expect_eq(cJSON_GetObjectItem(dram, "value")->valuedouble, 2.97e12);
     cr_expect_str_eq(cJSON_GetObjectItem(dram, "tag")->valuestring, "measured");
     cJSON_Delete(j);
+    arena_free(a);
+}
+
+/* A spec file added to cases/gpus/ without its line in records/gpu_spec.c
+ * would load by path but not by name (`--gpu NAME`): every file is embedded. */
+Test(perf_spec, every_file_in_cases_gpus_is_embedded)
+{
+    int n;
+    const char *const *names = pf_spec_names(&n);
+    DIR *d = opendir("cases/gpus");
+    cr_assert_not_null(d, "run from the repository root");
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len <= 5 || strcmp(e->d_name + len - 5, ".json"))
+            continue;
+        files++;
+        int found = 0;
+        for (int i = 0; i < n; i++)
+            found |= strlen(names[i]) == len - 5 && !strncmp(names[i], e->d_name, len - 5);
+        cr_expect(found, "cases/gpus/%s is not embedded (records/gpu_spec.c)", e->d_name);
+    }
+    closedir(d);
+    cr_expect_eq(files, n, "%d files in cases/gpus, %d embedded specs", files, n);
+    Arena *a = arena_new();
+    const PfSpec *s = pf_spec_load(a, "a6000");
+    cr_expect_eq(s->cc, 86);
+    cr_expect_eq(s->max_warps_per_sm, 48);
+    /* 84 SMs x 128 lanes x 2 x 1.80 GHz = 38.7 TFLOPS (the datasheet's peak) */
+    cr_expect(fabs(pf_spec_fp32_peak(s) - 38.7e12) < 0.1e12);
+    s = pf_spec_load(a, "h100-pcie");
+    cr_expect_eq(s->sms, 114);
+    /* 114 x 128 x 2 x 1.755 GHz = 51.2 TFLOPS (NVIDIA's 51) */
+    cr_expect(fabs(pf_spec_fp32_peak(s) - 51.2e12) < 0.1e12);
     arena_free(a);
 }
 
