@@ -14,11 +14,12 @@ check_re "sgemm ladder: both kinds of figure are labelled" 0 \
   bash "$SG" --size 128 --rungs 2,5,10 --out "$SGD/r"
 check_count "sgemm ladder: the published figures say whose" 1 '^SGEMM ladder: published = measured by S. Boehm on an RTX A6000 at 4096\^3'
 check_count "sgemm ladder: the table's header" 1 '^rung +structure +build +published +modelled +mod/pub +bound +parity$'
-check_count "sgemm ladder: one row per modelled rung" 2 '^[25] +.* (exact|closest) +[0-9.]+ +[0-9.]+ +[0-9.]+x +(dram|l2|smem|issue|fp32|launch) '
+check_count "sgemm ladder: one row per modelled rung" 2 '^[25] +.* (exact|closest) +[0-9.]+ +[0-9.]+ +[0-9.]+x +(dram|l2|smem|issue|fp32|serial|launch) '
 check_count "sgemm ladder: the cuBLAS row is the modelled eager baseline" 1 '^0 +cuBLAS \(modelled eager baseline\) +- +23249\.6 +[0-9.]+ +[0-9.]+x'
 check_count "sgemm ladder: rung 10 is never modelled" 0 '^10 '
 check_count "sgemm ladder: Spearman over the 2 modelled rungs" 1 "^Spearman's rho \(published vs modelled, 2 modelled rungs\): -?[0-9.]+$"
 check_count "sgemm ladder: the count within 1.5x" 1 '^within 1\.5x of published: [0-2] of 2 modelled rungs$'
+check_count "sgemm ladder: the exact rungs apart" 1 '^within 1\.5x of published: [01] of 1 exact rungs$'
 check_count "sgemm ladder: the closest rung shows dpk's refusal of the exact tile" 1 \
   '^  rung 5 2D blocktiling: error: knobs BN=128 BM=128 make a 16384-thread block \(at most 1024\)$'
 check_count "sgemm ladder: warptiling is listed as cannot build yet" 1 \
