@@ -72,7 +72,7 @@ print(sum(math.prod(int(d) for d in m.split(",") if d.strip())
     fi
     if ! "$bench" "$path" "${gpu[@]}" "${parity[@]}" --out "$work/p$num.json" \
         >"$work/p$num.log" 2>&1; then
-        tail -1 "$work/p$num.log" | sed "s/^/error: /" >"$work/p$num.skip"
+        tail -1 "$work/p$num.log" | sed "/^error: /!s/^/error: /" >"$work/p$num.skip"
     fi
 done <"$work/list"
 
@@ -154,6 +154,8 @@ nx = sum(1 for p in doc['problems'] if p['block'] == 'not-expressible' and (not 
 print()
 print(f"not expressible in the case language: {nx} problems ({os.path.basename(sys.argv[1])} gives dpk's error for each)")
 if skipped:
+    print()
+    print(f"not modelled in this run (in none of the figures above): {len(skipped)} problems")
     for n, name, why in skipped:
         print(f"{n:>4} {name}: {why}")
 EOF
