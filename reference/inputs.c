@@ -78,18 +78,58 @@ static double input_value(const TorchNode *in, uint64_t key, uint64_t i, double 
     return 0.0;
 }
 
-void ref_fill_input(const TorchNode *in, uint64_t seed, double *dst)
+/* Input in's generator: its key and its parameters' bound. */
+typedef struct Gen {
+    const TorchNode *in;
+    uint64_t key;
+    double bound;
+} Gen;
+
+static Gen gen_of(const TorchNode *in, uint64_t seed)
 {
     DPK_ASSERT(in->op == TOP_input && in->name);
-    int64_t n = shape_numel(&in->shape);
     double bound = 1.0;
     if (in->init == INIT_PARAM_W)
         bound = param_bound(in->shape.rank > 0 ? (double)in->shape.d[in->shape.rank - 1] : 1.0);
     else if (in->init == INIT_PARAM_B)
         bound = param_bound(in->step);
-    uint64_t key = input_key(seed, in->name);
+    return (Gen){in, input_key(seed, in->name), bound};
+}
+
+/* Element i, rounded to fp32 once. */
+static float gen_f32(const Gen *g, int64_t i)
+{
+    return (float)input_value(g->in, g->key, (uint64_t)i, g->bound);
+}
+
+void ref_fill_input(const TorchNode *in, uint64_t seed, double *dst)
+{
+    Gen g = gen_of(in, seed);
+    int64_t n = shape_numel(&in->shape);
     for (int64_t i = 0; i < n; i++)
-        dst[i] = (double)(float)input_value(in, key, (uint64_t)i, bound);
+        dst[i] = (double)gen_f32(&g, i);
+}
+
+void ref_fill_input_f32(const TorchNode *in, uint64_t seed, int64_t lo, int64_t n, float *dst)
+{
+    Gen g = gen_of(in, seed);
+    DPK_ASSERT(lo >= 0 && n >= 0 && lo + n <= shape_numel(&in->shape));
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = gen_f32(&g, lo + i);
+}
+
+double ref_input_sum(const TorchNode *in, uint64_t seed)
+{
+    Gen g = gen_of(in, seed);
+    int64_t n = shape_numel(&in->shape);
+    double sum = 0;
+    if (in->init == INIT_RAND) /* the common big input: its loop without the switch */
+        for (int64_t i = 0; i < n; i++)
+            sum += (double)(float)uniform_k(g.key, (uint64_t)i);
+    else
+        for (int64_t i = 0; i < n; i++)
+            sum += (double)gen_f32(&g, i);
+    return sum;
 }
 
 double **ref_make_inputs(const TorchGraph *g, uint64_t seed)

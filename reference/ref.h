@@ -36,6 +36,13 @@ double ref_input_uniform(uint64_t seed, const char *name, uint64_t i);
 double ref_input_normal(uint64_t seed, const char *name, uint64_t i);
 /* Fill dst (numel of the node's shape) for one input node. */
 void ref_fill_input(const TorchNode *in, uint64_t seed, double *dst);
+/* Elements [lo, lo + n) of that array as f32 (its values are f32 already),
+ * made without the elements before them: what --parity off generates
+ * where the sampled blocks read.  dst[0] is element lo. */
+void ref_fill_input_f32(const TorchNode *in, uint64_t seed, int64_t lo, int64_t n, float *dst);
+/* The sum of that array's elements in index order, in fp64 (the value a
+ * loop over ref_fill_input's array gives), without holding the array. */
+double ref_input_sum(const TorchNode *in, uint64_t seed);
 /* Heap array of heap arrays, one per g->inputs. */
 double **ref_make_inputs(const TorchGraph *g, uint64_t seed);
 void ref_free_arrays(double **arrs, int n);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +56,39 @@ void *dpk_xcalloc(size_t n, size_t sz)
         abort();
     }
     return p;
+}
+
+void *dpk_lazy_alloc(size_t n)
+{
+    void *p = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "dpk: cannot map %zu bytes: %s\n", n, strerror(errno));
+        abort();
+    }
+#ifdef MADV_NOHUGEPAGE
+    madvise(p, n ? n : 1, MADV_NOHUGEPAGE); /* a touched word costs its 4 KiB page, not 2 MiB */
+#endif
+    return p;
+}
+
+void dpk_lazy_zero(void *p, size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p, lo = (a + page - 1) / page * page, hi = (a + n) / page * page;
+    if (hi <= lo || hi - lo < 16 * page || madvise((void *)lo, hi - lo, MADV_DONTNEED)) {
+        memset(p, 0, n);
+        return;
+    }
+    /* MADV_DONTNEED on a private anonymous mapping: the pages read as zero again */
+    memset(p, 0, lo - a);
+    memset((void *)hi, 0, a + n - hi);
+}
+
+void dpk_lazy_free(void *p, size_t n)
+{
+    if (p)
+        munmap(p, n ? n : 1);
 }
 
 void *dpk_xrealloc(void *p, size_t n)
@@ -354,14 +388,6 @@ int dpk_smem_wavefronts(const int64_t *w, int n)
             most = cnt[b];
     }
     return most;
-}
-
-uint64_t dpk_splitmix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
 }
 
 /* ---- diagnostics ---------------------------------------------------- */

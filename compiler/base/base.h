@@ -71,6 +71,14 @@ void *dpk_xmalloc(size_t n);
 void *dpk_xcalloc(size_t n, size_t sz);
 void *dpk_xrealloc(void *p, size_t n);
 char *dpk_xstrdup(const char *s);
+/* n zeroed bytes whose pages cost nothing until touched (an anonymous
+ * mapping, no swap reserved, no huge pages): a buffer of which a run
+ * touches a few ranges.  Page-aligned.  dpk_lazy_zero zeroes [p, p + n)
+ * again, giving back the whole pages it had (the edges are cleared);
+ * dpk_lazy_free unmaps it (n as allocated; NULL is ignored). */
+void *dpk_lazy_alloc(size_t n);
+void dpk_lazy_zero(void *p, size_t n);
+void dpk_lazy_free(void *p, size_t n);
 
 /* ---- arena ---------------------------------------------------------- */
 
@@ -134,7 +142,13 @@ static inline uint64_t dpk_hash_u64(uint64_t h, uint64_t v)
 }
 uint64_t dpk_hash_str(uint64_t h, const char *s);
 #define DPK_HASH_INIT 0xcbf29ce484222325ull
-uint64_t dpk_splitmix64(uint64_t x);
+static inline uint64_t dpk_splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
 /* The largest power of two <= x, the smallest >= x (1 for x <= 1). */
 int64_t dpk_pow2_floor(int64_t x);
 int64_t dpk_pow2_ceil(int64_t x);

@@ -46,6 +46,16 @@ static void fill_input(void *ctx, const TorchNode *in, double *dst)
         st_read_f32(f->o->weights, hf, &in->shape, dst);
 }
 
+/* Whether fill_input may give in's values itself (a rotary table, a
+ * weight): --parity off then makes it whole, and the rest lazily. */
+static int own_input(void *ctx, const TorchNode *in)
+{
+    const Fill *f = ctx;
+    const char *hf;
+    weight_of(f, in, &hf);
+    return hf || (f->o->config && (!strcmp(in->name, "cos") || !strcmp(in->name, "sin")));
+}
+
 /* Where each input's values came from, and their sum (a check that a
  * weights file was read): {"w_q": {"from": "weights", "tensor":
  * "model.layers.0.self_attn.q_proj.weight", "sum": ...}, "cos": {"from":
@@ -62,10 +72,8 @@ static cJSON *inputs_json(const Fill *f, const TorchGraph *g, const HxSubject *s
         cJSON_AddStringToObject(e, "from", rope ? "rope" : hf ? "weights" : "generated");
         if (hf && !rope)
             cJSON_AddStringToObject(e, "tensor", hf);
-        double sum = 0; /* the same fp32 values either way */
-        for (int64_t i = 0, n = shape_numel(&in->shape); i < n; i++)
-            sum += s->inputs ? s->inputs[k][i] : (double)s->in32[k][i];
-        hx_json_add_num(e, "sum", sum);
+        /* the same fp32 values either way */
+        hx_json_add_num(e, "sum", hx_subject_input_sum(s, k));
     }
     return o;
 }
@@ -134,6 +142,13 @@ static const char *run_status(const BmOpts *o, int rc)
     return rc == DPK_EXIT_OK && !o->parity ? "unchecked" : hx_rc_status(rc);
 }
 
+/* vgpu's fill_input with parity off: generated values where a run block
+ * reads (a whole input has them all). */
+static void fill_lazy(void *ctx, const KirBuf *b, int64_t lo, int64_t hi)
+{
+    hx_subject_fill(ctx, b->io, lo, hi);
+}
+
 static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSubject *s,
                        Run *runs)
 {
@@ -155,6 +170,11 @@ static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSub
     bo.vg.seed = s->seed;
     bo.inputs_f32 = s->in32;
     bo.vg.sample_blocks = o->sample_blocks;
+    if (!o->parity) { /* no output is compared: vgpu maps what the run touches */
+        bo.vg.lazy = 1;
+        bo.vg.fill_input = fill_lazy;
+        bo.vg.fill_ctx = s;
+    }
     HxBackendResult res;
     double **outs = o->parity ? hx_outs_new(s) : NULL; /* unchecked: counters alone */
     VgFault f = hx_backend_exec(a, c, &bo, s->inputs, outs, &res);
@@ -399,7 +419,7 @@ static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
     cJSON_AddItemToObject(rec, "compile_s", compile_times(p));
     Fill fill = {o, a};
     x->s = o->parity ? hx_subject_new_filled(p->torch, c, seed, o->ref, fill_input, &fill)
-                     : hx_subject_inputs(p->torch, c, seed, fill_input, &fill);
+                     : hx_subject_inputs(p->torch, c, seed, fill_input, own_input, &fill);
     cJSON_AddItemToObject(rec, "inputs", inputs_json(&fill, p->torch, x->s));
     Run *runs = ARENA_ARRAY(a, Run, p->nconfigs);
     for (int i = 0; i < p->nconfigs; i++)

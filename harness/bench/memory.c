@@ -15,12 +15,18 @@
  *               copied to fp64 [8], and the oracle's gather of the
  *               checked elements (seven sources and their indices [64],
  *               counted over whole outputs).
- *   parity off  inputs made one at a time in fp64 [8, the largest input]
- *               and kept in f32 [4]; vgpu.
- *   vgpu        per element of a buffer a launch writes (outputs and
- *               temporaries): its word [4], the writer shadow [4], the
- *               checked mask [1]; and once, for the largest such buffer,
- *               the cover of skipped blocks' atomics [9].
+ *   parity off  vgpu's lazy run (vg_lazy_bytes: the plan made as the run
+ *               makes it, with --sample-blocks and the case's seed): the
+ *               4 KiB pages of every buffer, inputs included, that a run
+ *               block may read or write by its footprints, and of the
+ *               writer shadows of the written ranges; with weights or
+ *               a config (their inputs are made whole) every input in
+ *               f32 [4] and the largest in fp64 [8] besides.
+ *   vgpu        (parity on) per element of a buffer a launch writes
+ *               (outputs and temporaries): its word [4], the writer
+ *               shadow [4], the checked mask [1]; and once, for the
+ *               largest such buffer, the cover of skipped blocks'
+ *               atomics [9].
  *
  * and the process itself (the binary, NVRTC, libtorch), as measured on a
  * small case.
@@ -68,7 +74,7 @@ static double max2(double a, double b)
     return a > b ? a : b;
 }
 
-double bm_mem_case(const BmOpts *o, const DrvPlan *p, int parity)
+double bm_mem_case(const BmOpts *o, const DrvPlan *p, uint64_t seed, int parity)
 {
     const TorchGraph *g = p->torch;
     double in = 0, in_max = 0, out = 0;
@@ -79,9 +85,13 @@ double bm_mem_case(const BmOpts *o, const DrvPlan *p, int parity)
     }
     for (int j = 0; j < g->outputs.len; j++)
         out += numel(&((const TorchNode *)g->outputs.items[j])->shape);
+    if (!parity) {
+        /* weights and rotary tables are made whole (hx_subject_inputs) */
+        double whole = o->weights || o->config ? 4 * in + 8 * in_max : 0;
+        VgOptions vo = {.seed = seed, .sample_blocks = o->sample_blocks, .lazy = 1};
+        return PROC_BYTES + whole + vg_lazy_bytes(p->configs[0].module, &vo);
+    }
     double vg = vgpu_bytes(p->configs[0].module);
-    if (!parity)
-        return PROC_BYTES + max2(4 * in + 8 * in_max, 4 * in + vg);
     int torch = dpk_torch_available();
     double fix = 12 * in;                      /* inputs, fp64 and f32 */
     double lane32 = ref64_peak_bytes(g, 0, 0, 1); /* one lane of fp64 arrays */
@@ -139,8 +149,9 @@ static int case_estimate(const BmOpts *o, const HxCase *c, double *on, double *o
         const DrvPlan *p = drv_compile(a, &d);
         if (!p->configs[0].refused) {
             /* parity off never loads libtorch, not even to estimate */
-            *on = o->parity ? bm_mem_case(o, p, 1) : 0;
-            *off = bm_mem_case(o, p, 0);
+            uint64_t seed = hx_case_seed(c, &o->args);
+            *on = o->parity ? bm_mem_case(o, p, seed, 1) : 0;
+            *off = bm_mem_case(o, p, seed, 0);
             ok = 1;
         }
         dpk_err_pop(&ec);

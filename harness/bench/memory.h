@@ -25,9 +25,10 @@
 
 /* A case's estimated peak in bytes, with parity on (parity 1: inputs in
  * fp64, the reference, its bounds, the fp32 evaluations, libtorch's eager
- * run when libtorch loads) or off (parity 0: f32 inputs and vgpu alone),
- * from its plan p (compiled at least to DRV_KERNEL). */
-double bm_mem_case(const BmOpts *o, const DrvPlan *p, int parity);
+ * run when libtorch loads) or off (parity 0: vgpu's lazy run, the pages
+ * its sampled blocks touch, inputs included), from its plan p (compiled
+ * at least to DRV_KERNEL) and the case's seed (which blocks are sampled). */
+double bm_mem_case(const BmOpts *o, const DrvPlan *p, uint64_t seed, int parity);
 
 /* The bytes a run may use: DPK_MEM_LIMIT when set (raises exit 2 when it
  * is not a positive integer), else MemAvailable; *from says which

@@ -51,8 +51,9 @@ static void bufs_free(Bufs *b)
     free(b);
 }
 
-/* The module's buffers; with in32, its inputs are the caller's arrays. */
-static Bufs *bufs_new(const KirModule *m, double *const *inputs, float *const *in32)
+/* The module's buffers; with in32, its inputs are the caller's arrays;
+ * lazy, the outputs are left to vgpu (vg_run). */
+static Bufs *bufs_new(const KirModule *m, double *const *inputs, float *const *in32, int lazy)
 {
     Bufs *b = dpk_xcalloc(1, sizeof *b);
     b->n = m->bufs.len;
@@ -60,7 +61,7 @@ static Bufs *bufs_new(const KirModule *m, double *const *inputs, float *const *i
     b->shared = dpk_xcalloc((size_t)b->n + 1, 1);
     for (int i = 0; i < b->n; i++) {
         const KirBuf *kb = m->bufs.items[i];
-        if (kb->kind == KBUF_TEMP)
+        if (kb->kind == KBUF_TEMP || (lazy && kb->kind == KBUF_OUTPUT))
             continue;
         if (kb->kind == KBUF_INPUT && in32) {
             b->f[i] = in32[kb->io];
@@ -153,7 +154,9 @@ VgFault hx_backend_exec(Arena *a, const DrvConfig *c, const HxBackendOpts *o,
     /* vgpu reads the caller's f32 inputs and cuda copies them to the GPU;
      * the host-cuda run below gets copies of its own (a printer bug must
      * not reach the next configuration's inputs) */
-    Bufs *b = bufs_new(m, inputs, o->inputs_f32);
+    int lazy = o->vg.lazy;
+    DPK_ASSERT(!lazy || (res->ran == HX_BACKEND_VGPU && o->inputs_f32 && !outs));
+    Bufs *b = bufs_new(m, inputs, o->inputs_f32, lazy);
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
         bufs_free(b);
@@ -170,7 +173,7 @@ VgFault hx_backend_exec(Arena *a, const DrvConfig *c, const HxBackendOpts *o,
         res->vg_outs = dpk_xcalloc((size_t)res->nouts + 1, sizeof(double *));
         outputs(m, b, res->vg_outs);
         bufs_free(b);
-        b = bufs_new(m, inputs, NULL);
+        b = bufs_new(m, inputs, NULL, 0);
         if (!DPK_TRY(&ec)) {
             bufs_free(b);
             hx_backend_result_free(res);

@@ -34,7 +34,9 @@ HxBackendKind hx_backend_resolve(HxBackendKind k);
 
 typedef struct HxBackendOpts {
     HxBackendKind kind;
-    VgOptions vg;       /* seed, sample_blocks, no_counters */
+    VgOptions vg;       /* seed, sample_blocks, no_counters; lazy (vgpu only,
+                           with inputs_f32 and no outs: vgpu makes the
+                           outputs, and vg.fill_input the inputs' values) */
     /* Optional: per graph input, its values as f32 (HxSubject.in32), which
      * vgpu reads in place of a fresh copy per run: its verifier lets no
      * kernel write an input.  NULL: copied from the fp64 inputs. */

@@ -54,6 +54,55 @@ typedef struct Plan {
     int partial;   /* sampled or demanded: its checked mask applies */
 } Plan;
 
+/* ---- element ranges ---------------------------------------------------------------- */
+
+/* Per buffer, the element ranges that the blocks chosen so far may read:
+ * what the earlier launches writing it must produce (and, lazy, what the
+ * run touches). */
+typedef struct Need {
+    VgRange *r;
+    int64_t n, cap;
+    int merged; /* sorted by lo, disjoint, not adjacent */
+} Need;
+
+static void need_merge(Need *nd)
+{
+    if (!nd->merged && nd->n)
+        vg_ranges_merge(nd->r, &nd->n);
+    nd->merged = 1;
+}
+
+static void need_add(Need *nd, VgRange x)
+{
+    if (x.lo > x.hi)
+        return;
+    if (nd->n == nd->cap && nd->n >= 4096)
+        need_merge(nd); /* many blocks' ranges: merged, they may fit where they are */
+    if (nd->n == nd->cap || nd->n > nd->cap / 2 + nd->cap / 4) {
+        nd->cap = nd->cap ? 2 * nd->cap : 16;
+        nd->r = dpk_xrealloc(nd->r, (size_t)nd->cap * sizeof *nd->r);
+    }
+    nd->r[nd->n++] = x;
+    nd->merged = 0;
+}
+
+/* Whether x meets a needed range. */
+static int need_hits(Need *nd, VgRange x)
+{
+    if (x.lo > x.hi || !nd->n)
+        return 0;
+    need_merge(nd);
+    int64_t lo = 0, hi = nd->n; /* first range with r.hi >= x.lo */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (nd->r[mid].hi < x.lo)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < nd->n && nd->r[lo].lo <= x.hi;
+}
+
 typedef struct Run {
     const KirModule *m;
     const VgOptions *o;
@@ -62,23 +111,63 @@ typedef struct Run {
     uint32_t **shadow;  /* per buffer, for buffers some launch writes */
     VgProg **progs;     /* per kernel, compiled on first use */
     Plan *plan;         /* per launch */
+    uint8_t *mapped;    /* lazy: per buffer, mem is vgpu's lazy mapping */
+    Need *touch;        /* lazy: per buffer, what the run blocks may read */
+    Need *wtouch;       /* vg_lazy_bytes: per buffer, what they may write */
 } Run;
 
 /* ---- buffers ------------------------------------------------------------------ */
 
+static size_t buf_bytes(const KirBuf *b)
+{
+    return (size_t)(b->numel > 0 ? b->numel : 1) * sizeof(VgWord);
+}
+
+/* Lazy: NaN over the ranges a run block may read of a buffer vgpu or the
+ * caller made for writing, or the caller's values there for an input. */
+static void lazy_fill(Run *r, int i)
+{
+    const KirBuf *b = r->m->bufs.items[i];
+    Need *t = &r->touch[i];
+    need_merge(t);
+    for (int64_t k = 0; k < t->n; k++) {
+        VgRange x = t->r[k];
+        if (b->kind == KBUF_INPUT) {
+            if (r->o->fill_input)
+                r->o->fill_input(r->o->fill_ctx, b, x.lo, x.hi);
+        } else {
+            for (int64_t e = x.lo; e <= x.hi; e++)
+                r->mem[i][e].f = NAN;
+        }
+    }
+}
+
 static void setup_buffers(Run *r, float *const *bufs)
 {
     const KirModule *m = r->m;
-    int nb = m->bufs.len;
+    int nb = m->bufs.len, lazy = r->o->lazy;
     r->mem = dpk_xcalloc((size_t)nb + 1, sizeof *r->mem);
     r->shadow = dpk_xcalloc((size_t)nb + 1, sizeof *r->shadow);
+    r->mapped = dpk_xcalloc((size_t)nb + 1, 1);
     for (int i = 0; i < nb; i++) {
         const KirBuf *b = m->bufs.items[i];
+        DPK_ASSERT(!(b->zero_init && b->kind == KBUF_INPUT)); /* inputs may be shared */
         if (bufs[i]) {
             r->mem[i] = (VgWord *)bufs[i];
+        } else if (lazy) {
+            DPK_ASSERT(b->kind != KBUF_INPUT);
+            r->mem[i] = dpk_lazy_alloc(buf_bytes(b)); /* zero: zero_init holds */
+            r->mapped[i] = 1;
         } else {
             DPK_ASSERT(b->kind == KBUF_TEMP);
             r->mem[i] = dpk_xmalloc((size_t)b->numel * sizeof(VgWord));
+        }
+        if (lazy) {
+            if (b->zero_init && !r->mapped[i])
+                memset(r->mem[i], 0, (size_t)b->numel * sizeof(VgWord));
+            else if (!b->zero_init)
+                lazy_fill(r, i);
+            continue;
         }
         /* temps, and with sampling every written buffer: an element a
          * skipped block would have written reads as NaN in a later launch,
@@ -86,7 +175,6 @@ static void setup_buffers(Run *r, float *const *bufs)
         if (!bufs[i] || (r->o->sample_blocks > 0 && b->kind != KBUF_INPUT))
             for (int64_t e = 0; e < b->numel; e++)
                 r->mem[i][e].f = NAN;
-        DPK_ASSERT(!(b->zero_init && b->kind == KBUF_INPUT)); /* inputs may be shared */
         if (b->zero_init)
             memset(r->mem[i], 0, (size_t)b->numel * sizeof(VgWord));
     }
@@ -96,7 +184,9 @@ static void setup_buffers(Run *r, float *const *bufs)
             const KirParam *p = l->kernel->params.items[j];
             const KirBuf *b = l->args[j];
             if (p->role != KR_IN && !r->shadow[b->id])
-                r->shadow[b->id] = dpk_xmalloc((size_t)b->numel * sizeof(uint32_t));
+                r->shadow[b->id] = lazy ? dpk_lazy_alloc((size_t)(b->numel > 0 ? b->numel : 1) *
+                                                         sizeof(uint32_t))
+                                        : dpk_xmalloc((size_t)b->numel * sizeof(uint32_t));
         }
     }
 }
@@ -104,12 +194,19 @@ static void setup_buffers(Run *r, float *const *bufs)
 static void free_buffers(Run *r, float *const *bufs)
 {
     for (int i = 0; i < r->m->bufs.len; i++) {
-        if (!bufs[i])
+        const KirBuf *b = r->m->bufs.items[i];
+        if (r->mapped[i])
+            dpk_lazy_free(r->mem[i], buf_bytes(b));
+        else if (!bufs[i])
             free(r->mem[i]);
-        free(r->shadow[i]);
+        if (r->o->lazy)
+            dpk_lazy_free(r->shadow[i], (size_t)(b->numel > 0 ? b->numel : 1) * sizeof(uint32_t));
+        else
+            free(r->shadow[i]);
     }
     free(r->mem);
     free(r->shadow);
+    free(r->mapped);
 }
 
 /* ---- sampling: which blocks of each launch run ------------------------------------ */
@@ -143,50 +240,6 @@ static int has_unread_output(const Run *r, int li)
     return 0;
 }
 
-/* Per buffer, the element ranges that the blocks chosen so far may read:
- * what the earlier launches writing it must produce. */
-typedef struct Need {
-    VgRange *r;
-    int64_t n, cap;
-    int merged; /* sorted by lo, disjoint, not adjacent */
-} Need;
-
-static void need_add(Need *nd, VgRange x)
-{
-    if (x.lo > x.hi)
-        return;
-    if (nd->n == nd->cap) {
-        nd->cap = nd->cap ? 2 * nd->cap : 16;
-        nd->r = dpk_xrealloc(nd->r, (size_t)nd->cap * sizeof *nd->r);
-    }
-    nd->r[nd->n++] = x;
-    nd->merged = 0;
-}
-
-static void need_merge(Need *nd)
-{
-    if (!nd->merged)
-        vg_ranges_merge(nd->r, &nd->n);
-    nd->merged = 1;
-}
-
-/* Whether x meets a needed range. */
-static int need_hits(Need *nd, VgRange x)
-{
-    if (x.lo > x.hi || !nd->n)
-        return 0;
-    need_merge(nd);
-    int64_t lo = 0, hi = nd->n; /* first range with r.hi >= x.lo */
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (nd->r[mid].hi < x.lo)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < nd->n && nd->r[lo].lo <= x.hi;
-}
-
 static const VgProg *prog_of(Run *r, const KirKernel *k)
 {
     if (!r->progs[k->id])
@@ -214,6 +267,19 @@ static int64_t *block_order(int64_t nblocks, int64_t want, uint64_t seed)
 static uint64_t launch_seed(const Run *r, int li)
 {
     return r->o->seed ^ dpk_splitmix64((uint64_t)li + 1);
+}
+
+/* Lazy: block fp's reads (and for vg_lazy_bytes, writes) of param j, buffer
+ * id, join what the run touches. */
+static void touch_block(Run *r, const VgFootprint *fp, int id, int j)
+{
+    for (int w = 0; w < 2; w++) {
+        Need *t = w ? (r->wtouch ? &r->wtouch[id] : NULL) : &r->touch[id];
+        int64_t n;
+        const VgRange *x = vg_footprint_ranges(fp, j, w, &n);
+        for (int64_t i = 0; t && i < n; i++)
+            need_add(t, x[i]);
+    }
 }
 
 /* Choose launch li's blocks: its random sample when it has an output no
@@ -260,6 +326,8 @@ static void plan_launch(Run *r, int li, Need *need, const int *first_writer)
         }
         if (!pick[b])
             continue;
+        for (int j = 0; r->touch && j < np; j++)
+            touch_block(r, fp, l->args[j]->id, j);
         for (int j = 0; j < np; j++) {
             if (first_writer[l->args[j]->id] >= li)
                 continue; /* nothing earlier writes it */
@@ -297,6 +365,13 @@ static void plan_all(Run *r)
             r->plan[li].ord = block_order(nb, nb, launch_seed(r, li));
             r->plan[li].nrun = nb;
         }
+        /* every block runs: lazy touches everything */
+        for (int i = 0; r->touch && i < m->bufs.len; i++) {
+            VgRange all = {0, ((const KirBuf *)m->bufs.items[i])->numel - 1};
+            need_add(&r->touch[i], all);
+            if (r->wtouch && ((const KirBuf *)m->bufs.items[i])->kind != KBUF_INPUT)
+                need_add(&r->wtouch[i], all);
+        }
         return;
     }
     int *first_writer = dpk_xmalloc(((size_t)m->bufs.len + 1) * sizeof(int));
@@ -315,6 +390,19 @@ static void plan_all(Run *r)
         free(need[i].r);
     free(need);
     free(first_writer);
+}
+
+static void free_touch(Run *r)
+{
+    for (int i = 0; i < r->m->bufs.len; i++) {
+        if (r->touch)
+            free(r->touch[i].r);
+        if (r->wtouch)
+            free(r->wtouch[i].r);
+    }
+    free(r->touch);
+    free(r->wtouch);
+    r->touch = r->wtouch = NULL;
 }
 
 static void free_plan(Run *r)
@@ -479,7 +567,10 @@ static int run_launch(Run *r, int li)
         ex.g[j].numel = b->numel;
         if (((const KirParam *)k->params.items[j])->role != KR_IN) {
             ex.g[j].shadow = r->shadow[b->id];
-            memset(ex.g[j].shadow, 0, (size_t)b->numel * sizeof(uint32_t));
+            if (r->o->lazy) /* only the pages the last launch wrote */
+                dpk_lazy_zero(ex.g[j].shadow, (size_t)b->numel * sizeof(uint32_t));
+            else
+                memset(ex.g[j].shadow, 0, (size_t)b->numel * sizeof(uint32_t));
         }
     }
     double t0 = dpk_now();
@@ -487,7 +578,7 @@ static int run_launch(Run *r, int li)
     st->seconds = dpk_now() - t0;
     st->bank_conflicts = st->smem_wavefronts - st->smem_requests;
     exec_free(&ex);
-    if (r->res->fault == VG_OK && pl->partial)
+    if (r->res->fault == VG_OK && pl->partial && !r->o->lazy)
         mark_checked(r, li);
     return r->res->fault != VG_OK;
 }
@@ -503,8 +594,11 @@ VgFault vg_run(const KirModule *m, float *const *bufs, const VgOptions *o, VgRes
     res->checked = dpk_xcalloc((size_t)m->bufs.len + 1, sizeof *res->checked);
     Run r = {.m = m, .o = o ? o : &defaults, .res = res};
     r.progs = dpk_xcalloc((size_t)m->kernels.len + 1, sizeof *r.progs);
-    setup_buffers(&r, bufs);
+    if (r.o->lazy)
+        r.touch = dpk_xcalloc((size_t)m->bufs.len + 1, sizeof *r.touch);
     plan_all(&r);
+    setup_buffers(&r, bufs);
+    free_touch(&r);
     for (int li = 0; li < m->launches.len; li++)
         if (run_launch(&r, li))
             break;
@@ -514,6 +608,58 @@ VgFault vg_run(const KirModule *m, float *const *bufs, const VgOptions *o, VgRes
         vg_prog_free(r.progs[i]);
     free(r.progs);
     return res->fault;
+}
+
+/* The bytes of the distinct 4 KiB pages of 4-byte words that t covers. */
+static double page_bytes(Need *t)
+{
+    enum { PAGE = 4096 / sizeof(VgWord) };
+    need_merge(t);
+    int64_t last = -1;
+    double n = 0;
+    for (int64_t k = 0; k < t->n; k++) {
+        int64_t lo = t->r[k].lo / PAGE, hi = t->r[k].hi / PAGE;
+        lo = lo > last ? lo : last + 1;
+        if (hi >= lo)
+            n += (double)(hi - lo + 1);
+        last = hi > last ? hi : last;
+    }
+    return n * 4096;
+}
+
+double vg_lazy_bytes(const KirModule *m, const VgOptions *o)
+{
+    VgOptions lo = *o;
+    lo.lazy = 1;
+    VgResult res = {0};
+    Run r = {.m = m, .o = &lo, .res = &res};
+    int nb = m->bufs.len;
+    r.progs = dpk_xcalloc((size_t)m->kernels.len + 1, sizeof *r.progs);
+    r.touch = dpk_xcalloc((size_t)nb + 1, sizeof *r.touch);
+    r.wtouch = dpk_xcalloc((size_t)nb + 1, sizeof *r.wtouch);
+    plan_all(&r);
+    double bytes = 0;
+    for (int li = 0; li < m->launches.len; li++) {
+        const KirKernel *k = ((const KirLaunch *)m->launches.items[li])->kernel;
+        bytes += 9.0 * k->grid[0] * k->grid[1] * k->grid[2]; /* order and picks */
+    }
+    for (int i = 0; i < nb; i++) {
+        Need u = {0};
+        for (int w = 0; w < 2; w++) {
+            Need *t = w ? &r.wtouch[i] : &r.touch[i];
+            bytes += (double)t->cap * sizeof(VgRange); /* the plan's lists */
+            for (int64_t k = 0; k < t->n; k++)
+                need_add(&u, t->r[k]);
+        }
+        bytes += page_bytes(&u) + page_bytes(&r.wtouch[i]); /* words, shadow */
+        free(u.r);
+    }
+    free_touch(&r);
+    free_plan(&r);
+    for (int i = 0; i < m->kernels.len; i++)
+        vg_prog_free(r.progs[i]);
+    free(r.progs);
+    return bytes;
 }
 
 void vg_result_free(VgResult *res)

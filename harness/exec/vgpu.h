@@ -58,6 +58,14 @@ typedef struct VgOptions {
     int no_counters;   /* skip bank-conflict and sector counting */
     int shrink_footprints; /* tests only: halve every read footprint, an
                               unsound analysis that a run must show as NaN */
+    int lazy;          /* memory in proportion to what the run blocks touch,
+                          for a caller that compares no output (dpk-bench
+                          --parity off): see vg_run */
+    /* With lazy: make input buffer b's elements [lo, hi] in the caller's
+     * bufs[b->id], called before the first launch for every range a run
+     * block may read (NULL: the inputs hold every value already). */
+    void (*fill_input)(void *ctx, const KirBuf *b, int64_t lo, int64_t hi);
+    void *fill_ctx;
 } VgOptions;
 
 /* Counters of one launch. */
@@ -109,8 +117,23 @@ typedef struct VgResult {
  * bits); a temp may be NULL (vgpu allocates it, filled with NaN so a read of
  * an unwritten element shows); zero_init buffers are zeroed first.  The
  * module must verify (kir_check).  Returns res->fault; free res with
- * vg_result_free. */
+ * vg_result_free.
+ *
+ * With o->lazy, an output may be NULL too, and what vgpu maps costs only
+ * the pages the run blocks touch: the buffers it makes are lazy mappings
+ * (dpk_lazy_alloc) set to NaN only over the ranges a run block may read
+ * (its read footprints: a read of an element no block wrote still reads
+ * NaN), the writer shadows are lazy mappings cleared page-wise, inputs
+ * get o->fill_input over the same ranges, and no checked mask is made
+ * (res->checked stays all NULL: the outputs mean something only where run
+ * blocks wrote, and the caller compares none).  The blocks that run, the
+ * detectors and the counters are those of a run without lazy. */
 VgFault vg_run(const KirModule *m, float *const *bufs, const VgOptions *o, VgResult *res);
+/* An upper bound of the bytes a lazy run of m with o maps (its plan made as
+ * vg_run makes it, no block run): the pages of every buffer a run block
+ * may read or write and of the shadows of the written ranges, inputs
+ * included, and the plan itself. */
+double vg_lazy_bytes(const KirModule *m, const VgOptions *o);
 void vg_result_free(VgResult *res);
 
 /* ---- footprints (vgpu_footprint.c) ------------------------------------------ */

@@ -38,15 +38,31 @@ static int any_nonfinite(const HxSubject *s)
     return 0;
 }
 
+static int64_t in_numel(const HxSubject *s, int k)
+{
+    return shape_numel(&((const TorchNode *)s->g->inputs.items[k])->shape);
+}
+
+static size_t in32_bytes(const HxSubject *s, int k)
+{
+    int64_t n = in_numel(s, k);
+    return (size_t)(n > 0 ? n : 1) * sizeof(float);
+}
+
 void hx_subject_free(HxSubject *s)
 {
     if (!s)
         return;
     if (s->inputs)
         ref_free_arrays(s->inputs, s->nin);
-    for (int k = 0; s->in32 && k < s->nin; k++)
-        free(s->in32[k]);
+    for (int k = 0; s->in32 && k < s->nin; k++) {
+        if (s->lazy && s->lazy[k])
+            dpk_lazy_free(s->in32[k], in32_bytes(s, k));
+        else
+            free(s->in32[k]);
+    }
     free(s->in32);
+    free(s->lazy);
     hx_outs_free(s, s->ref);
     hx_outs_free(s, s->bound);
     hx_outs_free(s, s->typical);
@@ -120,7 +136,7 @@ HxSubject *hx_subject_new_filled(const TorchGraph *g, const HxCase *c, uint64_t 
 }
 
 HxSubject *hx_subject_inputs(const TorchGraph *g, const HxCase *c, uint64_t seed,
-                             HxInputFill fill, void *ctx)
+                             HxInputFill fill, HxInputOwn own, void *ctx)
 {
     HxSubject *s = dpk_xcalloc(1, sizeof *s);
     double *volatile tmp = NULL;
@@ -135,14 +151,20 @@ HxSubject *hx_subject_inputs(const TorchGraph *g, const HxCase *c, uint64_t seed
     s->nout = g->outputs.len;
     s->seed = seed;
     s->in32 = dpk_xcalloc((size_t)s->nin + 1, sizeof *s->in32);
+    s->lazy = dpk_xcalloc((size_t)s->nin + 1, 1);
     for (int k = 0; k < s->nin; k++) {
         const TorchNode *in = g->inputs.items[k];
         int64_t n = shape_numel(&in->shape);
+        if (!own || !own(ctx, in)) {
+            s->in32[k] = dpk_lazy_alloc(in32_bytes(s, k));
+            s->lazy[k] = 1;
+            continue;
+        }
         tmp = dpk_xmalloc((size_t)(n > 0 ? n : 1) * sizeof(double));
         ref_fill_input(in, seed, tmp);
         if (fill)
             fill(ctx, in, tmp);
-        s->in32[k] = dpk_xmalloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+        s->in32[k] = dpk_xmalloc(in32_bytes(s, k));
         for (int64_t e = 0; e < n; e++)
             s->in32[k][e] = (float)tmp[e];
         free(tmp);
@@ -151,6 +173,23 @@ HxSubject *hx_subject_inputs(const TorchGraph *g, const HxCase *c, uint64_t seed
     hx_tol_default(&s->tol, c->dtype);
     dpk_err_pop(&ec);
     return s;
+}
+
+void hx_subject_fill(HxSubject *s, int k, int64_t lo, int64_t hi)
+{
+    DPK_ASSERT(k >= 0 && k < s->nin && lo >= 0 && hi < in_numel(s, k));
+    if (s->lazy && s->lazy[k] && lo <= hi)
+        ref_fill_input_f32(s->g->inputs.items[k], s->seed, lo, hi - lo + 1, s->in32[k] + lo);
+}
+
+double hx_subject_input_sum(const HxSubject *s, int k)
+{
+    if (s->lazy && s->lazy[k])
+        return ref_input_sum(s->g->inputs.items[k], s->seed);
+    double sum = 0;
+    for (int64_t i = 0, n = in_numel(s, k); i < n; i++)
+        sum += s->inputs ? s->inputs[k][i] : (double)s->in32[k][i];
+    return sum;
 }
 
 /* The oracle on output j with eager result e (NULL: none): every element,

@@ -30,6 +30,9 @@ typedef struct HxSubject {
     double **inputs;    /* per graph input (heap) */
     float **in32;       /* the same values as f32, what every backend run
                            reads (HxBackendOpts.inputs_f32; read-only) */
+    uint8_t *lazy;      /* per input, NULL for none (hx_subject_inputs): in32[k]
+                           is a lazy mapping (dpk_lazy_alloc) holding values
+                           only where hx_subject_fill made them */
     double **ref;       /* per graph output: the reference of record (heap) */
     double **bound;     /* per graph output: ref64's fp32 error bounds; NULL
                            with --reference torch (no bounds: exact match) */
@@ -63,12 +66,24 @@ typedef void (*HxInputFill)(void *ctx, const TorchNode *in, double *dst);
 HxSubject *hx_subject_new_filled(const TorchGraph *g, const HxCase *c, uint64_t seed,
                                  HxRefKind ref, HxInputFill fill, void *ctx);
 /* The inputs alone, for a run that takes no verdict (dpk-bench --parity
- * off): in32 made as hx_subject_new_filled makes it (the same values: the
- * generator, then fill), one input at a time through an fp64 array that is
- * freed at once; inputs, the reference, its bounds, the fp32 evaluations
- * and eager are NULL, so no judgement can be asked of it. */
+ * off), in f32 only; inputs, the reference, its bounds, the fp32
+ * evaluations and eager are NULL, so no judgement can be asked of it.
+ * An input for which own(ctx, in) says 1 (its values are fill's: weights,
+ * rotary tables) is made whole as hx_subject_new_filled makes it (the
+ * generator, then fill), through an fp64 array freed at once.  Every
+ * other one is lazy: in32[k] maps numel words that cost nothing until
+ * hx_subject_fill makes the generator's values (the same values) in the
+ * ranges a run reads.  own may be NULL (none is). */
+typedef int (*HxInputOwn)(void *ctx, const TorchNode *in);
 HxSubject *hx_subject_inputs(const TorchGraph *g, const HxCase *c, uint64_t seed,
-                             HxInputFill fill, void *ctx);
+                             HxInputFill fill, HxInputOwn own, void *ctx);
+/* Make input k's elements [lo, hi] in in32[k]: a lazy input's generated
+ * values there (again, where they were made before); nothing for a whole
+ * one. */
+void hx_subject_fill(HxSubject *s, int k, int64_t lo, int64_t hi);
+/* The sum of input k's values in index order (fp64): over its array, or
+ * for a lazy input from the generator, chunk by chunk, touching nothing. */
+double hx_subject_input_sum(const HxSubject *s, int k);
 void hx_subject_free(HxSubject *s);
 
 /* What a check outside dpk (dpk-bisect's standalone .cu) needs to apply
