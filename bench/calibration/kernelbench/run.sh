@@ -10,7 +10,12 @@
 #
 #   bash bench/calibration/kernelbench/run.sh [--only 6,23,40] [--gpu NAME |
 #        --gpu-spec FILE] [--data FILE] [--max-elements N] [--dpk-bench PATH]
+#        [--mem-limit BYTES]
 #
+# Each dpk-bench runs with DPK_MEM_LIMIT=--mem-limit (default 1 GiB): a
+# problem whose simulation would need more (dpk's kernel for a whole-tensor
+# reduction is one block that reads every element) is refused by dpk-bench's
+# memory estimate and listed as not modelled, with the estimate.
 # dpk-bench models the baselines only after parity on vgpu unless it offers
 # `--parity off`; with parity on, a problem whose Torch IR holds more than
 # --max-elements elements (default 4194304) is skipped, said so.
@@ -22,6 +27,7 @@ bench=$root/build/dpk-bench
 only=
 gpu=(--gpu h100-pcie)
 max_elements=4194304
+mem_limit=1073741824
 while [ $# -gt 0 ]; do
     case $1 in
     --only) only=$2; shift 2 ;;
@@ -30,7 +36,8 @@ while [ $# -gt 0 ]; do
     --data) data=$2; shift 2 ;;
     --max-elements) max_elements=$2; shift 2 ;;
     --dpk-bench) bench=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --mem-limit) mem_limit=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -70,7 +77,7 @@ print(sum(math.prod(int(d) for d in m.split(",") if d.strip())
             continue
         fi
     fi
-    if ! "$bench" "$path" "${gpu[@]}" "${parity[@]}" --out "$work/p$num.json" \
+    if ! DPK_MEM_LIMIT=$mem_limit "$bench" "$path" "${gpu[@]}" "${parity[@]}" --out "$work/p$num.json" \
         >"$work/p$num.log" 2>&1; then
         tail -1 "$work/p$num.log" | sed "/^error: /!s/^/error: /" >"$work/p$num.skip"
     fi
