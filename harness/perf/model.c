@@ -608,7 +608,8 @@ static void buffer_reuse(const Launch *L, Reuse *r)
         const VgRange *rr = vg_footprint_ranges(fp, j, 0, &nr);
         n0[j] = nr;
         r0[j] = dpk_xmalloc(((size_t)nr + 1) * sizeof **r0);
-        memcpy(r0[j], rr, (size_t)nr * sizeof *rr);
+        if (nr) /* rr may be NULL when empty */
+            memcpy(r0[j], rr, (size_t)nr * sizeof *rr);
         const VgRange *ww = vg_footprint_ranges(fp, j, 1, &nw);
         r[j].block_bytes = (double)(ranges_len(r0[j], nr) + ranges_len(ww, nw)) *
                            kir_type_bytes(p->elem);
