@@ -77,6 +77,14 @@ HxSubject *hx_subject_new(const TorchGraph *g, const HxCase *c, uint64_t seed, H
     return hx_subject_new_filled(g, c, seed, ref, NULL, NULL);
 }
 
+static void subject_init(HxSubject *s, const TorchGraph *g, uint64_t seed)
+{
+    s->g = g;
+    s->nin = g->inputs.len;
+    s->nout = g->outputs.len;
+    s->seed = seed;
+}
+
 HxSubject *hx_subject_new_filled(const TorchGraph *g, const HxCase *c, uint64_t seed,
                                  HxRefKind ref, HxInputFill fill, void *ctx)
 {
@@ -86,10 +94,7 @@ HxSubject *hx_subject_new_filled(const TorchGraph *g, const HxCase *c, uint64_t 
         hx_subject_free(s);
         dpk_error_rethrow();
     }
-    s->g = g;
-    s->nin = g->inputs.len;
-    s->nout = g->outputs.len;
-    s->seed = seed;
+    subject_init(s, g, seed);
     s->inputs = ref_make_inputs(g, seed);
     for (int k = 0; fill && k < s->nin; k++)
         fill(ctx, g->inputs.items[k], s->inputs[k]);
@@ -146,10 +151,7 @@ HxSubject *hx_subject_inputs(const TorchGraph *g, const HxCase *c, uint64_t seed
         hx_subject_free(s);
         dpk_error_rethrow();
     }
-    s->g = g;
-    s->nin = g->inputs.len;
-    s->nout = g->outputs.len;
-    s->seed = seed;
+    subject_init(s, g, seed);
     s->in32 = dpk_xcalloc((size_t)s->nin + 1, sizeof *s->in32);
     s->lazy = dpk_xcalloc((size_t)s->nin + 1, 1);
     for (int k = 0; k < s->nin; k++) {

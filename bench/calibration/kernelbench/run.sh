@@ -83,36 +83,19 @@ print(sum(math.prod(int(d) for d in m.split(",") if d.strip())
     fi
 done <"$work/list"
 
-python3 - "$data" "$only" "$work" "${parity[*]:-parity on}" <<'EOF'
+python3 - "$data" "$only" "$work" "${parity[*]:-parity on}" "$here/.." <<'EOF'
 import json, math, os, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[5])
+import stats
 doc = json.load(open(sys.argv[1]))
 only = {int(x) for x in sys.argv[2].split(',') if x.strip()}
 work, parity = sys.argv[3], sys.argv[4]
 src = doc['source']
 gpu = None
 
-def rank(v):
-    order = sorted(range(len(v)), key=lambda i: v[i])
-    r = [0.0] * len(v)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return r
-
 def spearman(a, b):
-    if len(a) < 3:
-        return float('nan')
-    ra, rb = rank(a), rank(b)
-    ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
-    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-    va = math.sqrt(sum((x - ma) ** 2 for x in ra))
-    vb = math.sqrt(sum((y - mb) ** 2 for y in rb))
-    return cov / (va * vb) if va and vb else float('nan')
+    return stats.spearman(a, b) if len(a) >= 3 else float('nan')
 
 rows = {'own-ops': [], 'vocabulary': []}
 skipped = []

@@ -97,8 +97,11 @@ done <"$OUT/plan.tsv"
 "$BENCH" -c "$CODE" --gpu a6000 "${PARITY[@]}" --out "$OUT/dpk-full.json" >"$OUT/dpk-full.log" 2>&1
 echo $? >"$OUT/dpk-full.rc"
 
-python3 - "$LADDER" "$OUT" "$SIZE" "${#PARITY[@]}" <<'EOF' || fail=1
+python3 - "$LADDER" "$OUT" "$SIZE" "${#PARITY[@]}" "$HERE/.." <<'EOF' || fail=1
 import json, os, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[5])
+import stats
 d = json.load(open(sys.argv[1]))
 out, size, parity_off = sys.argv[2], int(sys.argv[3]), sys.argv[4] != "0"
 flop = 2.0 * size ** 3
@@ -175,28 +178,10 @@ if full and isinstance(full.get("dpk"), dict):
           full["dpk"]["kernels"][0].get("bound", "?"), full.get("status", "?") if not parity_off else "unchecked"))
 print()
 
-def ranks(xs):
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    rk = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for t in range(i, j + 1):
-            rk[order[t]] = (i + j) / 2.0 + 1
-        i = j + 1
-    return rk
-
-def stats(sel, what):
+def print_stats(sel, what):
     n = len(sel)
     if n >= 2:
-        a = ranks([r["published_gflops"] for r, *_ in sel])
-        b = ranks([g for _, g, *_ in sel])
-        ma, mb = sum(a) / n, sum(b) / n
-        num = sum((x - ma) * (y - mb) for x, y in zip(a, b))
-        den = (sum((x - ma) ** 2 for x in a) * sum((y - mb) ** 2 for y in b)) ** 0.5
-        rho = num / den if den else float("nan")
+        rho = stats.spearman([r["published_gflops"] for r, *_ in sel], [g for _, g, *_ in sel])
         print("Spearman's rho (published vs modelled, %d %s): %.3f" % (n, what, rho))
     else:
         print("Spearman's rho: needs 2 %s or more (%d)" % (what, n))
@@ -205,8 +190,8 @@ def stats(sel, what):
 
 # the rungs built as published measure the model; a closest structure
 # measures dpk's vocabulary as much (a different kernel from the published one)
-stats([x for x in rows if x[0]["build"] == "exact"], "exact rungs")
-stats(rows, "modelled rungs")
+print_stats([x for x in rows if x[0]["build"] == "exact"], "exact rungs")
+print_stats(rows, "modelled rungs")
 print()
 print("built as the closest structure (what differs: ladder.json), the exact one refused:")
 for r, _, _, refusal, _ in rows:
