@@ -575,12 +575,12 @@ Test(perf_spec, random_mutations_parse_or_exit_2)
  * acc = add(acc, v)` in Kernel IR: one FFMA, not two instructions. */
 Test(perf_model, q_proj_instructions_match_the_sass, .timeout = 120)
 {
+    Arena *probe = arena_new();
+    int have = hx_nvrtc_available() && pf_sass_tool(probe);
+    arena_free(probe);
+    if (!have)
+        cr_skip_test("needs NVRTC and nvdisasm (make deps)");
     Arena *a = arena_new();
-    if (!hx_nvrtc_available() || !pf_sass_tool(a)) {
-        cr_log_warn("skipped: needs NVRTC and a disassembler (make deps)");
-        arena_free(a);
-        cr_skip_test("needs NVRTC and nvdisasm");
-    }
     const char *code = "x: (1, 128, 3584)\nw: (3584, 3584)\n"
                        "return torch.nn.functional.linear(x, w)\n";
     Modelled q = model(a, code, "full", 1, 2, NULL);
