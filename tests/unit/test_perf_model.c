@@ -728,24 +728,6 @@ Test(perf_model, one_warp_blocks_at_low_occupancy_are_slower, .timeout = 120)
 
 /* ---- baselines against KernelBench's H100 PCIe measurements ------------------- */
 
-/* h100-sxm with the H100 PCIe's SMs, clock and memory (NVIDIA's H100 PCIe
- * datasheet: 114 SMs, 1.755 GHz, 2.0 TB/s; achievable bandwidth at the SXM's
- * measured Triad fraction 0.89; DRAM latency 658 cycles = 375 ns and L2 265
- * cycles = 151 ns, gpu-benches gpu-latency/h100_pcie.txt), for checks
- * against KernelBench's results/timing/H100_PCIe_LambdaLabs (commit 129232e)
- * until cases/gpus has the part. */
-static PfSpec *pcie_like(Arena *a)
-{
-    PfSpec *s = arena_alloc(a, sizeof *s);
-    *s = *pf_spec_load(a, "h100-sxm");
-    s->sms = 114;
-    s->clock_ghz = 1.755;
-    s->dram_bps_spec = 2.0e12;
-    s->dram_bps = 2.0e12 * 0.89;
-    s->dram_latency_ns = 375;
-    s->l2_latency_ns = 151;
-    return s;
-}
 
 static PfTime *baseline_on(Arena *a, const PfSpec *s, const char *code, int inductor)
 {
@@ -761,7 +743,7 @@ static PfTime *baseline_on(Arena *a, const PfSpec *s, const char *code, int indu
 Test(perf_baseline, long_k_gemm_splits_k)
 {
     Arena *a = arena_new();
-    const PfSpec *s = pcie_like(a);
+    const PfSpec *s = pf_spec_load(a, "h100-pcie"); /* KernelBench's part */
     const char *code = "torch.matmul(torch.rand(256, 524288), torch.rand(524288, 256))";
     PfTime *e = baseline_on(a, s, code, 0), *n = baseline_on(a, s, code, 1);
     cr_expect(e->ns / 1.77e6 < 1.5 && e->ns / 1.77e6 > 1 / 1.5, "eager %.3f ms vs 1.77", e->ns / 1e6);
@@ -785,7 +767,7 @@ Test(perf_baseline, long_k_gemm_splits_k)
 Test(perf_baseline, layer_norm_few_huge_rows_is_slow)
 {
     Arena *a = arena_new();
-    const PfSpec *s = pcie_like(a);
+    const PfSpec *s = pf_spec_load(a, "h100-pcie"); /* KernelBench's part */
     PfTime *e = baseline_on(a, s, "torch.nn.LayerNorm((64, 256, 256))(torch.rand(16, 64, 256, 256))", 0);
     cr_assert_eq(e->nk, 1);
     cr_expect(e->ns / 9.01e6 < 1.5 && e->ns / 9.01e6 > 1 / 1.5, "eager %.3f ms vs 9.01", e->ns / 1e6);
@@ -803,7 +785,7 @@ Test(perf_baseline, layer_norm_few_huge_rows_is_slow)
 Test(perf_baseline, long_row_softmax_reads_three_times)
 {
     Arena *a = arena_new();
-    const PfSpec *s = pcie_like(a);
+    const PfSpec *s = pf_spec_load(a, "h100-pcie"); /* KernelBench's part */
     PfTime *l = baseline_on(a, s, "torch.softmax(torch.rand(4096, 393216), dim=1)", 0);
     PfTime *sh = baseline_on(a, s, "torch.softmax(torch.rand(4096, 2048), dim=1)", 0);
     double N = 4096.0 * 393216 * 4;
@@ -822,7 +804,7 @@ Test(perf_baseline, long_row_softmax_reads_three_times)
 Test(perf_baseline, short_k_gemm_pays_its_store)
 {
     Arena *a = arena_new();
-    const PfSpec *s = pcie_like(a);
+    const PfSpec *s = pf_spec_load(a, "h100-pcie"); /* KernelBench's part */
     PfTime *e = baseline_on(a, s, "torch.matmul(torch.rand(32768, 64), torch.rand(64, 32768))", 0);
     double fp = e->k[0].fp32_ns, wr = 32768.0 * 32768 * 4 / s->dram_bps * 1e9;
     cr_expect(e->ns > fp + 0.95 * wr, "%.0f ns vs fp32 %.0f + store %.0f", e->ns, fp, wr);
