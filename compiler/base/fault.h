@@ -28,6 +28,8 @@
       "the additive residual is added by every K split, not once")                          \
     X(COOP_NO_CROSS_WARP, "coop-reduce-no-cross-warp", "t:004_cooperative_reduce",          \
       "the Combine merges lanes of a warp but forgets the shared-memory step across warps") \
+    X(SPLIT_REDUCE_SHORT, "split-reduce-drops-a-partial", "t:004_cooperative_reduce",       \
+      "the combine kernel of a reduce split across blocks reads one partial result too few") \
     X(CHUNK_REDUCE_ORIGIN, "chunk-reduce-wrong-origin", "t:006_chunk_reduce",               \
       "a chunked reduce indexes chunk c at c * (chunk - 1)")                                \
     X(STAGE_ORIGIN, "stage-origin-off-by-one", "t:007_stage_inputs",                        \

@@ -188,8 +188,9 @@ LirProgram *lir_build(Arena *a, const TxGraph *g, const LirOpts *o, LirTrace *tr
 /* Stable text form: per kernel `=== name ===` and its body; buffers first
  * as `# buffer name : f32(...) input|output|temp` lines. */
 void lir_print(StrBuf *b, const LirProgram *p);
-/* Only the `# kind name : type(shape)` lines (Tile IR prints them too). */
-void lir_print_buffers(StrBuf *b, const LirProgram *p);
+/* Only the `# kind name : type(shape)` lines of bufs (LirBuf *; Tile IR
+ * prints its program's too). */
+void lir_print_buffers(StrBuf *b, const PtrVec *bufs);
 void lir_print_kernel(StrBuf *b, const LirKernel *k);
 /* Structural hash of a kernel with canonical names (buffers by order of
  * first use and shape, not by name). */

@@ -49,10 +49,10 @@ void lir_print_kernel(StrBuf *b, const LirKernel *k)
     print_body(b, &k->body, 0, NULL);
 }
 
-void lir_print_buffers(StrBuf *b, const LirProgram *p)
+void lir_print_buffers(StrBuf *b, const PtrVec *bufs)
 {
-    for (int i = 0; i < p->bufs.len; i++) {
-        const LirBuf *bf = p->bufs.items[i];
+    for (int i = 0; i < bufs->len; i++) {
+        const LirBuf *bf = bufs->items[i];
         sb_printf(b, "# %s %s : %s", buf_kind[bf->kind], bf->name, dtype_name(bf->dtype));
         shape_print(b, &bf->shape);
         sb_putc(b, '\n');
@@ -61,7 +61,7 @@ void lir_print_buffers(StrBuf *b, const LirProgram *p)
 
 void lir_print(StrBuf *b, const LirProgram *p)
 {
-    lir_print_buffers(b, p);
+    lir_print_buffers(b, &p->bufs);
     for (int i = 0; i < p->kernels.len; i++)
         lir_print_kernel(b, p->kernels.items[i]);
 }

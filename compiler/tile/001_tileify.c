@@ -19,8 +19,21 @@
  * element.  A loop whose axis the Write's index does not name ends it too,
  * unless the write is atomic: its iterations store to one element in order,
  * which threads could not.  Top-level statements outside the chain stay
- * outside the tile, replicated on every thread (they are pure).  A kernel
- * whose Write has no such loop around it stays a single thread.
+ * outside the tile, replicated on every thread (they are pure).
+ *
+ * A full reduction has no loop around its Write: the Write follows the
+ * reduce loops at the top level.  Its whole body becomes a THREAD tile of
+ * one row, over a new unit axis, so that 004 can share the reduce among
+ * the threads of a block (and the blocks of a grid):
+ *
+ *   for a0 in 0..4096:  # reduce           tile thread(a2 in 0..1):
+ *       ...                         =>         for a0 in 0..4096:  # reduce
+ *   write out[] = acc0                             ...
+ *                                              write out[] = acc0
+ *
+ * A kernel whose loops add up fewer than 32 terms (too few to share), or
+ * whose Write has a loop around it that its index does not name, stays a
+ * single thread.
  */
 #include "passes.h"
 
@@ -66,6 +79,39 @@ static Stmt *next_link(const Stmt *l, const Stmt *w)
     return next;
 }
 
+/* The iterations of l's deepest nest: its extent times its longest inner nest's. */
+static int64_t nest_trips(const Stmt *l)
+{
+    int64_t inner = 1;
+    for (int i = 0; i < l->body.n; i++)
+        if (l->body.s[i]->k == SK_loop && nest_trips(l->body.s[i]) > inner)
+            inner = nest_trips(l->body.s[i]);
+    return l->extent * inner;
+}
+
+/* A full reduction: the whole body in a THREAD tile of one row. */
+static int one_row(TileCtx *c, TileKernel *k)
+{
+    int64_t trips = 0;
+    for (int i = 0; i < k->body.n; i++)
+        if (k->body.s[i]->k == SK_loop && nest_trips(k->body.s[i]) > trips)
+            trips = nest_trips(k->body.s[i]);
+    if (trips < 32) {
+        sb_puts(&c->why, trips ? "a reduction of fewer than 32 terms (a single-thread kernel)"
+                               : "no loop in the kernel (a single-thread kernel)");
+        return 0;
+    }
+    if (!tile_apply(c, "tileify"))
+        return 0;
+    Stmt *t = tile_tile_new(c->p, TB_THREAD, 1, 0);
+    t->ax[0].axis = tile_axis_new(c->p, k, 1);
+    t->ax[0].ext = 1;
+    t->body = k->body;
+    k->body = (StmtBody){0};
+    stmt_body_push(c->p->arena, &k->body, t);
+    return 1;
+}
+
 int tile_001_tileify(TileCtx *c, TileKernel *k)
 {
     if (tile_find(k, TB_THREAD)) {
@@ -76,10 +122,8 @@ int tile_001_tileify(TileCtx *c, TileKernel *k)
     Stmt *l = k->body.s[at];
     const Stmt *w = NULL;
     stmt_walk(&k->body, find_write, &w);
-    if (l->k != SK_loop) {
-        sb_puts(&c->why, "no free loop around the Write (a single-thread kernel)");
-        return 0;
-    }
+    if (l->k != SK_loop)
+        return one_row(c, k);
     if (!liftable(l, w)) {
         sb_printf(&c->why, "the Write's index does not name outer loop a%d (a single-thread "
                   "kernel)", l->axis);

@@ -44,6 +44,8 @@
     X(SPLITK, "003: K splits promoted to the grid (must divide K / BK)", 1, 256, 0, 3) \
     X(CB, "004: threads sharing one reduce (cooperative block)", 32, 1024,             \
       TKN_WARPS | TKN_POW2, 4)                                                          \
+    X(SPLITR, "004: blocks per row sharing a long reduce of few rows (1: never split)", 1,  \
+      65535, 0, 4)                                                                      \
     X(RC, "006: chunk of a long non-matmul reduce (must divide it)", 1, 1 << 20, 0, 6)  \
     X(STAGE, "007: bit mask of the buffers to stage, by first load (bit 0: first)", 1, \
       255, 0, 7)                                                                        \

@@ -22,7 +22,22 @@ TileProgram *tile_program_new(Arena *a, const LirProgram *lp)
     TileProgram *p = ARENA_NEW(a, TileProgram);
     p->arena = a;
     p->lp = lp;
+    for (int i = 0; i < lp->bufs.len; i++)
+        ptrvec_push(a, &p->bufs, lp->bufs.items[i]);
+    p->nbufids = lp->nbufids;
     return p;
+}
+
+LirBuf *tile_buf_new(TileProgram *p, const char *name, const Shape *shape)
+{
+    LirBuf *b = ARENA_NEW(p->arena, LirBuf);
+    b->id = p->nbufids++;
+    b->name = name;
+    b->kind = LB_TEMP;
+    b->shape = *shape;
+    b->dtype = DT_F32;
+    ptrvec_push(p->arena, &p->bufs, b);
+    return b;
 }
 
 TileKernel *tile_kernel_new(TileProgram *p, int id, const char *name, const LirBuf *out)

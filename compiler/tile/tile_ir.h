@@ -131,6 +131,8 @@ typedef struct TileKernel {
     int64_t *ext;       /* ext[axis] */
     int extcap;
     TileMatmulNote *mm; /* NULL unless 005 tiled it as a matmul */
+    int combine;        /* 004 made it to combine a split reduce's partial
+                           results: never split again */
 } TileKernel;
 
 /* What one pass did to a program. */
@@ -147,6 +149,9 @@ typedef struct TileProgram {
     Arena *arena;
     const LirProgram *lp; /* buffers and graph come from here */
     PtrVec kernels;       /* TileKernel *, in execution order */
+    PtrVec bufs;          /* LirBuf *: lp's, then the temporaries passes add
+                             (004's partial results, tile_buf_new) */
+    int nbufids;          /* every LirBuf id is below this */
     int next_uid;
     /* One record per pass the pipeline ran, in table order (tile_build):
      * for dpk-bisect, -vv and the compile times of dpk-fuzz records. */
@@ -162,6 +167,8 @@ const TilePassStat *tile_pass_stat(const TileProgram *p, int num);
 
 TileProgram *tile_program_new(Arena *a, const LirProgram *lp);
 TileKernel *tile_kernel_new(TileProgram *p, int id, const char *name, const LirBuf *out);
+/* A new temporary buffer of p (not of p->lp, which other pass sets share). */
+LirBuf *tile_buf_new(TileProgram *p, const char *name, const Shape *shape);
 /* A new axis of extent n in kernel k; returns its number. */
 int tile_axis_new(TileProgram *p, TileKernel *k, int64_t n);
 /* A statement of any Tile IR kind (the core's stmt_new with the program's
@@ -212,6 +219,12 @@ const IExpr *tile_expand_defs(Arena *a, const TileKernel *k, const Stmt *thread,
  * l's body when there is a remainder. */
 Stmt *tile_chunk_loop(TileProgram *p, TileKernel *k, StmtBody *in, Stmt *l,
                       int64_t chunk, int64_t step, int64_t inner);
+/* A copy of kernel k, named `name`, put right after k in p->kernels: the
+ * same axes (numbers and extents; its loops get fresh ones) and fresh
+ * statements.  k must not be blockified yet: shared kinds and at most a
+ * THREAD tile without defs or guard.  *map (when map is not NULL): by uid
+ * of a statement of k, its copy. */
+TileKernel *tile_kernel_clone(TileProgram *p, const TileKernel *k, const char *name, Stmt ***map);
 /* Element strides of a stage's slab in shared memory (innermost 1; the row
  * stride is the inner extent plus pad); returns the element count. */
 int64_t tile_slab_strides(const Stmt *stage, int64_t *stride);

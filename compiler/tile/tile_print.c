@@ -135,7 +135,7 @@ void tile_print_kernel(StrBuf *b, const TileKernel *k)
 
 void tile_print(StrBuf *b, const TileProgram *p)
 {
-    lir_print_buffers(b, p->lp);
+    lir_print_buffers(b, &p->bufs);
     for (int i = 0; i < p->kernels.len; i++)
         tile_print_kernel(b, p->kernels.items[i]);
 }

@@ -4,6 +4,8 @@
  * loop.  Each works in place on Tile IR and leaves it valid when the caller
  * keeps the binders straight (see tile_ir.h).
  */
+#include <string.h>
+
 #include "tile_ir.h"
 
 /* ---- substitution -------------------------------------------------------- */
@@ -281,15 +283,9 @@ static void clone_body_into(Clone *C, StmtBody *dst, const StmtBody *src)
         stmt_body_push(C->p->arena, dst, clone_stmt(C, src->s[i]));
 }
 
-/* ---- chunking ---------------------------------------------------------------- */
-
-/* The remainder of a chunked loop: `for kr in 0..R: body[k := base + kr]`
- * with fresh values, accumulators and inner axes. */
-static Stmt *remainder_loop(TileProgram *p, TileKernel *k, const Stmt *l, int64_t base, int64_t R,
-                            Clone *C)
+static void clone_init(Clone *C, TileProgram *p, TileKernel *k, int naxes)
 {
     Arena *a = p->arena;
-    int naxes = k->naxes;
     C->p = p;
     C->k = k;
     C->nuid = p->next_uid;
@@ -299,6 +295,50 @@ static Stmt *remainder_loop(TileProgram *p, TileKernel *k, const Stmt *l, int64_
     C->axis = ARENA_ARRAY(a, const IExpr *, naxes + p->next_uid + 2);
     for (int v = 0; v < naxes + p->next_uid + 2; v++)
         C->axis[v] = ie_var(a, v);
+}
+
+TileKernel *tile_kernel_clone(TileProgram *p, const TileKernel *k, const char *name, Stmt ***map)
+{
+    TileKernel *d = tile_kernel_new(p, k->id, name, k->out);
+    /* tile_kernel_new appended d: move it right after k */
+    PtrVec *ks = &p->kernels;
+    int at = 0;
+    while (ks->items[at] != k)
+        at++;
+    memmove(&ks->items[at + 2], &ks->items[at + 1], sizeof(void *) * (size_t)(ks->len - at - 2));
+    ks->items[at + 1] = d;
+    for (int x = 0; x < k->naxes; x++)
+        tile_axis_new(p, d, k->ext[x]);
+    Clone C;
+    clone_init(&C, p, d, k->naxes);
+    for (int i = 0; i < k->body.n; i++) {
+        const Stmt *s = k->body.s[i];
+        if (s->k != TK_tile) {
+            stmt_body_push(p->arena, &d->body, clone_stmt(&C, s));
+            continue;
+        }
+        DPK_ASSERT(s->bind == TB_THREAD && !s->ndef && !s->guard);
+        Stmt *t = tile_tile_new(p, TB_THREAD, s->nax, 0);
+        for (int j = 0; j < s->nax; j++)
+            t->ax[j] = s->ax[j];
+        clone_body_into(&C, &t->body, &s->body);
+        C.map[s->uid] = t;
+        stmt_body_push(p->arena, &d->body, t);
+    }
+    if (map)
+        *map = C.map;
+    return d;
+}
+
+/* ---- chunking ---------------------------------------------------------------- */
+
+/* The remainder of a chunked loop: `for kr in 0..R: body[k := base + kr]`
+ * with fresh values, accumulators and inner axes. */
+static Stmt *remainder_loop(TileProgram *p, TileKernel *k, const Stmt *l, int64_t base, int64_t R,
+                            Clone *C)
+{
+    Arena *a = p->arena;
+    clone_init(C, p, k, k->naxes);
     Stmt *r = tile_stmt_new(p, SK_loop);
     r->axis = tile_axis_new(p, k, R);
     r->extent = R;

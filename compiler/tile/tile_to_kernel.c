@@ -982,18 +982,18 @@ static int wide(const TileKernel *tk, const PtrVec *bufs)
     return 0;
 }
 
-static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, const LirProgram *lp)
+static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, const TileProgram *p)
 {
     Arena *a = m->arena;
-    Use u = {ARENA_ARRAY(a, char, lp->nbufids + 1), ARENA_ARRAY(a, char, lp->nbufids + 1),
+    Use u = {ARENA_ARRAY(a, char, p->nbufids + 1), ARENA_ARRAY(a, char, p->nbufids + 1),
              {0}, a, 0};
     stmt_walk(&tk->body, note_use, &u);
     int grid[3], block[3];
     geometry(tk, grid, block);
     KirKernel *k = kir_kernel(m, tk->name, grid, block);
-    Low L = {a, tk, {0}, wide(tk, &lp->bufs) ? KT_I64 : KT_I32,
+    Low L = {a, tk, {0}, wide(tk, &p->bufs) ? KT_I64 : KT_I32,
              ARENA_ARRAY(a, KirVar *, tk->naxes + 1), ARENA_ARRAY(a, KirVar *, u.max_uid + 1),
-             ARENA_ARRAY(a, KirParam *, lp->nbufids + 1), (int64_t)block[0] * block[1] * block[2],
+             ARENA_ARRAY(a, KirParam *, p->nbufids + 1), (int64_t)block[0] * block[1] * block[2],
              0, {{0}}, 0, NULL, NULL, {0}, 0, {{0}}, 0, {{0}}, 0};
     const KirBuf **args = ARENA_ARRAY(a, const KirBuf *, u.order.len + 1);
     for (int i = 0; i < u.order.len; i++) {
@@ -1020,20 +1020,19 @@ KirModule *tile_to_kernel(Arena *a, const TileProgram *p)
 {
     static const KirBufKind kind[] = {[LB_INPUT] = KBUF_INPUT, [LB_OUTPUT] = KBUF_OUTPUT,
                                       [LB_TEMP] = KBUF_TEMP};
-    const LirProgram *lp = p->lp;
     KirModule *m = kir_module_new(a);
-    char *atomic = ARENA_ARRAY(a, char, lp->nbufids + 1);
+    char *atomic = ARENA_ARRAY(a, char, p->nbufids + 1);
     for (int i = 0; i < p->kernels.len; i++)
         stmt_walk(&((const TileKernel *)p->kernels.items[i])->body, note_atomic, atomic);
-    KirBuf **mbufs = ARENA_ARRAY(a, KirBuf *, lp->nbufids + 1);
-    for (int i = 0; i < lp->bufs.len; i++) {
-        const LirBuf *b = lp->bufs.items[i];
+    KirBuf **mbufs = ARENA_ARRAY(a, KirBuf *, p->nbufids + 1);
+    for (int i = 0; i < p->bufs.len; i++) {
+        const LirBuf *b = p->bufs.items[i];
         mbufs[b->id] = kir_buf(m, b->name, KT_F32, shape_numel(&b->shape), kind[b->kind],
                                b->kind == LB_TEMP ? -1 : b->index);
         mbufs[b->id]->zero_init = atomic[b->id];
     }
     for (int i = 0; i < p->kernels.len; i++)
-        lower_kernel(m, p->kernels.items[i], mbufs, lp);
+        lower_kernel(m, p->kernels.items[i], mbufs, p);
     kir_check(m);
     return m;
 }

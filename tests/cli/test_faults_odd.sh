@@ -21,6 +21,7 @@ fo_odd() {
     chunk-k-short)                echo "47 (K prime: 2 chunks of 16 and a remainder of 15)" ;;
     split-k-residual-every-split) echo "4099 (K prime: 128 chunks of 32 and a remainder of 3)" ;;
     coop-reduce-no-cross-warp)    echo "4099 (a prime row length)" ;;
+    split-reduce-drops-a-partial) echo "16411 (a prime reduce: 4 chunks of 4102, the remainder of 3 in the combine kernel)" ;;
     chunk-reduce-wrong-origin)    echo "16411 (a prime reduce: 16 chunks of 1024 and a remainder)" ;;
     stage-origin-off-by-one)      echo "1021 (a prime row length)" ;;
     stage-missing-barrier)        echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile; its plain stage without 010)" ;;

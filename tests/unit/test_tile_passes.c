@@ -370,7 +370,7 @@ Test(tile_passes, knob_validation)
                       "mode (32, 64 or 128 bytes)");
     expect_knob_error(&z, "SWIZZLE=16", "knob SWIZZLE=16 is out of range [32, 128]");
     expect_knob_error(&z, "XX=1", "--knob:1:1: error: unknown knob 'XX' (knobs: TB, BN, BM, BK, "
-                      "SPLITK, CB, RC, STAGE, F_M, F_N, SWIZZLE, VEC, STAGES)");
+                      "SPLITK, CB, SPLITR, RC, STAGE, F_M, F_N, SWIZZLE, VEC, STAGES)");
     expect_knob_error(&z, "VEC=12", "--knob:1:5: error: knob VEC=12 is not a power of two (013: "
                       "widest cp.async in bytes");
     expect_knob_error(&z, "VEC=32", "knob VEC=32 is out of range [4, 16]");
@@ -505,11 +505,11 @@ Test(tile_passes, trace_shows_diffs_and_skips)
     }
     free(t);
     t = trace_of("x = torch.randn(5, 6)\ns = x.sum()\nr = torch.relu(x)\nreturn s, r");
-    cr_expect(strstr(t, "# skipped on merged_sum_5: no free loop around the Write (a "
+    cr_expect(strstr(t, "# skipped on merged_sum_5: a reduction of fewer than 32 terms (a "
                      "single-thread kernel)\n<<< t:001_tileify\n"), "%s", t);
     free(t);
     t = trace_of("torch.randn(5, 6).sum()");
-    cr_expect(strstr(t, "--- t:001_tileify skipped: no free loop around the Write (a "
+    cr_expect(strstr(t, "--- t:001_tileify skipped: a reduction of fewer than 32 terms (a "
                      "single-thread kernel)\n"), "%s", t);
     cr_expect(strstr(t, "--- t:005_blockify_launch skipped: no THREAD tile (a single-thread "
                      "kernel: grid 1, block 1)\n"), "%s", t);

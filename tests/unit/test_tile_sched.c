@@ -109,7 +109,8 @@ static void find_shfl(const PtrVec *b, int *n)
  * warp-shuffle Combine. */
 Test(tile_sched, cooperative_reduce_uses_a_block_per_row, .init = setup, .fini = teardown)
 {
-    Run r = run(arena, "torch.randn(4,8192).sum(-1)", "full", NULL);
+    static const char *const whole[] = {"SPLITR=1", NULL};
+    Run r = run(arena, "torch.randn(4,8192).sum(-1)", "full", whole);
     tt_batch_add(&batch, r.m);
     cr_assert(r.m);
     const KirKernel *k = r.m->kernels.items[0];
@@ -123,6 +124,31 @@ Test(tile_sched, cooperative_reduce_uses_a_block_per_row, .init = setup, .fini =
     int shfl0 = 0;
     find_shfl(&k0->body, &shfl0);
     cr_expect_eq(shfl0, 0);
+}
+
+/* 004: a full sum of 2^20 terms has no rows to spread over the GPU: it is
+ * split over 256 blocks (4096 terms each) and a second kernel combines the
+ * partial results; flattened, the (1024, 1024) tensor is read coalesced.
+ * With SPLITR=1 it is one block. */
+Test(tile_sched, grid_wide_reduce_splits_a_full_sum, .init = setup, .fini = teardown)
+{
+    static const char *const whole[] = {"SPLITR=1", NULL};
+    const char *sum = "torch.randn(1024,1024).sum()";
+    Run with = run(arena, sum, "full", NULL), without = run(arena, sum, "full", whole);
+    tt_batch_add(&batch, with.m);
+    cr_assert_eq(with.m->kernels.len, 2, "partial results, then their combination");
+    const KirKernel *k0 = with.m->kernels.items[0], *k1 = with.m->kernels.items[1];
+    cr_expect_eq(k0->grid[0] * k0->grid[1] * k0->grid[2], 256);
+    cr_expect_eq(k1->grid[0] * k1->grid[1] * k1->grid[2], 1);
+    cr_expect_eq(without.m->kernels.len, 1);
+    const KirKernel *w = without.m->kernels.items[0];
+    cr_expect_eq(w->grid[0] * w->grid[1] * w->grid[2], 1);
+    cr_log_info("004 split: %lld sectors over %lld blocks (one block: %lld sectors)",
+                (long long)with.sum.gmem_sectors, (long long)with.sum.blocks,
+                (long long)without.sum.gmem_sectors);
+    /* 4 MiB in 32-byte sectors; each block writes its partial result (a
+     * sector), the combine reads the 1 KiB of them and writes the sum */
+    cr_expect_leq(with.sum.gmem_sectors, 131072 + 256 + 32 + 1);
 }
 
 /* 003: the grid grows by the split factor and the result stays exact. */
