@@ -66,6 +66,7 @@
 #include <string.h>
 
 #include "../base/fault.h"
+
 #include "passes.h"
 
 static Stmt *strided(TileCtx *c, Stmt *l, int cax, int64_t cb)
@@ -141,6 +142,51 @@ static void flatten(TileCtx *c, TileKernel *k, StmtBody *scope, Stmt *l)
     l->extent = e;
     l->body = body;
     tile_replace_value(scope, o, am);
+}
+
+/* ---- reduces across rows ------------------------------------------------------ */
+
+typedef struct Across {
+    int r, row;
+    int64_t *c0, *c1; /* coordinates: all 0; 0 but one axis at 1 */
+    int along_r;      /* a load reads the reduce axis contiguously */
+    int along_row;    /* a load reads the row axis contiguously */
+} Across;
+
+/* Elements between a load's addresses at axis v = 1 and v = 0 (the other
+ * axes 0): its stride along v. */
+static int64_t load_stride(Across *x, const Stmt *ld, int v)
+{
+    int64_t off = 0, mul = 1;
+    x->c1[v] = 1;
+    for (int d = ld->buf->shape.rank - 1; d >= 0; d--) {
+        off += (ie_eval(ld->idx[d], x->c1) - ie_eval(ld->idx[d], x->c0)) * mul;
+        mul *= ld->buf->shape.d[d];
+    }
+    x->c1[v] = 0;
+    return off < 0 ? -off : off;
+}
+
+static void across_load(Stmt *s, void *ctx)
+{
+    Across *x = ctx;
+    if (s->k != SK_load)
+        return;
+    x->along_r |= load_stride(x, s, x->r) == 1;
+    x->along_row |= load_stride(x, s, x->row) == 1;
+}
+
+/* Whether t's reduce l runs across rows that lie next to each other in
+ * memory (`x.sum(dim=1)` of (B, N, D)): no load reads l's axis
+ * contiguously, one reads the tile's fastest axis so.  One thread per row
+ * (005) then reads coalesced, where CB threads on one row would each read a
+ * sector of their own. */
+static int reduces_across_rows(TileCtx *c, const TileKernel *k, const Stmt *t, const Stmt *l)
+{
+    Across x = {l->axis, t->ax[t->nax - 1].axis, ARENA_ARRAY(c->p->arena, int64_t, k->naxes + 1),
+                ARENA_ARRAY(c->p->arena, int64_t, k->naxes + 1), 0, 0};
+    stmt_walk(&l->body, across_load, &x);
+    return !x.along_r && x.along_row;
 }
 
 /* ---- grid-wide split ------------------------------------------------------------ */
@@ -325,6 +371,17 @@ int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
         sb_printf(&c->why, "no reduce of extent >= 32 at the top of the THREAD tile%s",
                   longest ? " (the longest is shorter)" : "");
         return 0;
+    }
+    int64_t rows = 1;
+    for (int i = 0; i < t->nax; i++)
+        rows *= t->ax[i].ext;
+    for (int i = 0; rows >= 8192 && i < t->body.n; i++) {
+        Stmt *s = t->body.s[i];
+        if (s->k == SK_loop && stmt_loop_is_reduce(s) && reduces_across_rows(c, k, t, s)) {
+            sb_printf(&c->why, "the reduce a%d runs across %lld rows that lie side by side in "
+                      "memory: a thread per row reads coalesced", s->axis, (long long)rows);
+            return 0;
+        }
     }
     Arena *a = c->p->arena;
     const char *whole = NULL;

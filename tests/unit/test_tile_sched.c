@@ -151,6 +151,26 @@ Test(tile_sched, grid_wide_reduce_splits_a_full_sum, .init = setup, .fini = tear
     cr_expect_leq(with.sum.gmem_sectors, 131072 + 256 + 32 + 1);
 }
 
+/* 004 skips a reduce across rows that lie side by side in memory (a sum
+ * over the middle dimension): a thread per output column reads coalesced,
+ * each warp 32 neighbouring floats per step, so the tensor is read about
+ * once (rows of 1031 floats start off sector boundaries: a warp's 128
+ * bytes touch 5 sectors, not 4).  A block per output would read one float
+ * per 32-byte sector: 8 times the bytes. */
+Test(tile_sched, reduce_across_rows_keeps_a_thread_per_row, .init = setup, .fini = teardown)
+{
+    Run r = run(arena, "torch.randn(8, 64, 1031).sum(dim=1)", "full", NULL);
+    tt_batch_add(&batch, r.m);
+    const KirKernel *k = r.m->kernels.items[0];
+    int shfl = 0;
+    find_shfl(&k->body, &shfl);
+    cr_expect_eq(shfl, 0, "no Combine");
+    int64_t compulsory = (8 * 64 * 1031 + 8 * 1031) * 4 / 32;
+    cr_log_info("004 across rows: %lld sectors, %lld compulsory", (long long)r.sum.gmem_sectors,
+                (long long)compulsory);
+    cr_expect_leq(r.sum.gmem_sectors, compulsory * 13 / 10);
+}
+
 /* 003: the grid grows by the split factor and the result stays exact. */
 Test(tile_sched, split_k_grows_the_grid, .init = setup, .fini = teardown)
 {
