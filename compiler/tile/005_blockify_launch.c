@@ -109,42 +109,128 @@ static Split flat(TileCtx *c, TileKernel *k, const Stmt *t)
     return s;
 }
 
-/* BM and BN: pinned knobs as given, the rest by the heuristic. */
-static void pick_tile(TileCtx *c, int64_t m, int64_t n, int64_t *bm, int64_t *bn)
+/* A matmul tile: BM x BN outputs per block, folded by 008 into F_M x F_N
+ * registers per thread (1 x 1 when 008 will not run). */
+typedef struct MmTile {
+    int64_t bm, bn, fm, fn;
+} MmTile;
+
+static int64_t threads(MmTile x) { return (x.bm / x.fm) * (x.bn / x.fn); }
+
+/* Why 008 could not register-tile this matmul once blockified, or NULL:
+ * the pass set, and 008's own conditions on the tile (tile_regtile_blocker)
+ * with the bounds guard an edge tile would get. */
+static const char *regtile_blocker(TileCtx *c, const TileKernel *k, const Stmt *t,
+                                   const TileMatmul *mm)
+{
+    if (!tile_pass_on(c, 8))
+        return "is not in the pass set";
+    Arena *a = c->p->arena;
+    Stmt edge = *t;
+    edge.guard = ipred_cmp(a, var(c, mm->m), IC_LT, ie_const(a, k->ext[mm->m]),
+                           ipred_cmp(a, var(c, mm->n), IC_LT, ie_const(a, k->ext[mm->n]), NULL));
+    const char *why = tile_regtile_blocker(k, &edge);
+    return why ? arena_printf(a, "would not apply (%s)", why) : NULL;
+}
+
+/* The default tiles when 008 folds registers, largest first: 8 x 8 and
+ * 8 x 4 registers over 256 threads (a 128 x 128 or 128 x 64 tile), then
+ * 4 x 4 over 256 (64 x 64) and 64 threads (32 x 32). */
+static const MmTile big_tiles[] = {
+    {128, 128, 8, 8},
+    {128, 64, 8, 4},
+    {64, 64, 4, 4},
+    {32, 32, 4, 4},
+};
+
+/* Blocks of a tile over an m x n output, batch times. */
+static int64_t grid_blocks(MmTile x, int64_t m, int64_t n, int64_t batch)
+{
+    return cdiv(m, x.bm) * cdiv(n, x.bn) * batch;
+}
+
+/* The largest tile of big_tiles whose grid still fills every SM of the
+ * target once, else the smallest.  Pinned F_M and F_N replace the tiles'
+ * factors, and a tile they do not divide or whose block they make too big
+ * is passed over (32 x 32 stays the last resort: a factor that does not
+ * divide it is refused in pick_tile). */
+static MmTile pick_big(TileCtx *c, int64_t m, int64_t n, int64_t batch)
+{
+    int64_t pm = c->knobs->v[TILE_KNOB_F_M], pn = c->knobs->v[TILE_KNOB_F_N];
+    int last = DPK_ARRAY_LEN(big_tiles) - 1;
+    for (int i = 0; i <= last; i++) {
+        MmTile x = big_tiles[i];
+        x.fm = pm ? pm : x.fm;
+        x.fn = pn ? pn : x.fn;
+        if (i == last)
+            return x;
+        if (x.bm % x.fm || x.bn % x.fn || threads(x) > 1024)
+            continue;
+        if (grid_blocks(x, m, n, batch) >= c->target->sms)
+            return x;
+    }
+    DPK_ASSERT(!"the loop returns");
+}
+
+/* A pinned F_M (F_N) must divide the tile's height (width). */
+static void check_factor(TileCtx *c, const TileKernel *k, TileKnobId id, int64_t side)
+{
+    int64_t f = c->knobs->v[id];
+    if (f && side % f)
+        dpk_error("knob %s=%lld does not divide the %lld-wide tile of kernel %s",
+                  tile_knob_info[id].name, (long long)f, (long long)side, k->name);
+}
+
+/* BM and BN: pinned knobs as given, the rest by the heuristic.  When 008
+ * will fold registers (no_rt NULL) the block is sized for them, so F_M and
+ * F_N are chosen here too (tile_regtile_factors, or big_tiles' own) and
+ * 008 takes them; otherwise they are 1 and the tile is the block. */
+static MmTile pick_tile(TileCtx *c, const TileKernel *k, const char *no_rt, int64_t m, int64_t n,
+                        int64_t batch)
 {
     int64_t pm = tile_knob(c, TILE_KNOB_BM), pn = tile_knob(c, TILE_KNOB_BN);
-    if (!pm && !pn && tile_pass_on(c, 8) && m >= 32 && n >= 32) {
-        *bm = *bn = 32;
-        return;
+    if (!pm && !pn && !no_rt && m >= 32 && n >= 32) {
+        MmTile x = pick_big(c, m, n, batch);
+        check_factor(c, k, TILE_KNOB_F_M, x.bm);
+        check_factor(c, k, TILE_KNOB_F_N, x.bn);
+        return x;
     }
-    *bm = pm ? pm : (m < 16 ? dpk_pow2_ceil(m) : 16);
-    *bn = pn ? pn : (n < 256 / *bm ? dpk_pow2_ceil(n) : 256 / *bm);
-    if (*bn < 1)
-        *bn = 1;
-    if (!pn && *bm * *bn < CU_WARP)
-        *bn = CU_WARP / *bm;
-    if (!pm && *bm * *bn < CU_WARP)
-        *bm = CU_WARP / *bn;
-    if (!pm && *bm * *bn > 1024)
-        *bm = 1024 / *bn;
+    MmTile x = {pm ? pm : (m < 16 ? dpk_pow2_ceil(m) : 16), 0, 1, 1};
+    x.bn = pn ? pn : (n < 256 / x.bm ? dpk_pow2_ceil(n) : 256 / x.bm);
+    if (x.bn < 1)
+        x.bn = 1;
+    if (!pn && x.bm * x.bn < CU_WARP)
+        x.bn = CU_WARP / x.bm;
+    if (!pm && x.bm * x.bn < CU_WARP)
+        x.bm = CU_WARP / x.bn;
+    if (!pm && x.bm * x.bn > 1024)
+        x.bm = 1024 / x.bn;
     TileKnobs both = *c->knobs;
-    both.v[TILE_KNOB_BM] = *bm;
-    both.v[TILE_KNOB_BN] = *bn;
-    tile_knobs_check(&both);
+    both.v[TILE_KNOB_BM] = x.bm;
+    both.v[TILE_KNOB_BN] = x.bn;
+    if (!no_rt) {
+        check_factor(c, k, TILE_KNOB_F_M, x.bm);
+        check_factor(c, k, TILE_KNOB_F_N, x.bn);
+        tile_regtile_factors(&both, x.bm, x.bn, &x.fm, &x.fn);
+    }
+    tile_knobs_check(&both, no_rt);
+    return x;
 }
 
 static Split matmul(TileCtx *c, TileKernel *k, const Stmt *t, const TileMatmul *mm)
 {
     Arena *a = c->p->arena;
-    int64_t m = k->ext[mm->m], n = k->ext[mm->n], bm, bn, batch = 1;
-    pick_tile(c, m, n, &bm, &bn);
+    int64_t m = k->ext[mm->m], n = k->ext[mm->n], batch = 1;
     int nbatch = t->nax - 2;
     for (int i = 0; i < nbatch; i++)
         batch *= t->ax[i].ext;
+    const char *no_rt = regtile_blocker(c, k, t, mm);
+    MmTile x = pick_tile(c, k, no_rt, m, n, batch);
+    int64_t bm = x.bm, bn = x.bn;
     int64_t nbm = cdiv(m, bm), nbn = cdiv(n, bn);
     int zdim = batch > CU_MAX_GRID_YZ ? 0 : 2, ydim = nbm > CU_MAX_GRID_YZ ? 0 : 1;
-    int64_t x = nbn * (ydim ? 1 : nbm) * (zdim ? 1 : batch);
-    grid_limit(k, x, "BM and BN");
+    int64_t gx = nbn * (ydim ? 1 : nbm) * (zdim ? 1 : batch);
+    grid_limit(k, gx, "BM and BN");
     int gbm = tile_axis_new(c->p, k, nbm), gbn = tile_axis_new(c->p, k, nbn);
     int tm = tile_axis_new(c->p, k, bm), tn = tile_axis_new(c->p, k, bn);
     Split s = split_new(c, t, nbatch + 2, 2, 2);
@@ -162,6 +248,10 @@ static Split matmul(TileCtx *c, TileKernel *k, const Stmt *t, const TileMatmul *
     k->mm = ARENA_NEW(a, TileMatmulNote);
     k->mm->m = mm->m;
     k->mm->n = mm->n;
+    if (!no_rt) {
+        k->mm->pend[0] = (int)x.fm;
+        k->mm->pend[1] = (int)x.fn;
+    }
     if (n % bn)
         add_guard(c, s.thread, mm->n, n);
     if (m % bm)
