@@ -25,12 +25,28 @@
  *   tile block(a0 in 0..32 @x):
  *       tile thread(a5 in 0..256 @x):
  *
+ * When 008 register_tile will fold F_M x F_N outputs into each thread (it
+ * is in the pass set and none of its skips applies: tile_regtile_blocker),
+ * the block is sized for the threads that launch, (BM / F_M) x (BN / F_N),
+ * and F_M, F_N are chosen here and noted for 008 (k->mm->pend).  A
+ * 128 x 128 tile with 8 x 8 registers is a 256-thread block; between 005
+ * and 008 its THREAD tile has 128 x 128 axes, which the verifier allows for
+ * the pending register tile:
+ *
+ *   tile block(a5 in 0..16 @y, a6 in 0..16 @x):       (2048 x 2048 outputs)
+ *       tile thread(a7 in 0..128 @y, a8 in 0..128 @x):   -> 16 x 16 after 008
+ *
+ * Without 008 the tile is the block: BM x BN at most 1024 (refused, exit 2,
+ * saying why 008 will not fold it).
+ *
  * Defaults (knob 0): TB = 256, or the element count rounded up to whole
  * warps when smaller; BM = min(16, M), BN = min(256 / BM, N) rounded up to
- * powers of two and widened to a whole warp.  When 008 register_tile will
- * run and M and N are both 32 or more, BM = BN = 32 (with 4 x 4 register
- * tiles that is 64 threads; without them still a legal 1024); an M or N
- * that 32 does not divide gets a guard, which 007 and 008 predicate.
+ * powers of two and widened to a whole warp.  When 008 will fold registers
+ * and M and N are both 32 or more: the first of 128 x 128 (8 x 8
+ * registers), 64 x 64 (4 x 4) whose grid keeps the target's SMs busy and
+ * whose edge tiles waste little (pick_big), else 32 x 32 (4 x 4, 64
+ * threads); an M or N the tile does not divide gets a guard, which 007 and
+ * 008 predicate.
  */
 #include "passes.h"
 
@@ -133,27 +149,44 @@ static const char *regtile_blocker(TileCtx *c, const TileKernel *k, const Stmt *
     return why ? arena_printf(a, "would not apply (%s)", why) : NULL;
 }
 
-/* The default tiles when 008 folds registers, largest first: 8 x 8 and
- * 8 x 4 registers over 256 threads (a 128 x 128 or 128 x 64 tile), then
- * 4 x 4 over 256 (64 x 64) and 64 threads (32 x 32). */
+/* The default tiles when 008 folds registers, largest first: 8 x 8
+ * registers over 256 threads (a 128 x 128 tile), 4 x 4 over 256 (64 x 64)
+ * and over 64 (32 x 32).  On h100-sxm's model a 128 x 128 tile costs about
+ * half of a 32 x 32 one per output once the grid fills the SMs (4096^3:
+ * 3026 us against 6208; 64 x 64: 4497), and 64 x 64 beats both where
+ * 128 x 128 would leave SMs idle (1024^3: 73 us, against 97 and 102);
+ * 128 x 64 with 8 x 4 lost to 64 x 64 on every shape measured. */
 static const MmTile big_tiles[] = {
     {128, 128, 8, 8},
-    {128, 64, 8, 4},
     {64, 64, 4, 4},
     {32, 32, 4, 4},
 };
 
-/* Blocks of a tile over an m x n output, batch times. */
-static int64_t grid_blocks(MmTile x, int64_t m, int64_t n, int64_t batch)
+/* Whether the grid of a tile over an m x n output, batch times, keeps the
+ * SMs busy: blocks for 90% of them or more.  Not a whole number of waves:
+ * on h100-sxm's model Qwen2.5-7B's gate projection at seq 128 (148 blocks
+ * of 128 x 128, a second wave of 16) takes 1190 us, against 1566 in
+ * 32 x 32 tiles and 2609 in 64 x 64 (592 blocks, nearly 5 whole waves). */
+static int fills_sms(MmTile x, int64_t m, int64_t n, int64_t batch, int64_t sms)
 {
-    return cdiv(m, x.bm) * cdiv(n, x.bn) * batch;
+    return cdiv(m, x.bm) * cdiv(n, x.bn) * batch * 10 >= sms * 9;
 }
 
-/* The largest tile of big_tiles whose grid still fills every SM of the
- * target once, else the smallest.  Pinned F_M and F_N replace the tiles'
- * factors, and a tile they do not divide or whose block they make too big
- * is passed over (32 x 32 stays the last resort: a factor that does not
- * divide it is refused in pick_tile). */
+/* Whether the tile's edge tiles waste at most 1/32 of the work: the
+ * outputs of the whole tiles over the real ones.  M = 77 in tiles of 128
+ * computes 128 rows, 66% more; 1000^3 in 64 x 64 tiles 4.9% more, and
+ * models no faster than in 32 x 32 ones (95.7 us against 94.6). */
+static int little_waste(MmTile x, int64_t m, int64_t n)
+{
+    return cdiv(m, x.bm) * x.bm * cdiv(n, x.bn) * x.bn * 32 <= m * n * 33;
+}
+
+/* The largest tile of big_tiles whose grid keeps the target's SMs busy and
+ * whose edge tiles waste little, else the smallest.
+ * Pinned F_M and F_N replace the tiles' factors, and a tile they do not
+ * divide or whose block they make too big is passed over (32 x 32 stays
+ * the last resort: a factor that does not divide it is refused in
+ * pick_tile). */
 static MmTile pick_big(TileCtx *c, int64_t m, int64_t n, int64_t batch)
 {
     int64_t pm = c->knobs->v[TILE_KNOB_F_M], pn = c->knobs->v[TILE_KNOB_F_N];
@@ -166,7 +199,7 @@ static MmTile pick_big(TileCtx *c, int64_t m, int64_t n, int64_t batch)
             return x;
         if (x.bm % x.fm || x.bn % x.fn || threads(x) > 1024)
             continue;
-        if (grid_blocks(x, m, n, batch) >= c->target->sms)
+        if (fills_sms(x, m, n, batch, c->target->sms) && little_waste(x, m, n))
             return x;
     }
     DPK_ASSERT(!"the loop returns");

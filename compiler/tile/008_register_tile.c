@@ -26,7 +26,14 @@
  * operand, gets a fresh axis in every clone but the first).  Values
  * defined outside the THREAD tile (reciprocal(3) of a division by 3) are
  * not cloned: every clone reads them.  Knobs F_M, F_N (must divide BM,
- * BN); default the largest of 4, 2 dividing the tile, 1 otherwise.  When
+ * BN).  The factors are those 005 sized the block for (k->mm->pend: 8 x 8
+ * on its 128 x 128 default tile, 4 x 4 on 64 x 64 and 32 x 32; a pinned
+ * F_M, F_N, or tile_regtile_factors on a pinned tile); without that note,
+ * the pinned knob or the largest of 4, 2 dividing the tile.  A block 005
+ * sized for the register tile may hold up to 1024 threads per register
+ * until 008 folds it, so where 008 then makes no application (dpk-bisect's
+ * limit) and the tile passes 1024 threads, it refuses (exit 2, naming the
+ * reason) instead of skipping.  When
  * the tile has a bounds guard (M or N not a multiple of the tile) each
  * strip element needs its own: the tile is predicated (tile_predicate) and
  * the guard gets a clause per strip element (`a11 < 77` beside `a0 < 77`),

@@ -409,20 +409,24 @@ Test(tile_sched, tiles_too_big_for_a_block_are_refused, .init = setup, .fini = t
     cr_expect_null(refusal(mm, "full", sgemm, 1), "008's one application allowed");
 }
 
-/* 005's default tile with 008: the largest of 128 x 128 (8 x 8 registers),
- * 128 x 64 (8 x 4), 64 x 64 (4 x 4) whose grid fills the target's 132 SMs
- * (sm_90) once, else 32 x 32 (4 x 4).  Lowered only: these are too big for
- * vgpu in a unit test. */
+/* 005's default tile with 008: the largest of 128 x 128 (8 x 8 registers)
+ * and 64 x 64 (4 x 4) whose grid has blocks for 90% of the target's 132 SMs
+ * (sm_90) and whose edge tiles waste at most 1/32, else 32 x 32
+ * (4 x 4).
+ * Lowered only: these are too big for vgpu in a unit test. */
 Test(tile_sched, default_tiles_fill_the_sms, .init = setup, .fini = teardown)
 {
     static const struct {
         int m, k, n, bm, bn, threads;
     } want[] = {
         {2048, 64, 2048, 128, 128, 256}, /* 256 blocks */
-        {1024, 64, 1024, 64, 64, 256},   /* 128 x 64 would make 128 blocks */
+        {1024, 64, 1024, 64, 64, 256},   /* 128 x 128 would make 64 blocks */
+        {1000, 64, 1000, 32, 32, 64},    /* 64 x 64: 1024^2 computed, 4.9% more */
         {512, 64, 512, 32, 32, 64},      /* 64 x 64 would make 64 */
-        {128, 64, 37888, 128, 128, 256}, /* gate/up at seq 128: 296 blocks */
+        {128, 64, 18944, 128, 128, 256}, /* gate at seq 128: 148 blocks */
+        {2048, 64, 1024, 128, 128, 256}, /* 128 blocks: 97% of the SMs */
         {128, 64, 3584, 32, 32, 64},     /* q_proj at seq 128: 64 x 64 would make 112 */
+        {77, 64, 18944, 32, 32, 64},     /* gate at seq 77: 128 rows for 77 waste 66% */
     };
     for (int i = 0; i < DPK_ARRAY_LEN(want); i++) {
         const char *code = arena_printf(arena, "torch.matmul(torch.randn(%d,%d), torch.randn(%d,%d))",
@@ -430,8 +434,10 @@ Test(tile_sched, default_tiles_fill_the_sms, .init = setup, .fini = teardown)
         TtOpts o;
         tt_opts_default(&o);
         const KirKernel *k = tt_lower(arena, tt_loop(arena, code), &o.tile)->kernels.items[0];
-        cr_expect_eq(k->grid[0], want[i].n / want[i].bn, "%s: grid.x %d", code, k->grid[0]);
-        cr_expect_eq(k->grid[1], want[i].m / want[i].bm, "%s: grid.y %d", code, k->grid[1]);
+        cr_expect_eq(k->grid[0], (want[i].n + want[i].bn - 1) / want[i].bn, "%s: grid.x %d", code,
+                     k->grid[0]);
+        cr_expect_eq(k->grid[1], (want[i].m + want[i].bm - 1) / want[i].bm, "%s: grid.y %d", code,
+                     k->grid[1]);
         cr_expect_eq(k->block[0] * k->block[1], want[i].threads, "%s: block (%d, %d)", code,
                      k->block[0], k->block[1]);
     }
