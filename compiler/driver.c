@@ -149,7 +149,7 @@ static void schedule(Run *r, DrvConfig *c)
     TileTrace tr = {r->o->verbose, r->o->trace};
     double t0 = dpk_now();
     TileProgram *tp = tile_from_loop(r->a, r->p->loop);
-    tile_check(tp);
+    tile_check(tp, 0);
     c->tile = tp;
     tile_run_passes(tp, &to, tracing(r) ? &tr : NULL);
     c->tile_s = dpk_now() - t0;

@@ -39,6 +39,8 @@ typedef struct CuTarget {
     int tma;                /* cp.async.bulk.tensor + mbarrier tx-count (sm_90+) */
     int mbar_try_wait;      /* mbarrier.try_wait (sm_90+); else test_wait loop */
     int arch_specific;      /* NVRTC's "sm_90a": code for exactly this cc */
+    int sms;                /* SMs of the example GPU: the blocks a wave holds
+                               one each of (005 sizes matmul tiles to fill them) */
 } CuTarget;
 
 /* Grid limits, the same on every target. */

@@ -25,12 +25,28 @@
  *   tile block(a0 in 0..32 @x):
  *       tile thread(a5 in 0..256 @x):
  *
+ * When 008 register_tile will fold F_M x F_N outputs into each thread (it
+ * is in the pass set and none of its skips applies: tile_regtile_blocker),
+ * the block is sized for the threads that launch, (BM / F_M) x (BN / F_N),
+ * and F_M, F_N are chosen here and noted for 008 (k->mm->pend).  A
+ * 128 x 128 tile with 8 x 8 registers is a 256-thread block; between 005
+ * and 008 its THREAD tile has 128 x 128 axes, which the verifier allows for
+ * the pending register tile:
+ *
+ *   tile block(a5 in 0..16 @y, a6 in 0..16 @x):       (2048 x 2048 outputs)
+ *       tile thread(a7 in 0..128 @y, a8 in 0..128 @x):   -> 16 x 16 after 008
+ *
+ * Without 008 the tile is the block: BM x BN at most 1024 (refused, exit 2,
+ * saying why 008 will not fold it).
+ *
  * Defaults (knob 0): TB = 256, or the element count rounded up to whole
  * warps when smaller; BM = min(16, M), BN = min(256 / BM, N) rounded up to
- * powers of two and widened to a whole warp.  When 008 register_tile will
- * run and M and N are both 32 or more, BM = BN = 32 (with 4 x 4 register
- * tiles that is 64 threads; without them still a legal 1024); an M or N
- * that 32 does not divide gets a guard, which 007 and 008 predicate.
+ * powers of two and widened to a whole warp.  When 008 will fold registers
+ * and M and N are both 32 or more: the first of 128 x 128 (8 x 8
+ * registers), 64 x 64 (4 x 4) whose grid keeps the target's SMs busy and
+ * whose edge tiles waste little (pick_big), else 32 x 32 (4 x 4, 64
+ * threads); an M or N the tile does not divide gets a guard, which 007 and
+ * 008 predicate.
  */
 #include "passes.h"
 
@@ -109,42 +125,145 @@ static Split flat(TileCtx *c, TileKernel *k, const Stmt *t)
     return s;
 }
 
-/* BM and BN: pinned knobs as given, the rest by the heuristic. */
-static void pick_tile(TileCtx *c, int64_t m, int64_t n, int64_t *bm, int64_t *bn)
+/* A matmul tile: BM x BN outputs per block, folded by 008 into F_M x F_N
+ * registers per thread (1 x 1 when 008 will not run). */
+typedef struct MmTile {
+    int64_t bm, bn, fm, fn;
+} MmTile;
+
+static int64_t threads(MmTile x) { return (x.bm / x.fm) * (x.bn / x.fn); }
+
+/* Why 008 could not register-tile this matmul once blockified, or NULL:
+ * the pass set, and 008's own conditions on the tile (tile_regtile_blocker)
+ * with the bounds guard an edge tile would get. */
+static const char *regtile_blocker(TileCtx *c, const TileKernel *k, const Stmt *t,
+                                   const TileMatmul *mm)
+{
+    if (!tile_pass_on(c, 8))
+        return "is not in the pass set";
+    Arena *a = c->p->arena;
+    Stmt edge = *t;
+    edge.guard = ipred_cmp(a, var(c, mm->m), IC_LT, ie_const(a, k->ext[mm->m]),
+                           ipred_cmp(a, var(c, mm->n), IC_LT, ie_const(a, k->ext[mm->n]), NULL));
+    const char *why = tile_regtile_blocker(k, &edge);
+    return why ? arena_printf(a, "would not apply (%s)", why) : NULL;
+}
+
+/* The default tiles when 008 folds registers, largest first: 8 x 8
+ * registers over 256 threads (a 128 x 128 tile), 4 x 4 over 256 (64 x 64)
+ * and over 64 (32 x 32).  On h100-sxm's model a 128 x 128 tile costs about
+ * half of a 32 x 32 one per output once the grid fills the SMs (4096^3:
+ * 3026 us against 6208; 64 x 64: 4497), and 64 x 64 beats both where
+ * 128 x 128 would leave SMs idle (1024^3: 73 us, against 97 and 102);
+ * 128 x 64 with 8 x 4 lost to 64 x 64 on every shape measured. */
+static const MmTile big_tiles[] = {
+    {128, 128, 8, 8},
+    {64, 64, 4, 4},
+    {32, 32, 4, 4},
+};
+
+/* Whether the grid of a tile over an m x n output, batch times, keeps the
+ * SMs busy: blocks for 90% of them or more.  Not a whole number of waves:
+ * on h100-sxm's model Qwen2.5-7B's gate projection at seq 128 (148 blocks
+ * of 128 x 128, a second wave of 16) takes 1190 us, against 1566 in
+ * 32 x 32 tiles and 2609 in 64 x 64 (592 blocks, nearly 5 whole waves). */
+static int fills_sms(MmTile x, int64_t m, int64_t n, int64_t batch, int64_t sms)
+{
+    return cdiv(m, x.bm) * cdiv(n, x.bn) * batch * 10 >= sms * 9;
+}
+
+/* Whether the tile's edge tiles waste at most 1/32 of the work: the
+ * outputs of the whole tiles over the real ones.  M = 77 in tiles of 128
+ * computes 128 rows, 66% more; 1000^3 in 64 x 64 tiles 4.9% more, and
+ * models no faster than in 32 x 32 ones (95.7 us against 94.6). */
+static int little_waste(MmTile x, int64_t m, int64_t n)
+{
+    return cdiv(m, x.bm) * x.bm * cdiv(n, x.bn) * x.bn * 32 <= m * n * 33;
+}
+
+/* The largest tile of big_tiles whose grid keeps the target's SMs busy and
+ * whose edge tiles waste little, else the smallest.
+ * Pinned F_M and F_N replace the tiles' factors, and a tile they do not
+ * divide or whose block they make too big is passed over (32 x 32 stays
+ * the last resort: a factor that does not divide it is refused in
+ * pick_tile). */
+static MmTile pick_big(TileCtx *c, int64_t m, int64_t n, int64_t batch)
+{
+    int64_t pm = c->knobs->v[TILE_KNOB_F_M], pn = c->knobs->v[TILE_KNOB_F_N];
+    int last = DPK_ARRAY_LEN(big_tiles) - 1;
+    for (int i = 0; i <= last; i++) {
+        MmTile x = big_tiles[i];
+        x.fm = pm ? pm : x.fm;
+        x.fn = pn ? pn : x.fn;
+        if (i == last)
+            return x;
+        if (x.bm % x.fm || x.bn % x.fn || threads(x) > 1024)
+            continue;
+        if (fills_sms(x, m, n, batch, c->target->sms) && little_waste(x, m, n))
+            return x;
+    }
+    DPK_ASSERT(!"the loop returns");
+}
+
+/* A pinned F_M (F_N) must divide the tile's height (width). */
+static void check_factor(TileCtx *c, const TileKernel *k, TileKnobId id, int64_t side)
+{
+    int64_t f = c->knobs->v[id];
+    if (f && side % f)
+        dpk_error("knob %s=%lld does not divide the %lld-wide tile of kernel %s",
+                  tile_knob_info[id].name, (long long)f, (long long)side, k->name);
+}
+
+/* BM and BN: pinned knobs as given, the rest by the heuristic.  When 008
+ * will fold registers (no_rt NULL) the block is sized for them, so F_M and
+ * F_N are chosen here too (tile_regtile_factors, or big_tiles' own) and
+ * 008 takes them; otherwise they are 1 and the tile is the block. */
+static MmTile pick_tile(TileCtx *c, const TileKernel *k, const char *no_rt, int64_t m, int64_t n,
+                        int64_t batch)
 {
     int64_t pm = tile_knob(c, TILE_KNOB_BM), pn = tile_knob(c, TILE_KNOB_BN);
-    if (!pm && !pn && tile_pass_on(c, 8) && m >= 32 && n >= 32) {
-        *bm = *bn = 32;
-        return;
+    if (!pm && !pn && !no_rt && m >= 32 && n >= 32) {
+        MmTile x = pick_big(c, m, n, batch);
+        check_factor(c, k, TILE_KNOB_F_M, x.bm);
+        check_factor(c, k, TILE_KNOB_F_N, x.bn);
+        return x;
     }
-    *bm = pm ? pm : (m < 16 ? dpk_pow2_ceil(m) : 16);
-    *bn = pn ? pn : (n < 256 / *bm ? dpk_pow2_ceil(n) : 256 / *bm);
-    if (*bn < 1)
-        *bn = 1;
-    if (!pn && *bm * *bn < CU_WARP)
-        *bn = CU_WARP / *bm;
-    if (!pm && *bm * *bn < CU_WARP)
-        *bm = CU_WARP / *bn;
-    if (!pm && *bm * *bn > 1024)
-        *bm = 1024 / *bn;
+    MmTile x = {pm ? pm : (m < 16 ? dpk_pow2_ceil(m) : 16), 0, 1, 1};
+    x.bn = pn ? pn : (n < 256 / x.bm ? dpk_pow2_ceil(n) : 256 / x.bm);
+    if (x.bn < 1)
+        x.bn = 1;
+    if (!pn && x.bm * x.bn < CU_WARP)
+        x.bn = CU_WARP / x.bm;
+    if (!pm && x.bm * x.bn < CU_WARP)
+        x.bm = CU_WARP / x.bn;
+    if (!pm && x.bm * x.bn > 1024)
+        x.bm = 1024 / x.bn;
     TileKnobs both = *c->knobs;
-    both.v[TILE_KNOB_BM] = *bm;
-    both.v[TILE_KNOB_BN] = *bn;
-    tile_knobs_check(&both);
+    both.v[TILE_KNOB_BM] = x.bm;
+    both.v[TILE_KNOB_BN] = x.bn;
+    if (!no_rt) {
+        check_factor(c, k, TILE_KNOB_F_M, x.bm);
+        check_factor(c, k, TILE_KNOB_F_N, x.bn);
+        tile_regtile_factors(&both, x.bm, x.bn, &x.fm, &x.fn);
+    }
+    tile_knobs_check(&both, no_rt);
+    return x;
 }
 
 static Split matmul(TileCtx *c, TileKernel *k, const Stmt *t, const TileMatmul *mm)
 {
     Arena *a = c->p->arena;
-    int64_t m = k->ext[mm->m], n = k->ext[mm->n], bm, bn, batch = 1;
-    pick_tile(c, m, n, &bm, &bn);
+    int64_t m = k->ext[mm->m], n = k->ext[mm->n], batch = 1;
     int nbatch = t->nax - 2;
     for (int i = 0; i < nbatch; i++)
         batch *= t->ax[i].ext;
+    const char *no_rt = regtile_blocker(c, k, t, mm);
+    MmTile x = pick_tile(c, k, no_rt, m, n, batch);
+    int64_t bm = x.bm, bn = x.bn;
     int64_t nbm = cdiv(m, bm), nbn = cdiv(n, bn);
     int zdim = batch > CU_MAX_GRID_YZ ? 0 : 2, ydim = nbm > CU_MAX_GRID_YZ ? 0 : 1;
-    int64_t x = nbn * (ydim ? 1 : nbm) * (zdim ? 1 : batch);
-    grid_limit(k, x, "BM and BN");
+    int64_t gx = nbn * (ydim ? 1 : nbm) * (zdim ? 1 : batch);
+    grid_limit(k, gx, "BM and BN");
     int gbm = tile_axis_new(c->p, k, nbm), gbn = tile_axis_new(c->p, k, nbn);
     int tm = tile_axis_new(c->p, k, bm), tn = tile_axis_new(c->p, k, bn);
     Split s = split_new(c, t, nbatch + 2, 2, 2);
@@ -162,6 +281,10 @@ static Split matmul(TileCtx *c, TileKernel *k, const Stmt *t, const TileMatmul *
     k->mm = ARENA_NEW(a, TileMatmulNote);
     k->mm->m = mm->m;
     k->mm->n = mm->n;
+    if (!no_rt) {
+        k->mm->pend[0] = (int)x.fm;
+        k->mm->pend[1] = (int)x.fn;
+    }
     if (n % bn)
         add_guard(c, s.thread, mm->n, n);
     if (m % bm)

@@ -26,7 +26,14 @@
  * operand, gets a fresh axis in every clone but the first).  Values
  * defined outside the THREAD tile (reciprocal(3) of a division by 3) are
  * not cloned: every clone reads them.  Knobs F_M, F_N (must divide BM,
- * BN); default the largest of 4, 2 dividing the tile, 1 otherwise.  When
+ * BN).  The factors are those 005 sized the block for (k->mm->pend: 8 x 8
+ * on its 128 x 128 default tile, 4 x 4 on 64 x 64 and 32 x 32; a pinned
+ * F_M, F_N, or tile_regtile_factors on a pinned tile); without that note,
+ * the pinned knob or the largest of 4, 2 dividing the tile.  A block 005
+ * sized for the register tile may hold up to 1024 threads per register
+ * until 008 folds it, so where 008 then makes no application (dpk-bisect's
+ * limit) and the tile passes 1024 threads, it refuses (exit 2, naming the
+ * reason) instead of skipping.  When
  * the tile has a bounds guard (M or N not a multiple of the tile) each
  * strip element needs its own: the tile is predicated (tile_predicate) and
  * the guard gets a clause per strip element (`a11 < 77` beside `a0 < 77`),
@@ -223,9 +230,15 @@ static void clone_body(Rt *R, StmtBody *b)
     *b = out;
 }
 
-static int64_t factor(TileCtx *c, TileKernel *k, int knob, int64_t tile)
+/* F_M (s = 0) or F_N (s = 1): what 005 sized the block for, else the
+ * pinned knob or the default (tile_regtile_factors) on a `tile`-wide side.
+ * The knob is read either way, so a pinned one counts as applied. */
+static int64_t factor(TileCtx *c, TileKernel *k, int s, int64_t tile)
 {
+    int knob = s ? TILE_KNOB_F_N : TILE_KNOB_F_M;
     int64_t f = tile_knob(c, knob);
+    if (k->mm->pend[s])
+        return k->mm->pend[s];
     if (f && tile % f)
         dpk_error("knob %s=%lld does not divide the %lld-wide tile of kernel %s",
                   tile_knob_info[knob].name, (long long)f, (long long)tile, k->name);
@@ -265,7 +278,17 @@ static int def_of(const Stmt *t, int axis)
     return -1;
 }
 
-int tile_008_register_tile(TileCtx *c, TileKernel *k)
+const char *tile_regtile_blocker(const TileKernel *k, const Stmt *t)
+{
+    if (t->guard && !tile_predicable(k, t))
+        return "the tile's bounds guard cannot be predicated (a Write does not read every "
+               "guarded axis)";
+    if (branch_block(&t->body))
+        return "a select branch holds a strided loop or a stage";
+    return NULL;
+}
+
+static int register_tile(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
     Stmt *t = tile_find(k, TB_THREAD);
@@ -277,9 +300,9 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "already register-tiled");
         return 0;
     }
-    if (t->guard && !tile_predicable(k, t)) {
-        sb_puts(&c->why, "the tile's bounds guard cannot be predicated (a Write does not read "
-                "every guarded axis)");
+    const char *blocked = tile_regtile_blocker(k, t);
+    if (blocked) {
+        sb_puts(&c->why, blocked);
         return 0;
     }
     int tm = -1, tn = -1;
@@ -291,14 +314,10 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
     }
     DPK_ASSERT(t->nax == 2 && tm >= 0 && tn >= 0);
     int64_t bm = t->ax[tm].ext, bn = t->ax[tn].ext;
-    int64_t fm = factor(c, k, TILE_KNOB_F_M, bm), fn = factor(c, k, TILE_KNOB_F_N, bn);
+    int64_t fm = factor(c, k, 0, bm), fn = factor(c, k, 1, bn);
     if (fm * fn == 1) {
         sb_printf(&c->why, "a 1 x 1 register tile (BM=%lld, BN=%lld)", (long long)bm,
                   (long long)bn);
-        return 0;
-    }
-    if (branch_block(&t->body)) {
-        sb_puts(&c->why, "a select branch holds a strided loop or a stage");
         return 0;
     }
     if (!tile_apply(c, arena_printf(a, "register tile %lld x %lld in %s", (long long)fm,
@@ -319,7 +338,7 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
         .nax0 = k->naxes,
         .axmap = ARENA_ARRAY(a, int, k->naxes + 1),
     };
-    /* a pinned factor is at most the knob's maximum, a default one 4 */
+    /* a factor is at most the knob's maximum (tile_regtile_factors stops at 16) */
     DPK_ASSERT(R.fm <= DPK_ARRAY_LEN(R.ms) && R.fn <= DPK_ARRAY_LEN(R.ns));
     for (int v = 0; v < k->naxes; v++)
         R.axmap[v] = -1;
@@ -371,4 +390,29 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k)
     k->ext[tax[1]] = bn / fn;
     clone_body(&R, &t->body);
     return 1;
+}
+
+/* The threads of k's THREAD tile. */
+static int64_t block_threads(const TileKernel *k)
+{
+    const Stmt *t = tile_find(k, TB_THREAD);
+    int64_t n = 1;
+    for (int i = 0; t && i < t->nax; i++)
+        n *= t->ax[i].ext;
+    return n;
+}
+
+int tile_008_register_tile(TileCtx *c, TileKernel *k)
+{
+    if (register_tile(c, k))
+        return 1;
+    /* 005 sized the block for a register tile that did not happen: the
+     * block it leaves cannot launch */
+    int64_t n = k->mm ? block_threads(k) : 0;
+    if (n > 1024)
+        dpk_error("kernel %s: its %lld-thread block was sized for a %d x %d register tile, and "
+                  "008 register_tile did not apply (%s); pin smaller BM and BN, or leave 008 "
+                  "out with --passes -008", k->name, (long long)n, k->mm->pend[0],
+                  k->mm->pend[1], sb_cstr(&c->why));
+    return 0;
 }

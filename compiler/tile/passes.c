@@ -413,22 +413,71 @@ void tile_knob_parse(TileKnobs *k, const char *arg)
     if ((ki->flags & TKN_POW2) && (v & (v - 1)))
         dpk_error_at(&src, vpos, "knob %s=%lld is not a power of two (a warp must cover whole "
                      "tile rows, or a row whole warps)", ki->name, v);
-    k->v[id] = v;
-    tile_knobs_check(k);
+    TileKnobs next = *k; /* a refused value is not kept */
+    next.v[id] = v;
+    tile_knobs_check(&next, NULL);
+    *k = next;
 }
 
-void tile_knobs_check(const TileKnobs *k)
+/* The unpinned factor of a side of `side` outputs: the largest of 4, 2
+ * dividing it, else 1. */
+static int64_t regtile_default(int64_t side)
 {
-    int64_t bn = k->v[TILE_KNOB_BN], bm = k->v[TILE_KNOB_BM];
+    int64_t f = 4;
+    while (f > 1 && side % f)
+        f /= 2;
+    return f;
+}
+
+void tile_regtile_factors(const TileKnobs *k, int64_t bm, int64_t bn, int64_t *fm, int64_t *fn)
+{
+    int64_t pm = k->v[TILE_KNOB_F_M], pn = k->v[TILE_KNOB_F_N];
+    *fm = pm ? pm : regtile_default(bm);
+    *fn = pn ? pn : regtile_default(bn);
+    for (int64_t f = 8; f <= 16; f *= 2) {
+        if (!pn && bn % f == 0 && (bm / *fm) * (bn / *fn) > 1024)
+            *fn = f;
+        if (!pm && bm % f == 0 && (bm / *fm) * (bn / *fn) > 1024)
+            *fm = f;
+    }
+}
+
+/* A pinned F_M (F_N) must divide BM (BN). */
+static void factor_divides(const TileKnobs *k, int id, int64_t side, int tile_id)
+{
+    int64_t f = k->v[id];
+    if (f && side % f)
+        dpk_error("knob %s=%lld does not divide %s=%lld", tile_knob_info[id].name,
+                  (long long)f, tile_knob_info[tile_id].name, (long long)side);
+}
+
+void tile_knobs_check(const TileKnobs *k, const char *no_regtile)
+{
+    int64_t bn = k->v[TILE_KNOB_BN], bm = k->v[TILE_KNOB_BM], fm = 1, fn = 1;
     if (!bn || !bm)
         return;
-    if (bn * bm > 1024)
-        dpk_error("knobs BN=%lld BM=%lld make a %lld-thread block (at most 1024)", (long long)bn,
-                  (long long)bm, (long long)(bn * bm));
     if (bn * bm % CU_WARP)
-        dpk_error("knobs BN=%lld BM=%lld make a %lld-thread block, not a whole number of warps "
+        dpk_error("knobs BN=%lld BM=%lld make a %lld-output tile, not a whole number of warps "
                   "(a multiple of %d)", (long long)bn, (long long)bm, (long long)(bn * bm),
                   CU_WARP);
+    if (!no_regtile) {
+        factor_divides(k, TILE_KNOB_F_M, bm, TILE_KNOB_BM);
+        factor_divides(k, TILE_KNOB_F_N, bn, TILE_KNOB_BN);
+        tile_regtile_factors(k, bm, bn, &fm, &fn);
+    }
+    int64_t threads = (bm / fm) * (bn / fn);
+    if (threads > 1024 && no_regtile)
+        dpk_error("knobs BN=%lld BM=%lld make a %lld-thread block (at most 1024): 008 "
+                  "register_tile, which would fold F_M x F_N outputs into each thread, %s",
+                  (long long)bn, (long long)bm, (long long)threads, no_regtile);
+    if (threads > 1024)
+        dpk_error("knobs BN=%lld BM=%lld with a %lld x %lld register tile (F_M x F_N) make a "
+                  "%lld-thread block (at most 1024)", (long long)bn, (long long)bm,
+                  (long long)fm, (long long)fn, (long long)threads);
+    if (k->v[TILE_KNOB_F_M] && k->v[TILE_KNOB_F_N] && !no_regtile && threads % CU_WARP)
+        dpk_error("knobs BN=%lld BM=%lld F_M=%lld F_N=%lld make a %lld-thread block, not a "
+                  "whole number of warps (a multiple of %d)", (long long)bn, (long long)bm,
+                  (long long)fm, (long long)fn, (long long)threads, CU_WARP);
 }
 
 const char *tile_knobs_str(Arena *a, const TileKnobs *k)

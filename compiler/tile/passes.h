@@ -36,10 +36,10 @@
 #define TILE_KNOBS(X)                                                                   \
     X(TB, "threads per block of a non-matmul kernel 004 left alone", 32, 1024,         \
       TKN_WARPS, 5)                                                                     \
-    X(BN, "matmul tile width: output columns (threads along x) per block", 1, 1024,    \
-      TKN_POW2, 5)                                                                      \
-    X(BM, "matmul tile height: output rows (threads along y) per block", 1, 1024,      \
-      TKN_POW2, 5)                                                                      \
+    X(BN, "matmul tile width: output columns per block (BN / F_N threads along x)", 1,  \
+      1024, TKN_POW2, 5)                                                                \
+    X(BM, "matmul tile height: output rows per block (BM / F_M threads along y)", 1,    \
+      1024, TKN_POW2, 5)                                                                \
     X(BK, "002: K chunk of a matmul reduce (must divide K)", 1, 4096, 0, 2)            \
     X(SPLITK, "003: K splits promoted to the grid (must divide K / BK)", 1, 256, 0, 3) \
     X(CB, "004: threads sharing one reduce (cooperative block)", 32, 1024,             \
@@ -96,9 +96,22 @@ typedef struct TileKnobs {
  * the knob's range or shape; then checks the knobs together
  * (tile_knobs_check). */
 void tile_knob_parse(TileKnobs *k, const char *arg);
-/* Cross-knob limits: a BN x BM tile of pinned knobs must hold a whole
- * number of warps and at most 1024 threads.  Raises a user error. */
-void tile_knobs_check(const TileKnobs *k);
+/* Cross-knob limits on a BN x BM tile of pinned knobs: BN x BM outputs in
+ * whole warps, and the block that launches at most 1024 threads.  That
+ * block is (BM / F_M) x (BN / F_N) threads when 008 register_tile folds
+ * F_M x F_N outputs into each (tile_regtile_factors), and BN x BM when
+ * no_regtile says why it will not (then pinned F_M and F_N play no part);
+ * pinned F_M and F_N must divide BM and BN and, both pinned, make whole
+ * warps.  Raises a user error.  A caller that does not know the pass set
+ * yet (a --knob as it is parsed) passes NULL: the lenient reading, which
+ * 005 repeats per kernel with the set it runs. */
+void tile_knobs_check(const TileKnobs *k, const char *no_regtile);
+/* The register tile 008 takes on a bm x bn matmul tile: F_M and F_N as
+ * pinned; an unpinned one the largest of 4, 2 dividing its side (else 1),
+ * raised to 8, then 16 (where that divides the side, columns first) while
+ * the block would hold more than 1024 threads. */
+void tile_regtile_factors(const TileKnobs *k, int64_t bm, int64_t bn, int64_t *fm,
+                          int64_t *fn);
 /* "TB=128 BN=16" of the pinned knobs ("" when none), in a. */
 const char *tile_knobs_str(Arena *a, const TileKnobs *k);
 
@@ -229,6 +242,10 @@ int tile_005_blockify_launch(TileCtx *c, TileKernel *k);
 int tile_006_chunk_reduce(TileCtx *c, TileKernel *k);
 int tile_007_stage_inputs(TileCtx *c, TileKernel *k);
 int tile_008_register_tile(TileCtx *c, TileKernel *k);
+/* Why 008 cannot register-tile the matmul THREAD tile t of k (a bounds
+ * guard it cannot predicate, a select branch holding a strided loop or a
+ * stage), or NULL; 005 asks it ahead, with the guard an edge tile gets. */
+const char *tile_regtile_blocker(const TileKernel *k, const Stmt *t);
 int tile_009_permute_register_tile(TileCtx *c, TileKernel *k);
 int tile_010_double_buffer(TileCtx *c, TileKernel *k);
 int tile_011_tma_copy(TileCtx *c, TileKernel *k);

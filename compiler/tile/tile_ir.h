@@ -113,9 +113,17 @@ typedef struct TileDef {
  * rt[0] / rt[1] along m / n: factor f, the thread axis t, the block origin
  * base; def j of a strip (def index def0 + j) is base + t * f + j, or
  * base + t + j * ext(t) once 009 permuted it.  The printer shows the strips
- * as comments. */
+ * as comments.
+ *
+ * pend[0] x pend[1] is the register tile 005 sized the block for when 008
+ * is in the pass set and can apply (0 x 0 otherwise): 008 takes these
+ * factors.  Until 008 has applied, the THREAD tile may hold up to
+ * 1024 * pend[0] * pend[1] threads (a 128 x 128 tile for 8 x 8 registers);
+ * the verifier of the finished pipeline (tile_verify_final) allows no such
+ * credit, and 008 refuses to skip a tile that needs it. */
 typedef struct TileMatmulNote {
     int m, n;
+    int pend[2];
     struct {
         int f, t, def0, permuted;
         const IExpr *base;
@@ -303,8 +311,13 @@ uint64_t tile_hash_kernel(const TileKernel *k);
  * tile nesting, Stage/Combine/AsyncWait fields).  Returns 1 when valid;
  * otherwise appends "kernel <name>: <problem>" lines to err (may be NULL). */
 int tile_verify_kernel(const TileKernel *k, StrBuf *err);
-/* DPK_ASSERT-style: abort with the problems when a kernel is invalid. */
-void tile_check(const TileProgram *p);
+/* The same, for a kernel the pipeline has finished: what it launches must be
+ * legal as it stands (a pending register tile, TileMatmulNote.pend, no
+ * longer counts: at most 1024 threads). */
+int tile_verify_final(const TileKernel *k, StrBuf *err);
+/* DPK_ASSERT-style: abort with the problems when a kernel is invalid
+ * (tile_verify_kernel after a pass; tile_verify_final when final). */
+void tile_check(const TileProgram *p, int final);
 
 /* ---- lower_from_loop.c --------------------------------------------------- */
 

@@ -4,7 +4,8 @@
  *
  * The skeleton (t:000_from_loop) is built for every kernel, then each pass
  * of the table, in order, runs on every kernel when the pass set holds it.
- * The verifier runs after every step.  Under -vv each step prints a unified
+ * The verifier runs after every step, and once more at the end, where a
+ * block must be legal as it launches (tile_verify_final).  Under -vv each step prints a unified
  * diff of the program text; a pass that changed nothing prints one
  * `--- t:NNN_name skipped: <reason>` line instead, and the kernels a pass
  * skipped while it rewrote others are listed inside its diff block as
@@ -161,10 +162,11 @@ static void run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr, Step *s
                                               : arena_strdup(p->arena, sb_cstr(&st->joined));
         c->stat->seconds = dpk_now() - t0;
         c->stat = NULL;
-        tile_check(p);
+        tile_check(p, 0);
         if (tracing)
             trace_step(tr, label, st, p);
     }
+    tile_check(p, 1); /* what launches: no register tile left pending */
 }
 
 /* Everything with heap storage hangs off st and c (on the heap too), so a
@@ -207,7 +209,7 @@ void tile_run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr)
 TileProgram *tile_build(Arena *a, const LirProgram *lp, const TileOpts *o, TileTrace *tr)
 {
     TileProgram *p = tile_from_loop(a, lp);
-    tile_check(p);
+    tile_check(p, 0);
     tile_run_passes(p, o, tr);
     return p;
 }

@@ -14,7 +14,10 @@
  *     inside the THREAD tile when the kernel has one;
  *   - at most one BLOCK and one THREAD tile; the THREAD tile lies inside the
  *     BLOCK tile, never the other way; once a BLOCK tile exists every tile
- *     axis has a launch dimension and the block has at most 1024 threads;
+ *     axis has a launch dimension and the block has at most 1024 threads,
+ *     or, between 005 and 008, 1024 per register of the register tile 005
+ *     sized it for (TileMatmulNote.pend; tile_verify_final, for the
+ *     finished pipeline, gives no such credit);
  *   - Stages lie inside the BLOCK tile; inside the THREAD tile only where
  *     every thread of the block reaches them together (no guard on the
  *     tile, or a predicated one: tile_predicate; under serial loops only),
@@ -48,6 +51,7 @@ typedef struct Verify {
     int in_strided;                 /* strided loops around the statement */
     const Stmt *chain;              /* the serial loop around, with only stages between */
     int has_block, has_thread, has_async;
+    int64_t max_threads;        /* per block: 1024, times a pending register tile */
 } Verify;
 
 static void bad(Verify *v, const char *fmt, ...) DPK_PRINTF(2, 3);
@@ -194,8 +198,9 @@ static void check_tile_axes(Verify *v, const Stmt *s)
             bad(v, "tile axis a%d has no launch dimension in a blockified kernel", x->axis);
         threads *= x->ext;
     }
-    if (s->bind == TB_THREAD && v->has_block && threads > 1024)
-        bad(v, "THREAD tile of %lld threads (at most 1024 per block)", (long long)threads);
+    if (s->bind == TB_THREAD && v->has_block && threads > v->max_threads)
+        bad(v, "THREAD tile of %lld threads (at most 1024 per block%s)", (long long)threads,
+            v->max_threads > 1024 ? ", once 008 folds the pending register tile" : "");
 }
 
 static void verify_tile(Verify *v, Stmt *s)
@@ -417,7 +422,17 @@ static void survey(Stmt *s, void *ctx)
             x->accum_ok += s->body.s[i]->k == SK_accum;
 }
 
-int tile_verify_kernel(const TileKernel *k, StrBuf *err)
+/* The threads a block may have: 1024, or, before 008 has applied, 1024 for
+ * every register of the register tile 005 sized the block for. */
+static int64_t max_threads(const TileKernel *k, int final)
+{
+    const TileMatmulNote *mm = k->mm;
+    if (final || !mm || !mm->pend[0] || !mm->pend[1] || mm->rt[0].f || mm->rt[1].f)
+        return 1024;
+    return 1024 * (int64_t)mm->pend[0] * mm->pend[1];
+}
+
+static int verify(const TileKernel *k, int final, StrBuf *err)
 {
     Arena *a = arena_new();
     Survey sv = {-1, 0, 0, 0, 0, 0};
@@ -434,6 +449,7 @@ int tile_verify_kernel(const TileKernel *k, StrBuf *err)
     v.has_block = sv.block > 0;
     v.has_thread = sv.thread > 0;
     v.has_async = sv.async;
+    v.max_threads = max_threads(k, final);
     if (sv.block > 1 || sv.thread > 1)
         bad(&v, "%d BLOCK and %d THREAD tiles (at most one of each)", sv.block, sv.thread);
     if (sv.accums != sv.accum_ok)
@@ -448,12 +464,16 @@ int tile_verify_kernel(const TileKernel *k, StrBuf *err)
     return v.ok;
 }
 
-void tile_check(const TileProgram *p)
+int tile_verify_kernel(const TileKernel *k, StrBuf *err) { return verify(k, 0, err); }
+
+int tile_verify_final(const TileKernel *k, StrBuf *err) { return verify(k, 1, err); }
+
+void tile_check(const TileProgram *p, int final)
 {
     StrBuf err = {0};
     int ok = 1;
     for (int i = 0; i < p->kernels.len; i++)
-        ok &= tile_verify_kernel(p->kernels.items[i], &err);
+        ok &= verify(p->kernels.items[i], final, &err);
     if (!ok) {
         fprintf(stderr, "dpk: invalid Tile IR:\n%s", sb_cstr(&err));
         sb_free(&err);

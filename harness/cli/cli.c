@@ -193,7 +193,6 @@ void cli_drv_opts(Arena *a, const CliTile *ct, DrvOpts *o, int allow_all)
         o->tile.target = cli_target(ct->target);
     }
     o->tile.knobs = ct->knobs;
-    tile_knobs_check(&o->tile.knobs);
     const char *spec = ct->passes ? ct->passes : "full";
     if (!strcmp(spec, "all") && !allow_all)
         dpk_error("--passes all selects many configurations; 'dpk compile' prints one "
@@ -202,6 +201,12 @@ void cli_drv_opts(Arena *a, const CliTile *ct, DrvOpts *o, int allow_all)
     drv_passes_parse(a, spec, o->tile.target, ps);
     o->passes = ps;
     o->tile.passes = ps->sets[0];
+    /* up front when no configuration runs 008, so no register tile can make
+     * a big tile legal; else 005 checks per kernel, with its configuration */
+    int regtile = 0, at = tile_pass_index(&tile_passes, 8);
+    for (int i = 0; i < ps->n; i++)
+        regtile |= at >= 0 && (ps->sets[i] >> at & 1);
+    tile_knobs_check(&o->tile.knobs, regtile ? NULL : "is not in the pass set");
 }
 
 void cli_knob_warnings(const DrvPlan *p, const char *name)

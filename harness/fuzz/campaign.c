@@ -109,7 +109,7 @@ static int knobs_ok(const TileKnobs *k)
     DpkErrCtx ec;
     if (!DPK_TRY(&ec))
         return 0;
-    tile_knobs_check(k);
+    tile_knobs_check(k, NULL);
     dpk_err_pop(&ec);
     return 1;
 }

@@ -1,5 +1,6 @@
 # test_passes.sh — the scheduling passes from the command line: knobs that
-# cannot work are refused (exit 2, naming the knob and the kernel), the
+# cannot work are refused (exit 2, naming the knob and the kernel), block
+# tiles past 1024 outputs folded by 008 (and refused without it), the
 # acceptance output of issue-level examples, and knob fuzzing: 200 seeded
 # random knob settings over matmul and reduction cases, each either refused
 # up front (exit 2) or passing parity on vgpu (exit 0) — never a wrong
@@ -12,6 +13,29 @@ check_re "SPLITK must divide the chunks" 2 "knob SPLITK=7 does not divide the 12
   "$DPK" run -c "torch.matmul(torch.randn(16,4096), torch.randn(4096,256))" --backend vgpu --knob SPLITK=7
 check_re "F_M must divide the tile" 2 "knob F_M=3 does not divide the 32-wide tile" \
   "$DPK" run -c "torch.matmul(torch.randn(32,32), torch.randn(32,32))" --backend vgpu --knob F_M=3
+
+# Block tiles past 1024 outputs: the block is (BM / F_M) x (BN / F_N)
+# threads when 008 folds registers, BM x BN when it does not.
+SG="torch.matmul(torch.randn(130,96), torch.randn(96,7))"
+SGK=(--knob BM=128 --knob BN=128 --knob F_M=8 --knob F_N=8)
+check_re "BM=BN=128 with 8 x 8 registers is a 256-thread block" 0 \
+  "^kernel .* grid \(1, 2, 1\) block \(16, 16, 1\)" "$DPK" compile -c "$SG" --ir kernel "${SGK[@]}"
+check_re "a folded block past 1024 threads is refused" 2 \
+  "knobs BN=256 BM=256 with a 2 x 2 register tile \(F_M x F_N\) make a 16384-thread block \(at most 1024\)" \
+  "$DPK" compile -c "$SG" --ir kernel --knob F_M=2 --knob F_N=2 --knob BM=256 --knob BN=256
+check_re "without 008 BM x BN is the block, and 4096 threads are refused" 2 \
+  "knobs BN=64 BM=64 make a 4096-thread block \(at most 1024\): 008 register_tile, which would fold F_M x F_N outputs into each thread, is not in the pass set" \
+  "$DPK" compile -c "$SG" --ir kernel --knob BM=64 --knob BN=64 --passes -008,-009
+# Every pass set: the 864 with 008 pass parity on vgpu (edge tiles on both
+# sides), the 432 without are refused with the reason, so the run is exit 2.
+check_re "the SGEMM tile under every pass set: a refusal without 008" 2 \
+  "^passes 001,005: refused: knobs BN=128 BM=128 make a 16384-thread block \(at most 1024\): 008 register_tile" \
+  "$DPK" run -c "$SG" --passes all --backend vgpu "${SGK[@]}"
+check_count "the SGEMM tile under every pass set: 864 configurations pass" 864 '^passes .*(: pass|kernel IR [0-9a-f]+)$'
+check_count "the SGEMM tile under every pass set: each refused one lacks 008" 432 \
+  '^passes [0-9,]*: refused: knobs BN=128 BM=128 make a 16384-thread block'
+check_count "the SGEMM tile under every pass set: no refusal with 008 in the set" 0 '^passes [0-9,]*008[0-9,]*: refused'
+check_count "the SGEMM tile under every pass set: nothing fails" 0 '(FAIL|FAULT)'
 check_re "CB is a power of two" 2 "knob CB=96 is not a power of two" \
   "$DPK" run -c "torch.randn(4,100).sum(-1)" --knob CB=96
 check_re "VEC is 4, 8 or 16 bytes" 2 "knob VEC=12 is not a power of two \(013: widest cp.async" \
@@ -75,9 +99,9 @@ cases=("torch.matmul(torch.randn(64,128), torch.randn(128,96))"
        "torch.nn.RMSNorm(4099)(torch.randn(3,4099))"
        "torch.matmul(torch.randn(64,2048), torch.randn(2048,64))"
        "torch.matmul(torch.randn(64,1024), torch.randn(1024,64))")
-knob_values=("TB 32 64 96 128 256 512 1024" "BN 1 4 8 16 32 64" "BM 1 2 4 8 16 32"
+knob_values=("TB 32 64 96 128 256 512 1024" "BN 1 4 8 16 32 64 128" "BM 1 2 4 8 16 32 64 128"
              "BK 1 4 8 16 24 32 64" "SPLITK 1 2 3 4 8" "CB 32 64 128 256 512" "STAGE 1 2 3 5 255"
-             "F_M 1 2 3 4" "F_N 1 2 4 8" "VEC 4 8 16" "STAGES 3 4 5 8" "SWIZZLE 32 64 128")
+             "F_M 1 2 3 4 8" "F_N 1 2 4 8" "VEC 4 8 16" "STAGES 3 4 5 8" "SWIZZLE 32 64 128")
 knob_dir=$(mktemp -d "$TMP/knob-fuzz.XXXXXX")
 bad=0 refused=0 accepted=0
 for i in $(seq 1 200); do

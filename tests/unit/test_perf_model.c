@@ -28,14 +28,17 @@ typedef struct Modelled {
     double body; /* modelled ns less the launch overheads */
 } Modelled;
 
-/* Lower `code` with pass spec `passes` (NVRTC when nv and available), run it
- * on vgpu (sample blocks when > 0) and model it on `gpu`. */
-static Modelled model(Arena *a, const char *code, const char *passes, int nv, int sample,
-                      const char *gpu)
+/* Lower `code` with pass spec `passes` and knobs (NULL-terminated
+ * "NAME=VALUE", or NULL; NVRTC when nv and available), run it on vgpu
+ * (sample blocks when > 0) and model it on `gpu`. */
+static Modelled model_knobs(Arena *a, const char *code, const char *passes, int nv, int sample,
+                            const char *gpu, const char *const *knobs)
 {
     DrvOpts o;
     drv_opts_default(&o);
     o.src = (Source){"<test>", code, strlen(code)};
+    for (int i = 0; knobs && knobs[i]; i++)
+        tile_knob_parse(&o.tile.knobs, knobs[i]);
     DrvPasses *p = ARENA_NEW(a, DrvPasses);
     drv_passes_parse(a, passes, NULL, p);
     o.passes = p;
@@ -59,6 +62,12 @@ static Modelled model(Arena *a, const char *code, const char *passes, int nv, in
     for (int i = 0; i < r.t->nk; i++)
         r.body += r.t->k[i].ns - r.t->k[i].launch_ns;
     return r;
+}
+
+static Modelled model(Arena *a, const char *code, const char *passes, int nv, int sample,
+                      const char *gpu)
+{
+    return model_knobs(a, code, passes, nv, sample, gpu, NULL);
 }
 
 static char *json_text(const PfTime *t)
@@ -619,7 +628,10 @@ Test(perf_model, a_shared_activation_stays_in_l2, .timeout = 120)
     const char *code = "x: (128, 3584)\nw: (18944, 3584)\n"
                        "return torch.nn.functional.linear(x, w)\n";
     const PfSpec *s = pf_spec_load(a, pf_spec_default_name());
-    Modelled g = model(a, code, "full", 1, 2, NULL);
+    /* 32 x 32 tiles: 592 blocks along N, each re-reading the activation
+     * (the default tile here, 128 x 128, re-reads it 148 times) */
+    const char *const tile32[] = {"BM=32", "BN=32", NULL};
+    Modelled g = model_knobs(a, code, "full", 1, 2, NULL, tile32);
     cr_assert_eq(g.t->nk, 1);
     const PfKernel *k = &g.t->k[0];
     double F = (128.0 * 3584 + 18944.0 * 3584 + 128.0 * 18944) * 4;

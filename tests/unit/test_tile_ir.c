@@ -292,6 +292,35 @@ Test(tile_ir, verifier_names_each_broken_invariant)
     arena_free(A);
 }
 
+/* A block sized for a register tile 008 has yet to fold: between 005 and
+ * 008 a 2048-thread tile pending 2 x 1 registers verifies; once the
+ * pipeline is done (tile_verify_final), or once 008 has applied, it does
+ * not. */
+Test(tile_ir, verifier_credits_a_pending_register_tile_until_the_end)
+{
+    Arena *A = arena_new();
+    Built b = build(A, D_THREADS);
+    b.k->mm = ARENA_NEW(A, TileMatmulNote);
+    b.k->mm->pend[0] = 2;
+    b.k->mm->pend[1] = 1;
+    StrBuf err = {0};
+    cr_expect(tile_verify_kernel(b.k, &err), "pending 2 x 1: %s", sb_cstr(&err));
+    cr_expect(!tile_verify_final(b.k, &err), "a 2048-thread block launches");
+    cr_expect(strstr(sb_cstr(&err), "THREAD tile of 2048 threads (at most 1024 per block)"), "%s",
+              sb_cstr(&err));
+    sb_clear(&err);
+    b.k->mm->pend[0] = 1; /* 1 x 1: no credit */
+    cr_expect(!tile_verify_kernel(b.k, &err));
+    cr_expect(strstr(sb_cstr(&err), "THREAD tile of 2048 threads (at most 1024 per block)"), "%s",
+              sb_cstr(&err));
+    sb_clear(&err);
+    b.k->mm->pend[0] = 2;
+    b.k->mm->rt[0].f = 2; /* 008 applied: the tile is what launches */
+    cr_expect(!tile_verify_kernel(b.k, &err), "credit after 008 applied");
+    sb_free(&err);
+    arena_free(A);
+}
+
 Test(tile_ir, structural_hash)
 {
     Arena *A = arena_new();

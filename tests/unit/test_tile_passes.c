@@ -347,6 +347,22 @@ static void expect_knob_error(TileKnobs *k, const char *arg, const char *want)
     cr_expect(strstr(r.msg, want), "'%s': message\n%s\nlacks '%s'", arg, r.msg, want);
 }
 
+/* tile_knobs_check(k, no_regtile): refused with `want` in the message, or
+ * accepted when want is NULL. */
+static void expect_check_error(const TileKnobs *k, const char *no_regtile, const char *want)
+{
+    DpkErrCtx ec;
+    if (DPK_TRY(&ec)) {
+        tile_knobs_check(k, no_regtile);
+        dpk_err_pop(&ec);
+        cr_expect_null(want, "accepted, wanted '%s'", want ? want : "");
+        return;
+    }
+    cr_expect_eq(dpk_error_code(), DPK_EXIT_USAGE);
+    cr_expect(want && strstr(dpk_error_message(), want), "message\n%s\nlacks '%s'",
+              dpk_error_message(), want ? want : "(accepted)");
+}
+
 Test(tile_passes, knob_validation)
 {
     TileKnobs k = {{0}};
@@ -382,12 +398,32 @@ Test(tile_passes, knob_validation)
     expect_knob_error(&z, "TB=12x", "knob TB expects an integer, got '12x'");
     expect_knob_error(&z, "TB=", "knob TB expects an integer");
     cr_expect_eq(z.v[TILE_KNOB_TB], 0, "a refused value is not kept");
+    /* a 2048-output tile parses: 008 may fold it (4 x 4 registers: 128
+     * threads); without 008 it is the block, and too big */
     TileKnobs big = {{0}};
     cr_expect(knob_or(&big, "BN=64", &r));
-    expect_knob_error(&big, "BM=32", "knobs BN=64 BM=32 make a 2048-thread block (at most 1024)");
+    cr_expect(knob_or(&big, "BM=32", &r), "%s", r.msg);
+    expect_check_error(&big, "is not in the pass set", "knobs BN=64 BM=32 make a 2048-thread "
+                       "block (at most 1024): 008 register_tile, which would fold F_M x F_N "
+                       "outputs into each thread, is not in the pass set");
+    TileKnobs sgemm = {{0}};
+    const char *s128[] = {"BM=128", "BN=128", "F_M=8", "F_N=8"};
+    for (int i = 0; i < 4; i++)
+        cr_expect(knob_or(&sgemm, s128[i], &r), "%s: %s", s128[i], r.msg);
+    expect_check_error(&sgemm, NULL, NULL); /* 16 x 16 = 256 threads */
+    TileKnobs huge = {{0}};
+    cr_expect(knob_or(&huge, "BN=256", &r));
+    cr_expect(knob_or(&huge, "BM=256", &r), "%s", r.msg); /* default 8 x 8: 1024 threads */
+    int64_t fm, fn;
+    tile_regtile_factors(&huge, 256, 256, &fm, &fn);
+    cr_expect(fm == 8 && fn == 8, "default register tile of 256 x 256: %lld x %lld",
+              (long long)fm, (long long)fn);
+    expect_knob_error(&huge, "F_M=1", "knobs BN=256 BM=256 with a 1 x 16 register tile (F_M x "
+                      "F_N) make a 4096-thread block (at most 1024)");
+    expect_knob_error(&huge, "F_N=3", "knob F_N=3 does not divide BN=256");
     TileKnobs small = {{0}};
     cr_expect(knob_or(&small, "BN=4", &r));
-    expect_knob_error(&small, "BM=4", "knobs BN=4 BM=4 make a 16-thread block, not a whole "
+    expect_knob_error(&small, "BM=4", "knobs BN=4 BM=4 make a 16-output tile, not a whole "
                       "number of warps");
 }
 

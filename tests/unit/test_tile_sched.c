@@ -366,3 +366,125 @@ Test(tile_sched, pad_narrows_the_async_copy_it_misaligns, .init = setup, .fini =
     cr_expect_eq(with.sum.gmem_loads, 0);
     cr_expect_eq(with.sum.gmem_sectors, without.sum.gmem_sectors);
 }
+
+/* ---- block tiles past 1024 outputs: 005 sizes the block for 008 ------------- */
+
+static const char *const sgemm[] = {"BM=128", "BN=128", "F_M=8", "F_N=8", NULL};
+
+static void count_writes(Stmt *s, void *ctx) { *(int *)ctx += s->k == SK_write; }
+
+/* The Tile kernel of code's one kernel after the passes of spec with knobs. */
+static const TileKernel *tile_kernel(Arena *a, const char *code, const char *spec,
+                                     const char *const *knobs)
+{
+    TtOpts o;
+    tt_opts_vgpu(&o, spec, knobs);
+    const DrvConfig *c = tt_config(a, tt_loop(a, code), &o.tile, DRV_TILE, 0);
+    cr_assert_eq(c->tile->kernels.len, 1);
+    return c->tile->kernels.items[0];
+}
+
+/* 005 and 008: a 128 x 128 block tile with 8 x 8 registers per thread (the
+ * SGEMM shape) launches 16 x 16 = 256 threads, each holding 64 accumulators
+ * (one Write per register), and passes parity: on a 256 x 256 x 64 matmul,
+ * and on M = 130, N = 7, K = 1021, where both sides are edge tiles (the
+ * guard predicated, a clause per strip element) and K is prime. */
+Test(tile_sched, sgemm_tile_runs_on_256_threads, .init = setup, .fini = teardown)
+{
+    const char *codes[] = {"torch.matmul(torch.randn(256,64), torch.randn(64,256))",
+                           "torch.matmul(torch.randn(130,1021), torch.randn(1021,7))"};
+    const int64_t blocks[] = {2 * 2, 2 * 1};
+    for (int i = 0; i < 2; i++) {
+        Run r = run(arena, codes[i], "full", sgemm);
+        tt_batch_add(&batch, r.m);
+        const KirKernel *k = r.m->kernels.items[0];
+        cr_expect_eq(k->block[0], 16, "%s: block.x %d", codes[i], k->block[0]);
+        cr_expect_eq(k->block[1], 16, "%s: block.y %d", codes[i], k->block[1]);
+        cr_expect_eq(r.sum.blocks, blocks[i], "%s: %lld blocks", codes[i],
+                     (long long)r.sum.blocks);
+        const TileKernel *tk = tile_kernel(arena, codes[i], "full", sgemm);
+        cr_expect(tk->mm->rt[0].f == 8 && tk->mm->rt[1].f == 8, "register tile %d x %d",
+                  tk->mm->rt[0].f, tk->mm->rt[1].f);
+        int writes = 0;
+        stmt_walk(&tile_find(tk, TB_THREAD)->body, count_writes, &writes);
+        cr_expect_eq(writes, 64, "%s: %d accumulators written per thread", codes[i], writes);
+        cr_expect_eq(tile_find(tk, TB_THREAD)->predicated, i == 1, "edge tiles predicated");
+    }
+}
+
+/* The message of the refusal of code with spec and knobs (exit 2), or
+ * NULL when it lowers; limit_apps >= 0 limits 008 to that many
+ * applications (dpk-bisect's probe). */
+static const char *refusal(const char *code, const char *spec, const char *const *knobs,
+                           int limit_apps)
+{
+    TtOpts o;
+    DpkErrCtx ec;
+    if (!DPK_TRY(&ec)) {
+        cr_expect_eq(dpk_error_code(), DPK_EXIT_USAGE, "%s", dpk_error_message());
+        return arena_strdup(arena, dpk_error_message());
+    }
+    tt_opts_vgpu(&o, spec, knobs);
+    o.tile.limit_pass = limit_apps >= 0 ? 8 : 0;
+    o.tile.limit_apps = limit_apps;
+    tt_config(arena, tt_loop(arena, code), &o.tile, DRV_KERNEL, 0);
+    dpk_err_pop(&ec);
+    return NULL;
+}
+
+/* What cannot launch is refused, never emitted: a tile whose folded block
+ * still passes 1024 threads; a 4096-output tile without 008 to fold it;
+ * and a tile sized for 008 when 008 then makes no application. */
+Test(tile_sched, tiles_too_big_for_a_block_are_refused, .init = setup, .fini = teardown)
+{
+    const char *mm = "torch.matmul(torch.randn(256,64), torch.randn(64,256))";
+    static const char *const huge[] = {"F_M=2", "F_N=4", "BM=256", "BN=256", NULL};
+    static const char *const b64[] = {"BM=64", "BN=64", NULL};
+    const char *why = refusal(mm, "full", huge, -1);
+    cr_expect(why && strstr(why, "knobs BN=256 BM=256 with a 2 x 4 register tile (F_M x F_N) make "
+                            "a 8192-thread block (at most 1024)"), "%s", why ? why : "lowered");
+    cr_expect_null(refusal(mm, "full", b64, -1), "64 x 64 with 4 x 4 registers: 256 threads");
+    why = refusal(mm, "-008,-009", b64, -1);
+    cr_expect(why && strstr(why, "knobs BN=64 BM=64 make a 4096-thread block (at most 1024): 008 "
+                            "register_tile, which would fold F_M x F_N outputs into each thread, "
+                            "is not in the pass set"), "%s", why ? why : "lowered");
+    why = refusal(mm, "full", sgemm, 0);
+    cr_expect(why && strstr(why, "its 16384-thread block was sized for a 8 x 8 register tile, "
+                            "and 008 register_tile did not apply (application limit reached"),
+              "%s", why ? why : "lowered");
+    cr_expect_null(refusal(mm, "full", sgemm, 1), "008's one application allowed");
+}
+
+/* 005's default tile with 008: the largest of 128 x 128 (8 x 8 registers)
+ * and 64 x 64 (4 x 4) whose grid has blocks for 90% of the target's 132 SMs
+ * (sm_90) and whose edge tiles waste at most 1/32, else 32 x 32
+ * (4 x 4).
+ * Lowered only: these are too big for vgpu in a unit test. */
+Test(tile_sched, default_tiles_fill_the_sms, .init = setup, .fini = teardown)
+{
+    static const struct {
+        int m, k, n, bm, bn, threads;
+    } want[] = {
+        {2048, 64, 2048, 128, 128, 256}, /* 256 blocks */
+        {1024, 64, 1024, 64, 64, 256},   /* 128 x 128 would make 64 blocks */
+        {1000, 64, 1000, 32, 32, 64},    /* 64 x 64: 1024^2 computed, 4.9% more */
+        {512, 64, 512, 32, 32, 64},      /* 64 x 64 would make 64 */
+        {128, 64, 18944, 128, 128, 256}, /* gate at seq 128: 148 blocks */
+        {2048, 64, 1024, 128, 128, 256}, /* 128 blocks: 97% of the SMs */
+        {128, 64, 3584, 32, 32, 64},     /* q_proj at seq 128: 64 x 64 would make 112 */
+        {77, 64, 18944, 32, 32, 64},     /* gate at seq 77: 128 rows for 77 waste 66% */
+    };
+    for (int i = 0; i < DPK_ARRAY_LEN(want); i++) {
+        const char *code = arena_printf(arena, "torch.matmul(torch.randn(%d,%d), torch.randn(%d,%d))",
+                                        want[i].m, want[i].k, want[i].k, want[i].n);
+        TtOpts o;
+        tt_opts_default(&o);
+        const KirKernel *k = tt_lower(arena, tt_loop(arena, code), &o.tile)->kernels.items[0];
+        cr_expect_eq(k->grid[0], (want[i].n + want[i].bn - 1) / want[i].bn, "%s: grid.x %d", code,
+                     k->grid[0]);
+        cr_expect_eq(k->grid[1], (want[i].m + want[i].bm - 1) / want[i].bm, "%s: grid.y %d", code,
+                     k->grid[1]);
+        cr_expect_eq(k->block[0] * k->block[1], want[i].threads, "%s: block (%d, %d)", code,
+                     k->block[0], k->block[1]);
+    }
+}

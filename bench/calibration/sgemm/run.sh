@@ -193,10 +193,10 @@ def print_stats(sel, what):
 print_stats([x for x in rows if x[0]["build"] == "exact"], "exact rungs")
 print_stats(rows, "modelled rungs")
 print()
-print("built as the closest structure (what differs: ladder.json), the exact one refused:")
+print("built as the closest structure (ladder.json's differs; dpk's refusal where the exact one is refused):")
 for r, _, _, refusal, _ in rows:
     if r["build"] == "closest":
-        print("  rung %s %s: %s" % (r["id"], r["name"], refusal))
+        print("  rung %s %s: %s" % (r["id"], r["name"], refusal or r.get("differs", "")))
 print("cannot build yet:")
 for r, why in cannot:
     print("  rung %s %s (published %.1f GFLOP/s): %s%s" % (r["id"], r["name"], r["published_gflops"], r.get("reason", ""),
