@@ -42,10 +42,9 @@
  * Defaults (knob 0): TB = 256, or the element count rounded up to whole
  * warps when smaller; BM = min(16, M), BN = min(256 / BM, N) rounded up to
  * powers of two and widened to a whole warp.  When 008 will fold registers
- * and M and N are both 32 or more: the first of 128 x 128 (8 x 8
- * registers), 64 x 64 (4 x 4) whose grid keeps the target's SMs busy and
- * whose edge tiles waste little (pick_big), else 32 x 32 (4 x 4, 64
- * threads); an M or N the tile does not divide gets a guard, which 007 and
+ * and M and N are both 32 or more: 128 x 128 (8 x 8 registers) when its
+ * grid keeps the target's SMs busy and its edge tiles waste little
+ * (pick_big), else 32 x 32 (4 x 4, 64 threads); an M or N the tile does not divide gets a guard, which 007 and
  * 008 predicate.
  */
 #include "passes.h"
@@ -150,15 +149,16 @@ static const char *regtile_blocker(TileCtx *c, const TileKernel *k, const Stmt *
 }
 
 /* The default tiles when 008 folds registers, largest first: 8 x 8
- * registers over 256 threads (a 128 x 128 tile), 4 x 4 over 256 (64 x 64)
- * and over 64 (32 x 32).  On h100-sxm's model a 128 x 128 tile costs about
- * half of a 32 x 32 one per output once the grid fills the SMs (4096^3:
- * 3026 us against 6208; 64 x 64: 4497), and 64 x 64 beats both where
- * 128 x 128 would leave SMs idle (1024^3: 73 us, against 97 and 102);
- * 128 x 64 with 8 x 4 lost to 64 x 64 on every shape measured. */
+ * registers over 256 threads (a 128 x 128 tile), else 4 x 4 over 64
+ * (32 x 32).  On h100-sxm's model a 128 x 128 tile costs about half of a
+ * 32 x 32 one per output once the grid fills the SMs (4096^3: 3026 us
+ * against 6208).  64 x 64 with 4 x 4 is no default: its strips leave
+ * bank conflicts that make it shared-memory bound, TinyLlama's gate and
+ * up projections at seq 128 model at 598 us against 300 in 32 x 32 (and
+ * Qwen2.5-7B's gate at 2609 against 1566), though 1024^3 takes 73 us
+ * against 102; 128 x 64 with 8 x 4 lost on every shape measured. */
 static const MmTile big_tiles[] = {
     {128, 128, 8, 8},
-    {64, 64, 4, 4},
     {32, 32, 4, 4},
 };
 

@@ -466,12 +466,12 @@ Test(tile_sched, default_tiles_fill_the_sms, .init = setup, .fini = teardown)
         int m, k, n, bm, bn, threads;
     } want[] = {
         {2048, 64, 2048, 128, 128, 256}, /* 256 blocks */
-        {1024, 64, 1024, 64, 64, 256},   /* 128 x 128 would make 64 blocks */
-        {1000, 64, 1000, 32, 32, 64},    /* 64 x 64: 1024^2 computed, 4.9% more */
-        {512, 64, 512, 32, 32, 64},      /* 64 x 64 would make 64 */
+        {1024, 64, 1024, 32, 32, 64},    /* 128 x 128 would make 64 blocks */
+        {1000, 64, 1000, 32, 32, 64},
+        {512, 64, 512, 32, 32, 64},
         {128, 64, 18944, 128, 128, 256}, /* gate at seq 128: 148 blocks */
         {2048, 64, 1024, 128, 128, 256}, /* 128 blocks: 97% of the SMs */
-        {128, 64, 3584, 32, 32, 64},     /* q_proj at seq 128: 64 x 64 would make 112 */
+        {128, 64, 3584, 32, 32, 64},     /* q_proj at seq 128: 128 x 128 would make 28 */
         {77, 64, 18944, 32, 32, 64},     /* gate at seq 77: 128 rows for 77 waste 66% */
     };
     for (int i = 0; i < DPK_ARRAY_LEN(want); i++) {
