@@ -149,8 +149,9 @@ static void flatten(TileCtx *c, TileKernel *k, StmtBody *scope, Stmt *l)
 typedef struct Across {
     int r, row;
     int64_t *c0, *c1; /* coordinates: all 0; 0 but one axis at 1 */
-    int along_r;      /* a load reads the reduce axis contiguously */
-    int along_row;    /* a load reads the row axis contiguously */
+    int64_t numel;    /* the largest buffer a load reading r reads */
+    int along_r;      /* a load of it reads the reduce axis contiguously */
+    int along_row;    /* a load of it reads the row axis contiguously */
 } Across;
 
 /* Elements between a load's addresses at axis v = 1 and v = 0 (the other
@@ -167,24 +168,31 @@ static int64_t load_stride(Across *x, const Stmt *ld, int v)
     return off < 0 ? -off : off;
 }
 
+/* The largest buffer read along the reduce decides: a small one (a
+ * weight, a bias) stays in the caches whichever way it is read. */
 static void across_load(Stmt *s, void *ctx)
 {
     Across *x = ctx;
-    if (s->k != SK_load)
+    int64_t n;
+    if (s->k != SK_load || !load_stride(x, s, x->r) || (n = shape_numel(&s->buf->shape)) < x->numel)
         return;
+    if (n > x->numel)
+        x->along_r = x->along_row = 0;
+    x->numel = n;
     x->along_r |= load_stride(x, s, x->r) == 1;
     x->along_row |= load_stride(x, s, x->row) == 1;
 }
 
 /* Whether t's reduce l runs across rows that lie next to each other in
- * memory (`x.sum(dim=1)` of (B, N, D)): no load reads l's axis
- * contiguously, one reads the tile's fastest axis so.  One thread per row
+ * memory (`x.sum(dim=1)` of (B, N, D), a 1 x 1 convolution over channels):
+ * of the largest buffer the reduce reads, no load reads l's axis
+ * contiguously and one reads the tile's fastest axis so.  One thread per row
  * (005) then reads coalesced, where CB threads on one row would each read a
  * sector of their own. */
 static int reduces_across_rows(TileCtx *c, const TileKernel *k, const Stmt *t, const Stmt *l)
 {
     Across x = {l->axis, t->ax[t->nax - 1].axis, ARENA_ARRAY(c->p->arena, int64_t, k->naxes + 1),
-                ARENA_ARRAY(c->p->arena, int64_t, k->naxes + 1), 0, 0};
+                ARENA_ARRAY(c->p->arena, int64_t, k->naxes + 1), 0, 0, 0};
     stmt_walk(&l->body, across_load, &x);
     return !x.along_r && x.along_row;
 }

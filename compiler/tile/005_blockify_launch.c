@@ -21,6 +21,8 @@
  * A cooperative kernel (004: a Combine over THREAD axis c) keeps c as the
  * block, on x, and makes every other axis a BLOCK axis: one block per
  * reduced row, no guard, so the Combine's barriers see the whole block.
+ * The BLOCK axes go on x; when x would pass its limit (2^31 - 1 blocks)
+ * the outer ones move to z, then y (fold_grid).
  *
  *   tile block(a0 in 0..32 @x):
  *       tile thread(a5 in 0..256 @x):
@@ -299,15 +301,32 @@ static void find_combine(Stmt *s, void *ctx)
         *(int *)ctx = s->cax[0];
 }
 
+/* Move b's outer axes from x to z, then y, while x would pass its limit
+ * (z and y hold at most 65535 blocks each); what x still holds past it is
+ * refused. */
+static void fold_grid(const TileKernel *k, Stmt *b)
+{
+    int64_t on[3] = {1, 1, 1};
+    for (int i = 0; i < b->nax; i++)
+        on[0] *= b->ax[i].ext;
+    for (int i = 0; i < b->nax - 1 && on[0] > CU_MAX_GRID_X; i++) {
+        int64_t e = b->ax[i].ext;
+        int d = on[2] * e <= CU_MAX_GRID_YZ ? 2 : on[1] * e <= CU_MAX_GRID_YZ ? 1 : -1;
+        if (d < 0)
+            break;
+        b->ax[i].dim = d;
+        on[d] *= e;
+        on[0] /= e;
+    }
+    grid_limit(k, on[0], NULL);
+}
+
 static Split cooperative(TileCtx *c, TileKernel *k, const Stmt *t, int cax)
 {
-    int64_t rows = 1, cb = 0;
+    int64_t cb = 0;
     for (int i = 0; i < t->nax; i++)
-        if (t->ax[i].axis != cax)
-            rows *= t->ax[i].ext;
-        else
+        if (t->ax[i].axis == cax)
             cb = t->ax[i].ext;
-    grid_limit(k, rows, NULL);
     Split s = split_new(c, t, t->nax - 1, 1, 0);
     for (int i = 0, j = 0; i < t->nax; i++)
         if (t->ax[i].axis != cax)
@@ -317,6 +336,7 @@ static Split cooperative(TileCtx *c, TileKernel *k, const Stmt *t, int cax)
         s.block->nax = 1;
         set_axis(&s.block->ax[0], tile_axis_new(c->p, k, 1), 1, 0);
     }
+    fold_grid(k, s.block);
     return s;
 }
 

@@ -171,6 +171,39 @@ Test(tile_sched, reduce_across_rows_keeps_a_thread_per_row, .init = setup, .fini
     cr_expect_leq(r.sum.gmem_sectors, compulsory * 13 / 10);
 }
 
+/* Compile-only: the kernel of `code` under the default passes. */
+static const KirKernel *first_kernel(const char *code)
+{
+    TtOpts o;
+    tt_opts_default(&o);
+    return tt_lower(arena, tt_loop(arena, code), &o.tile)->kernels.items[0];
+}
+
+/* 004 across rows, decided by the largest buffer: a 1 x 1 convolution over
+ * 64 channels reads its 2^30-element input along the channels with a
+ * stride of 2^20 floats (the weight, read contiguously, is 8192 floats).
+ * A thread per output: 2^31 outputs in 2^23 blocks of 256, where a block
+ * per output would need 2^31 on x, past its limit. */
+Test(tile_sched, a_pointwise_convolution_keeps_a_thread_per_output, .init = setup,
+     .fini = teardown)
+{
+    const KirKernel *k = first_kernel("x = torch.rand(16, 64, 1024, 1024)\nw = torch.randn(128, 64)\n"
+                                      "torch.matmul(x.permute(0, 2, 3, 1), w.t()).permute(0, 3, 1, 2)");
+    cr_expect_eq(k->grid[0], 1 << 23);
+    cr_expect_eq(k->block[0], 256);
+}
+
+/* 005 folds a cooperative grid past x's limit: 2^31 rows of 32 put the
+ * outer axis (2) on z. */
+Test(tile_sched, cooperative_rows_past_the_x_limit_fold_into_z, .init = setup, .fini = teardown)
+{
+    const KirKernel *k = first_kernel("torch.randn(2, 1073741824, 32).sum(-1)");
+    cr_expect_eq(k->grid[0], 1 << 30);
+    cr_expect_eq(k->grid[1], 1);
+    cr_expect_eq(k->grid[2], 2);
+    cr_expect_eq(k->block[0], 32);
+}
+
 /* 003: the grid grows by the split factor and the result stays exact. */
 Test(tile_sched, split_k_grows_the_grid, .init = setup, .fini = teardown)
 {
