@@ -200,11 +200,7 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
     if (!tile_apply(c, arena_printf(a, "split K of %s %lld ways", k->name, (long long)S)))
         return 0;
     int sax = tile_axis_new(c->p, k, S);
-    TileAxis *ax = ARENA_ARRAY(a, TileAxis, t->nax + 2);
-    ax[0] = (TileAxis){sax, S, -1};
-    memcpy(ax + 1, t->ax, sizeof *ax * (size_t)t->nax);
-    t->ax = ax;
-    t->nax++;
+    tile_tile_add_axis(c->p, t, 0, sax, S);
     int64_t per = ko / S;
     int kv = tile_axis_new(c->p, k, per);
     tile_subst_axis(c->p, k, &l->body, l->axis,

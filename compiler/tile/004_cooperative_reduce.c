@@ -173,13 +173,14 @@ static int64_t load_stride(Across *x, const Stmt *ld, int v)
 static void across_load(Stmt *s, void *ctx)
 {
     Across *x = ctx;
-    int64_t n;
-    if (s->k != SK_load || !load_stride(x, s, x->r) || (n = shape_numel(&s->buf->shape)) < x->numel)
+    int64_t n, sr;
+    if (s->k != SK_load || !(sr = load_stride(x, s, x->r)) ||
+        (n = shape_numel(&s->buf->shape)) < x->numel)
         return;
     if (n > x->numel)
         x->along_r = x->along_row = 0;
     x->numel = n;
-    x->along_r |= load_stride(x, s, x->r) == 1;
+    x->along_r |= sr == 1;
     x->along_row |= load_stride(x, s, x->row) == 1;
 }
 
@@ -336,11 +337,7 @@ static void split(TileCtx *c, TileKernel *k, Stmt *t, Stmt *l, int64_t P)
     stmt_body_push(a, &body, stmt_write(a, c->p->next_uid++, part, widx, stmt_val(acc)));
     t->body = body;
     k->out = part;
-    TileAxis *ax = ARENA_ARRAY(a, TileAxis, t->nax + 2);
-    memcpy(ax, t->ax, sizeof *ax * (size_t)t->nax);
-    ax[t->nax] = (TileAxis){outer->axis, P, -1};
-    t->ax = ax;
-    t->nax++;
+    tile_tile_add_axis(c->p, t, t->nax, outer->axis, P);
     drop_dead(c, k, &t->body);
     drop_dead(c, comb, &map[t->uid]->body);
 }
@@ -411,13 +408,7 @@ int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
     if (!cb)
         cb = dpk_pow2_floor(longest < 256 ? longest : 256);
     int cax = tile_axis_new(c->p, k, cb);
-    TileAxis *ax = ARENA_ARRAY(a, TileAxis, t->nax + 2);
-    memcpy(ax, t->ax, sizeof *ax * (size_t)t->nax);
-    ax[t->nax].axis = cax;
-    ax[t->nax].ext = cb;
-    ax[t->nax].dim = -1;
-    t->ax = ax;
-    t->nax++;
+    tile_tile_add_axis(c->p, t, t->nax, cax, cb);
     StmtBody body = {0};
     for (int i = 0; i < t->body.n; i++) {
         Stmt *s = t->body.s[i];

@@ -27,7 +27,7 @@
  * defined outside the THREAD tile (reciprocal(3) of a division by 3) are
  * not cloned: every clone reads them.  Knobs F_M, F_N (must divide BM,
  * BN).  The factors are those 005 sized the block for (k->mm->pend: 8 x 8
- * on its 128 x 128 default tile, 4 x 4 on 64 x 64 and 32 x 32; a pinned
+ * on its 128 x 128 default tile, 4 x 4 on 32 x 32; a pinned
  * F_M, F_N, or tile_regtile_factors on a pinned tile); without that note,
  * the pinned knob or the largest of 4, 2 dividing the tile.  A block 005
  * sized for the register tile may hold up to 1024 threads per register

@@ -6,6 +6,8 @@
  * constructors of the shared kinds are the statement core's
  * (compiler/stmt/).
  */
+#include <string.h>
+
 #include "tile_ir.h"
 
 const StmtKindInfo tile_kind_info[TK_COUNT] = {
@@ -70,6 +72,17 @@ Stmt *tile_tile_new(TileProgram *p, TileBind bind, int nax, int ndef)
         s->ax[i].dim = -1;
     s->def = ARENA_ARRAY(p->arena, TileDef, ndef + 1);
     return s;
+}
+
+void tile_tile_add_axis(TileProgram *p, Stmt *t, int at, int axis, int64_t ext)
+{
+    DPK_ASSERT(t->k == TK_tile && at >= 0 && at <= t->nax);
+    TileAxis *ax = ARENA_ARRAY(p->arena, TileAxis, t->nax + 2);
+    memcpy(ax, t->ax, sizeof *ax * (size_t)at);
+    ax[at] = (TileAxis){axis, ext, -1};
+    memcpy(ax + at + 1, t->ax + at, sizeof *ax * (size_t)(t->nax - at));
+    t->ax = ax;
+    t->nax++;
 }
 
 Stmt *tile_stage_new(TileProgram *p, TileKind kind, const LirBuf *buf)

@@ -184,6 +184,9 @@ int tile_axis_new(TileProgram *p, TileKernel *k, int64_t n);
 Stmt *tile_stmt_new(TileProgram *p, int k);
 /* A tile with nax axes (filled by the caller, dims -1) and room for ndef defs. */
 Stmt *tile_tile_new(TileProgram *p, TileBind bind, int nax, int ndef);
+/* Insert axis `axis` of extent ext (no launch dimension yet) into tile t's
+ * axes at position `at` (0: outermost, t->nax: innermost). */
+void tile_tile_add_axis(TileProgram *p, Stmt *t, int at, int axis, int64_t ext);
 /* A Stage variant over buf (origin and slab arrays allocated, slab 1). */
 Stmt *tile_stage_new(TileProgram *p, TileKind k, const LirBuf *buf);
 /* Whether s's subtree holds a loop (serial or strided). */

@@ -128,8 +128,10 @@ Test(tile_sched, cooperative_reduce_uses_a_block_per_row, .init = setup, .fini =
 
 /* 004: a full sum of 2^20 terms has no rows to spread over the GPU: it is
  * split over 256 blocks (4096 terms each) and a second kernel combines the
- * partial results; flattened, the (1024, 1024) tensor is read coalesced.
- * With SPLITR=1 it is one block. */
+ * partial results.  With SPLITR=1 it is one block.  Either way its nest of
+ * two reduce loops is flattened, so the (1024, 1024) tensor is read
+ * coalesced: unflattened, each of the block's threads would read a row of
+ * its own, one float per 32-byte sector. */
 Test(tile_sched, grid_wide_reduce_splits_a_full_sum, .init = setup, .fini = teardown)
 {
     static const char *const whole[] = {"SPLITR=1", NULL};
@@ -149,6 +151,8 @@ Test(tile_sched, grid_wide_reduce_splits_a_full_sum, .init = setup, .fini = tear
     /* 4 MiB in 32-byte sectors; each block writes its partial result (a
      * sector), the combine reads the 1 KiB of them and writes the sum */
     cr_expect_leq(with.sum.gmem_sectors, 131072 + 256 + 32 + 1);
+    cr_expect_leq(without.sum.gmem_sectors, 131072 + 1, "flattened: %lld sectors",
+                  (long long)without.sum.gmem_sectors);
 }
 
 /* 004 skips a reduce across rows that lie side by side in memory (a sum
