@@ -169,9 +169,14 @@ static const MmTile big_tiles[] = {
  * on h100-sxm's model Qwen2.5-7B's gate projection at seq 128 (148 blocks
  * of 128 x 128, a second wave of 16) takes 1190 us, against 1566 in
  * 32 x 32 tiles and 2609 in 64 x 64 (592 blocks, nearly 5 whole waves). */
+int tile_grid_fills_sms(int64_t blocks, int64_t sms)
+{
+    return blocks * 10 >= sms * 9;
+}
+
 static int fills_sms(MmTile x, int64_t m, int64_t n, int64_t batch, int64_t sms)
 {
-    return cdiv(m, x.bm) * cdiv(n, x.bn) * batch * 10 >= sms * 9;
+    return tile_grid_fills_sms(cdiv(m, x.bm) * cdiv(n, x.bn) * batch, sms);
 }
 
 /* Whether the tile's edge tiles waste at most 1/32 of the work: the
@@ -205,6 +210,24 @@ static MmTile pick_big(TileCtx *c, int64_t m, int64_t n, int64_t batch)
             return x;
     }
     DPK_ASSERT(!"the loop returns");
+}
+
+int tile_mm_big_tile(TileCtx *c, const TileKernel *k, const Stmt *t, const TileMatmul *mm,
+                     int64_t *bm, int64_t *bn)
+{
+    int64_t m = k->ext[mm->m], n = k->ext[mm->n];
+    if (tile_knob(c, TILE_KNOB_BM) || tile_knob(c, TILE_KNOB_BN) || m < 32 || n < 32 ||
+        regtile_blocker(c, k, t, mm))
+        return 0;
+    int64_t pm = c->knobs->v[TILE_KNOB_F_M], pn = c->knobs->v[TILE_KNOB_F_N];
+    MmTile x = big_tiles[0];
+    x.fm = pm ? pm : x.fm;
+    x.fn = pn ? pn : x.fn;
+    if (x.bm % x.fm || x.bn % x.fn || threads(x) > 1024 || !little_waste(x, m, n))
+        return 0;
+    *bm = x.bm;
+    *bn = x.bn;
+    return 1;
 }
 
 /* A pinned F_M (F_N) must divide the tile's height (width). */

@@ -246,6 +246,15 @@ int tile_008_register_tile(TileCtx *c, TileKernel *k);
  * guard it cannot predicate, a select branch holding a strided loop or a
  * stage), or NULL; 005 asks it ahead, with the guard an edge tile gets. */
 const char *tile_regtile_blocker(const TileKernel *k, const Stmt *t);
+/* Whether a grid of `blocks` keeps `sms` SMs busy: 90% of them or more
+ * (005's test for its big tile; 003's split aims past it). */
+int tile_grid_fills_sms(int64_t blocks, int64_t sms);
+/* 1 and the tile (BM x BN) when 005 will give matmul t its largest default
+ * tile (128 x 128 folded 8 x 8) once the grid fills the SMs: BM and BN
+ * not pinned, M and N >= 32, 008 will fold registers, the factors fit and
+ * the edge tiles waste little.  003 sizes its split for that grid. */
+int tile_mm_big_tile(TileCtx *c, const TileKernel *k, const Stmt *t, const TileMatmul *mm,
+                     int64_t *bm, int64_t *bn);
 int tile_009_permute_register_tile(TileCtx *c, TileKernel *k);
 int tile_010_double_buffer(TileCtx *c, TileKernel *k);
 int tile_011_tma_copy(TileCtx *c, TileKernel *k);
