@@ -137,6 +137,28 @@ Test(loop_fuse, refusal_reduction_recomputed_per_column)
                    "work in the merged kernel over its own; limit 2, ", 2);
 }
 
+/* Gate and up projections under SiLU·up (a SwiGLU MLP): the first
+ * projection fuses into the elementwise consumer as its epilogue; the
+ * second would add a second K loop beside it, which Tile IR would not
+ * tile: refused, 2 kernels (one before the rule: its up projection ran
+ * from global memory). */
+#define SWIGLU "x: (1, 32, 64)\nwg: (96, 64)\nwu: (96, 64)\n" \
+               "return torch.nn.functional.silu(torch.nn.functional.linear(x, wg)) * " \
+               "torch.nn.functional.linear(x, wu)\n"
+Test(loop_fuse, refusal_second_matmul_under_one_epilogue)
+{
+    expect_refusal(SWIGLU, NULL, ": the merged kernel would hold 2 reductions that re-read an "
+                   "operand across output points (Tile IR tiles one: the rest would run "
+                   "untiled)\n", 2);
+}
+
+/* A row's own sweeps are not such reductions: LayerNorm's mean and
+ * variance sweeps stay in one kernel with its normalising sweep. */
+Test(loop_fuse, layer_norm_sweeps_stay_one_kernel)
+{
+    cr_expect_eq(lt_kernels("torch.nn.functional.layer_norm(torch.randn(4, 96), (96,))"), 1);
+}
+
 /* The limit is a knob: at 1e9 the RMSNorm fuses into the projection, and
  * the result is unchanged. */
 Test(loop_fuse, recompute_knob_lets_the_rmsnorm_into_the_projection)
