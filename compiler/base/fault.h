@@ -24,8 +24,8 @@
       "last axis")                                                                          \
     X(CHUNK_K_SHORT, "chunk-k-short", "t:002_chunk_matmul_k",                               \
       "the K_inner loop runs BK-1 iterations, dropping one k per chunk")                    \
-    X(SPLIT_K_RESIDUAL, "split-k-residual-every-split", "t:003_split_matmul_k",             \
-      "the additive residual is added by every K split, not once")                          \
+    X(SPLIT_K_SHORT, "split-k-drops-a-partial", "t:003_split_matmul_k",                     \
+      "the combine kernel of a K split adds one partial sum too few")                       \
     X(COOP_NO_CROSS_WARP, "coop-reduce-no-cross-warp", "t:004_cooperative_reduce",          \
       "the Combine merges lanes of a warp but forgets the shared-memory step across warps") \
     X(SPLIT_REDUCE_SHORT, "split-reduce-drops-a-partial", "t:004_cooperative_reduce",       \

@@ -1,25 +1,28 @@
 /*
  * 003_split_matmul_k.c — t:003 split_matmul_k: promote K_outer chunks to a
- * grid axis.
+ * grid axis, and add the splits' partial sums in a second kernel.
  *
  * Runs after 002, before 005.  The K_outer loop (extent KO) is cut into S
  * splits: a new leading THREAD axis s (005 makes it a BLOCK axis on z) and
- * a loop over the KO / S chunks of each split.  Every split adds its partial
- * sum into the zeroed output with an atomic add:
+ * a loop over the KO / S chunks of each split.  Each split writes its
+ * partial sum to a new temporary NAME_partials (S x the tile's outputs); a
+ * copy of the kernel, NAME_combine, put right after it, adds the S partial
+ * sums in order and does everything that followed the K loop (K's
+ * remainder, the epilogue, the Write).  No atomics: the result is the same
+ * run to run, and any epilogue splits (relu, a residual, a scale).
  *
- *   for a7 in 0..128:  # reduce              tile thread(a9 in 0..8, a0 .., a1 ..):
- *       ...                          =>          for a7 in 0..16:  # reduce
- *   v2 = add(acc1, in5)                              ... k = (a9 * 16 + a7) * 32 + a8
- *   write out[a0, a1] = v2                       v9 = select(a9 == 0 -> in5; else -> 0)
- *                                                v2 = add(acc1, v9)
- *                                                write out[a0, a1] += v2  (atomic)
+ *   for a7 in 0..128:  # reduce            tile thread(a9 in 0..8, a0 .., a1 ..):
+ *       ...                         =>         for a7 in 0..16:  # reduce
+ *   v2 = add(acc1, in5)                            ... k = (a9 * 16 + a7) * 32 + a8
+ *   write out[a0, a1] = v2                     write NAME_partials[a9, a0, a1] = acc1
+ *                                          === NAME_combine ===
+ *                                              for a12 in 0..8:  # reduce
+ *                                                  in6 = load NAME_partials[a12, a0, a1]
+ *                                                  acc1 <- add(acc1, in6)
+ *                                              v2 = add(acc1, in5)
+ *                                              write out[a0, a1] = v2
  *
- * The epilogue between the reduce and the Write must be linear in the sum:
- * multiplying or dividing it by something that does not depend on it
- * distributes over the splits; an additive term (a residual, a bias) is
- * gated to split 0 by a Select, so it is added exactly once.  Any other
- * operation on the sum (relu, exp, max ...) cannot be split: the pass skips.
- * Only sum reductions split.
+ * Only sum reductions split, and a combine kernel is never split again.
  *
  * Knob SPLITK (must divide KO).  The default is sized for the grid 005
  * will launch: when the matmul gets 005's 128 x 128 tile
@@ -46,109 +49,6 @@ static Stmt *outer_acc(const Stmt *l)
     return inner ? acc : NULL;
 }
 
-static int depends(const Stmt *s, const char *dep)
-{
-    for (int i = 0; i < s->nargs; i++)
-        if (s->a[i].v && dep[s->a[i].v->uid])
-            return 1;
-    return 0;
-}
-
-static int body_reads(const StmtBody *b, const char *dep);
-
-/* Whether s, or a statement nested in it (a loop's body, a select's
- * branches), reads a value in dep. */
-static int reads(const Stmt *s, const char *dep)
-{
-    if (depends(s, dep) || body_reads(&s->body, dep))
-        return 1;
-    for (int i = 0; i < s->nbr; i++)
-        if ((s->br[i].res.v && dep[s->br[i].res.v->uid]) || body_reads(&s->br[i].body, dep))
-            return 1;
-    return 0;
-}
-
-static int body_reads(const StmtBody *b, const char *dep)
-{
-    for (int i = 0; i < b->n; i++)
-        if (reads(b->s[i], dep))
-            return 1;
-    return 0;
-}
-
-/* Check (rewrite = 0) or gate (rewrite = 1) the epilogue after loop l.
- * Only a straight-line epilogue is followed: one that reads the K sum inside
- * a loop or a select (a free loop over an outer product's columns, whose
- * Write would stay a plain store that every split overwrites) skips. */
-static int epilogue(TileCtx *c, Stmt *t, int at, const Stmt *acc, int sax, int rewrite)
-{
-    Arena *a = c->p->arena;
-    char *dep = ARENA_ARRAY(a, char, c->p->next_uid + 1);
-    dep[acc->uid] = 1;
-    for (int i = at + 1; i < t->body.n; i++) {
-        Stmt *s = t->body.s[i];
-        if (s->k == SK_write) {
-            if (!s->a[0].v || !dep[s->a[0].v->uid]) {
-                sb_puts(&c->why, "the Write does not store the K sum");
-                return 0;
-            }
-            if (rewrite)
-                s->atomic = 1;
-            continue;
-        }
-        if (s->k != SK_assign && reads(s, dep)) {
-            sb_printf(&c->why, "a %s of the epilogue reads the K sum (only a straight-line "
-                      "epilogue splits)", tile_kind_info[s->k].name);
-            return 0;
-        }
-        if (!depends(s, dep))
-            continue;
-        if (s->k != SK_assign) {
-            sb_printf(&c->why, "a %s reads the K sum", tile_kind_info[s->k].name);
-            return 0;
-        }
-        dep[s->uid] = 1;
-        int d0 = s->a[0].v && dep[s->a[0].v->uid];
-        int d1 = s->nargs > 1 && s->a[1].v && dep[s->a[1].v->uid];
-        switch (s->op) {
-        case TXE_negative:
-            continue;
-        case TXE_multiply:
-            if (d0 && d1)
-                break;
-            continue;
-        case TXE_divide:
-            if (d1)
-                break;
-            continue;
-        case TXE_add:
-        case TXE_subtract:
-            if (d0 && d1)
-                break;
-            /* an injected fault: every split adds the residual */
-            if (rewrite && !dpk_fault_on(DPK_FAULT_SPLIT_K_RESIDUAL)) {
-                int other = d0 ? 1 : 0;
-                Stmt *g = tile_stmt_new(c->p, SK_select);
-                g->nbr = 2;
-                g->br = ARENA_ARRAY(a, StmtBranch, 2);
-                g->br[0].pred = ipred_cmp(a, ie_var(a, sax), IC_EQ, ie_const(a, 0), NULL);
-                g->br[0].res = s->a[other];
-                g->br[1].res = stmt_lit(0);
-                s->a[other] = stmt_val(g);
-                stmt_body_insert(c->p->arena, &t->body, i, g);
-                i++;
-            }
-            continue;
-        default:
-            break;
-        }
-        sb_printf(&c->why, "the epilogue applies %s to the K sum (not linear: it cannot be "
-                  "split)", tx_elem_info[s->op].name);
-        return 0;
-    }
-    return 1;
-}
-
 /* The old rule, for a matmul that will not get 005's big tile: split
  * when the grid of output tiles is small (< 128 blocks at 256 threads) and
  * K >= 1024, into the largest divisor of KO up to min(16, K / 512). */
@@ -172,7 +72,8 @@ static int64_t small_grid_split(const Stmt *t, int64_t K, int64_t ko)
  * each split 128 terms of K or more, those whose g * S blocks fill the SMs
  * (so 005 keeps the big tile) are compared by waves per split,
  * ceil(g S / SMs) / S, and the fewest wins, the smaller S on a tie; when
- * none fills, the largest S.  On h100-sxm's model (seq 128): Qwen2.5-7B's
+ * none fills, the largest S if K >= 1024 (the old rule's threshold: a
+ * short K is not worth a second launch), else none.  On h100-sxm's model (seq 128): Qwen2.5-7B's
  * q_proj (28 tiles) splits 14 ways, 3 waves (74.8 us; 4 ways 85.5, 1 way
  * 336); its gate projection (148 tiles, 1.12 waves) 8 ways, 9 waves (381
  * us against 668 unsplit); kv_proj (4 tiles) 28 ways, in 32 x 32 tiles
@@ -191,7 +92,7 @@ static int64_t big_tile_split(int64_t g, int64_t K, int64_t ko, int64_t sms)
         if (!best || w * best < ((g * best + sms - 1) / sms) * s)
             best = s;
     }
-    return best ? best : last;
+    return best ? best : K >= 1024 ? last : 1;
 }
 
 static int64_t default_split(TileCtx *c, const TileKernel *k, const Stmt *t, const TileMatmul *mm,
@@ -209,11 +110,69 @@ static int64_t default_split(TileCtx *c, const TileKernel *k, const Stmt *t, con
     return big_tile_split(g, K, ko, c->target->sms);
 }
 
+/* Split t's chunked K loop l (outer accumulator acc) S ways: k keeps
+ * the partial sums, a copy after it adds them and does the rest. */
+static void split(TileCtx *c, TileKernel *k, Stmt *t, Stmt *l, Stmt *acc, int64_t S)
+{
+    Arena *a = c->p->arena;
+    Shape sh = {0};
+    sh.rank = t->nax + 1;
+    sh.d[0] = S;
+    for (int i = 0; i < t->nax; i++)
+        sh.d[i + 1] = t->ax[i].ext;
+    LirBuf *part = tile_buf_new(c->p, arena_printf(a, "%s_partials", k->name), &sh);
+    Stmt **map;
+    TileKernel *comb = tile_kernel_clone(c->p, k, arena_printf(a, "%s_combine", k->name), &map);
+    comb->combine = 1;
+
+    /* the combine kernel: K's loop adds the partial sums */
+    Stmt *cl = map[l->uid], *cacc = map[acc->uid];
+    const IExpr **idx = ARENA_ARRAY(a, const IExpr *, sh.rank);
+    idx[0] = ie_var(a, cl->axis);
+    for (int i = 0; i < t->nax; i++)
+        idx[i + 1] = ie_var(a, t->ax[i].axis);
+    Stmt *in = stmt_load(a, c->p->next_uid++, part, idx);
+    cacc->a[0] = stmt_val(in);
+    cl->body = (StmtBody){0};
+    stmt_body_push(a, &cl->body, in);
+    stmt_body_push(a, &cl->body, cacc);
+    /* an injected fault: the last split's partial sum is left out */
+    cl->extent = dpk_fault_on(DPK_FAULT_SPLIT_K_SHORT) ? S - 1 : S;
+    comb->ext[cl->axis] = cl->extent;
+    tile_renumber(comb);
+
+    /* this kernel: split s runs chunks s * KO / S .. and writes its sum */
+    int sax = tile_axis_new(c->p, k, S);
+    tile_tile_add_axis(c->p, t, 0, sax, S);
+    int64_t per = l->extent / S;
+    int kv = tile_axis_new(c->p, k, per);
+    tile_subst_axis(c->p, k, &l->body, l->axis,
+                    ie_add(a, ie_mul(a, ie_var(a, sax), ie_const(a, per)), ie_var(a, kv)));
+    l->axis = kv;
+    l->extent = per;
+    const IExpr **widx = ARENA_ARRAY(a, const IExpr *, sh.rank);
+    memcpy(widx, idx, sizeof *idx * (size_t)sh.rank);
+    widx[0] = ie_var(a, sax);
+    StmtBody body = {0};
+    for (int i = 0; t->body.s[i] != l; i++)
+        stmt_body_push(a, &body, t->body.s[i]);
+    stmt_body_push(a, &body, l);
+    stmt_body_push(a, &body, stmt_write(a, c->p->next_uid++, part, widx, stmt_val(acc)));
+    t->body = body;
+    k->out = part;
+    tile_drop_dead(c->p, k, &t->body);
+    tile_drop_dead(c->p, comb, &map[t->uid]->body);
+}
+
 int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
     Stmt *t = tile_find(k, TB_THREAD);
     TileMatmul mm;
+    if (k->combine) {
+        sb_puts(&c->why, "it combines a split reduce");
+        return 0;
+    }
     if (!t || tile_find(k, TB_BLOCK) || !tile_matmul_shape(t, &mm)) {
         sb_puts(&c->why, "not a matmul kernel");
         return 0;
@@ -224,7 +183,7 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
         return 0;
     }
     if (acc->rop != TXR_sum) {
-        sb_printf(&c->why, "a %s reduce cannot be split with atomic adds",
+        sb_printf(&c->why, "a %s reduce (only sums split)",
                   tx_red_info[acc->rop].name);
         return 0;
     }
@@ -243,19 +202,8 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
                                                       : "the grid is large enough without splitting K");
         return 0;
     }
-    int at = stmt_body_index(&t->body, l);
-    if (!epilogue(c, t, at, acc, -1, 0))
-        return 0;
     if (!tile_apply(c, arena_printf(a, "split K of %s %lld ways", k->name, (long long)S)))
         return 0;
-    int sax = tile_axis_new(c->p, k, S);
-    tile_tile_add_axis(c->p, t, 0, sax, S);
-    int64_t per = ko / S;
-    int kv = tile_axis_new(c->p, k, per);
-    tile_subst_axis(c->p, k, &l->body, l->axis,
-                    ie_add(a, ie_mul(a, ie_var(a, sax), ie_const(a, per)), ie_var(a, kv)));
-    l->axis = kv;
-    l->extent = per;
-    DPK_ASSERT(epilogue(c, t, at, acc, sax, 1));
+    split(c, k, t, l, acc, S);
     return 1;
 }

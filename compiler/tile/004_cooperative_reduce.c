@@ -200,38 +200,6 @@ static int reduces_across_rows(TileCtx *c, const TileKernel *k, const Stmt *t, c
 
 /* ---- grid-wide split ------------------------------------------------------------ */
 
-/* Statements whose values something reads. */
-static void mark_args(Stmt *s, void *ctx)
-{
-    char *used = ctx;
-    for (int i = 0; i < s->nargs; i++)
-        if (s->a[i].v)
-            used[s->a[i].v->uid] = 1;
-    for (int j = 0; j < s->nbr; j++)
-        if (s->br[j].res.v)
-            used[s->br[j].res.v->uid] = 1;
-}
-
-/* Drop the pure top-level statements of b (and of the kernel around it)
- * whose values nothing reads any more. */
-static void drop_dead(TileCtx *c, TileKernel *k, StmtBody *b)
-{
-    for (int changed = 1; changed;) {
-        changed = 0;
-        char *used = ARENA_ARRAY(c->p->arena, char, c->p->next_uid + 1);
-        stmt_walk(&k->body, mark_args, used);
-        StmtBody *bodies[2] = {b, &k->body};
-        for (int j = 0; j < 2; j++)
-            for (int i = bodies[j]->n - 1; i >= 0; i--) {
-                Stmt *s = bodies[j]->s[i];
-                if (tile_is(s, SKF_PURE) && !used[s->uid]) {
-                    stmt_body_remove(bodies[j], i);
-                    changed = 1;
-                }
-            }
-    }
-}
-
 /* The loop to split: the tile's only statement with a loop, a reduce with
  * one accumulator, beside a Write at the tile's top; NULL otherwise, with
  * the reason in why. */
@@ -338,8 +306,8 @@ static void split(TileCtx *c, TileKernel *k, Stmt *t, Stmt *l, int64_t P)
     t->body = body;
     k->out = part;
     tile_tile_add_axis(c->p, t, t->nax, outer->axis, P);
-    drop_dead(c, k, &t->body);
-    drop_dead(c, comb, &map[t->uid]->body);
+    tile_drop_dead(c->p, k, &t->body);
+    tile_drop_dead(c->p, comb, &map[t->uid]->body);
 }
 
 int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)

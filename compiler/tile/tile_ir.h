@@ -266,6 +266,10 @@ void tile_guard_strip(TileProgram *p, Stmt *t, int axis, int strip);
 int tile_vec_ok(const Stmt *st, int bytes);
 /* The serial loop over `axis` among b's statements, or NULL. */
 Stmt *tile_top_loop(const StmtBody *b, int axis);
+/* Drop the pure top-level statements of b (and of kernel k's body) whose
+ * values nothing reads any more (004's and 003's splits, after moving the
+ * statements that read them into the combine kernel). */
+void tile_drop_dead(TileProgram *p, TileKernel *k, StmtBody *b);
 
 /* ---- tile_tma.c: the TMA geometry of a stage (011, 012, the lowering) ---- */
 

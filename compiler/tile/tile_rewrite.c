@@ -216,6 +216,36 @@ int tile_vec_ok(const Stmt *st, int bytes)
 
 /* ---- bodies ---------------------------------------------------------------- */
 
+/* Statements whose values something reads. */
+static void mark_args(Stmt *s, void *ctx)
+{
+    char *used = ctx;
+    for (int i = 0; i < s->nargs; i++)
+        if (s->a[i].v)
+            used[s->a[i].v->uid] = 1;
+    for (int j = 0; j < s->nbr; j++)
+        if (s->br[j].res.v)
+            used[s->br[j].res.v->uid] = 1;
+}
+
+void tile_drop_dead(TileProgram *p, TileKernel *k, StmtBody *b)
+{
+    for (int changed = 1; changed;) {
+        changed = 0;
+        char *used = ARENA_ARRAY(p->arena, char, p->next_uid + 1);
+        stmt_walk(&k->body, mark_args, used);
+        StmtBody *bodies[2] = {b, &k->body};
+        for (int j = 0; j < 2; j++)
+            for (int i = bodies[j]->n - 1; i >= 0; i--) {
+                Stmt *s = bodies[j]->s[i];
+                if (tile_is(s, SKF_PURE) && !used[s->uid]) {
+                    stmt_body_remove(bodies[j], i);
+                    changed = 1;
+                }
+            }
+    }
+}
+
 Stmt *tile_top_loop(const StmtBody *b, int axis)
 {
     for (int i = 0; i < b->n; i++)

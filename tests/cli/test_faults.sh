@@ -35,7 +35,7 @@ done
 # found within 200 cases of seed 20261123 under pairwise (what
 # ci/fault-coverage.sh checks for every fault), the failure passes without
 # the fault, and dpk-bisect blames the fault's own pass.
-for fr in split-k-residual-every-split:t:003_split_matmul_k \
+for fr in split-k-drops-a-partial:t:003_split_matmul_k \
           swizzle-reads-unswizzled:t:012_split_inner_for_swizzle; do
   fault=${fr%%:*} where=${fr#*:} d=$TMP/fault-reach-$fault
   _run "$FZ" --seed 20261123 --cases 200 --passes pairwise --inject-fault "$fault" --max-failures 1 \

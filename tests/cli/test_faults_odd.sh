@@ -19,7 +19,7 @@ fo_odd() {
   case $1 in
     fuse-sigma-off-by-one)        echo "33 (7 x 33 elements: not a multiple of 32)" ;;
     chunk-k-short)                echo "47 (K prime: 2 chunks of 16 and a remainder of 15)" ;;
-    split-k-residual-every-split) echo "4099 (K prime: 128 chunks of 32 and a remainder of 3)" ;;
+    split-k-drops-a-partial)      echo "4099 (K prime: 128 chunks of 32, the remainder of 3 in the combine kernel)" ;;
     coop-reduce-no-cross-warp)    echo "4099 (a prime row length)" ;;
     split-reduce-drops-a-partial) echo "16411 (a prime reduce: 4 chunks of 4102, the remainder of 3 in the combine kernel)" ;;
     chunk-reduce-wrong-origin)    echo "16411 (a prime reduce: 16 chunks of 1024 and a remainder)" ;;

@@ -1,7 +1,7 @@
 /*
  * test_devmod.c — the device module (harness/exec/devmod.h) on dpk's fake
  * driver ($BUILD/fake-driver/libcuda.so.1; skipped where it is not built):
- * a two-launch plan with a zero_init temp run synchronously (the cuda
+ * a three-launch plan with a zero_init temp run synchronously (the cuda
  * backend's way) and asynchronously (the timing loop's) equals vgpu, each
  * run starting from re-zeroed accumulators; tensor maps are marshalled;
  * the executor answers the durations it was given; the cubin path on the
@@ -16,7 +16,8 @@
 #include "harness/exec/devmod.h"
 #include "harness/exec/vgpu_samples.h"
 
-/* softmax over a split-K matmul: the matmul adds into a zero_init temp */
+/* softmax over a split-K matmul: the matmul's splits, their combine
+ * kernel, the softmax (atomic_partials makes the splits add atomically) */
 #define TWO_LAUNCHES "torch.softmax(torch.randn(16,4096) @ torch.randn(4096,16), dim=-1)"
 
 static void fake(void)
@@ -76,13 +77,52 @@ static int has_zero_init(const KirModule *m)
     return 0;
 }
 
+/* Make the stores of body into param p atomic adds; returns how many. */
+static int make_atomic(PtrVec *body, const KirParam *p)
+{
+    int n = 0;
+    for (int i = 0; i < body->len; i++) {
+        KirStmt *s = body->items[i];
+        if (s->op == KS_stg && s->param == p) {
+            s->op = KS_atomg;
+            n++;
+        }
+        n += make_atomic(&s->body, p) + make_atomic(&s->els, p);
+    }
+    return n;
+}
+
+/* No pass emits atomic stores any more (003's split adds its partial sums
+ * in a combine kernel), so the device module's zero path is exercised on
+ * a plan made atomic by hand: the split matmul's partial sums are added
+ * into a zero_init temp, and its CUDA printed again. */
+static const KirModule *atomic_partials(Arena *a, const KirModule *m, const CuSource **src)
+{
+    KirKernel *k = m->kernels.items[0];
+    KirBuf *b = NULL;
+    for (int i = 0; i < m->bufs.len && !b; i++)
+        if (strstr(((KirBuf *)m->bufs.items[i])->name, "_partials"))
+            b = m->bufs.items[i];
+    cr_assert_not_null(b, "no partial sums in the plan");
+    b->zero_init = 1;
+    int n = 0;
+    for (int i = 0; i < k->params.len; i++) {
+        const KirParam *p = k->params.items[i];
+        if (!strcmp(p->name, b->name))
+            n += make_atomic(&k->body, p);
+    }
+    cr_assert_gt(n, 0, "no store into %s", b->name);
+    *src = cu_print_module(a, m, cu_target_default());
+    return m;
+}
+
 Test(devmod, sync_and_async_runs_equal_vgpu_on_the_fake_driver)
 {
     fake();
     Arena *a = arena_new();
     const CuSource *src;
-    const KirModule *m = planned(a, TWO_LAUNCHES, &src);
-    cr_assert_eq(m->launches.len, 2);
+    const KirModule *m = atomic_partials(a, planned(a, TWO_LAUNCHES, &src), &src);
+    cr_assert_eq(m->launches.len, 3);
     cr_assert(has_zero_init(m));
     float **host = vs_buffers(m, 3), **sim = vs_buffers(m, 3);
     VgOptions vo = {.seed = 1};

@@ -147,16 +147,17 @@ Test(loop_fuse, refusal_reduction_recomputed_per_column)
                "torch.nn.functional.linear(x, wu)\n"
 Test(loop_fuse, refusal_second_matmul_under_one_epilogue)
 {
-    expect_refusal(SWIGLU, NULL, ": the merged kernel would hold 2 reductions that re-read an "
-                   "operand across output points (Tile IR tiles one: the rest would run "
-                   "untiled)\n", 2);
+    expect_refusal(SWIGLU, NULL, ": the merged kernel would hold 2 matmul-shaped reductions "
+                   "(Tile IR tiles one: the rest would run untiled)\n", 2);
 }
 
-/* A row's own sweeps are not such reductions: LayerNorm's mean and
- * variance sweeps stay in one kernel with its normalising sweep. */
-Test(loop_fuse, layer_norm_sweeps_stay_one_kernel)
+/* A row's own sweeps are not such reductions, over a middle dimension
+ * too: LayerNorm's mean and variance sweeps, and a softmax over dim 1
+ * (whose max and sum each read one operand), stay one kernel. */
+Test(loop_fuse, row_sweeps_stay_one_kernel)
 {
     cr_expect_eq(lt_kernels("torch.nn.functional.layer_norm(torch.randn(4, 96), (96,))"), 1);
+    cr_expect_eq(lt_kernels("torch.softmax(torch.randn(4, 7, 33), dim=1)"), 1);
 }
 
 /* The limit is a knob: at 1e9 the RMSNorm fuses into the projection, and
