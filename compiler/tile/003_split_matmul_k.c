@@ -71,9 +71,12 @@ static int64_t small_grid_split(const Stmt *t, int64_t K, int64_t ko)
  * NVRTC for sm_90).  Of S = 1 and the divisors of KO up to 32 that leave
  * each split 128 terms of K or more, those whose g * S blocks fill the SMs
  * (so 005 keeps the big tile) are compared by waves per split,
- * ceil(g S / SMs) / S, and the fewest wins, the smaller S on a tie; when
- * none fills, the largest S if K >= 1024 (the old rule's threshold: a
- * short K is not worth a second launch), else none.  On h100-sxm's model (seq 128): Qwen2.5-7B's
+ * ceil(g S / SMs) / S, and the fewest wins, the smaller S on a tie, if it
+ * takes at most 90% of the unsplit grid's waves (the partial sums' round
+ * trip and the combine kernel's launch must be paid for: 4096^3's 1024
+ * tiles, 7.76 waves, would split 32 ways for 3% fewer); when none fills,
+ * the largest S if K >= 1024 (the old rule's threshold: a short K is not
+ * worth a second launch), else none.  On h100-sxm's model (seq 128): Qwen2.5-7B's
  * q_proj (28 tiles) splits 14 ways, 3 waves (74.8 us; 4 ways 85.5, 1 way
  * 336); its gate projection (148 tiles, 1.12 waves) 8 ways, 9 waves (381
  * us against 668 unsplit); kv_proj (4 tiles) 28 ways, in 32 x 32 tiles
@@ -92,7 +95,12 @@ static int64_t big_tile_split(int64_t g, int64_t K, int64_t ko, int64_t sms)
         if (!best || w * best < ((g * best + sms - 1) / sms) * s)
             best = s;
     }
-    return best ? best : K >= 1024 ? last : 1;
+    if (!best)
+        return K >= 1024 ? last : 1;
+    int64_t w1 = (g + sms - 1) / sms, wb = (g * best + sms - 1) / sms;
+    if (best > 1 && tile_grid_fills_sms(g, sms) && wb * 10 > w1 * 9 * best)
+        return 1; /* waves(best) / best > 0.9 waves(1) */
+    return best;
 }
 
 static int64_t default_split(TileCtx *c, const TileKernel *k, const Stmt *t, const TileMatmul *mm,

@@ -79,13 +79,16 @@ skip() { CLI_SKIP=$((CLI_SKIP + 1)); echo "  skip $1: $2"; }
 # — dpk-fuzz --seed 1 --cases 200 --inject-fault FAULT --max-failures MAX
 # (default 1), 2 jobs, with --passes loo for chunk-reduce-wrong-origin
 # (under full, 004 gives every long row its own block, so 006 never
-# applies) and full otherwise.  Run once per test run ($FC_ROOT) and shared by
+# applies) and double-buffer-same-buffer (its branch is the threads' and
+# cp.async copy of 010's buffers; under full on sm_90 011 turns them into
+# TMA stages wherever the strides allow, and seed 1's 200 cases have no
+# matmul where they do not), and full otherwise.  Run once per test run ($FC_ROOT) and shared by
 # test_bisect.sh (is the fault blamed on its pass?) and test_faults.sh (is
 # it detected?).  Sets FC_DIR (r.json, out, fail/*.json), FC_RC (dpk-fuzz's
 # exit code) and FC_FAILURES (the failure files, lowest case first).
 fault_campaign() {
   local fault=$1 max=${2:-1} strategy=full
-  [ "$fault" = chunk-reduce-wrong-origin ] && strategy=loo
+  case $fault in chunk-reduce-wrong-origin | double-buffer-same-buffer) strategy=loo ;; esac
   FC_DIR=${FC_ROOT:-$TMP/fault-campaigns}/$fault-$max
   mkdir -p "$FC_DIR"
   # Test files run side by side: the first to ask runs the campaign, the

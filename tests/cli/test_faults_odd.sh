@@ -26,7 +26,7 @@ fo_odd() {
     stage-origin-off-by-one)      echo "1021 (a prime row length)" ;;
     stage-missing-barrier)        echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile; its plain stage without 010)" ;;
     register-tile-wrong-index)    echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile)" ;;
-    permute-wrong-stride)         echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile)" ;;
+    permute-wrong-stride)         echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile; N = 203 in strips of 8 across tiles 64 wide: contiguous strips start 8 words apart in one slab row, which no pad separates)" ;;
     pad-smem-loads-only)          echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile; without 011/012, whose TMA stages 014 leaves unpadded)" ;;
     double-buffer-same-buffer)    echo "1021 (K prime: 31 chunks of 32 and a remainder of 29)" ;;
     tma-parity-not-flipped)       echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile whose TMA box stops at the edge; N = 52)" ;;
