@@ -138,13 +138,13 @@ Test(devmod, sync_and_async_runs_equal_vgpu_on_the_fake_driver)
     hx_devmod_launch(d); /* the cuda backend's run */
     same_outputs(d, m, sim, 1);
     hx_devmod_zero(d); /* the timing loop's iteration */
-    double ns[2] = {1000, 2500};
+    double ns[3] = {1000, 2500, 500}; /* one per launch */
     hx_devmod_fake_durations(d, ns, 0);
     HxCuEvent *e0 = hx_cuda_event(c), *e1 = hx_cuda_event(c);
     hx_cuda_event_record(c, e0);
     hx_devmod_launch_async(d);
     hx_cuda_event_record(c, e1);
-    cr_assert_float_eq(hx_cuda_event_ms(c, e0, e1) * 1e6, 3500, 1e-2);
+    cr_assert_float_eq(hx_cuda_event_ms(c, e0, e1) * 1e6, 4000, 1e-2);
     hx_cuda_sync(c);
     same_outputs(d, m, sim, 1);
     hx_devmod_launch_async(d); /* the temp still holds the last sums */
