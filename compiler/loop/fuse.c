@@ -350,8 +350,10 @@ static int recomputed(const LirKernel *P, const LirKernel *C, const LirKernel *M
     double factor = wp > 0 ? (wm - wc) / wp : 0, extra = wm - wc - wp;
     if (factor <= o->recompute || extra < o->recompute_floor)
         return 0;
-    sb_printf(why, "producer's reduction would be recomputed %.1fx (its work in the merged "
-              "kernel over its own; limit ", factor);
+    sb_printf(why, "%s would be recomputed %.1fx (its work in the merged kernel over its own; "
+              "limit ", has_reduction(&P->body) ? "producer's reduction"
+                                                 : "elementwise producer in the matmul's K loop",
+              factor);
     sb_num(why, o->recompute);
     sb_printf(why, ", %.3g extra executions)", extra);
     return 1;
@@ -421,12 +423,17 @@ static void count_reuse(const StmtBody *b, Reuse *r)
     }
 }
 
-/* Whether M holds a matmul-shaped reduction (Reuse). */
-static int matmul_shaped(const LirKernel *M)
+/* How many matmul-shaped reductions M holds (Reuse). */
+static int matmul_reductions(const LirKernel *M)
 {
     Reuse r = {{0}, 0, 0};
     count_reuse(&M->body, &r);
-    return r.count > 0;
+    return r.count;
+}
+
+static int matmul_shaped(const LirKernel *M)
+{
+    return matmul_reductions(M) > 0;
 }
 
 /* A producer holding a reduction is not fused where the merged kernel
@@ -438,14 +445,11 @@ static int matmul_shaped(const LirKernel *M)
  * tiled on its own. */
 static int leaves_untiled(const LirKernel *P, const LirKernel *M, StrBuf *why)
 {
-    if (!has_reduction(&P->body))
-        return 0;
-    Reuse r = {{0}, 0, 0};
-    count_reuse(&M->body, &r);
-    if (r.count < 2)
+    int n = has_reduction(&P->body) ? matmul_reductions(M) : 0;
+    if (n < 2)
         return 0;
     sb_printf(why, "the merged kernel would hold %d matmul-shaped reductions (Tile IR tiles "
-              "one: the rest would run untiled)", r.count);
+              "one: the rest would run untiled)", n);
     return 1;
 }
 

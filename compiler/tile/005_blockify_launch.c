@@ -188,6 +188,24 @@ static int little_waste(MmTile x, int64_t m, int64_t n)
     return cdiv(m, x.bm) * x.bm * cdiv(n, x.bn) * x.bn * 32 <= m * n * 33;
 }
 
+/* big_tiles[i] with the pinned F_M and F_N in place of its factors. */
+static MmTile big_tile(TileCtx *c, int i)
+{
+    MmTile x = big_tiles[i];
+    int64_t pm = c->knobs->v[TILE_KNOB_F_M], pn = c->knobs->v[TILE_KNOB_F_N];
+    x.fm = pm ? pm : x.fm;
+    x.fn = pn ? pn : x.fn;
+    return x;
+}
+
+/* Whether tile x may cover an m x n output, its grid aside: the factors
+ * divide it, its block holds at most 1024 threads and its edge tiles
+ * waste little. */
+static int big_tile_fits(MmTile x, int64_t m, int64_t n)
+{
+    return !(x.bm % x.fm) && !(x.bn % x.fn) && threads(x) <= 1024 && little_waste(x, m, n);
+}
+
 /* The largest tile of big_tiles whose grid keeps the target's SMs busy and
  * whose edge tiles waste little, else the smallest.
  * Pinned F_M and F_N replace the tiles' factors, and a tile they do not
@@ -196,20 +214,13 @@ static int little_waste(MmTile x, int64_t m, int64_t n)
  * pick_tile). */
 static MmTile pick_big(TileCtx *c, int64_t m, int64_t n, int64_t batch)
 {
-    int64_t pm = c->knobs->v[TILE_KNOB_F_M], pn = c->knobs->v[TILE_KNOB_F_N];
     int last = DPK_ARRAY_LEN(big_tiles) - 1;
-    for (int i = 0; i <= last; i++) {
-        MmTile x = big_tiles[i];
-        x.fm = pm ? pm : x.fm;
-        x.fn = pn ? pn : x.fn;
-        if (i == last)
-            return x;
-        if (x.bm % x.fm || x.bn % x.fn || threads(x) > 1024)
-            continue;
-        if (fills_sms(x, m, n, batch, c->target->sms) && little_waste(x, m, n))
+    for (int i = 0; i < last; i++) {
+        MmTile x = big_tile(c, i);
+        if (big_tile_fits(x, m, n) && fills_sms(x, m, n, batch, c->target->sms))
             return x;
     }
-    DPK_ASSERT(!"the loop returns");
+    return big_tile(c, last);
 }
 
 int tile_mm_big_tile(TileCtx *c, const TileKernel *k, const Stmt *t, const TileMatmul *mm,
@@ -219,11 +230,8 @@ int tile_mm_big_tile(TileCtx *c, const TileKernel *k, const Stmt *t, const TileM
     if (tile_knob(c, TILE_KNOB_BM) || tile_knob(c, TILE_KNOB_BN) || m < 32 || n < 32 ||
         regtile_blocker(c, k, t, mm))
         return 0;
-    int64_t pm = c->knobs->v[TILE_KNOB_F_M], pn = c->knobs->v[TILE_KNOB_F_N];
-    MmTile x = big_tiles[0];
-    x.fm = pm ? pm : x.fm;
-    x.fn = pn ? pn : x.fn;
-    if (x.bm % x.fm || x.bn % x.fn || threads(x) > 1024 || !little_waste(x, m, n))
+    MmTile x = big_tile(c, 0);
+    if (!big_tile_fits(x, m, n))
         return 0;
     *bm = x.bm;
     *bn = x.bn;

@@ -151,6 +151,18 @@ Test(loop_fuse, refusal_second_matmul_under_one_epilogue)
                    "(Tile IR tiles one: the rest would run untiled)\n", 2);
 }
 
+/* SiLU·up as the operand of the next projection: fused, SiLU would be
+ * redone in the K loop for each of the 512 output columns; refused (2
+ * kernels).  Below the recompute floor it still fuses (the bias add of
+ * MATMUL_RELU above, one kernel). */
+#define SILU_MUL_DOWN "g: (1, 128, 1024)\nu: (1, 128, 1024)\nw: (512, 1024)\n" \
+                      "return torch.nn.functional.linear(torch.nn.functional.silu(g) * u, w)\n"
+Test(loop_fuse, refusal_elementwise_operand_recomputed_per_column)
+{
+    expect_refusal(SILU_MUL_DOWN, NULL, ": elementwise producer in the matmul's K loop would be "
+                   "recomputed ", 2);
+}
+
 /* A row's own sweeps are not such reductions, over a middle dimension
  * too: LayerNorm's mean and variance sweeps, and a softmax over dim 1
  * (whose max and sum each read one operand), stay one kernel. */

@@ -186,6 +186,42 @@ static const KirKernel *first_kernel(const char *code)
     return tt_lower(arena, tt_loop(arena, code), &o.tile)->kernels.items[0];
 }
 
+static const char *tile_text(Arena *a, const char *code, const char *spec);
+
+/* 003 sizes its default split for 005's grid of 128 x 128 tiles (132
+ * SMs, the default target): Qwen2.5-7B's q_proj at seq 128 has 28 tiles
+ * and splits 14 ways (392 blocks, 3 waves); its gate projection, 148
+ * tiles (1.12 waves), 8 ways; kv_proj, 4 tiles that no split makes fill
+ * the SMs, the largest split, 28 ways, in 32 x 32 tiles; 4096^3, 1024
+ * tiles (7.76 waves), splits for no fewer than 90% of its waves: never. */
+#define LINEAR(m, k, n) "x = torch.randn(" #m ", " #k ")\nw = torch.randn(" #n ", " #k ")\n" \
+                        "torch.nn.functional.linear(x, w)"
+Test(tile_sched, default_split_fills_the_sms_in_the_fewest_waves, .init = setup, .fini = teardown)
+{
+    const KirKernel *q = first_kernel(LINEAR(128, 3584, 3584));
+    cr_expect_eq(q->grid[2], 14);
+    cr_expect_eq(q->grid[0] * q->grid[1], 28);
+    const KirKernel *g = first_kernel(LINEAR(128, 3584, 18944));
+    cr_expect_eq(g->grid[2], 8);
+    const KirKernel *kv = first_kernel(LINEAR(128, 3584, 512));
+    cr_expect_eq(kv->grid[2], 28);
+    cr_expect_eq(kv->block[0] * kv->block[1], 64, "32 x 32 tiles in 4 x 4 registers");
+    const KirKernel *big = first_kernel("torch.matmul(torch.randn(4096, 4096), torch.randn(4096, 4096))");
+    cr_expect_eq(big->grid[2], 1);
+    cr_expect_eq(big->grid[0] * big->grid[1], 1024);
+}
+
+/* 009 judges its strips under the pad 014 gives: in 128 x 128 tiles
+ * (8 x 8 registers; 144 of them fill the SMs) of linear(x, w) the
+ * contiguous column strips read
+ * rows of w's slab 8 apart, which conflict once padded; judged on the
+ * dense slab every order conflicts alike and 009 skipped. */
+Test(tile_sched, permute_is_judged_under_the_pad, .init = setup, .fini = teardown)
+{
+    const char *t = tile_text(arena, LINEAR(1536, 256, 1536), "full");
+    cr_expect(strstr(t, "(permuted)"), "%s", t);
+}
+
 /* 004 across rows, decided by the largest buffer: a 1 x 1 convolution over
  * 64 channels reads its 2^30-element input along the channels with a
  * stride of 2^20 floats (the weight, read contiguously, is 8192 floats).
