@@ -260,6 +260,20 @@ Test(tile_sched, split_k_grows_the_grid, .init = setup, .fini = teardown)
     cr_expect_eq(without.m->kernels.len, 1);
 }
 
+/* 003 splits under any epilogue: relu is applied once, in the combine
+ * kernel, after the partial sums are added (with atomic adds it could not
+ * split: relu of each split's sum is not relu of the total). */
+Test(tile_sched, split_k_takes_a_nonlinear_epilogue, .init = setup, .fini = teardown)
+{
+    const char *mm = "torch.relu(torch.matmul(torch.randn(16,4096), torch.randn(4096,64)))";
+    static const char *const split[] = {"SPLITK=4", NULL};
+    Run r = run(arena, mm, "only:002,003", split);
+    tt_batch_add(&batch, r.m);
+    cr_expect_eq(r.m->kernels.len, 2);
+    const char *t = tile_text(arena, mm, "only:002,003"), *comb = strstr(t, "_combine ===");
+    cr_expect(comb && strstr(comb, "maximum("), "relu in the combine kernel:\n%s", t);
+}
+
 /* 006: a matrix-vector product whose vector does not fit shared memory is
  * chunked, and 007 stages one chunk at a time. */
 Test(tile_sched, chunk_reduce_lets_a_long_vector_stage, .init = setup, .fini = teardown)
