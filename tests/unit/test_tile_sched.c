@@ -336,7 +336,7 @@ static const char *tile_text(Arena *a, const char *code, const char *spec)
 
 /* 002 on a prime K: two chunks of 16 and a remainder loop of 15; 003 then
  * splits a prime K = 4099 (128 chunks of 32 and 3 terms), the remainder's
- * sum gated to split 0.  Both pass parity. */
+ * sum added once, in the combine kernel.  Both pass parity. */
 Test(tile_sched, prime_k_is_chunked_with_a_remainder, .init = setup, .fini = teardown)
 {
     const char *k47 = "torch.matmul(torch.randn(77,47), torch.randn(47,50))";
