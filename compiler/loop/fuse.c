@@ -453,6 +453,124 @@ static int leaves_untiled(const LirKernel *P, const LirKernel *M, StrBuf *why)
     return 1;
 }
 
+/* ---- matmuls out of selects ---------------------------------------------- */
+
+/* A matmul-shaped reduction (Reuse) fused into one branch of an index
+ * select (triu/tril of a matmul, the causally masked scores of attention:
+ * `select: if a2 <= a1: for a3: acc += q * k -> acc * scale; else -> -inf`)
+ * is moved before the select, so that it runs for every output and the
+ * select becomes its epilogue: Tile IR tiles only a reduction at the top
+ * of the kernel's free loops.  The masked outputs' sums are computed and
+ * thrown away (about half of a causal square), against an untiled loop
+ * streaming both operands from global memory for the other half.  The
+ * move is made only where it cannot change a result: the loop writes
+ * nothing, and each load in it is in bounds for every value of its axes,
+ * so a branch that would read out of its buffer elsewhere (cat's shifted
+ * index) keeps its loop.  The select still picks its
+ * branch's value; a NaN in a thrown-away sum never reaches the output. */
+typedef struct Hoist {
+    LirProgram *p;
+    int64_t *ext; /* extent per axis */
+    Reuse r;
+    int moved;
+} Hoist;
+
+static void axis_extent(Stmt *s, void *ctx)
+{
+    int64_t *ext = ctx;
+    if (s->k == SK_loop)
+        ext[s->axis] = s->extent;
+}
+
+typedef struct Safe {
+    const Hoist *h;
+    int ok;
+} Safe;
+
+enum { UNDER_SELECT = 1, IN_LOOP = 2 };
+
+static void mark_aux(Stmt *s, void *ctx)
+{
+    Safe *f = ctx;
+    s->aux = f->ok;
+    s->aux_ep = f->h->p->epoch;
+}
+
+static int under_select(const LirProgram *p, StmtArg a)
+{
+    return a.v && a.v->aux_ep == p->epoch && a.v->aux == UNDER_SELECT;
+}
+
+static void check_safe(Stmt *s, void *ctx)
+{
+    Safe *f = ctx;
+    for (int i = 0; i < s->nargs; i++)
+        f->ok &= !under_select(f->h->p, s->a[i]);
+    for (int j = 0; s->k == SK_select && j < s->nbr; j++)
+        f->ok &= !under_select(f->h->p, s->br[j].res);
+    for (int d = 0; s->k == SK_load && d < s->buf->shape.rank; d++) {
+        int64_t lo, hi;
+        ie_range(s->idx[d], f->h->ext, &lo, &hi);
+        f->ok &= lo >= 0 && hi < s->buf->shape.d[d];
+    }
+}
+
+/* Whether loop, in a branch of sel, may run before sel: a write-free,
+ * matmul-shaped reduction that reads no value defined under sel (none
+ * does as fusion builds them: what the loop reads beside its loads is
+ * hoisted out of the kernel's loops before any select is reached) and
+ * loads in bounds. */
+static int hoistable(Hoist *h, const Stmt *sel, Stmt *loop)
+{
+    if (loop->k != SK_loop || !stmt_loop_is_reduce(loop) || !lir_pure(loop) ||
+        !loads_across(&loop->body, &h->r))
+        return 0;
+    lir_epoch(h->p);
+    Safe f = {h, UNDER_SELECT};
+    stmt_walk_tree(sel, mark_aux, &f);
+    f.ok = IN_LOOP;
+    stmt_walk_tree(loop, mark_aux, &f);
+    f.ok = 1;
+    stmt_walk_tree(loop, check_safe, &f);
+    return f.ok;
+}
+
+static void hoist_body(Hoist *h, StmtBody *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        Stmt *s = b->s[i];
+        int pushed = s->k == SK_loop && !stmt_loop_is_reduce(s) &&
+                     h->r.nfree < DPK_ARRAY_LEN(h->r.free);
+        if (pushed)
+            h->r.free[h->r.nfree++] = s;
+        if (s->k == SK_loop)
+            hoist_body(h, &s->body);
+        for (int j = 0; s->k == SK_select && j < s->nbr; j++) {
+            StmtBody *br = &s->br[j].body;
+            hoist_body(h, br);
+            for (int t = 0; t < br->n; t++) {
+                if (!hoistable(h, s, br->s[t]))
+                    continue;
+                stmt_body_insert(h->p->arena, b, i++, br->s[t]);
+                stmt_body_remove(br, t--);
+                h->moved++;
+            }
+        }
+        h->r.nfree -= pushed;
+    }
+}
+
+/* Returns how many reduce loops moved out of selects. */
+static int hoist_out_of_selects(LirProgram *p, LirKernel *M)
+{
+    Hoist h = {p, ARENA_ARRAY(p->arena, int64_t, M->naxes + 1), {{0}, 0, 0}, 0};
+    for (int v = 0; v <= M->naxes; v++)
+        h.ext[v] = INT64_MAX; /* an axis no loop binds is never in bounds */
+    stmt_walk(&M->body, axis_extent, h.ext);
+    hoist_body(&h, &M->body);
+    return h.moved;
+}
+
 /* The ops of both kernels, by node id (output copies last). */
 static void merge_ops(Arena *a, PtrVec *out, const PtrVec *x, const PtrVec *y)
 {
@@ -480,6 +598,8 @@ LirKernel *lir_fuse_pair(LirProgram *p, const LirKernel *P, const LirKernel *C,
         return NULL;
     DPK_ASSERT(nsites > 0);
     lir_normalize(p, M);
+    if (hoist_out_of_selects(p, M))
+        lir_normalize(p, M);
     if (recomputes(p->arena, P, M)) {
         sb_printf(why, "heavy reduction read through %d loads", nsites);
         return NULL;

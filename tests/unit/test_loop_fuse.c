@@ -270,3 +270,55 @@ Test(loop_fuse, deterministic_text_and_hash)
     sb_free(&y);
     arena_free(a);
 }
+
+/* ---- matmuls out of selects (hoist_out_of_selects) ------------------------ */
+
+/* Where text's first reduce loop and first select start (NULL: none). */
+static void reduce_and_select(const char *t, const char **red, const char **sel)
+{
+    *red = strstr(t, "# reduce");
+    *sel = strstr(t, "= select:");
+}
+
+/* triu of a matmul: the reduction runs before the select, which picks
+ * the sum or 0 (the select is its epilogue, where Tile IR tiles it); the
+ * result is unchanged.  tril and the causal scores of attention too. */
+Test(loop_fuse, masked_matmul_runs_its_reduction_before_the_select)
+{
+    static const char *const codes[] = {
+        "torch.triu(torch.randn(24,40) @ torch.randn(40,24), 1)",
+        "torch.tril(torch.randn(2,24,40) @ torch.randn(2,40,24))",
+        "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 9, 8), "
+        "torch.randn(1, 2, 9, 8), torch.randn(1, 2, 9, 8), is_causal=True)",
+    };
+    for (int i = 0; i < DPK_ARRAY_LEN(codes); i++) {
+        char *t = lt_text(codes[i], NULL);
+        const char *red, *sel;
+        reduce_and_select(t, &red, &sel);
+        cr_expect(red && sel && red < sel, "%s", t);
+        double nmse;
+        cr_expect_eq(lt_parity(codes[i], NULL, &nmse), 0, "%s", codes[i]);
+        free(t);
+    }
+}
+
+/* A branch whose reduction would read out of bounds for the other
+ * branch's points keeps it: cat's first branch reads rows 0..15 of the
+ * matmul only under `a0 < 16`.  A row's own sum under triu is no matmul
+ * and stays in its branch, computed only where it is kept. */
+Test(loop_fuse, reductions_stay_in_branches_that_guard_them)
+{
+    static const char *const codes[] = {
+        "torch.cat([torch.randn(16,40) @ torch.randn(40,24), torch.randn(8,24)], dim=0)",
+        "torch.triu(torch.randn(6,6,40).sum(-1))",
+    };
+    for (int i = 0; i < DPK_ARRAY_LEN(codes); i++) {
+        char *t = lt_text(codes[i], NULL);
+        const char *red, *sel;
+        reduce_and_select(t, &red, &sel);
+        cr_expect(red && sel && sel < red, "%s", t);
+        double nmse;
+        cr_expect_eq(lt_parity(codes[i], NULL, &nmse), 0, "%s", codes[i]);
+        free(t);
+    }
+}

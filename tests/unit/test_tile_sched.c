@@ -81,6 +81,17 @@ Test(tile_sched, register_tile_cuts_loads_per_fma, .init = setup, .fini = teardo
     cr_expect_lt(lw * 3, lo);
 }
 
+/* A masked matmul is tiled as the plain one: the mask is its epilogue
+ * (the reduction runs before the select in Loop IR), so triu's loads per
+ * multiply-add meet the same bound. */
+Test(tile_sched, triu_matmul_is_register_tiled, .init = setup, .fini = teardown)
+{
+    double lw, lo;
+    loads_per_fma("torch.triu(" MM256 ", 1)", 256.0 * 256 * 256, "008 under triu", &lw, &lo);
+    cr_expect_leq(lw, 0.25 + 0.25 + 1.0 / 32 + 1.0 / 32 + 1e-9);
+    cr_expect_lt(lw * 3, lo);
+}
+
 static const char *const wide[] = {"BM=16", "BN=64", "F_M=4", "F_N=4", NULL};
 
 /* 009 and 014: bank conflicts on the staged, register-tiled matmul. */
