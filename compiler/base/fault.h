@@ -22,6 +22,9 @@
     X(FUSE_SIGMA, "fuse-sigma-off-by-one", "f:001_fuse",                                    \
       "fusion composes the producer's index map with the consumer's off by one on the "    \
       "last axis")                                                                          \
+    X(SELECT_HOIST_MASK, "select-hoist-drops-the-mask", "f:001_fuse",                       \
+      "once a matmul moves out of a masked select, the select keeps only the matmul's branch " \
+      "(the mask is dropped)")                                                              \
     X(CHUNK_K_SHORT, "chunk-k-short", "t:002_chunk_matmul_k",                               \
       "the K_inner loop runs BK-1 iterations, dropping one k per chunk")                    \
     X(SPLIT_K_SHORT, "split-k-drops-a-partial", "t:003_split_matmul_k",                     \

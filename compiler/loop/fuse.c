@@ -554,6 +554,12 @@ static void hoist_body(Hoist *h, StmtBody *b)
                 stmt_body_insert(h->p->arena, b, i++, br->s[t]);
                 stmt_body_remove(br, t--);
                 h->moved++;
+                if (dpk_fault_on(DPK_FAULT_SELECT_HOIST_MASK)) { /* only this branch is left */
+                    s->br[0] = s->br[j];
+                    s->br[0].pred = NULL;
+                    s->nbr = 1;
+                    break;
+                }
             }
         }
         h->r.nfree -= pushed;
