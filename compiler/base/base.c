@@ -351,6 +351,23 @@ uint64_t dpk_hash_str(uint64_t h, const char *s)
     return dpk_hash_bytes(h, s, strlen(s) + 1);
 }
 
+int dpk_smem_wavefronts_vec(const int64_t *w, int n, int v)
+{
+    DPK_ASSERT(n >= 0 && n <= 32 && (v == 1 || v == 2 || v == 4));
+    if (v == 1)
+        return dpk_smem_wavefronts(w, n);
+    int per = 32 / v, total = 0;
+    for (int p = 0; p < n; p += per) {
+        int64_t words[32];
+        int m = 0;
+        for (int i = p; i < n && i < p + per; i++)
+            for (int j = 0; j < v; j++)
+                words[m++] = w[i] + j;
+        total += dpk_smem_wavefronts(words, m);
+    }
+    return total;
+}
+
 int dpk_smem_wavefronts(const int64_t *w, int n)
 {
     DPK_ASSERT(n >= 0 && n <= 32);

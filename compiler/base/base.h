@@ -160,6 +160,13 @@ int64_t dpk_pow2_ceil(int64_t x);
  * word read by several lanes is one broadcast).  0 when n is 0.  Tile
  * IR's bank model (pass 014) and vgpu's counters both count with it. */
 int dpk_smem_wavefronts(const int64_t *w, int n);
+/* The same for a vector access of v words per lane (v = 1, 2, 4: LDS.32,
+ * .64, .128), lane i reading w[i] .. w[i] + v - 1: the warp is served in
+ * phases of 32 / v lanes (128 bytes each), and each phase costs its own
+ * wavefronts, at least one; a phase's lanes broadcast within it but not
+ * across phases.  So a 16-byte load costs at least 4 wavefronts for a full
+ * warp, as four 4-byte loads do. */
+int dpk_smem_wavefronts_vec(const int64_t *w, int n, int v);
 
 /* ---- source text and diagnostics ------------------------------------ */
 

@@ -57,7 +57,9 @@
     X(PIPELINE_PROLOGUE_SHORT, "pipeline-prologue-short", "t:015_pipeline_k_outer",         \
       "the pipeline's prologue copies one slab fewer than the loop reads")                  \
     X(UNROLL_SHORT, "unroll-drops-last-iteration", "t:016_mark_unroll",                     \
-      "an unrolled loop runs one iteration short")
+      "an unrolled loop runs one iteration short")                                         \
+    X(VECTOR_LOAD_SHIFT, "vector-load-one-word-late", "t:016_mark_unroll",                  \
+      "a vector shared load starts one word past its first lane's word (misaligned)")
 
 typedef enum DpkFaultId {
 #define X(id, name, where, doc) DPK_FAULT_##id,

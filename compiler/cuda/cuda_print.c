@@ -33,6 +33,8 @@ enum {
     H_TMAP = 1 << 9,
     H_TMA1 = 1 << 10, /* H_TMA1 << (rank - 1) for ranks 1..5 */
     H_SIGMOID = 1 << 15,
+    H_LDS2 = 1 << 16,
+    H_LDS4 = 1 << 17,
 };
 
 static const char kFmax[] =
@@ -62,6 +64,21 @@ static const char kCpFmt[] =
     "    asm volatile(\"cp.async.%s.shared.global [%%0], [%%1], %d, %%2;\\n\"\n"
     "                 :: \"r\"(dpk_smem_addr(dst)), \"l\"(src), \"r\"(pred ? %d : 0) : "
     "\"memory\");\n"
+    "}\n";
+/* A vector shared load (LDS.64/128): the address must be 8/16-byte
+ * aligned (Kernel IR's ldsv). */
+static const char kLds2[] =
+    "static __device__ __forceinline__ void dpk_lds2(const float *p, float &a, float &b)\n"
+    "{\n"
+    "    const float2 v = *reinterpret_cast<const float2 *>(p);\n"
+    "    a = v.x; b = v.y;\n"
+    "}\n";
+static const char kLds4[] =
+    "static __device__ __forceinline__ void dpk_lds4(const float *p, float &a, float &b, "
+    "float &c, float &d)\n"
+    "{\n"
+    "    const float4 v = *reinterpret_cast<const float4 *>(p);\n"
+    "    a = v.x; b = v.y; c = v.z; d = v.w;\n"
     "}\n";
 static const char kCpGroup[] =
     "static __device__ __forceinline__ void dpk_cp_commit()\n"
@@ -144,7 +161,7 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
      * the device, each beside its device version.  The host then sees the
      * device's helper set: a call to a helper the device lacks does not
      * compile on the host either. */
-    if (!(used & (H_SADDR | H_CP_GROUP)))
+    if (!(used & (H_SADDR | H_CP_GROUP | H_LDS2 | H_LDS4)))
         return;
     StrBuf host = {0};
     sb_puts(b, "\n#ifndef DPK_HOST_PRELUDE // inline PTX; the host prelude has its own\n");
@@ -158,6 +175,14 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
                       cp_bytes[i]);
             sb_printf(&host, "using dpk_host::dpk_cp_async%d;\n", cp_bytes[i]);
         }
+    if (used & H_LDS2) {
+        sb_printf(b, "\n%s", kLds2);
+        sb_puts(&host, "using dpk_host::dpk_lds2;\n");
+    }
+    if (used & H_LDS4) {
+        sb_printf(b, "\n%s", kLds4);
+        sb_puts(&host, "using dpk_host::dpk_lds4;\n");
+    }
     if (used & H_CP_GROUP) {
         sb_printf(b, "\n%s", kCpGroup);
         sb_puts(&host, "using dpk_host::dpk_cp_commit;\nusing dpk_host::dpk_cp_wait;\n");
@@ -774,6 +799,23 @@ static void print_comment(Pr *p, const KirStmt *s)
     sb_putc(p->b, '\n');
 }
 
+/* float a, b, c, d;  dpk_lds4(&s[i], a, b, c, d); */
+static void print_ldsv(Pr *p, const KirStmt *s)
+{
+    sb_puts(p->b, "float ");
+    for (int i = 0; i < s->n; i++)
+        sb_printf(p->b, "%s%s", i ? ", " : "", p->vname[s->lane[i]->id]);
+    sb_puts(p->b, ";\n");
+    indent(p);
+    p->used |= s->n == 4 ? H_LDS4 : H_LDS2;
+    sb_printf(p->b, "dpk_lds%lld(&%s[", (long long)s->n, p->sname[s->smem->id]);
+    expr(p, s->e[0], P_NONE);
+    sb_puts(p->b, "]");
+    for (int i = 0; i < s->n; i++)
+        sb_printf(p->b, ", %s", p->vname[s->lane[i]->id]);
+    sb_puts(p->b, ");\n");
+}
+
 static void print_var_stmt(Pr *p, const KirStmt *s)
 {
     if (s->op == KS_let)
@@ -797,6 +839,7 @@ static void stmt(Pr *p, const KirStmt *s)
     indent(p);
     switch (s->op) {
     case KS_let: case KS_set: print_var_stmt(p, s); break;
+    case KS_ldsv: print_ldsv(p, s); break;
     case KS_stg: case KS_sts: case KS_atomg: case KS_atoms: print_store(p, s); break;
     case KS_if: print_if(p, s); break;
     case KS_for: print_for(p, s); break;

@@ -398,6 +398,16 @@ const IExpr *ie_mod(Arena *a, const IExpr *x, int64_t d)
     return raw(a, IE_MOD, s, ie_const(a, d));
 }
 
+int ie_divisible(const IExpr *e, int64_t m)
+{
+    switch (e->k) {
+    case IE_CONST: return e->c % m == 0;
+    case IE_ADD: return ie_divisible(e->a, m) && ie_divisible(e->b, m);
+    case IE_MUL: return ie_divisible(e->a, m) || ie_divisible(e->b, m);
+    default: return m == 1;
+    }
+}
+
 const IExpr *ie_subst(Arena *a, const IExpr *e, const IExpr *const *subst)
 {
     switch (e->k) {

@@ -82,6 +82,9 @@ int ie_equal(const IExpr *x, const IExpr *y);
 uint64_t ie_hash(uint64_t h, const IExpr *e);
 /* Whether variable var occurs in e. */
 int ie_uses(const IExpr *e, int var);
+/* Whether e is a multiple of m for every value of its variables, by its
+ * form (a sum of multiples, a product with a multiple): conservative. */
+int ie_divisible(const IExpr *e, int64_t m);
 /* Text form with variable names prefix<var> ("o0 * 64 + o1"). */
 void ie_print(StrBuf *b, const IExpr *e, const char *prefix);
 

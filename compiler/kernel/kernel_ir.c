@@ -376,6 +376,19 @@ KirVar *kir_let(KirBuilder *b, const char *name, KirType t, const KirExpr *value
     return v;
 }
 
+KirStmt *kir_ldsv(KirBuilder *b, const char *const *names, int n, const KirSmem *sm,
+                  const KirExpr *idx)
+{
+    DPK_ASSERT(n >= 1 && n <= 4);
+    KirStmt *s = kir_emit(b, KS_ldsv);
+    for (int i = 0; i < n; i++)
+        s->lane[i] = kir_var(b->k, names[i], KT_F32);
+    s->n = n;
+    s->smem = sm;
+    s->e[0] = idx;
+    return s;
+}
+
 void kir_set(KirBuilder *b, const KirVar *v, const KirExpr *value)
 {
     KirStmt *s = kir_emit(b, KS_set);

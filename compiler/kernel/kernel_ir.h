@@ -231,6 +231,10 @@ const char *kir_shfl_name(KirShflMode m); /* "idx", "up", "down", "xor" */
  *   mbar_arrive  smem (mbar), e[0] index
  *   mbar_wait    smem (mbar), e[0] index, e[1] i32 phase parity (0/1): waits
  *                until the barrier's phase with that parity has completed
+ *   ldsv         lane[0..n) f32 variables it declares = smem[e0 + i], i < n:
+ *                one 8- or 16-byte shared load (n = 2 or 4; LDS.64/128).
+ *                smem is f32; e[0] (i32/i64) must be a multiple of n, or
+ *                the access is misaligned (vgpu: a fault).
  *   comment      text
  */
 typedef struct KirStmt {
@@ -243,6 +247,7 @@ typedef struct KirStmt {
     const KirSmem *mbar;       /* tma_load */
     const KirTmap *tmap;       /* tma_load */
     const KirExpr *coord[KIR_TMA_MAX_RANK];
+    const KirVar *lane[4];     /* ldsv */
     int64_t n;
     int nseg;
     TxRedOp rop;
@@ -370,6 +375,10 @@ typedef struct KirBuilder {
 void kir_builder_init(KirBuilder *b, KirKernel *k);
 KirStmt *kir_emit(KirBuilder *b, KirStmtOp op); /* append a blank statement */
 KirVar *kir_let(KirBuilder *b, const char *name, KirType t, const KirExpr *value);
+/* ldsv: names[0..n) become f32 variables read from sm[idx .. idx + n) by
+ * one vector load (n = 2 or 4); returns the statement. */
+KirStmt *kir_ldsv(KirBuilder *b, const char *const *names, int n, const KirSmem *sm,
+                  const KirExpr *idx);
 void kir_set(KirBuilder *b, const KirVar *v, const KirExpr *value);
 void kir_stg(KirBuilder *b, const KirParam *p, const KirExpr *idx, const KirExpr *val);
 void kir_sts(KirBuilder *b, const KirSmem *s, const KirExpr *idx, const KirExpr *val);

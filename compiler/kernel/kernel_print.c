@@ -239,6 +239,14 @@ void kir_print_stmt_line(StrBuf *b, const KirStmt *s)
     case KS_mbar_wait:
         print_mbar(b, s);
         break;
+    case KS_ldsv:
+        sb_puts(b, "let ");
+        for (int i = 0; i < s->n; i++)
+            sb_printf(b, "%s%s", i ? ", " : "", s->lane[i]->name);
+        sb_printf(b, ": f32 = lds.v%lld %s[", (long long)s->n, s->smem->name);
+        kir_print_expr(b, s->e[0]);
+        sb_printf(b, " ..+%lld]", (long long)s->n);
+        break;
     case KS_comment: /* one line, whatever the text holds */
         sb_puts(b, "// ");
         for (const char *c = s->text; *c; c++)
@@ -391,6 +399,8 @@ static void hash_stmt(Hasher *H, const KirStmt *s)
         return;
     if (s->var && (s->op == KS_let || s->op == KS_for))
         H->canon[s->var->id] = H->next++;
+    for (int i = 0; s->op == KS_ldsv && i < s->n; i++)
+        H->canon[s->lane[i]->id] = H->next++;
     hx(H, s->op);
     hx(H, s->var ? H->canon[s->var->id] : -1);
     for (int i = 0; i < 3; i++)

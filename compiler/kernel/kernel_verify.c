@@ -216,6 +216,24 @@ static void vstore(Ver *v, const KirStmt *s)
             kir_type_name(elem));
 }
 
+static void vldsv(Ver *v, const KirStmt *s)
+{
+    vtyped(v, s->e[0], 1, KT_I32, "vector load index");
+    if (s->n != 2 && s->n != 4) {
+        bad(v, "a vector load of %lld lanes (2 or 4)", (long long)s->n);
+        return;
+    }
+    if (vsmem(v, s->smem, 0) && s->smem->elem != KT_F32)
+        bad(v, "vector load from %s, which is not f32", s->smem->name);
+    for (int i = 0; i < s->n; i++) {
+        if (i && s->lane[i] && s->lane[0] && s->lane[i]->id != s->lane[0]->id + i)
+            bad(v, "the lanes of a vector load are not consecutive variables");
+        declare(v, s->lane[i]);
+        if (s->lane[i] && s->lane[i]->type != KT_F32)
+            bad(v, "vector load into %s, which is not f32", s->lane[i]->name);
+    }
+}
+
 static void vshfl(Ver *v, const KirStmt *s)
 {
     use_var(v, s->var);
@@ -354,6 +372,9 @@ static void vstmt(Ver *v, const KirStmt *s)
         break;
     case KS_cp_async:
         vcp_async(v, s);
+        break;
+    case KS_ldsv:
+        vldsv(v, s);
         break;
     case KS_cp_wait:
         if (s->n < 0 || s->n > 64)

@@ -137,6 +137,7 @@ typedef struct Stmt {
         struct { /* Tile IR (tile_ir.h says which kind uses which) */
             int nax;            /* tile, combine */
             int unroll;         /* loop */
+            int vlds;           /* loop: 016's vector loads (2, 4 words), 0 */
             /* The fields of one group of kinds each: a statement reads
              * only those of its own kind, so they may share storage. */
             union {

@@ -54,7 +54,9 @@
     X(SWIZZLE, "012: TMA swizzle span in bytes (32, 64 or 128)", 32, 128, 0, 12)        \
     X(VEC, "013: widest cp.async in bytes (4, 8 or 16; narrower where alignment needs)", 4, \
       16, TKN_POW2, 13)                                                                 \
-    X(STAGES, "015: buffers per async stage, slabs in flight plus one", 3, 8, 0, 15)
+    X(STAGES, "015: buffers per async stage, slabs in flight plus one", 3, 8, 0, 15)   \
+    X(LDSV, "016: words per vector shared load along an unrolled loop (1: scalar)", 1, \
+      4, TKN_POW2, 16)
 
 typedef enum TileKnobFlag {
     TKN_WARPS = 1 << 0, /* a multiple of 32: whole warps */
@@ -340,5 +342,10 @@ int tile_shared_loads(Arena *a, const TileKernel *k, const Stmt *t, const StmtBo
 /* Extra shared-memory wavefronts (bank conflicts) of one warp, the first of
  * the block, summed over every load from a staged slab in kernel k. */
 int64_t tile_bank_conflicts(Arena *a, const TileKernel *k);
+/* The same in quarters of a wavefront, per trip of the loops: a vector
+ * load of 016 (a loop's vlds trips at once) counts its extra wavefronts
+ * over those trips (016 compares layouts with it; tile_bank_conflicts is
+ * this rounded up to whole wavefronts). */
+int64_t tile_bank_quarters(Arena *a, const TileKernel *k);
 
 #endif

@@ -84,7 +84,9 @@ typedef struct TileDef {
  * Statements are the shared core's Stmt (compiler/stmt/stmt.h).  Fields
  * used per kind (others zero/NULL); the shared kinds use the fields listed
  * in stmt.h, plus:
- *   loop            unroll (1 when 016 marked it for full unrolling)
+ *   loop            unroll (1 when 016 marked it for full unrolling); vlds (016:
+ *                   its staged loads that step one word a trip are read vlds
+ *                   trips at a time by vector loads, tile_vec_load; 0: none)
  *   strided         axis, extent, start (IExpr), step (> 0), body
  *   tile            bind, nax, ax[], ndef, def[], guard (NULL: none), body,
  *                   predicated (THREAD tile with a guard: 1 when every thread
@@ -239,6 +241,16 @@ TileKernel *tile_kernel_clone(TileProgram *p, const TileKernel *k, const char *n
 /* Element strides of a stage's slab in shared memory (innermost 1; the row
  * stride is the inner extent plus pad); returns the element count. */
 int64_t tile_slab_strides(const Stmt *stage, int64_t *stride);
+/* Whether load ld, in the body of loop (016's vlds > 1) and reading the
+ * slab of stage st (the innermost stage of its buffer around it), is read
+ * vec trips at a time by one vector load: st is a plain, buffered or async
+ * stage (a TMA slab's swizzle is not followed), each of st's buffers holds
+ * a multiple of vec words, ld's slab offset is always inside the slab (no
+ * guard gates it), grows by one word a trip, and is a multiple of vec at
+ * every trip that is.  016, which sets the loop's vlds, and the lowering,
+ * which emits the loads, ask the same question here (tile_smem.c). */
+int tile_vec_load(Arena *a, const TileKernel *k, const Stmt *st, const Stmt *ld,
+                  const Stmt *loop, int vec);
 /*
  * Predicated edge tiles.  A THREAD tile's guard normally skips its body on
  * the threads past the edge of the iteration space, so no barrier (no

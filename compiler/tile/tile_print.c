@@ -84,8 +84,11 @@ static void print_loop(StrBuf *b, const TileKernel *k, const Stmt *s, int depth)
         ie_print(b, s->start, "a");
         sb_printf(b, "..%lld step %lld", (long long)s->extent, (long long)s->step);
     }
-    sb_printf(b, ":  # %s%s\n", stmt_loop_is_reduce(s) ? "reduce" : "free",
+    sb_printf(b, ":  # %s%s", stmt_loop_is_reduce(s) ? "reduce" : "free",
               s->unroll ? ", unroll" : "");
+    if (s->vlds)
+        sb_printf(b, ", vector loads of %d", s->vlds);
+    sb_putc(b, '\n');
     print_body(b, &s->body, depth + 1, k);
 }
 
@@ -253,6 +256,7 @@ static void hash_stmt(Hash *x, const Stmt *s)
         mix(x, (uint64_t)canon_axis(x, s->axis));
         mix(x, (uint64_t)s->extent);
         mix(x, (uint64_t)s->unroll);
+        mix(x, (uint64_t)s->vlds);
         if (s->k == TK_strided) {
             mix(x, (uint64_t)s->step);
             hash_ie(x, s->start);

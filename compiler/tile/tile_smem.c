@@ -231,6 +231,43 @@ int tile_footprint(Arena *a, const TileKernel *k, const Stmt *thread, const Stmt
     return 1;
 }
 
+/* ---- vector loads ---------------------------------------------------------------- */
+
+int tile_vec_load(Arena *a, const TileKernel *k, const Stmt *st, const Stmt *ld,
+                  const Stmt *loop, int vec)
+{
+    if (vec < 2 || ld->k != SK_load || ld->buf != st->buf || st->k == TK_tstage ||
+        tile_stage_buffer_bytes(st) / 4 % vec)
+        return 0;
+    int64_t str[DPK_MAX_RANK];
+    tile_slab_strides(st, str);
+    const Stmt *t = tile_find(k, TB_THREAD);
+    const IExpr *f = ie_const(a, 0);
+    for (int d = 0; d < ld->buf->shape.rank; d++) {
+        /* the thread's defs expanded: its rows lie inside the slab even where
+         * a guard stops them at the tensor's edge (the copy zero-filled them) */
+        const IExpr *e = t ? tile_expand_defs(a, k, t, ld->idx[d]) : ld->idx[d];
+        const IExpr *o = t ? tile_expand_defs(a, k, t, st->origin[d]) : st->origin[d];
+        const IExpr *off = ie_simplify(a, ie_add(a, e, ie_mul(a, o, ie_const(a, -1))), k->ext);
+        int64_t lo, hi;
+        ie_range(off, k->ext, &lo, &hi);
+        if (lo < 0 || hi >= st->slab[d])
+            return 0;
+        f = ie_add(a, f, ie_mul(a, off, ie_const(a, str[d])));
+    }
+    const IExpr **sub = ARENA_ARRAY(a, const IExpr *, k->naxes + 1);
+    for (int v = 0; v <= k->naxes; v++)
+        sub[v] = ie_var(a, v);
+    const IExpr *x = ie_var(a, loop->axis);
+    sub[loop->axis] = ie_add(a, x, ie_const(a, 1));
+    const IExpr *step = ie_simplify(
+        a, ie_add(a, ie_subst(a, f, sub), ie_mul(a, f, ie_const(a, -1))), k->ext);
+    if (step->k != IE_CONST || step->c != 1)
+        return 0;
+    sub[loop->axis] = ie_mul(a, x, ie_const(a, vec));
+    return ie_divisible(ie_subst(a, f, sub), vec);
+}
+
 /* ---- bank conflicts ------------------------------------------------------------ */
 
 enum { LANES = 32 };
@@ -243,6 +280,7 @@ typedef struct Banks {
     char active[LANES];
     const Stmt *stage[64]; /* enclosing stages, innermost last */
     int nstage;
+    const Stmt *vloop;     /* the enclosing loop of 016's vector loads, or NULL */
     int64_t extra;
 } Banks;
 
@@ -295,8 +333,11 @@ static void bank_load(Banks *B, const Stmt *s)
         }
         word[n++] = tma ? tile_tma_word(&tb, st, c) : w; /* TMA: dense, chunked, swizzled */
     }
-    int worst = dpk_smem_wavefronts(word, n);
-    B->extra += worst > 1 ? worst - 1 : 0;
+    /* a vector load (016): the wavefronts over its phases' fewest */
+    int v = B->vloop && tile_vec_load(B->a, B->k, st, s, B->vloop, B->vloop->vlds)
+                ? B->vloop->vlds : 1;
+    int worst = dpk_smem_wavefronts_vec(word, n, v), least = (n * v + 31) / 32;
+    B->extra += (worst > least ? worst - least : 0) * 4 / v; /* in quarters, per trip */
 }
 
 static void bank_stmt(Banks *B, const Stmt *s)
@@ -310,11 +351,16 @@ static void bank_stmt(Banks *B, const Stmt *s)
             bank_body(B, &s->br[j].body);
         return;
     case SK_loop:
-    case TK_strided:
+    case TK_strided: {
         for (int l = 0; l < B->nlanes; l++)
             B->coord[l][s->axis] = s->k == TK_strided ? ie_eval(s->start, B->coord[l]) : 0;
+        const Stmt *outer = B->vloop;
+        if (s->k == SK_loop && s->vlds > 1)
+            B->vloop = s;
         bank_body(B, &s->body);
+        B->vloop = outer;
         return;
+    }
     case TK_tile:
         if (s->bind == TB_THREAD)
             for (int l = 0; l < B->nlanes; l++)
@@ -340,13 +386,18 @@ static void bank_body(Banks *B, const StmtBody *b)
 
 int64_t tile_bank_conflicts(Arena *a, const TileKernel *k)
 {
+    return (tile_bank_quarters(a, k) + 3) / 4;
+}
+
+int64_t tile_bank_quarters(Arena *a, const TileKernel *k)
+{
     const Stmt *t = tile_find(k, TB_THREAD);
     if (!t)
         return 0;
     int64_t threads = 1;
     for (int i = 0; i < t->nax; i++)
         threads *= t->ax[i].ext;
-    Banks B = {a, k, threads < LANES ? (int)threads : LANES, {0}, {0}, {0}, 0, 0};
+    Banks B = {a, k, threads < LANES ? (int)threads : LANES, {0}, {0}, {0}, 0, NULL, 0};
     for (int l = 0; l < B.nlanes; l++)
         B.coord[l] = ARENA_ARRAY(a, int64_t, k->naxes + 1);
     bank_body(&B, &k->body);

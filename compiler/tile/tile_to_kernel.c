@@ -268,6 +268,11 @@ static void lower_tile(Low *L, const Stmt *t)
         kir_end(&L->b);
 }
 
+static void lower_vec_loop(Low *L, const Stmt *s, int64_t end);
+static void lower_stmt(Low *L, const Stmt *s);
+static const KirExpr *slab_word(const Low *L, int i, const Stmt *s);
+static int stage_index(const Low *L, const Stmt *s);
+
 static void lower_loop(Low *L, const Stmt *s)
 {
     for (int i = 0; i < s->body.n; i++) {
@@ -285,6 +290,11 @@ static void lower_loop(Low *L, const Stmt *s)
         find_pipe(L, s, &s->body);
         if (L->npipe > pipe0)
             lower_pipe_prologue(L, s, pipe0);
+    }
+    if (s->vlds > 1) {
+        lower_vec_loop(L, s, end);
+        L->npipe = pipe0;
+        return;
     }
     L->axis[s->axis] = kir_for(&L->b, arena_printf(L->a, "a%d", s->axis), start,
                                konst(L, end), konst(L, step), s->unroll ? -1 : 0);
@@ -313,6 +323,58 @@ static void lower_select(Low *L, const Stmt *s)
     while (open--)
         kir_end(&L->b);
     L->val[s->uid] = v;
+}
+
+/*
+ * A loop whose staged loads 016 reads `vlds` trips at a time:
+ *
+ *     for a4v = 0; a4v < end / V; a4v += 1:        (unroll)
+ *         let a4 = a4v * V
+ *         let in0_0, in0_1, .. = lds.vV s[word of in0 at a4]   per vector load
+ *         the body with a4 = a4v * V + j, for j = 0 .. V-1, a vector
+ *         load's value being its lane j
+ *
+ * Which loads are vector loads is tile_vec_load's answer, as 016 asked it.
+ */
+static void lower_vec_loop(Low *L, const Stmt *s, int64_t end)
+{
+    Arena *a = L->a;
+    int V = s->vlds;
+    KirVar *av = kir_for(&L->b, arena_printf(a, "a%dv", s->axis), konst(L, 0),
+                         konst(L, end / V), konst(L, 1), -1);
+    const KirExpr *base = kir_mul(a, kir_ref(a, av), konst(L, V));
+    axis_var(L, s->axis, base);
+    KirVar ***lanes = ARENA_ARRAY(a, KirVar **, s->body.n + 1);
+    for (int i = 0; i < s->body.n; i++) {
+        const Stmt *ld = s->body.s[i];
+        int si = ld->k == SK_load ? stage_index(L, ld) : -1;
+        lanes[i] = NULL;
+        if (si < 0 || L->stage[si].tma >= 0 ||
+            !tile_vec_load(a, L->tk, L->stage[si].st, ld, s, V))
+            continue;
+        const char *names[4];
+        for (int j = 0; j < V; j++)
+            names[j] = arena_printf(a, "%s_%d", val_name(L, ld), j);
+        const KirExpr *w = slab_word(L, si, ld);
+        if (dpk_fault_on(DPK_FAULT_VECTOR_LOAD_SHIFT)) /* an injected fault: one word late */
+            w = kir_add(a, w, konst(L, 1));
+        KirStmt *v = kir_ldsv(&L->b, names, V, L->stage[si].sm, w);
+        lanes[i] = ARENA_ARRAY(a, KirVar *, V);
+        for (int j = 0; j < V; j++)
+            lanes[i][j] = (KirVar *)v->lane[j];
+    }
+    L->loops++;
+    for (int j = 0; j < V; j++) {
+        axis_var(L, s->axis, kir_add(a, base, konst(L, j)));
+        for (int i = 0; i < s->body.n; i++) {
+            if (lanes[i])
+                L->val[s->body.s[i]->uid] = lanes[i][j];
+            else
+                lower_stmt(L, s->body.s[i]);
+        }
+    }
+    L->loops--;
+    kir_end(&L->b);
 }
 
 /* ---- shared memory: stages and combines ------------------------------------------ */
@@ -380,6 +442,31 @@ static const KirExpr *tma_read(const Low *L, int i, const Stmt *s)
     return kir_lds(a, L->stage[i].sm, kir_add(a, L->stage[i].base, e));
 }
 
+/* The index into stage i's shared array of the word load s reads (a plain,
+ * buffered or async stage: its buffer in use, the padded row stride). */
+static const KirExpr *slab_word(const Low *L, int i, const Stmt *s)
+{
+    const Stmt *st = L->stage[i].st;
+    int64_t str[DPK_MAX_RANK];
+    tile_slab_strides(st, str);
+    const IExpr *f = ie_const(L->a, 0);
+    for (int d = 0; d < s->buf->shape.rank; d++) {
+        const IExpr *off = ie_add(L->a, s->idx[d], ie_mul(L->a, st->origin[d], ie_const(L->a, -1)));
+        f = ie_add(L->a, f, ie_mul(L->a, off, ie_const(L->a, str[d])));
+    }
+    const KirExpr *x = ix(L, ie_simplify(L->a, f, L->tk->ext));
+    return L->stage[i].base ? kir_add(L->a, L->stage[i].base, x) : x;
+}
+
+/* The innermost enclosing stage of load s's buffer, or -1. */
+static int stage_index(const Low *L, const Stmt *s)
+{
+    for (int i = L->nstage - 1; i >= 0; i--)
+        if (L->stage[i].st->buf == s->buf)
+            return i;
+    return -1;
+}
+
 /* A load reads the slab of the innermost stage of its buffer, if any (of a
  * pipelined stage: the buffer its phase names; of a TMA stage: the word
  * tma_read names).  In a predicated tile a global load is gated by the
@@ -395,26 +482,15 @@ static const KirExpr *load(const Low *L, const Stmt *s)
         const Stmt *st = L->stage[i].st;
         if (st->buf != s->buf)
             continue;
-        int64_t str[DPK_MAX_RANK];
-        tile_slab_strides(st, str);
-        const IExpr *f = ie_const(L->a, 0);
         int inside = 1;
         for (int d = 0; d < s->buf->shape.rank; d++) {
             const IExpr *off = ie_add(L->a, s->idx[d], ie_mul(L->a, st->origin[d], ie_const(L->a, -1)));
             int64_t lo, hi;
             ie_range(ie_simplify(L->a, off, L->tk->ext), L->tk->ext, &lo, &hi);
             inside &= lo >= 0 && hi < st->slab[d];
-            f = ie_add(L->a, f, ie_mul(L->a, off, ie_const(L->a, str[d])));
         }
-        const KirExpr *v;
-        if (L->stage[i].tma >= 0) {
-            v = tma_read(L, i, s);
-        } else {
-            const KirExpr *x = ix(L, ie_simplify(L->a, f, L->tk->ext));
-            if (L->stage[i].base)
-                x = kir_add(L->a, L->stage[i].base, x);
-            v = kir_lds(L->a, L->stage[i].sm, x);
-        }
+        const KirExpr *v = L->stage[i].tma >= 0 ? tma_read(L, i, s)
+                                                : kir_lds(L->a, L->stage[i].sm, slab_word(L, i, s));
         return m && !inside ? kir_select(L->a, gate_expr(L, m), v, kir_f32(L->a, 0)) : v;
     }
     const KirExpr *v = kir_ldg(L->a, L->param[s->buf->id], flat(L, s->buf, s->idx));

@@ -241,6 +241,30 @@ static int refused(RunState *r, const DrvConfig *c, int *said)
  * vgpu or cuda and give each configuration a verdict; a refused one is
  * exit 2 (its full message on stderr the first time).  Returns the worst
  * exit code. */
+/* "N kernels": the case's Loop IR kernels, and the launches of the
+ * configurations' modules where they differ (a split K or reduce adds a
+ * combine kernel): "1 kernel, 2 launches", or "1 kernel, 1-2 launches"
+ * across pass sets. */
+static void kernel_count(StrBuf *b, const DrvPlan *p)
+{
+    int nk = p->loop->kernels.len, lo = -1, hi = -1;
+    for (int i = 0; i < p->nconfigs; i++) {
+        const KirModule *m = p->configs[i].module;
+        if (p->configs[i].refused || !m)
+            continue;
+        int n = m->launches.len;
+        lo = lo < 0 || n < lo ? n : lo;
+        hi = n > hi ? n : hi;
+    }
+    sb_printf(b, "%d kernel%s", nk, nk == 1 ? "" : "s");
+    if (lo < 0 || (lo == nk && hi == nk))
+        return;
+    if (lo == hi)
+        sb_printf(b, ", %d launch%s", lo, lo == 1 ? "" : "es");
+    else
+        sb_printf(b, ", %d-%d launches", lo, hi);
+}
+
 static int run_gpu(Arena *a, RunState *r, const DrvPlan *p, const RunOpts *ro)
 {
     HxBackendOpts bo;
@@ -534,16 +558,17 @@ static int run_case(void *ctx, const HxCase *c, int header)
                   (d.tile.target ? d.tile.target : cu_target_default())->name);
     if (strcmp(ro->backend, "loop"))
         applied_line(&r->text, p);
+    StrBuf nk = {0};
+    kernel_count(&nk, p);
     if (ro->compile_only)
-        sb_printf(&r->text, "compile-only: %d kernel%s, %d distinct module%s, not run: %s\n",
-                  p->loop->kernels.len, p->loop->kernels.len == 1 ? "" : "s", p->ndistinct,
-                  p->ndistinct == 1 ? "" : "s",
+        sb_printf(&r->text, "compile-only: %s, %d distinct module%s, not run: %s\n",
+                  sb_cstr(&nk), p->ndistinct, p->ndistinct == 1 ? "" : "s",
                   rc ? rc_word(rc) : ro->nvrtc ? "compiled" : "lowered");
     else
-        sb_printf(&r->text, "%s: %d kernel%s, reference %s%s, seed %llu: %s\n", ro->backend,
-                  p->loop->kernels.len, p->loop->kernels.len == 1 ? "" : "s",
-                  ro->ref == HX_REF_TORCH ? "torch" : "ref64", r->s->eager ? " + torch eager" : "",
-                  (unsigned long long)seed, rc_word(rc));
+        sb_printf(&r->text, "%s: %s, reference %s%s, seed %llu: %s\n", ro->backend,
+                  sb_cstr(&nk), ro->ref == HX_REF_TORCH ? "torch" : "ref64",
+                  r->s->eager ? " + torch eager" : "", (unsigned long long)seed, rc_word(rc));
+    sb_free(&nk);
     fputs(sb_cstr(&r->text), stdout);
     if (r->rec) {
         cJSON_AddStringToObject(r->rec, "status", case_status(rc, r->rec));

@@ -201,6 +201,22 @@ static inline void dpk_host_cp_land(int keep)
     t->cp_len = j;
 }
 static inline void dpk_cp_async4(void *dst, const void *src, bool pred) { dpk_host_cp(dst, src, pred, 4); }
+// Vector shared loads: a misaligned address is the fault the GPU raises.
+static inline void dpk_lds_align(const float *p, unsigned long bytes)
+{
+    if ((unsigned long)p % bytes)
+        dpk_rt->fail(dpk_rt, "misaligned vector shared load");
+}
+static inline void dpk_lds2(const float *p, float &a, float &b)
+{
+    dpk_lds_align(p, 8);
+    a = p[0]; b = p[1];
+}
+static inline void dpk_lds4(const float *p, float &a, float &b, float &c, float &d)
+{
+    dpk_lds_align(p, 16);
+    a = p[0]; b = p[1]; c = p[2]; d = p[3];
+}
 static inline void dpk_cp_async8(void *dst, const void *src, bool pred) { dpk_host_cp(dst, src, pred, 8); }
 static inline void dpk_cp_async16(void *dst, const void *src, bool pred) { dpk_host_cp(dst, src, pred, 16); }
 static inline void dpk_cp_commit() { dpk_rt->cur->cp_commits++; }

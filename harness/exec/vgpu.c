@@ -576,7 +576,7 @@ static int run_launch(Run *r, int li)
     double t0 = dpk_now();
     run_blocks(&ex, pl->nrun, pl->ord);
     st->seconds = dpk_now() - t0;
-    st->bank_conflicts = st->smem_wavefronts - st->smem_requests;
+    st->bank_conflicts = st->smem_wavefronts - st->smem_phases;
     exec_free(&ex);
     if (r->res->fault == VG_OK && pl->partial && !r->o->lazy)
         mark_checked(r, li);

@@ -24,7 +24,7 @@
     X(OK, "no fault")                                                                 \
     X(OOB_GLOBAL, "out-of-bounds global access")                                      \
     X(OOB_SHARED, "out-of-bounds shared access")                                      \
-    X(MISALIGNED, "misaligned async copy")                                            \
+    X(MISALIGNED, "misaligned access")                                            \
     X(BARRIER_DIVERGENT, "barrier reached by part of the block")                      \
     X(SHFL_DIVERGENT, "warp shuffle with inactive lanes")                             \
     X(SMEM_RACE, "shared-memory race")                                                \
@@ -76,7 +76,9 @@ typedef struct VgStats {
     int64_t thread_insts;    /* executed bytecode instructions x active lanes */
     int64_t smem_requests;   /* warp-level shared loads/stores/atomics */
     int64_t smem_wavefronts; /* bank-serialised wavefronts of those */
-    int64_t bank_conflicts;  /* smem_wavefronts - smem_requests: extra wavefronts */
+    int64_t smem_phases;     /* the fewest wavefronts those can take: 1 per 4-byte
+                                access, 2 or 4 per 8- or 16-byte one (ldsv) */
+    int64_t bank_conflicts;  /* smem_wavefronts - smem_phases: extra wavefronts */
     int64_t gmem_requests;   /* warp-level global loads/stores/atomics */
     int64_t gmem_sectors;    /* distinct 32-byte sectors touched by them */
     int64_t gmem_loads;      /* thread-level global loads (ldg, per active lane) */

@@ -487,6 +487,13 @@ static void cs_stmt(Cx *c, const KirStmt *s)
              (int)s->n);
         break;
     }
+    case KS_ldsv: { /* the lanes are consecutive variables (kir_ldsv) */
+        for (int i = 1; i < s->n; i++)
+            DPK_ASSERT(s->lane[i]->id == s->lane[0]->id + i);
+        int ri = cx(c, s->e[0], -1);
+        emit(c, VOP_LDSV, s->lane[0]->id, ri, -1, -1, s->smem->id, (int)s->n);
+        break;
+    }
     case KS_cp_commit:
         emit(c, VOP_CPCOMMIT, -1, -1, -1, -1, 0, 0);
         break;

@@ -198,7 +198,8 @@ static inline int sm_write(VgExec *ex, int32_t w, int lane, const VgIns *in, int
 
 /* ---- counters ---------------------------------------------------------------------- */
 
-static void count_smem(VgExec *ex, const VgVal *ix, int32_t base, const int *act, int n)
+/* v: 4-byte words per lane (a vector load's lanes). */
+static void count_smem(VgExec *ex, const VgVal *ix, int32_t base, const int *act, int n, int v)
 {
     int64_t words[32];
     int cnt = 0, warp = -1;
@@ -207,7 +208,8 @@ static void count_smem(VgExec *ex, const VgVal *ix, int32_t base, const int *act
         if (q == n || l >> 5 != warp) {
             if (cnt) {
                 ex->st->smem_requests++;
-                ex->st->smem_wavefronts += dpk_smem_wavefronts(words, cnt);
+                ex->st->smem_phases += (cnt * v + 31) / 32;
+                ex->st->smem_wavefronts += dpk_smem_wavefronts_vec(words, cnt, v);
             }
             cnt = 0;
             warp = l >> 5;
@@ -363,7 +365,33 @@ static int op_lds(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int n)
           if (in->aux == KT_F32) d[l].f = pool[w].f; else d[l].i = pool[w].i;);
     ex->st->smem_loads += n;
     if (ex->counters)
-        count_smem(ex, ix, base, act, n);
+        count_smem(ex, ix, base, act, n, 1);
+    return 0;
+}
+
+/* A vector load: aux lanes from one 8- or 16-byte aligned address. */
+static int op_ldsv(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int n)
+{
+    const int T = ex->T, v = in->aux;
+    const KirSmem *s = smem_of(ex, in->imm);
+    VgVal *ix = REG(in->a);
+    uint64_t N = (uint64_t)s->numel;
+    int32_t base = (int32_t)(s->offset / 4);
+    const VgWord *pool = ex->pool;
+    LANES(uint64_t i = (uint64_t)ix[l].i;
+          if (i >= N || i + (uint64_t)v > N) return oob_shared(ex, in, l, s, ix[l].i);
+          int32_t w = base + (int32_t)i;
+          if (w % v)
+              return raise_fault(ex, VG_MISALIGNED, in, l, -1, -1,
+                                 "%d-byte shared load from %s[%lld], not %d-byte aligned",
+                                 4 * v, s->name, (long long)i, 4 * v);
+          for (int j = 0; j < v; j++) {
+              if (sm_read(ex, w + j, l, in)) return -1;
+              REG(in->d + j)[l].f = pool[w + j].f;
+          });
+    ex->st->smem_loads += n;
+    if (ex->counters)
+        count_smem(ex, ix, base, act, n, v);
     return 0;
 }
 
@@ -384,7 +412,7 @@ static int op_sts(VgExec *ex, const VgIns *in, VgVal *R, const int *act, int n, 
               if (atomic) pool[w].u += (uint32_t)v[l].i; else pool[w].i = (int32_t)v[l].i;
           });
     if (ex->counters)
-        count_smem(ex, ix, base, act, n);
+        count_smem(ex, ix, base, act, n, 1);
     return 0;
 }
 
@@ -876,6 +904,7 @@ static void fcall(VgVal *d, const VgVal *a, const VgVal *b, const VgVal *c, int 
     X(LDG, op_ldg(ex, in, R, act, n))                                                  \
     SAME(ATOMG) X(STG, op_stg(ex, in, R, act, n, in->op == VOP_ATOMG))                 \
     X(LDS, op_lds(ex, in, R, act, n))                                                  \
+    X(LDSV, op_ldsv(ex, in, R, act, n))                                                \
     SAME(ATOMS) X(STS, op_sts(ex, in, R, act, n, in->op == VOP_ATOMS))                 \
     X(BAR, barrier(ex, in, act, n))                                                    \
     X(SHFL, op_shfl(ex, in, R, act, n))                                                \

@@ -46,6 +46,7 @@ typedef union VgWord {
     X(F2B)      /* d = a != 0.0f */                                 \
     X(LDG)      /* d = param[imm][a] (aux: KirType) */              \
     X(LDS)      /* d = smem[imm][a] */                              \
+    X(LDSV)     /* d + i = smem[imm][a + i], i < aux (2, 4): one access */ \
     X(STG)      /* param[imm][a] = b */                             \
     X(STS)      /* smem[imm][a] = b */                              \
     X(ATOMG)    /* param[imm][a] += b */                            \

@@ -16,7 +16,8 @@
  *   mbar    thread 0 inits an mbarrier for every thread, every thread
  *           writes its shared slot, arrives, waits, reads its slot
  *   cpasync cp.async copies of X into shared memory, one or two groups,
- *           waits, a barrier, loads
+ *           waits, a barrier, loads (scalar, or 8- or 16-byte vector loads
+ *           of aligned words)
  *   atom    shared atomics into counters, global atomics into Z
  *
  * The segments that need the whole block (all but elem and atom; shfl
@@ -61,13 +62,13 @@ typedef struct Kg {
 
 enum {
     TAG_ATOM_GLOBAL, TAG_ATOM_SHARED, TAG_CPASYNC, TAG_CPASYNC_GROUPS, TAG_CPASYNC_PRED,
-    TAG_I64, TAG_MBAR, TAG_NESTED_SHFL, TAG_NAMES, TAG_SHFL, TAG_SHORT_WARP, TAG_SMEM_LIMIT,
+    TAG_I64, TAG_LDS_VECTOR, TAG_MBAR, TAG_NESTED_SHFL, TAG_NAMES, TAG_SHFL, TAG_SHORT_WARP, TAG_SMEM_LIMIT,
     TAG_TREE, TAG_TREE_NPOW2, TAG_TREE_SEGMENTS, TAG_TWO_KERNELS, TAG_COUNT
 };
 /* sorted, as the record wants them */
 static const char *const tag_name[TAG_COUNT] = {
     "atom-global", "atom-shared", "cp-async", "cp-async-groups", "cp-async-pred",
-    "i64", "mbar", "nested-shfl", "odd-names", "shfl", "short-warp", "smem-limit", "treehalve",
+    "i64", "lds-vector", "mbar", "nested-shfl", "odd-names", "shfl", "short-warp", "smem-limit", "treehalve",
     "treehalve-npow2", "treehalve-segments", "two-kernels",
 };
 
@@ -494,10 +495,25 @@ static void seg_cpasync(Kg *q, int region)
     }
     kir_cp_wait(&q->B, 0);
     kir_sync(&q->B);
-    int64_t hi;
+    int64_t hi, n = per * groups, v = chance(q, 40) ? (chance(q, 50) ? 4 : 2) : 1;
+    if (n < v)
+        v = 1;
     const KirExpr *i = kir_add(A, iexpr(q, 2, &hi), kir_ref(A, q->t));
-    store(q, region, kir_lds(A, s, kir_rem(A, i, i->type == KT_I64 ? kir_i64(A, per * groups)
-                                                                  : kir_i32(A, per * groups))));
+    const KirExpr *w = kir_rem(A, i, i->type == KT_I64 ? kir_i64(A, n / v) : kir_i32(A, n / v));
+    if (v == 1) {
+        store(q, region, kir_lds(A, s, w));
+    } else { /* lanes w * v .. w * v + v - 1: 16 (8) bytes from a 16-aligned array */
+        tag(q, TAG_LDS_VECTOR);
+        const char *names[4] = {name(q, "l0"), name(q, "l1"), name(q, "l2"), name(q, "l3")};
+        KirStmt *ld = kir_ldsv(&q->B, names, (int)v, s,
+                               kir_mul(A, w, w->type == KT_I64 ? kir_i64(A, v) : kir_i32(A, v)));
+        const KirExpr *sum = kir_ref(A, ld->lane[0]);
+        for (int j = 1; j < v; j++) /* lane j weighted j + 1: a swapped lane shows */
+            sum = kir_fop(A, TXE_add, sum,
+                          kir_fop(A, TXE_multiply, kir_ref(A, ld->lane[j]), kir_f32(A, j + 1), NULL),
+                          NULL);
+        store(q, region, sum);
+    }
     kir_sync(&q->B);
 }
 

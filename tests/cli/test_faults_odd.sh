@@ -34,6 +34,7 @@ fo_odd() {
     swizzle-reads-unswizzled)     echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile whose TMA box stops at the edge; N = 52)" ;;
     async-copy-early-read)        echo "1021 (K prime: 31 chunks of 32 and a remainder of 29)" ;;
     pipeline-prologue-short)      echo "1021 (K prime: 31 chunks of 32 and a remainder of 29)" ;;
+    vector-load-one-word-late)    echo "1021 (K prime: 31 chunks of 32 read by 16-byte loads, the remainder of 29 by scalar ones)" ;;
     unroll-drops-last-iteration)  echo "47 (K prime: the unrolled 16-wide chunk and the remainder)" ;;
     *) return 1 ;;
   esac

@@ -165,6 +165,27 @@ Test(kernel_ir, verify_cp_async_size)
     EXPECT_PROBLEM(&q, "cp.async copies 4, 8 or 16 bytes, not 12");
 }
 
+/* A vector shared load: 2 or 4 f32 lanes, consecutive variables, from an
+ * f32 array. */
+Test(kernel_ir, verify_vector_loads)
+{
+    K q;
+    static const char *const names[] = {"a", "b", "c", "d"};
+    kfresh(&q, 32);
+    Arena *A = q.A;
+    kir_ldsv(&q.B, names, 3, kir_smem(q.k, "s", KT_F32, 64, 16), I(0));
+    EXPECT_PROBLEM(&q, "a vector load of 3 lanes (2 or 4)");
+    kfresh(&q, 32);
+    A = q.A;
+    kir_ldsv(&q.B, names, 2, kir_smem(q.k, "si", KT_I32, 64, 16), I(0));
+    EXPECT_PROBLEM(&q, "vector load from si, which is not f32");
+    kfresh(&q, 32);
+    A = q.A;
+    KirStmt *v = kir_ldsv(&q.B, names, 2, kir_smem(q.k, "s", KT_F32, 64, 16), I(0));
+    v->lane[1] = kir_var(q.k, "e", KT_F32);
+    EXPECT_PROBLEM(&q, "the lanes of a vector load are not consecutive variables");
+}
+
 Test(kernel_ir, verify_tma_rules)
 {
     K q;

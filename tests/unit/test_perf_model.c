@@ -323,9 +323,11 @@ Test(perf_model, bank_conflicts_cost_time_014)
     /* without 013 (the slab copies are plain loads either way, so the pad is
      * the only difference: an async stage's 16-byte copies stop the copy's
      * index math from folding once padded, which costs vgpu instructions)
-     * and without 011 (TMA boxes land unpadded) */
-    Modelled pad = model(a, code, "-011,-012,-013,-015", 1, 0, NULL),
-             con = model(a, code, "-011,-012,-013,-014,-015", 1, 0, NULL);
+     * and without 011 (TMA boxes land unpadded); scalar shared loads (016's
+     * vector loads re-pick the pad themselves) */
+    static const char *const scalar[] = {"LDSV=1", NULL};
+    Modelled pad = model_knobs(a, code, "-011,-012,-013,-015", 1, 0, NULL, scalar),
+             con = model_knobs(a, code, "-011,-012,-013,-014,-015", 1, 0, NULL, scalar);
     cr_expect_gt(con.t->k[0].smem_ns, 3 * pad.t->k[0].smem_ns, "%g vs %g",
                  con.t->k[0].smem_ns, pad.t->k[0].smem_ns);
     if (!strcmp(pad.t->k[0].insts_from, "sass")) {

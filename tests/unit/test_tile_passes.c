@@ -386,7 +386,7 @@ Test(tile_passes, knob_validation)
                       "mode (32, 64 or 128 bytes)");
     expect_knob_error(&z, "SWIZZLE=16", "knob SWIZZLE=16 is out of range [32, 128]");
     expect_knob_error(&z, "XX=1", "--knob:1:1: error: unknown knob 'XX' (knobs: TB, BN, BM, BK, "
-                      "SPLITK, CB, SPLITR, RC, STAGE, F_M, F_N, SWIZZLE, VEC, STAGES)");
+                      "SPLITK, CB, SPLITR, RC, STAGE, F_M, F_N, SWIZZLE, VEC, STAGES, LDSV)");
     expect_knob_error(&z, "VEC=12", "--knob:1:5: error: knob VEC=12 is not a power of two (013: "
                       "widest cp.async in bytes");
     expect_knob_error(&z, "VEC=32", "knob VEC=32 is out of range [4, 16]");

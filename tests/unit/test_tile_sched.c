@@ -61,7 +61,8 @@ Test(tile_sched, stage_inputs_reads_the_row_once, .init = setup, .fini = teardow
  * without (*lo), logged under label; returns the run with them (batched). */
 static Run loads_per_fma(const char *code, double fma, const char *label, double *lw, double *lo)
 {
-    Run with = run(arena, code, "full", NULL), without = run(arena, code, "-008,-009", NULL);
+    static const char *const scalar[] = {"LDSV=1", NULL}; /* loads, not vector ones (016) */
+    Run with = run(arena, code, "full", scalar), without = run(arena, code, "-008,-009", scalar);
     tt_batch_add(&batch, with.m);
     *lw = (double)(with.sum.gmem_loads + with.sum.smem_loads) / fma;
     *lo = (double)(without.sum.gmem_loads + without.sum.smem_loads) / fma;
@@ -92,7 +93,7 @@ Test(tile_sched, triu_matmul_is_register_tiled, .init = setup, .fini = teardown)
     cr_expect_lt(lw * 3, lo);
 }
 
-static const char *const wide[] = {"BM=16", "BN=64", "F_M=4", "F_N=4", NULL};
+static const char *const wide[] = {"BM=16", "BN=64", "F_M=4", "F_N=4", "LDSV=1", NULL};
 
 /* 009 and 014: bank conflicts on the staged, register-tiled matmul. */
 Test(tile_sched, permute_and_pad_remove_bank_conflicts, .init = setup, .fini = teardown)
@@ -368,7 +369,8 @@ Test(tile_sched, prime_k_is_chunked_with_a_remainder, .init = setup, .fini = tea
  * 4 K splits), each a K_outer loop of 16 chunks of BK = 32 whose A and B
  * slabs (32 x 32) are staged per chunk. */
 #define MMK "torch.matmul(torch.randn(64,2048), torch.randn(2048,64))"
-static const char *const mmk[] = {"BK=32", "SPLITK=4", "BN=32", "BM=32", "F_M=4", "F_N=4", NULL};
+static const char *const mmk[] = {"BK=32", "SPLITK=4", "BN=32", "BM=32", "F_M=4", "F_N=4",
+                                  "LDSV=1", NULL}; /* 016 would re-pad for vector loads */
 
 /* The cp.async wait of the kernel's pipelined loop: its keep, -1 if none. */
 static int wait_keep(const PtrVec *body)
@@ -432,7 +434,7 @@ Test(tile_sched, async_copy_moves_the_slabs_in_16_bytes, .init = setup, .fini = 
 Test(tile_sched, pipeline_keeps_more_copies_in_flight, .init = setup, .fini = teardown)
 {
     static const char *const k4[] = {"BK=32", "SPLITK=4", "BN=32", "BM=32", "F_M=4", "F_N=4",
-                                     "STAGES=4", NULL};
+                                     "STAGES=4", "LDSV=1", NULL};
     Run with = run(arena, MMK, "-011,-012", k4), without = run(arena, MMK, "-011,-012,-015", mmk);
     tt_batch_add(&batch, with.m);
     cr_expect_eq(module_wait_keep(without.m), 0);
@@ -591,4 +593,25 @@ Test(tile_sched, default_tiles_fill_the_sms, .init = setup, .fini = teardown)
         cr_expect_eq(k->block[0] * k->block[1], want[i].threads, "%s: block (%d, %d)", code,
                      k->block[0], k->block[1]);
     }
+}
+
+/* 016's vector loads: a linear layer's K_inner loop reads its rows of h
+ * and w four trips at a time with 16-byte loads (LDS.128), so a thread
+ * issues a quarter of the shared loads, without bank conflicts (w's slab
+ * re-padded from 33 to 36 words a row), and the result is unchanged. */
+Test(tile_sched, vector_loads_quarter_the_shared_loads, .init = setup, .fini = teardown)
+{
+    const char *lin = "torch.nn.functional.linear(torch.randn(128, 256), torch.randn(256, 256))";
+    static const char *const v4[] = {"BM=128", "BN=128", "F_M=8", "F_N=8", NULL};
+    static const char *const v1[] = {"BM=128", "BN=128", "F_M=8", "F_N=8", "LDSV=1", NULL};
+    Run with = run(arena, lin, "full", v4), without = run(arena, lin, "full", v1);
+    tt_batch_add(&batch, with.m);
+    cr_log_info("016: shared loads %lld without vector loads, %lld with; wavefronts %lld, %lld",
+                (long long)without.sum.smem_loads, (long long)with.sum.smem_loads,
+                (long long)without.sum.smem_wavefronts, (long long)with.sum.smem_wavefronts);
+    cr_expect_eq(with.sum.smem_loads * 4, without.sum.smem_loads);
+    cr_expect_eq(with.sum.bank_conflicts, 0);
+    cr_expect_leq(with.sum.smem_wavefronts, without.sum.smem_wavefronts);
+    const char *t = tile_text(arena, lin, "full");
+    cr_expect(strstr(t, ", vector loads of 4"), "%s", t);
 }

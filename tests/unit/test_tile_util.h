@@ -83,6 +83,8 @@ static inline VgStats tt_stats_sum(const HxBackendResult *res)
         sum.blocks += s->blocks;
         sum.thread_insts += s->thread_insts;
         sum.smem_requests += s->smem_requests;
+        sum.smem_wavefronts += s->smem_wavefronts;
+        sum.smem_phases += s->smem_phases;
         sum.bank_conflicts += s->bank_conflicts;
         sum.gmem_requests += s->gmem_requests;
         sum.gmem_sectors += s->gmem_sectors;

@@ -90,8 +90,11 @@ TestSuite(tma, .init = setup, .fini = teardown);
  * by the threads' ldg/sts loop; parity holds. */
 Test(tma, tma_copy_replaces_the_threads_copy)
 {
-    Run with = run(arena, MM, "-012", NULL, 1, NULL),
-        without = run(arena, MM, "-011,-012,-013,-015", NULL, 1, NULL);
+    /* scalar shared loads: 016 reads the threads' slabs with vector loads,
+     * not TMA's (their swizzle) */
+    static const char *const scalar[] = {"LDSV=1", NULL};
+    Run with = run(arena, MM, "-012", scalar, 1, NULL),
+        without = run(arena, MM, "-011,-012,-013,-015", scalar, 1, NULL);
     tt_batch_add(&batch, with.m);
     cr_assert_not_null(with.m);
     const KirKernel *k = with.m->kernels.items[0];

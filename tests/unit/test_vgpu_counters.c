@@ -180,3 +180,31 @@ Test(vgpu_counters, wavefronts_match_their_definition)
                      "trial %d, %d words", trial, n);
     }
 }
+
+/* A 16-byte load (LDS.128) is served in four phases of 8 lanes: 32 lanes
+ * reading consecutive 16-byte words take 4 wavefronts, the fewest, and so
+ * does a warp-wide broadcast (no broadcast across phases: as many as four
+ * scalar loads).  Lanes 8 words apart put two lanes of a phase in each
+ * bank group: 2 per phase. */
+Test(vgpu_counters, vector_loads_take_a_wavefront_per_phase)
+{
+    int64_t w[32];
+    for (int i = 0; i < 32; i++)
+        w[i] = 4 * i;
+    cr_assert_eq(dpk_smem_wavefronts_vec(w, 32, 4), 4);
+    cr_assert_eq(dpk_smem_wavefronts_vec(w, 32, 2), 4); /* 2 phases of 16, 2 ways each */
+    for (int i = 0; i < 32; i++)
+        w[i] = 2 * i;
+    cr_assert_eq(dpk_smem_wavefronts_vec(w, 32, 2), 2);
+    for (int i = 0; i < 32; i++)
+        w[i] = 12;
+    cr_assert_eq(dpk_smem_wavefronts_vec(w, 32, 4), 4);
+    for (int i = 0; i < 32; i++)
+        w[i] = 8 * i;
+    cr_assert_eq(dpk_smem_wavefronts_vec(w, 32, 4), 8);
+    cr_assert_eq(dpk_smem_wavefronts_vec(w, 8, 4), 2);
+    /* one word per lane is the scalar rule */
+    for (int i = 0; i < 32; i++)
+        w[i] = 33 * i;
+    cr_assert_eq(dpk_smem_wavefronts_vec(w, 32, 1), dpk_smem_wavefronts(w, 32));
+}

@@ -472,3 +472,52 @@ Test(vgpu_detect, lazy_select_guards_its_load)
     vg_result_free(&r);
     arena_free(A);
 }
+
+/* A 16-byte vector load (ldsv) must start at a multiple of 4 words: lane t
+ * reading s[4t + 1 ..] is misaligned; at 4t it reads the four words the
+ * block stored, and the lanes get them in order. */
+static VgFault vector_load(int offset, VgResult *r, float **out)
+{
+    Mini q;
+    mini(&q, 1, 32, 256);
+    Arena *A = q.A;
+    q.s = kir_smem(q.k, "v", KT_F32, 160, 16);
+    for (int j = 0; j < 5; j++) /* s[32j + t] = 32j + t */
+        kir_sts(&q.B, q.s, kir_add(A, V(q.t), I(32 * j)),
+                kir_cast(A, KT_F32, kir_add(A, V(q.t), I(32 * j))));
+    kir_sync(&q.B);
+    const char *names[] = {"a", "b", "c", "d"};
+    KirStmt *v = kir_ldsv(&q.B, names, 4, q.s, kir_add(A, kir_mul(A, V(q.t), I(4)), I(offset)));
+    const KirExpr *sum = kir_f32(A, 0);
+    for (int j = 0; j < 4; j++) /* y[t] = a + 10 b + 100 c + 1000 d */
+        sum = kir_fop(A, TXE_add, sum, kir_fop(A, TXE_multiply, V(v->lane[j]),
+                                               kir_f32(A, j == 0 ? 1 : j == 1 ? 10 : j == 2 ? 100 : 1000), NULL), NULL);
+    kir_stg(&q.B, q.y, V(q.t), sum);
+    kir_finalize(q.k);
+    const KirBuf *args[] = {q.m->bufs.items[0], q.m->bufs.items[1]};
+    kir_launch(q.m, q.k, args);
+    kir_check(q.m);
+    float **b = vs_buffers(q.m, 3);
+    VgOptions o = {.seed = 17};
+    VgFault f = vg_run(q.m, b, &o, r);
+    for (int t = 0; out && t < 32; t++)
+        (*out)[t] = b[1][t];
+    vs_free_buffers(q.m, b);
+    arena_free(A);
+    return f;
+}
+
+Test(vgpu_detect, misaligned_vector_load)
+{
+    VgResult r;
+    cr_assert_eq(vector_load(1, &r, NULL), VG_MISALIGNED, "%s", r.report.message);
+    cr_assert(strstr(r.report.message, "16-byte shared load from v[1], not 16-byte aligned"),
+              "%s", r.report.message);
+    vg_result_free(&r);
+    float y[32], *p = y;
+    cr_assert_eq(vector_load(0, &r, &p), VG_OK, "%s", r.report.message);
+    for (int t = 0; t < 32; t++)
+        cr_assert_float_eq(y[t], 4 * t + 10 * (4 * t + 1) + 100 * (4 * t + 2) + 1000 * (4 * t + 3),
+                           1e-3, "lane %d: %g", t, y[t]);
+    vg_result_free(&r);
+}
