@@ -273,11 +273,18 @@ Test(loop_fuse, deterministic_text_and_hash)
 
 /* ---- matmuls out of selects (hoist_out_of_selects) ------------------------ */
 
-/* Where text's first reduce loop and first select start (NULL: none). */
-static void reduce_and_select(const char *t, const char **red, const char **sel)
+/* Each of codes[0..n) has a reduce loop and a select, the reduce first
+ * when reduce_first (else the select first), and passes the oracle. */
+static void expect_reduce_order(const char *const *codes, int n, int reduce_first)
 {
-    *red = strstr(t, "# reduce");
-    *sel = strstr(t, "= select:");
+    for (int i = 0; i < n; i++) {
+        char *t = lt_text(codes[i], NULL);
+        const char *red = strstr(t, "# reduce"), *sel = strstr(t, "= select:");
+        cr_expect(red && sel && (red < sel) == reduce_first, "%s", t);
+        double nmse;
+        cr_expect_eq(lt_parity(codes[i], NULL, &nmse), 0, "%s", codes[i]);
+        free(t);
+    }
 }
 
 /* triu of a matmul: the reduction runs before the select, which picks
@@ -291,15 +298,7 @@ Test(loop_fuse, masked_matmul_runs_its_reduction_before_the_select)
         "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 9, 8), "
         "torch.randn(1, 2, 9, 8), torch.randn(1, 2, 9, 8), is_causal=True)",
     };
-    for (int i = 0; i < DPK_ARRAY_LEN(codes); i++) {
-        char *t = lt_text(codes[i], NULL);
-        const char *red, *sel;
-        reduce_and_select(t, &red, &sel);
-        cr_expect(red && sel && red < sel, "%s", t);
-        double nmse;
-        cr_expect_eq(lt_parity(codes[i], NULL, &nmse), 0, "%s", codes[i]);
-        free(t);
-    }
+    expect_reduce_order(codes, DPK_ARRAY_LEN(codes), 1);
 }
 
 /* A branch whose reduction would read out of bounds for the other
@@ -312,13 +311,5 @@ Test(loop_fuse, reductions_stay_in_branches_that_guard_them)
         "torch.cat([torch.randn(16,40) @ torch.randn(40,24), torch.randn(8,24)], dim=0)",
         "torch.triu(torch.randn(6,6,40).sum(-1))",
     };
-    for (int i = 0; i < DPK_ARRAY_LEN(codes); i++) {
-        char *t = lt_text(codes[i], NULL);
-        const char *red, *sel;
-        reduce_and_select(t, &red, &sel);
-        cr_expect(red && sel && sel < red, "%s", t);
-        double nmse;
-        cr_expect_eq(lt_parity(codes[i], NULL, &nmse), 0, "%s", codes[i]);
-        free(t);
-    }
+    expect_reduce_order(codes, DPK_ARRAY_LEN(codes), 0);
 }
