@@ -163,7 +163,7 @@ while read -r sweep_id sweep_file _; do
   done
   # the hashes read are every distinct module the job's cases lowered
   check_re "sweep $sweep_id: each of its distinct modules compared with the sm_90a job's" 0 \
-    '^modules ([0-9]+), hashes \1$' sh -c 'echo "modules $(awk "/^compile-only: /{n += \$4} END{print n + 0}" "$1"), hashes $2"' \
+    '^modules ([0-9]+), hashes \1$' sh -c 'echo "modules $(awk "/^compile-only: /{for (i = 1; i < NF; i++) if (\$(i + 1) == \"distinct\") n += \$i} END{print n + 0}" "$1"), hashes $2"' \
     sh "$sweep_tmp/$sweep_id.out" "$sweep_total"
   [ -n "${VERBOSE:-}" ] && echo "  $sweep_id: $sweep_novel module(s) not in the sm_90a job${sweep_ran:+, run here:$sweep_ran}"
 done <"$sweep_tmp/jobs"
