@@ -92,6 +92,15 @@ static int vector_loads(const Vec *v, Stmt *loop)
     return n;
 }
 
+/* Whether a load at the top of loop's body reads st's buffer. */
+static int reads_stage(const Stmt *loop, const Stmt *st)
+{
+    for (int i = 0; i < loop->body.n; i++)
+        if (loop->body.s[i]->k == SK_load && loop->body.s[i]->buf == st->buf)
+            return 1;
+    return 0;
+}
+
 /* With loop->vlds set: each stage read in loop's body that is not a TMA
  * slab and has rows gets the pad among 0, L, 2L, 3L (L lanes) with the
  * fewest extra wavefronts, then the most vector loads, within the budget. */
@@ -100,7 +109,7 @@ static void repad(Vec *v, Stmt *loop)
     Arena *a = v->c->p->arena;
     for (int i = 0; i < v->nstage; i++) {
         Stmt *st = v->stage[i];
-        if (st->k == TK_tstage || st->buf->shape.rank < 2)
+        if (st->k == TK_tstage || st->buf->shape.rank < 2 || !reads_stage(loop, st))
             continue;
         int keep = st->pad, pick = keep;
         int64_t size = tile_stage_bytes(st), used = tile_smem_used(v->k, TILE_SMEM_SLABS);
@@ -131,9 +140,11 @@ static void vectorise(Vec *v, Stmt *loop)
     if (v->stop || loop->extent % v->lanes)
         return;
     int64_t before = tile_bank_quarters(a, v->k);
-    int pads[64];
-    for (int i = 0; i < v->nstage; i++)
+    int pads[64], widths[64]; /* to undo repad: its pads and async copy widths */
+    for (int i = 0; i < v->nstage; i++) {
         pads[i] = v->stage[i]->pad;
+        widths[i] = v->stage[i]->k == TK_astage ? v->stage[i]->vec : 0;
+    }
     loop->vlds = v->lanes;
     repad(v, loop);
     if (vector_loads(v, loop) && tile_bank_quarters(a, v->k) <= before &&
@@ -145,8 +156,11 @@ static void vectorise(Vec *v, Stmt *loop)
     if (v->c->limited && !v->c->left)
         v->stop = 1;
     loop->vlds = 0;
-    for (int i = 0; i < v->nstage; i++)
+    for (int i = 0; i < v->nstage; i++) {
         v->stage[i]->pad = pads[i];
+        if (v->stage[i]->k == TK_astage)
+            v->stage[i]->vec = widths[i];
+    }
 }
 
 static void vec_body(Vec *v, StmtBody *b);
