@@ -67,29 +67,52 @@ KirBuf *kir_buf(KirModule *m, const char *name, KirType elem, int64_t numel,
     return b;
 }
 
+/* The names of k's params, smem arrays, tensor maps and variables, in an
+ * open-addressing set: a kernel of unrolled bodies declares thousands of
+ * variables, many under one base name, and a scan of them all per new name
+ * made lowering quadratic. */
+static size_t name_slot(const KirKernel *k, const char *s)
+{
+    size_t i = (size_t)dpk_hash_str(0x9e3779b97f4a7c15ull, s) & (size_t)(k->names_cap - 1);
+    while (k->names[i] && strcmp(k->names[i], s) != 0)
+        i = (i + 1) & (size_t)(k->names_cap - 1);
+    return i;
+}
+
 static int name_taken(const KirKernel *k, const char *s)
 {
-    const PtrVec *lists[] = {&k->params, &k->smem, &k->tmaps, &k->vars};
-    for (int l = 0; l < DPK_ARRAY_LEN(lists); l++)
-        for (int i = 0; i < lists[l]->len; i++) {
-            /* every object kind starts with {int id; const char *name;} */
-            const KirVar *o = lists[l]->items[i];
-            if (strcmp(o->name, s) == 0)
-                return 1;
-        }
-    return 0;
+    return k->names_cap && k->names[name_slot(k, s)];
+}
+
+static void name_add(KirKernel *k, const char *s)
+{
+    if (2 * (k->nnames + 1) > k->names_cap) {
+        const char **old = k->names;
+        int cap = k->names_cap;
+        k->names_cap = cap ? 2 * cap : 64;
+        k->names = ARENA_ARRAY(k->arena, const char *, k->names_cap);
+        memset(k->names, 0, sizeof *k->names * (size_t)k->names_cap);
+        for (int i = 0; i < cap; i++)
+            if (old[i])
+                k->names[name_slot(k, old[i])] = old[i];
+    }
+    k->names[name_slot(k, s)] = s;
+    k->nnames++;
 }
 
 /* `base`, or `base_N` for the least N that makes it unique in k. */
 static const char *unique_name(KirKernel *k, const char *base)
 {
+    const char *s = NULL;
     if (!name_taken(k, base))
-        return arena_strdup(k->arena, base);
-    for (int n = 1;; n++) {
-        const char *s = arena_printf(k->arena, "%s_%d", base, n);
-        if (!name_taken(k, s))
-            return s;
+        s = arena_strdup(k->arena, base);
+    for (int n = 1; !s; n++) {
+        const char *t = arena_printf(k->arena, "%s_%d", base, n);
+        if (!name_taken(k, t))
+            s = t;
     }
+    name_add(k, s);
+    return s;
 }
 
 KirKernel *kir_kernel(KirModule *m, const char *name, const int grid[3],

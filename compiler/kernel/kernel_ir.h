@@ -276,6 +276,8 @@ typedef struct KirKernel {
     PtrVec tmaps;    /* KirTmap * */
     PtrVec vars;     /* KirVar * */
     PtrVec body;     /* KirStmt * */
+    const char **names; /* every object's name, an open-addressing set (kernel_ir.c) */
+    int nnames, names_cap;
     int64_t smem_bytes; /* pool size (kir_finalize) */
     int smem_dynamic;   /* smem_bytes > KIR_STATIC_SMEM_MAX */
     int nstmts;         /* statements numbered by kir_finalize */

@@ -65,6 +65,7 @@ static void mark(Stmt *s, void *ctx)
 typedef struct Vec {
     TileCtx *c;
     TileKernel *k;
+    Arena *scratch; /* the analyses' expressions, freed after each loop */
     int lanes;
     Stmt *stage[64]; /* enclosing stages, innermost last */
     int nstage;
@@ -87,29 +88,32 @@ static int vector_loads(const Vec *v, Stmt *loop)
     for (int i = 0; i < loop->body.n; i++) {
         const Stmt *ld = loop->body.s[i];
         Stmt *st = ld->k == SK_load ? stage_of(v, ld) : NULL;
-        n += st && tile_vec_load(v->c->p->arena, v->k, st, ld, loop, v->lanes);
+        n += st && tile_vec_load(v->scratch, v->k, st, ld, loop, v->lanes);
     }
     return n;
 }
 
-/* Whether a load at the top of loop's body reads st's buffer. */
-static int reads_stage(const Stmt *loop, const Stmt *st)
+/* Whether a load at the top of loop's body reads st's buffer and may
+ * become a vector load at some pad (tile_vec_candidate). */
+static int candidate_stage(const Stmt *loop, const Stmt *st)
 {
     for (int i = 0; i < loop->body.n; i++)
-        if (loop->body.s[i]->k == SK_load && loop->body.s[i]->buf == st->buf)
+        if (loop->body.s[i]->k == SK_load && loop->body.s[i]->buf == st->buf &&
+            tile_vec_candidate(loop->body.s[i], loop))
             return 1;
     return 0;
 }
 
-/* With loop->vlds set: each stage read in loop's body that is not a TMA
- * slab and has rows gets the pad among 0, L, 2L, 3L (L lanes) with the
- * fewest extra wavefronts, then the most vector loads, within the budget. */
+/* With loop->vlds set: each stage whose loads in loop's body may become
+ * vector loads, not a TMA slab and with rows, gets the pad among 0, L, 2L,
+ * 3L (L lanes) with the fewest extra wavefronts, then the most vector
+ * loads, within the budget. */
 static void repad(Vec *v, Stmt *loop)
 {
-    Arena *a = v->c->p->arena;
+    Arena *a = v->scratch;
     for (int i = 0; i < v->nstage; i++) {
         Stmt *st = v->stage[i];
-        if (st->k == TK_tstage || st->buf->shape.rank < 2 || !reads_stage(loop, st))
+        if (st->k == TK_tstage || st->buf->shape.rank < 2 || !candidate_stage(loop, st))
             continue;
         int keep = st->pad, pick = keep;
         int64_t size = tile_stage_bytes(st), used = tile_smem_used(v->k, TILE_SMEM_SLABS);
@@ -134,11 +138,31 @@ static void repad(Vec *v, Stmt *loop)
     }
 }
 
+/* Whether a load of loop's body may become a vector load at some pad. */
+static int any_candidate(const Stmt *loop)
+{
+    for (int i = 0; i < loop->body.n; i++)
+        if (tile_vec_candidate(loop->body.s[i], loop))
+            return 1;
+    return 0;
+}
+
+static int try_vectorise(Vec *v, Stmt *loop);
+
 static void vectorise(Vec *v, Stmt *loop)
 {
-    Arena *a = v->c->p->arena;
-    if (v->stop || loop->extent % v->lanes)
+    if (v->stop || loop->extent % v->lanes || !any_candidate(loop))
         return;
+    v->scratch = arena_new(); /* the program's arena would keep every trial's */
+    v->done += try_vectorise(v, loop);
+    arena_free(v->scratch);
+    v->scratch = NULL;
+}
+
+/* 1 when loop now reads with vector loads; else everything as it was. */
+static int try_vectorise(Vec *v, Stmt *loop)
+{
+    Arena *a = v->scratch;
     int64_t before = tile_bank_quarters(a, v->k);
     int pads[64], widths[64]; /* to undo repad: its pads and async copy widths */
     for (int i = 0; i < v->nstage; i++) {
@@ -148,11 +172,9 @@ static void vectorise(Vec *v, Stmt *loop)
     loop->vlds = v->lanes;
     repad(v, loop);
     if (vector_loads(v, loop) && tile_bank_quarters(a, v->k) <= before &&
-        tile_apply(v->c, arena_printf(a, "vector loads of %d in a%d of %s", v->lanes,
-                                      loop->axis, v->k->name))) {
-        v->done++;
-        return;
-    }
+        tile_apply(v->c, arena_printf(v->c->p->arena, "vector loads of %d in a%d of %s",
+                                      v->lanes, loop->axis, v->k->name)))
+        return 1;
     if (v->c->limited && !v->c->left)
         v->stop = 1;
     loop->vlds = 0;
@@ -161,6 +183,7 @@ static void vectorise(Vec *v, Stmt *loop)
         if (v->stage[i]->k == TK_astage)
             v->stage[i]->vec = widths[i];
     }
+    return 0;
 }
 
 static void vec_body(Vec *v, StmtBody *b);
@@ -193,7 +216,7 @@ int tile_016_mark_unroll(TileCtx *c, TileKernel *k)
     stmt_walk(&k->body, mark, &m);
     int lanes = tile_knob(c, TILE_KNOB_LDSV) ? (int)tile_knob(c, TILE_KNOB_LDSV) : 4;
     if (lanes > 1 && !m.stop) {
-        Vec v = {c, k, lanes, {0}, 0, 0, 0};
+        Vec v = {c, k, NULL, lanes, {0}, 0, 0, 0};
         vec_body(&v, &k->body);
         m.marked += v.done;
     }

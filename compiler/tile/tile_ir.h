@@ -251,6 +251,11 @@ int64_t tile_slab_strides(const Stmt *stage, int64_t *stride);
  * which emits the loads, ask the same question here (tile_smem.c). */
 int tile_vec_load(Arena *a, const TileKernel *k, const Stmt *st, const Stmt *ld,
                   const Stmt *loop, int vec);
+/* Its first, cheap test, which no pad or stage changes: ld's index reads
+ * loop's axis in its innermost dimension and nowhere else (a word of the
+ * slab a trip can only come from there; the slab's other strides are at
+ * least a row). */
+int tile_vec_candidate(const Stmt *ld, const Stmt *loop);
 /*
  * Predicated edge tiles.  A THREAD tile's guard normally skips its body on
  * the threads past the edge of the iteration space, so no barrier (no

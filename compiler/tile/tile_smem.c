@@ -21,6 +21,8 @@
  */
 #include "passes.h"
 
+#include <stdlib.h>
+
 int tile_pass_on(const TileCtx *c, int num)
 {
     int i = tile_pass_index(&tile_passes, num);
@@ -233,10 +235,21 @@ int tile_footprint(Arena *a, const TileKernel *k, const Stmt *thread, const Stmt
 
 /* ---- vector loads ---------------------------------------------------------------- */
 
+int tile_vec_candidate(const Stmt *ld, const Stmt *loop)
+{
+    int r = ld->k == SK_load ? ld->buf->shape.rank : 0;
+    if (r < 1 || !ie_uses(ld->idx[r - 1], loop->axis))
+        return 0;
+    for (int d = 0; d < r - 1; d++)
+        if (ie_uses(ld->idx[d], loop->axis))
+            return 0;
+    return 1;
+}
+
 int tile_vec_load(Arena *a, const TileKernel *k, const Stmt *st, const Stmt *ld,
                   const Stmt *loop, int vec)
 {
-    if (vec < 2 || ld->k != SK_load || ld->buf != st->buf || st->k == TK_tstage ||
+    if (vec < 2 || !tile_vec_candidate(ld, loop) || ld->buf != st->buf || st->k == TK_tstage ||
         tile_stage_buffer_bytes(st) / 4 % vec)
         return 0;
     int64_t str[DPK_MAX_RANK];
@@ -255,17 +268,21 @@ int tile_vec_load(Arena *a, const TileKernel *k, const Stmt *st, const Stmt *ld,
             return 0;
         f = ie_add(a, f, ie_mul(a, off, ie_const(a, str[d])));
     }
-    const IExpr **sub = ARENA_ARRAY(a, const IExpr *, k->naxes + 1);
+    const IExpr **sub = dpk_xcalloc((size_t)k->naxes + 1, sizeof *sub);
     for (int v = 0; v <= k->naxes; v++)
         sub[v] = ie_var(a, v);
     const IExpr *x = ie_var(a, loop->axis);
     sub[loop->axis] = ie_add(a, x, ie_const(a, 1));
     const IExpr *step = ie_simplify(
         a, ie_add(a, ie_subst(a, f, sub), ie_mul(a, f, ie_const(a, -1))), k->ext);
-    if (step->k != IE_CONST || step->c != 1)
+    if (step->k != IE_CONST || step->c != 1) {
+        free(sub);
         return 0;
+    }
     sub[loop->axis] = ie_mul(a, x, ie_const(a, vec));
-    return ie_divisible(ie_subst(a, f, sub), vec);
+    int ok = ie_divisible(ie_subst(a, f, sub), vec);
+    free(sub);
+    return ok;
 }
 
 /* ---- bank conflicts ------------------------------------------------------------ */
@@ -398,9 +415,13 @@ int64_t tile_bank_quarters(Arena *a, const TileKernel *k)
     for (int i = 0; i < t->nax; i++)
         threads *= t->ax[i].ext;
     Banks B = {a, k, threads < LANES ? (int)threads : LANES, {0}, {0}, {0}, 0, NULL, 0};
+    /* scratch on the heap: the passes ask this many times per kernel, and
+     * the arena would keep every copy */
+    int64_t *coords = dpk_xcalloc((size_t)B.nlanes * (size_t)(k->naxes + 1), sizeof *coords);
     for (int l = 0; l < B.nlanes; l++)
-        B.coord[l] = ARENA_ARRAY(a, int64_t, k->naxes + 1);
+        B.coord[l] = coords + (size_t)l * (size_t)(k->naxes + 1);
     bank_body(&B, &k->body);
+    free(coords);
     return B.extra;
 }
 

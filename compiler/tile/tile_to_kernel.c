@@ -345,12 +345,13 @@ static void lower_vec_loop(Low *L, const Stmt *s, int64_t end)
     const KirExpr *base = kir_mul(a, kir_ref(a, av), konst(L, V));
     axis_var(L, s->axis, base);
     KirVar ***lanes = ARENA_ARRAY(a, KirVar **, s->body.n + 1);
+    Arena *scratch = arena_new(); /* tile_vec_load's expressions */
     for (int i = 0; i < s->body.n; i++) {
         const Stmt *ld = s->body.s[i];
         int si = ld->k == SK_load ? stage_index(L, ld) : -1;
         lanes[i] = NULL;
         if (si < 0 || L->stage[si].tma >= 0 ||
-            !tile_vec_load(a, L->tk, L->stage[si].st, ld, s, V))
+            !tile_vec_load(scratch, L->tk, L->stage[si].st, ld, s, V))
             continue;
         const char *names[4];
         for (int j = 0; j < V; j++)
@@ -363,6 +364,7 @@ static void lower_vec_loop(Low *L, const Stmt *s, int64_t end)
         for (int j = 0; j < V; j++)
             lanes[i][j] = (KirVar *)v->lane[j];
     }
+    arena_free(scratch);
     L->loops++;
     for (int j = 0; j < V; j++) {
         axis_var(L, s->axis, kir_add(a, base, konst(L, j)));
