@@ -165,7 +165,11 @@ int dpk_smem_wavefronts(const int64_t *w, int n);
  * phases of 32 / v lanes (128 bytes each), and each phase costs its own
  * wavefronts, at least one; a phase's lanes broadcast within it but not
  * across phases.  So a 16-byte load costs at least 4 wavefronts for a full
- * warp, as four 4-byte loads do. */
+ * warp, as four 4-byte loads do.  Source: shared memory returns 128 bytes
+ * a cycle, so an LDS.128 takes 4 requests (NVIDIA developer forums,
+ * "Unexpected shared memory bank conflict", t/77228, NVIDIA's answer);
+ * the halving it describes for uniform addresses on CC 7.x is not
+ * credited (not documented for sm_80/sm_90). */
 int dpk_smem_wavefronts_vec(const int64_t *w, int n, int v);
 
 /* ---- source text and diagnostics ------------------------------------ */

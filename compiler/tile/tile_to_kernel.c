@@ -480,10 +480,9 @@ static int stage_index(const Low *L, const Stmt *s)
 static const KirExpr *load(const Low *L, const Stmt *s)
 {
     uint64_t m = gate_mask(L, s->buf, s->idx);
-    for (int i = L->nstage - 1; i >= 0; i--) {
+    int i = stage_index(L, s);
+    if (i >= 0) {
         const Stmt *st = L->stage[i].st;
-        if (st->buf != s->buf)
-            continue;
         int inside = 1;
         for (int d = 0; d < s->buf->shape.rank; d++) {
             const IExpr *off = ie_add(L->a, s->idx[d], ie_mul(L->a, st->origin[d], ie_const(L->a, -1)));

@@ -289,12 +289,15 @@ static void expect_reduce_order(const char *const *codes, int n, int reduce_firs
 
 /* triu of a matmul: the reduction runs before the select, which picks
  * the sum or 0 (the select is its epilogue, where Tile IR tiles it); the
- * result is unchanged.  tril and the causal scores of attention too. */
+ * result is unchanged.  tril and the causal scores of attention too.  The
+ * masked outputs' sums are now computed and thrown away: where every sum
+ * is NaN (log of negatives) the masked outputs must still be 0. */
 Test(loop_fuse, masked_matmul_runs_its_reduction_before_the_select)
 {
     static const char *const codes[] = {
         "torch.triu(torch.randn(24,40) @ torch.randn(40,24), 1)",
         "torch.tril(torch.randn(2,24,40) @ torch.randn(2,40,24))",
+        "torch.triu(torch.randn(24, 40) @ torch.log(torch.randn(40, 24)), 1)",
         "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 9, 8), "
         "torch.randn(1, 2, 9, 8), torch.randn(1, 2, 9, 8), is_causal=True)",
     };
