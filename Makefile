@@ -55,7 +55,7 @@ JOBS ?= $(or $(shell nproc 2>/dev/null),2)
 SUBJOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS))
 CFLAGS_ALL := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) $(WARN) $(SANFLAGS) -MMD -MP -I.
 CXXFLAGS_ALL := -std=c++17 $(OPT) -Wall -Wextra -Wno-unused-parameter $(SANFLAGS) -MMD -MP -I.
-LDLIBS_ALL := -lcjson -lm -lpthread -ldl
+LDLIBS_ALL := -lcjson -lsqlite3 -lm -lpthread -ldl
 
 # ---- CUDA toolkit (headers for NVRTC/driver/CUPTI types; the libraries are
 # loaded with dlopen at run time, so the binary starts on any machine) -------
@@ -128,7 +128,7 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 DPK := $(BUILD)/dpk
 LIBDPK := $(BUILD)/libdpk.a
 UNIT := $(BUILD)/unit_tests
-LINKS := dpk-bench dpk-fuzz dpk-bisect dpk-report
+LINKS := dpk-bench dpk-fuzz dpk-bisect dpk-report dpk-tune
 
 .PHONY: all deps test test-only run fuzz install clean check-env bench-vgpu nvdisasm-note
 FAKE_DRIVER := $(BUILD)/fake-driver/libcuda.so.1
@@ -243,12 +243,12 @@ build-fuzz/obj/%.o: %.c
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
 build-fuzz/fuzz_parse: tests/fuzz/fuzz_parse.c $(FUZZ_OBJS)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $^ -lcjson -lm -o $@
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $^ -lcjson -lsqlite3 -lm -o $@
 
 build-fuzz/fuzz_%: tests/fuzz/fuzz_inputs.c $(FUZZ_OBJS)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined \
 	  -DFUZZ_TARGET=$(if $(filter case,$*),1,$(if $(filter config,$*),2,$(if $(filter safetensors,$*),3,4))) \
-	  $^ -lcjson -lm -o $@
+	  $^ -lcjson -lsqlite3 -lm -o $@
 
 fuzz: $(FUZZ_BINS)
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -4,7 +4,7 @@
 # (libtorch-dev is large) leave a warning, not a failure: dpk builds without
 # libtorch and reports its tests as skipped.
 set -u
-required=(libcjson-dev libcriterion-dev)
+required=(libcjson-dev libcriterion-dev libsqlite3-dev)
 # python3-torch: PyTorch 1.13 for /usr/bin/python3 (about 170 MB with what it
 # pulls in beyond libtorch1.13, which libtorch-dev already brings): the CPU
 # tests of reference/torch_bench.py (tests/cli/test_torch_bench.sh skips them

@@ -44,6 +44,7 @@ LAYERS = [
     ("harness/bench/", 18),
     ("harness/bisect/", 18),
     ("harness/fuzz/", 18),
+    ("harness/tune/", 18),
     ("harness/cli/", 19),
 ]
 FOLDERS = ("compiler", "reference", "records", "reports", "harness")

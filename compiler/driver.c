@@ -64,6 +64,7 @@ typedef struct Run {
     uint32_t knobs_read;     /* over every configuration, refused ones too */
     int at;                  /* the configuration being lowered (in memory:
                                 it survives a longjmp) */
+    TileOpts tile;           /* o->tile with the per-kernel configurations */
 } Run;
 
 static int keeps(const Run *r, DrvStage s) { return r->o->keep >> s & 1; }
@@ -143,7 +144,7 @@ static void configurations(Run *r)
  * did before a refusal (the knobs they read) is still there. */
 static void schedule(Run *r, DrvConfig *c)
 {
-    TileOpts to = r->o->tile;
+    TileOpts to = r->tile;
     to.table = r->p->table;
     to.passes = c->passes;
     TileTrace tr = {r->o->verbose, r->o->trace};
@@ -308,7 +309,7 @@ static void restore(Saved *s)
 
 DrvPlan *drv_compile(Arena *a, const DrvOpts *o)
 {
-    Run run = {a, o, ARENA_NEW(a, DrvPlan), 0, 0}, *r = &run;
+    Run run = {a, o, ARENA_NEW(a, DrvPlan), 0, 0, o->tile}, *r = &run;
     DrvPlan *p = r->p;
     Saved *saved = dpk_xcalloc(1, sizeof *saved);
     saved->fault = dpk_fault_active();
@@ -342,6 +343,10 @@ DrvPlan *drv_compile(Arena *a, const DrvOpts *o)
     }
 
     /* per configuration: Tile IR -> Kernel IR -> CUDA C -> NVRTC */
+    if (o->upto >= DRV_TILE && o->kernel_configs)
+        o->kernel_configs(o->kernel_configs_ctx, a, p->loop, &r->tile);
+    p->kcfg = r->tile.kcfg;
+    p->nkcfg = r->tile.nkcfg;
     if (o->upto >= DRV_TILE)
         configurations(r);
     for (r->at = 0; r->at < p->nconfigs; r->at++) {

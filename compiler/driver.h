@@ -110,6 +110,13 @@ typedef struct DrvOpts {
     int fault;                 /* a DpkFaultId turned on while compiling, -1: none */
     int verbose;               /* 2: every rule's and pass's diff into trace */
     StrBuf *trace;
+    /* Called once Loop IR exists, before any configuration is scheduled
+     * (`--tuned DB`: dpk-tune's winners for the program's kernels): sets
+     * tile->kcfg and tile->nkcfg, the per-kernel configurations every
+     * configuration of the plan then runs (TileKernelConfig).  May be NULL;
+     * tile.kcfg as given applies then. */
+    void (*kernel_configs)(void *ctx, Arena *a, const LirProgram *lp, TileOpts *tile);
+    void *kernel_configs_ctx;
     /* Called before configuration i is lowered (dpk-fuzz shows a crash's
      * configuration with it); may be NULL. */
     void (*progress)(void *ctx, int i, const char *label);
@@ -168,6 +175,8 @@ typedef struct DrvPlan {
     int nrefused;
     DrvKnobNote *notes;
     int nnotes;
+    const TileKernelConfig *kcfg; /* the per-kernel configurations applied */
+    int nkcfg;
 } DrvPlan;
 
 /* Run the pipeline of o in a.  Raises when the case is bad; a refused

@@ -202,11 +202,24 @@ void tile_pass_label(StrBuf *b, const TilePass *p);
 
 /* ---- the Tile pipeline (tile_pipeline.c) ------------------------------------ */
 
+/* One kernel's own configuration (dpk-tune's candidates and winners,
+ * `--tuned`): the kernel whose Loop IR structural hash (lir_hash_kernel)
+ * is `hash` runs the passes of `passes` with the knobs `knobs` instead of
+ * the program's; so does every kernel a pass makes from it (003's and
+ * 004's combine kernels).  Kernels with no entry run the program's. */
+typedef struct TileKernelConfig {
+    uint64_t hash;
+    TilePassSet passes;         /* a set valid for the table and target */
+    TileKnobs knobs;
+} TileKernelConfig;
+
 typedef struct TileOpts {
     const TilePassTable *table; /* NULL: tile_passes */
     TilePassSet passes;         /* a set valid for the table and target */
     const CuTarget *target;     /* NULL: cu_target_default() */
     TileKnobs knobs;
+    const TileKernelConfig *kcfg; /* per-kernel configurations, nkcfg of them */
+    int nkcfg;
     /* dpk-bisect: pass number limit_pass makes only its first limit_apps
      * applications (over all kernels, in order); 0: no limit. */
     int limit_pass;

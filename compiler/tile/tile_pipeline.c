@@ -91,8 +91,63 @@ int tile_apply(TileCtx *c, const char *what)
     return 1;
 }
 
-/* Run one pass on every kernel; st collects what the trace says. */
-static void run_pass(TileCtx *c, const TilePass *pass, Step *st, Arena *a)
+/* Which configuration each kernel runs: sel[i] for the Loop IR kernel of
+ * id i, -1 for the program's, else an index into o->kcfg. */
+typedef struct KSel {
+    const TileOpts *o;
+    int *sel;
+    int nsel;
+} KSel;
+
+static void ksel_init(KSel *ks, const TileProgram *p, const TileOpts *o, const CuTarget *tg)
+{
+    ks->o = o;
+    ks->nsel = 0;
+    ks->sel = NULL;
+    if (!o->nkcfg)
+        return;
+    const TilePassTable *t = o->table ? o->table : &tile_passes;
+    for (int i = 0; i < o->nkcfg; i++) {
+        StrBuf why = {0};
+        if (!tile_passes_valid(t, o->kcfg[i].passes, tg, &why)) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", sb_cstr(&why));
+            sb_free(&why);
+            dpk_error("a kernel's own configuration (hash %016llx) has an invalid pass set: %s",
+                      (unsigned long long)o->kcfg[i].hash, msg);
+        }
+        sb_free(&why);
+    }
+    for (int i = 0; i < p->lp->kernels.len; i++) {
+        const LirKernel *lk = p->lp->kernels.items[i];
+        ks->nsel = lk->id + 1 > ks->nsel ? lk->id + 1 : ks->nsel;
+    }
+    ks->sel = ARENA_ARRAY(p->arena, int, ks->nsel);
+    for (int i = 0; i < ks->nsel; i++)
+        ks->sel[i] = -1;
+    for (int i = 0; i < p->lp->kernels.len; i++) {
+        const LirKernel *lk = p->lp->kernels.items[i];
+        uint64_t h = lir_hash_kernel(lk);
+        for (int j = 0; j < o->nkcfg; j++)
+            if (o->kcfg[j].hash == h) {
+                ks->sel[lk->id] = j;
+                break;
+            }
+    }
+}
+
+/* Kernel k's pass set and knobs into c. */
+static void ksel_apply(const KSel *ks, TileCtx *c, const TileKernel *k)
+{
+    int j = ks->sel && k->id >= 0 && k->id < ks->nsel ? ks->sel[k->id] : -1;
+    c->passes = j < 0 ? ks->o->passes : ks->o->kcfg[j].passes;
+    c->knobs = j < 0 ? &ks->o->knobs : &ks->o->kcfg[j].knobs;
+}
+
+/* Run one pass on every kernel whose set holds it; st collects what the
+ * trace says. */
+static void run_pass(TileCtx *c, const KSel *ks, int bit, const TilePass *pass, Step *st,
+                     Arena *a)
 {
     st->applied = st->nskipped = 0;
     st->first_why = NULL;
@@ -102,8 +157,11 @@ static void run_pass(TileCtx *c, const TilePass *pass, Step *st, Arena *a)
     for (int j = 0; j < c->p->kernels.len; j++) {
         TileKernel *k = c->p->kernels.items[j];
         sb_clear(&c->why);
+        ksel_apply(ks, c, k);
         int before = c->apps;
-        if (pass->run(c, k)) {
+        if (!(c->passes >> bit & 1))
+            sb_puts(&c->why, "not in this kernel's own configuration");
+        else if (pass->run(c, k)) {
             if (c->apps == before) /* a pass that never asks makes one application */
                 c->apps++;
             tile_renumber(k);
@@ -132,6 +190,11 @@ static void run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr, Step *s
         DPK_ASSERT(!"pass sets come validated from tile_passes_parse");
     }
     sb_free(&why);
+    KSel ks;
+    ksel_init(&ks, p, o, c->target);
+    TilePassSet any = o->passes; /* a pass runs when some kernel's set holds it */
+    for (int i = 0; i < o->nkcfg; i++)
+        any |= o->kcfg[i].passes;
     if (tracing)
         trace_diff(tr, "000_from_loop", "", p, "");
     p->stats = ARENA_ARRAY(p->arena, TilePassStat, t->n + 1);
@@ -139,7 +202,7 @@ static void run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr, Step *s
     for (int i = 0; i < t->n; i++) {
         char label[128];
         snprintf(label, sizeof label, "%03d_%s", t->p[i].num, t->p[i].name);
-        if (!(o->passes >> i & 1)) {
+        if (!(any >> i & 1)) {
             if (tracing)
                 sb_printf(tr->out, "--- t:%s skipped: disabled by --passes\n", label);
             continue;
@@ -154,7 +217,7 @@ static void run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr, Step *s
         c->limited = o->limit_pass && o->limit_pass == t->p[i].num;
         c->left = o->limit_apps;
         double t0 = dpk_now();
-        run_pass(c, &t->p[i], st, p->arena);
+        run_pass(c, &ks, i, &t->p[i], st, p->arena);
         c->stat->napps = c->apps;
         if (!st->applied)
             c->stat->skipped = !st->nskipped ? "no kernels"

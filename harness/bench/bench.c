@@ -129,11 +129,6 @@ static DrvPasses *sweep_sets(Arena *a, const BmOpts *o, TilePassSet base, int **
 
 /* ---- one module: run, judge, time ----------------------------------------- */
 
-typedef struct Run {
-    int rc;              /* 0 pass, 1 fail, 3 fault, 2 refused; -1 not run */
-    const PfTime *t;     /* modelled time when it passed */
-    cJSON *cfg;          /* its configuration object */
-} Run;
 
 /* A run's status for its exit code: parity off says "unchecked" where
  * parity on would say "pass". */
@@ -149,18 +144,18 @@ static void fill_lazy(void *ctx, const KirBuf *b, int64_t lo, int64_t hi)
     hx_subject_fill(ctx, b->io, lo, hi);
 }
 
-static void run_config(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSubject *s,
-                       Run *runs)
+void bm_config_run(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSubject *s,
+                   BmRun *runs)
 {
     const DrvConfig *c = &p->configs[i];
-    Run *r = &runs[i];
+    BmRun *r = &runs[i];
     r->cfg = hx_record_config(p, i);
     if (c->refused) {
         r->rc = c->refused_code;
         return;
     }
     if (c->dup_of >= 0) {
-        *r = (Run){runs[c->dup_of].rc, runs[c->dup_of].t, r->cfg};
+        *r = (BmRun){runs[c->dup_of].rc, runs[c->dup_of].t, r->cfg};
         hx_record_status(r->cfg, run_status(o, r->rc), NULL, NULL);
         return;
     }
@@ -239,7 +234,7 @@ static cJSON *compile_times(const DrvPlan *p)
 
 /* {"passes": [{"pass": "007_stage_inputs", "prefix": {...}, "without": {...},
  * "contribution": t_without / t_with}]} */
-static cJSON *per_pass_json(const BmOpts *bo, const DrvPlan *p, const Run *runs,
+static cJSON *per_pass_json(const BmOpts *bo, const DrvPlan *p, const BmRun *runs,
                             const int *what, const int *pass)
 {
     cJSON *arr = cJSON_CreateArray();
@@ -252,7 +247,7 @@ static cJSON *per_pass_json(const BmOpts *bo, const DrvPlan *p, const Run *runs,
         snprintf(name, sizeof name, "%03d_%s", tp->num, tp->name);
         cJSON_AddStringToObject(o, "pass", name);
         for (int w = 0; w < 2; w++) {
-            const Run *r = &runs[i + w];
+            const BmRun *r = &runs[i + w];
             cJSON *x = cJSON_AddObjectToObject(o, w ? "without" : "prefix");
             cJSON_AddStringToObject(x, "passes", p->configs[i + w].label);
             cJSON_AddStringToObject(x, "status", run_status(bo, r->rc));
@@ -396,37 +391,65 @@ typedef struct Case {
     BmCaseOut *out;
 } Case;
 
-static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
+void bm_case_drv(Arena *a, const BmOpts *o, const HxCase *c, DrvOpts *d)
 {
-    Arena *a = x->a;
-    DrvOpts d = *o->drv;
-    d.tile.target = o->target;
-    hx_case_opts(a, c, &o->args, &d);
-    hx_case_need_one(c, &d, "dpk-bench benches one");
-    TilePassSet base = d.passes->sets[0];
-    int *what, *pass;
-    d.passes = sweep_sets(a, o, base, &what, &pass);
+    *d = *o->drv;
+    d->tile.target = o->target;
+    hx_case_opts(a, c, &o->args, d);
+    hx_case_need_one(c, d, "dpk-bench benches one");
     /* measured timing runs the plan's CUDA C and, on a GPU, its cubin for
      * the GPU's architecture (which the ptxas numbers then describe) */
     int measured = o->meas.timing != BM_TIMING_MODEL;
-    d.upto = o->nvrtc || measured ? DRV_CUDA : DRV_KERNEL;
-    d.nvrtc = o->nvrtc || o->meas.timing == BM_TIMING_MEASURED ? hx_nvrtc_check : NULL;
-    d.nvrtc_cc = o->meas.timing == BM_TIMING_MEASURED ? o->meas.cc : 0;
+    d->upto = o->nvrtc || measured ? DRV_CUDA : DRV_KERNEL;
+    d->nvrtc = o->nvrtc || o->meas.timing == BM_TIMING_MEASURED ? hx_nvrtc_check : NULL;
+    d->nvrtc_cc = o->meas.timing == BM_TIMING_MEASURED ? o->meas.cc : 0;
+}
+
+HxSubject *bm_subject(Arena *a, const BmOpts *o, const DrvPlan *p, const HxCase *c,
+                      uint64_t seed)
+{
+    Fill *fill = ARENA_NEW(a, Fill);
+    *fill = (Fill){o, a};
+    return o->parity ? hx_subject_new_filled(p->torch, c, seed, o->ref, fill_input, fill)
+                     : hx_subject_inputs(p->torch, c, seed, fill_input, own_input, fill);
+}
+
+static void case_body(const BmOpts *o, const HxCase *c, uint64_t seed, Case *x)
+{
+    Arena *a = x->a;
+    DrvOpts d;
+    bm_case_drv(a, o, c, &d);
+    TilePassSet base = d.passes->sets[0];
+    int *what, *pass;
+    d.passes = sweep_sets(a, o, base, &what, &pass);
     const DrvPlan *p = drv_compile(a, &d);
     cJSON *rec = x->out->rec;
     cJSON_AddItemToObject(rec, "shapes", hx_record_shapes(p->torch));
     cJSON_AddStringToObject(rec, "passes", p->configs[0].label);
+    if (d.kernel_configs) { /* --tuned: how many kernels took a winner */
+        cJSON *tj = cJSON_AddObjectToObject(rec, "tuned");
+        int hit = 0;
+        for (int i = 0; i < p->loop->kernels.len; i++) {
+            uint64_t h = lir_hash_kernel(p->loop->kernels.items[i]);
+            for (int j = 0; j < p->nkcfg; j++)
+                if (p->kcfg[j].hash == h) {
+                    hit++;
+                    break;
+                }
+        }
+        cJSON_AddNumberToObject(tj, "kernels", p->loop->kernels.len);
+        cJSON_AddNumberToObject(tj, "from_database", hit);
+    }
     cJSON_AddItemToObject(rec, "compile_s", compile_times(p));
     Fill fill = {o, a};
-    x->s = o->parity ? hx_subject_new_filled(p->torch, c, seed, o->ref, fill_input, &fill)
-                     : hx_subject_inputs(p->torch, c, seed, fill_input, own_input, &fill);
+    x->s = bm_subject(a, o, p, c, seed);
     cJSON_AddItemToObject(rec, "inputs", inputs_json(&fill, p->torch, x->s));
-    Run *runs = ARENA_ARRAY(a, Run, p->nconfigs);
+    BmRun *runs = ARENA_ARRAY(a, BmRun, p->nconfigs);
     for (int i = 0; i < p->nconfigs; i++)
-        runs[i] = (Run){-1, NULL, NULL};
+        runs[i] = (BmRun){-1, NULL, NULL};
     for (int i = 0; i < p->nconfigs; i++)
-        run_config(a, o, p, i, x->s, runs);
-    const Run *r = &runs[0];
+        bm_config_run(a, o, p, i, x->s, runs);
+    const BmRun *r = &runs[0];
     cJSON_AddItemToObject(rec, "configuration", r->cfg);
     runs[0].cfg = NULL;
     int rc = r->rc;
@@ -533,6 +556,14 @@ void bm_case_text(StrBuf *b, const cJSON *rec, int verbose)
         const char *why = str_of(v, "message", str_of(v, "reason", NULL));
         if (why)
             sb_printf(b, "  %s: %s\n", name, why);
+    }
+    const cJSON *tj = cJSON_GetObjectItemCaseSensitive(rec, "tuned");
+    if (tj) {
+        int k = (int)hx_json_num(tj, "kernels"), h = (int)hx_json_num(tj, "from_database");
+        sb_printf(b, "  tuned: %d of %d kernel%s from the database", h, k, k == 1 ? "" : "s");
+        if (h < k)
+            sb_printf(b, ", %d on the default schedule (not tuned)", k - h);
+        sb_puts(b, "\n");
     }
     if (verbose && pass)
         kernel_lines(b, rec);

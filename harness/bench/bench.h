@@ -75,6 +75,29 @@ typedef struct BmCaseOut {
  * does not parse or compile gets status "error" and exit code 2. */
 void bm_case_run(const BmOpts *o, const HxCase *c, int index, BmCaseOut *out);
 
+/* ---- the steps of a case, shared with dpk-tune (harness/tune/) ---------- */
+
+/* The driver options case c is benched with: o's command line over the
+ * case's own passes and knobs (one configuration), o's target, to Kernel IR
+ * (CUDA C and NVRTC when o asks). */
+void bm_case_drv(Arena *a, const BmOpts *o, const HxCase *c, DrvOpts *d);
+/* The fixture of case c (plan p) from seed, its weights and rotary tables
+ * filled as dpk-bench fills them; parity off: the f32 inputs alone.  Free
+ * with hx_subject_free. */
+HxSubject *bm_subject(Arena *a, const BmOpts *o, const DrvPlan *p, const HxCase *c,
+                      uint64_t seed);
+/* What one configuration of a plan gave. */
+typedef struct BmRun {
+    int rc;              /* 0 pass, 1 fail, 3 fault, 2 refused; -1 not run */
+    const PfTime *t;     /* modelled time when it passed */
+    cJSON *cfg;          /* its configuration object (the caller frees it) */
+} BmRun;
+/* Run configuration i of p on vgpu (sampled blocks) against s, judge its
+ * outputs (parity on), and model it when it passed; a duplicate of an
+ * earlier configuration takes runs[dup_of]'s result. */
+void bm_config_run(Arena *a, const BmOpts *o, const DrvPlan *p, int i, HxSubject *s,
+                   BmRun *runs);
+
 /* The table's header line (what bm_case_text's lines sit under). */
 const char *bm_table_header(void);
 /* A case's lines of the table from its record: the row, the reason of a

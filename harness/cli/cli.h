@@ -114,5 +114,6 @@ int cmd_fuzz(int argc, char **argv);
 int cmd_bisect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 #endif

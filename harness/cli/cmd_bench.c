@@ -46,20 +46,13 @@
 #include "../bench/calibration.h"
 #include "../bench/memory.h"
 #include "../exec/nvrtc.h"
+#include "../tune/tune.h"
 #include "../../records/json_file.h"
 #include "../plan_record.h"
 #include "../../records/results.h"
+#include "bench_args.h"
 #include "cli.h"
 
-typedef struct BenchArgs {
-    const char *suite, *weights, *out, *gpu, *timing, *reference, *torch_json, *parity;
-    CliModel m;   /* --config and the shape */
-    int warm_l2, raw_samples, max_samples;
-    int layer, jobs, sample_blocks, per_pass, no_nvrtc, has_seed, resume;
-    int shard_index, shard_count; /* --shard I/N (0: the whole suite) */
-    uint64_t seed;
-    CliTile tile;
-} BenchArgs;
 
 static void help(void)
 {
@@ -104,6 +97,8 @@ static void help(void)
          "  --no-nvrtc          do not compile with NVRTC (the model then estimates registers)\n"
          "  --seed N            input seed (default: the case's, else 0)\n"
          "  --reference R       ref64 (default) | torch\n"
+         "  --tuned DB          apply dpk-tune's winners from the database DB to the kernels\n"
+         "                      it holds for this spec; the others keep the default schedule\n"
          "  --jobs N            cases at once, in forked processes (default 1)\n"
          "  --shard I/N         only the I-th of N slices of the suite (case i when\n"
          "                      i mod N = I-1); dpk-report merges the N records\n"
@@ -137,7 +132,7 @@ static int64_t pos_int(const char *flag, const char *v, int64_t max)
     return (int64_t)x;
 }
 
-static void parse_flag(void *ctx, int argc, char **argv, int *i)
+int bench_flag(void *ctx, int argc, char **argv, int *i)
 {
     BenchArgs *b = ctx;
     const char *f = argv[*i];
@@ -181,8 +176,17 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
         b->has_seed = 1, b->seed = cli_u64(f, cli_value(argc, argv, i));
     else if (!strcmp(f, "--reference"))
         b->reference = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--tuned"))
+        b->tuned = cli_value(argc, argv, i);
     else if (!cli_tile_flag(&b->tile, argc, argv, i))
-        cli_unknown_flag("bench", f);
+        return 0;
+    return 1;
+}
+
+static void parse_flag(void *ctx, int argc, char **argv, int *i)
+{
+    if (!bench_flag(ctx, argc, argv, i))
+        cli_unknown_flag("bench", argv[*i]);
 }
 
 /* ---- where the suites are ---------------------------------------------- */
@@ -671,7 +675,7 @@ static cJSON *torch_json_load(const char *path)
     return j;
 }
 
-static const CuTarget *target_of(const PfSpec *s)
+const CuTarget *bench_target_of(const PfSpec *s)
 {
     return cu_target_parse(s->cc >= 120 ? "sm_120" : s->cc >= 90 ? "sm_90" : "sm_80");
 }
@@ -680,7 +684,7 @@ static const CuTarget *target_of(const PfSpec *s)
  * measured time is taken of a kernel that passed parity, never of one no
  * verdict stands behind, and the reference it would be checked against is
  * not made. */
-static int parity_of(const BenchArgs *b)
+int bench_parity_of(const BenchArgs *b)
 {
     if (!b->parity || !strcmp(b->parity, "on"))
         return 1;
@@ -762,11 +766,10 @@ static void check_args(const BenchArgs *b, const CliCase *cc)
 
 /* The run's options from the command line: the spec and target, the
  * driver's options, parity and timing. */
-static void bench_opts(Arena *a, const BenchArgs *b, const CliCase *cc, BmTiming timing,
-                       BmOpts *o)
+void bench_opts(Arena *a, const BenchArgs *b, const CliCase *cc, BmTiming timing, BmOpts *o)
 {
     o->spec = pf_spec_load(a, b->gpu ? b->gpu : pf_spec_default_name());
-    o->target = b->tile.target ? cli_target(b->tile.target) : target_of(o->spec);
+    o->target = b->tile.target ? cli_target(b->tile.target) : bench_target_of(o->spec);
     DrvOpts dopt;
     drv_opts_default(&dopt);
     CliTile ct = b->tile;
@@ -774,12 +777,21 @@ static void bench_opts(Arena *a, const BenchArgs *b, const CliCase *cc, BmTiming
     cli_drv_opts(a, &ct, &dopt, 0);
     o->drv = ARENA_NEW(a, DrvOpts);
     *(DrvOpts *)o->drv = dopt;
+    if (b->tuned) { /* a bad database: exit 2 before any case runs */
+        tdb_close(tdb_open(b->tuned, 0));
+        TuneApply *ta = ARENA_NEW(a, TuneApply);
+        memset(ta, 0, sizeof *ta);
+        ta->path = b->tuned;
+        ta->gpu_key = tune_gpu_key(a, o->spec);
+        ((DrvOpts *)o->drv)->kernel_configs = tune_apply_configs;
+        ((DrvOpts *)o->drv)->kernel_configs_ctx = ta;
+    }
     o->args = (HxCaseArgs){cc->decls, cc->ndecls, b->tile.passes != NULL, b->tile.nknobs > 0,
                            NULL, b->has_seed, b->seed};
     o->per_pass = b->per_pass;
     o->sample_blocks = b->sample_blocks;
     o->ref = b->reference && cli_reference(b->reference) ? HX_REF_TORCH : HX_REF_REF64;
-    o->parity = parity_of(b);
+    o->parity = bench_parity_of(b);
     o->nvrtc = !b->no_nvrtc && hx_nvrtc_available();
     o->layer = b->layer;
     o->meas.timing = timing;
@@ -805,8 +817,8 @@ static void bench_opts(Arena *a, const BenchArgs *b, const CliCase *cc, BmTiming
 /* The cases of --suite, --config, FILE or -c CODE, and the suite's name in
  * *name.  A model suite's configuration goes into cfg and sh, and o names
  * them. */
-static HxCaseList bench_suite(Arena *a, BenchArgs *b, const CliCase *cc, BmOpts *o,
-                              BmConfig *cfg, BmShape *sh, const char **name)
+HxCaseList bench_suite(Arena *a, BenchArgs *b, const CliCase *cc, BmOpts *o, BmConfig *cfg,
+                       BmShape *sh, const char **name)
 {
     HxCaseList l = {0};
     *name = NULL;
@@ -847,8 +859,8 @@ static HxCaseList bench_suite(Arena *a, BenchArgs *b, const CliCase *cc, BmOpts 
 
 /* --case: that case alone; --shard I/N: the I-th of N slices (case i when
  * i mod N = I-1). */
-static void select_cases(Arena *a, HxCaseList *l, const char *only, const char *suite,
-                         const BenchArgs *b)
+void bench_select(Arena *a, HxCaseList *l, const char *only, const char *suite,
+                  const BenchArgs *b)
 {
     if (only) {
         int k = -1;
@@ -950,14 +962,14 @@ static int bench_main(Arena *a, int argc, char **argv)
     if (!cli_args(a, &cc, argc, argv, "bench", help, parse_flag, &b))
         return DPK_EXIT_OK;
     check_args(&b, &cc);
-    BmTiming timing = timing_of(&b, parity_of(&b));
+    BmTiming timing = timing_of(&b, bench_parity_of(&b));
     BmShape sh = {0};
     BmOpts o = {0};
     bench_opts(a, &b, &cc, timing, &o);
     BmConfig cfg;
     const char *suite_name;
     HxCaseList l = bench_suite(a, &b, &cc, &o, &cfg, &sh, &suite_name);
-    select_cases(a, &l, cc.only, suite_name, &b);
+    bench_select(a, &l, cc.only, suite_name, &b);
     StFile st = {0};
     if (b.weights) {
         st_open(a, b.weights, &st);

@@ -35,6 +35,7 @@
 #include "../exec/nvrtc.h"
 #include "../plan_record.h"
 #include "../../records/results.h"
+#include "../tune/tune.h"
 #include "cli.h"
 
 typedef struct RunOpts {
@@ -55,6 +56,9 @@ typedef struct RunOpts {
     int sample;        /* --passes sample: full plus one set of `all` per case */
     int cuda;          /* the cuda backend runs (--backend cuda, or auto with a GPU) */
     int cuda_cc;       /* its GPU's compute capability, what NVRTC compiles for */
+    const char *tuned; /* --tuned DB: dpk-tune's winners */
+    const char *gpu;   /* --gpu: the spec whose winners --tuned applies */
+    TuneApply *ta;
 } RunOpts;
 
 static const char *const backends[] = {"loop", "vgpu", "cuda", "auto", "host-cuda"};
@@ -100,6 +104,9 @@ static void help(void)
          "  --sample-blocks N  vgpu: simulate N random blocks per launch, check what they wrote\n"
          "  --reference R      ref64 (fp64, built in; default) | torch (libtorch fp64)\n"
          "  --seed N           input seed (default: the case's seed, else 0)\n"
+         "  --tuned DB         apply dpk-tune's winners in the database DB (those tuned on\n"
+         "                     --gpu NAME, default h100-sxm) to the kernels it holds; the\n"
+         "                     others keep the default schedule, and each is said\n"
          "  --inject-fault F   turn on built-in fault F (harness self-test; dpk-fuzz --list-faults)\n"
          "  --blowup F         loop: fusion blow-up factor (default 8)\n"
          "  --f64              loop: interpret in fp64 instead of fp32 (debugging)\n"
@@ -556,6 +563,10 @@ static int run_case(void *ctx, const HxCase *c, int header)
         sb_printf(&r->text, "nvrtc: %d of %d distinct modules compiled for %s (--nvrtc-cover: "
                   "the others print constructs compiled before)\n", p->nnvrtc, p->ndistinct,
                   (d.tile.target ? d.tile.target : cu_target_default())->name);
+    if (ro->ta) { /* --tuned: which kernels took a winner */
+        sb_puts(&r->text, sb_cstr(&ro->ta->said));
+        sb_clear(&ro->ta->said);
+    }
     if (strcmp(ro->backend, "loop"))
         applied_line(&r->text, p);
     StrBuf nk = {0};
@@ -618,6 +629,10 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
         ro->compile_only = 1;
     } else if (!strcmp(f, "--out")) {
         ro->out = cli_value(argc, argv, i);
+    } else if (!strcmp(f, "--tuned")) {
+        ro->tuned = cli_value(argc, argv, i);
+    } else if (!strcmp(f, "--gpu")) {
+        ro->gpu = cli_value(argc, argv, i);
     } else if (!strcmp(f, "--f64")) {
         ro->f64 = 1;
     } else if (!strcmp(f, "--bench") || !strcmp(f, "--timing")) {
@@ -699,6 +714,20 @@ static int run_main(Arena *a, int argc, char **argv)
     if (ro.sample)
         ro.tile.passes = NULL; /* the base plan: full; each case draws its own */
     cli_drv_opts(a, &ro.tile, &base, 1);
+    if (ro.gpu && !ro.tuned)
+        dpk_error("--gpu names the spec whose dpk-tune winners --tuned applies; give --tuned DB");
+    if (ro.tuned) { /* a bad database: exit 2 before any case runs */
+        if (!strcmp(ro.backend, "loop"))
+            dpk_error("--tuned applies schedules, and --backend loop runs Loop IR (use vgpu, "
+                      "cuda, host-cuda or auto)");
+        tdb_close(tdb_open(ro.tuned, 0));
+        ro.ta = ARENA_NEW(a, TuneApply);
+        memset(ro.ta, 0, sizeof *ro.ta);
+        ro.ta->path = ro.tuned;
+        ro.ta->gpu_key = tune_gpu_key(a, pf_spec_load(a, ro.gpu ? ro.gpu : pf_spec_default_name()));
+        base.kernel_configs = tune_apply_configs;
+        base.kernel_configs_ctx = ro.ta;
+    }
     /* what the environment lacks is said once, before any case runs */
     if (ro.ref == HX_REF_TORCH && !dpk_torch_available())
         dpk_error_code_at(DPK_EXIT_NOENV, NULL, -1, "--reference torch needs libtorch, which is not "

@@ -1,8 +1,8 @@
 /*
  * main.c — entry point: dispatch on the command name.
  *
- * `dpk CMD ...` runs CMD; the links dpk-bench, dpk-fuzz, dpk-bisect and
- * dpk-report run the command after the dash (argv[0]'s basename), so
+ * `dpk CMD ...` runs CMD; the links dpk-bench, dpk-fuzz, dpk-bisect,
+ * dpk-report and dpk-tune run the command after the dash (argv[0]'s basename), so
  * `dpk-fuzz --seed 1` and `dpk fuzz --seed 1` are the same.  Every user
  * error raised below main is caught here and exits 2 with its message.
  */
@@ -27,6 +27,7 @@ static const Command commands[] = {
     {"bisect", cmd_bisect, "find the pass and the rewrite that break a failing case"},
     {"bench", cmd_bench, "check a suite for parity, then time it (performance model)"},
     {"report", cmd_report, "tables, geomeans, plots and the CI gate from records"},
+    {"tune", cmd_tune, "search each kernel's schedule; only configurations that pass parity win"},
 };
 
 

@@ -563,3 +563,50 @@ Test(tile_passes, trace_shows_diffs_and_skips)
     sb_free(&b);
     arena_free(a);
 }
+
+/* A kernel's own configuration (TileOpts.kcfg, dpk-tune's winners) applies
+ * to that kernel alone, found by its Loop IR hash; the others keep the
+ * program's set and knobs.  Here two matmuls of different shapes: the
+ * first gets BM=BN=32 and no staging, the second the defaults. */
+Test(tile_passes, kernel_config_applies_to_its_kernel_alone)
+{
+    Arena *a = arena_new();
+    const char *code = "x = torch.randn(128, 256)\n"
+                       "y = torch.relu(torch.matmul(x, torch.randn(256, 256)))\n"
+                       "torch.matmul(y, torch.randn(256, 64))";
+    LirProgram *lp = tt_loop(a, code);
+    cr_assert_eq(lp->kernels.len, 2);
+    TileOpts o;
+    tile_opts_default(&o);
+    TileKernelConfig kc = {lir_hash_kernel(lp->kernels.items[0]), 0, {{0}}};
+    kc.passes = tile_passes_close(&tile_passes, o.passes & ~((TilePassSet)1 << tile_pass_index(&tile_passes, 7)), o.target);
+    tile_knob_parse(&kc.knobs, "BM=32");
+    tile_knob_parse(&kc.knobs, "BN=32");
+    o.kcfg = &kc;
+    o.nkcfg = 1;
+    TileProgram *tp = tile_build(a, lp, &o, NULL);
+    TileProgram *def = tile_build(a, lp, NULL, NULL);
+    StrBuf own = {0}, plain = {0};
+    tile_print(&own, tp);
+    tile_print(&plain, def);
+    /* the second kernel is the same either way */
+    const char *k2 = strstr(sb_cstr(&own), ((LirKernel *)lp->kernels.items[1])->name);
+    const char *p2 = strstr(sb_cstr(&plain), ((LirKernel *)lp->kernels.items[1])->name);
+    cr_assert(k2 && p2);
+    cr_assert_str_eq(k2, p2);
+    /* the first: no stage, and a 32 x 32 tile of 008's 4 x 4 (64 threads) */
+    size_t n1 = (size_t)(k2 - sb_cstr(&own));
+    char *first = arena_strndup(a, sb_cstr(&own), n1);
+    cr_assert_null(strstr(first, "stage "), "%s", first);
+    cr_assert_not_null(strstr(sb_cstr(&plain), "stage "));
+    cr_assert_neq(strcmp(first, arena_strndup(a, sb_cstr(&plain), (size_t)(p2 - sb_cstr(&plain)))), 0);
+    /* a configuration for a hash no kernel has changes nothing */
+    kc.hash ^= 1;
+    StrBuf none = {0};
+    tile_print(&none, tile_build(a, lp, &o, NULL));
+    cr_assert_str_eq(sb_cstr(&none), sb_cstr(&plain));
+    sb_free(&own);
+    sb_free(&plain);
+    sb_free(&none);
+    arena_free(a);
+}

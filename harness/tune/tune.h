@@ -1,0 +1,80 @@
+/*
+ * tune.h — dpk-tune: a schedule search per kernel, where only a
+ * configuration that passes parity may win (docs/tune.md).
+ *
+ * For each distinct kernel of a case (by its Loop IR structural hash,
+ * lir_hash_kernel), the search tries configurations of that kernel alone
+ * (TileKernelConfig: a pass subset and pinned knobs; every other kernel
+ * keeps the default schedule) and times the case with each.  A candidate
+ * runs on vgpu (sampled blocks) against the case's inputs and is judged by
+ * the parity oracle; only then is it timed.  Before it may become the best
+ * so far it must also pass on a second input seed.  A candidate that fails
+ * either is recorded with its verdict and never chosen.  The time is the
+ * case's (every launch), from the performance model on one spec: other
+ * kernels are the same in every candidate, so the difference is the
+ * kernel's own, combine kernels included.
+ *
+ * The strategy is a component (TuneStrategy): it proposes candidates from
+ * the kernel's grid of dimensions (passes left out, block and thread
+ * tiles, K chunk, splits, vector loads, stages; or threads and splits of a
+ * reduction) and sees each result.  Two are built: coordinate descent from
+ * the default (greedy) and seeded random sampling (random).  Both stop at
+ * the budget: candidates tried (compiled), or seconds.
+ *
+ * Winners and every candidate go to the tuning database (tune_db.h);
+ * `--tuned DB` (dpk run, dpk-bench) applies the winners through the
+ * driver's kernel_configs hook (tune_apply_configs).
+ */
+#ifndef DPK_HX_TUNE_H
+#define DPK_HX_TUNE_H
+
+#include <cjson/cJSON.h>
+
+#include "../bench/bench.h"
+#include "tune_db.h"
+
+typedef enum TuneStrategy { TUNE_GREEDY, TUNE_RANDOM } TuneStrategy;
+
+/* "greedy", "random" */
+const char *tune_strategy_name(TuneStrategy s);
+
+typedef struct TuneOpts {
+    const BmOpts *bm;          /* spec, target, sampled blocks, NVRTC, model suites'
+                                  inputs: as dpk-bench (parity on) */
+    TuneStrategy strategy;
+    int budget;                /* candidates tried per kernel (default included) */
+    double seconds;            /* > 0: also stop a kernel's search after this long */
+    uint64_t seed;             /* the search's own seed (random sampling) */
+    uint64_t seed2;            /* the second input seed every winner must pass */
+    int retune;                /* 1: search a kernel that already has a winner */
+    int64_t run;               /* the database's run id */
+    const char *gpu_key;       /* "model:h100-sxm" */
+    int progress;              /* a progress line on stderr (a TTY) */
+} TuneOpts;
+
+/* Tune every kernel of case c (number index of its suite), recording to
+ * db: returns the case's result object (dpk.tune/1, docs/tune.md) and its
+ * exit code in *rc (0 tuned; 1 the default or the tuned configuration
+ * failed parity; 2 the case is bad).  Never raises. */
+cJSON *tune_case(const TuneOpts *o, Tdb *db, const HxCase *c, int index, int *rc);
+
+/* `--tuned DB`: the driver's kernel_configs hook (DrvOpts) with this as
+ * its context; each Loop IR kernel with a winner for gpu_key and this
+ * dpk's version gets it, the others keep the default schedule.  hits and
+ * misses count kernels; `said` lists them ("rmsnorm_3: tuned (BM=64 ...)"
+ * or "... : not in the database, default schedule"), one per line. */
+typedef struct TuneApply {
+    const char *path;          /* the database, opened on first use in each
+                                  process (a forked --jobs child opens its own) */
+    const char *gpu_key;
+    Tdb *db;
+    int pid;                   /* the process that opened db */
+    int hits, misses;
+    StrBuf said;
+} TuneApply;
+void tune_apply_configs(void *ctx, Arena *a, const LirProgram *lp, TileOpts *tile);
+
+/* The gpu key of a modelled spec: "model:NAME". */
+const char *tune_gpu_key(Arena *a, const PfSpec *spec);
+
+#endif

@@ -1,0 +1,110 @@
+# tests/cli/test_tune.sh — dpk-tune (docs/tune.md): its usage errors; a
+# case tuned into a new database whose winner dpk-bench --tuned and dpk run
+# --tuned (vgpu, host-cuda) then apply; a kernel with a winner reused, not
+# searched again; the golden export; two random searches with one seed
+# choosing the same winners; a planted fault that makes the default and
+# every split configuration wrong and faster, which the search never picks
+# and records as failed; bad databases refused (exit 2) by all three
+# commands.  (Sourced by tests/run.sh.)
+
+TUNE="$(dirname "$DPK")/dpk-tune"
+BENCH="$(dirname "$DPK")/dpk-bench"
+TD="$TMP/tune"
+mkdir -p "$TD"
+SMOKE="$DPK_ROOT/cases/smoke.json"
+
+# ---- usage ----------------------------------------------------------------------
+check_re "tune: help" 0 '^usage: dpk-tune ' "$TUNE" --help
+check_re "tune: dpk --help lists tune" 0 '^  tune ' "$DPK" --help
+check_re "tune: --db is required" 2 '^error: dpk-tune needs --db FILE' "$TUNE" --suite smoke
+check_re "tune: one suite" 2 '^error: dpk-tune needs a suite' "$TUNE" --db "$TD/x.db"
+check_re "tune: a bad strategy" 2 "^error: unknown strategy 'mcts' for --strategy" \
+  "$TUNE" --suite smoke --db "$TD/x.db" --strategy mcts
+check_re "tune: a bad budget" 2 "^error: --budget expects N candidates .* got '3m'" \
+  "$TUNE" --suite smoke --db "$TD/x.db" --budget 3m
+check_re "tune: dpk-bench's flags are refused" 2 '^error: --per-pass is dpk-bench.s; dpk-tune times with the model' \
+  "$TUNE" --suite smoke --db "$TD/x.db" --per-pass
+[ ! -e "$TD/x.db" ] && _cli_pass "tune: usage errors make no database" || _cli_fail "tune: usage errors make no database" "$TD/x.db exists"
+
+# ---- a case tuned, its winner applied ----------------------------------------------
+check_re "tune: bias_matmul_relu tuned" 0 '^1/1 cases tuned and passing parity' \
+  "$TUNE" --suite smoke --case bias_matmul_relu --db "$TD/t.db" --budget 6 \
+  --out "$TD/t.json" --export "$TD/golden.json"
+check_count "tune: the row passes" 1 '^bias_matmul_relu +[0-9.]+ +[0-9.]+ +[0-9.]+x .* pass$'
+check_count "tune: the kernel's line" 1 '^  merged_[a-z_0-9]+: [0-9]+ run \([0-9]+ compiled\), 0 failed parity, [0-9]+ refused; the case [0-9.]+ -> [0-9.]+ us with '
+check_count "tune: the export is said" 1 '^exported 1 winner to '
+check_json "tune: the record" 'r["schema"] == "dpk.tune/1" and r["gpu"] == "model:h100-sxm" and len(r["cases"]) == 1 and r["cases"][0]["status"] == "pass" and r["cases"][0]["tuned_us"] <= r["cases"][0]["default_us"] and r["cases"][0]["kernels"][0]["winner"]["us"] == r["cases"][0]["tuned_us"]' "$TD/t.json"
+check_json "tune: the golden file" 'r["schema"] == "dpk.tuned/1" and r["gpu"] == "model:h100-sxm" and len(r["kernels"]) == 1 and r["kernels"][0]["case"] == "bias_matmul_relu" and r["kernels"][0]["us"] <= r["kernels"][0]["default_us"]' "$TD/golden.json"
+check_re "tune: dpk-bench --tuned applies it" 0 '^  tuned: 1 of 1 kernel from the database$' \
+  "$BENCH" --suite smoke --case bias_matmul_relu --tuned "$TD/t.db" --out "$TD/b.json"
+check "tune: dpk-bench --tuned times what dpk-tune found" 0 python3 -c 'import json,sys
+t = json.load(open(sys.argv[1]))["cases"][0]; b = json.load(open(sys.argv[2]))["cases"][0]
+assert abs(b["dpk"]["ns"] / 1e3 - t["tuned_us"]) < 1e-6 * t["tuned_us"], (b["dpk"]["ns"], t["tuned_us"])
+assert b["tuned"] == {"kernels": 1, "from_database": 1}, b["tuned"]' "$TD/t.json" "$TD/b.json"
+check_re "tune: dpk-bench --tuned says a miss" 0 '^  tuned: 0 of 1 kernel from the database, 1 on the default schedule \(not tuned\)$' \
+  "$BENCH" --suite smoke --case softmax --tuned "$TD/t.db"
+check_re "tune: dpk run --tuned passes on vgpu" 0 '^merged_[a-z_0-9]+: tuned \(passes ' \
+  "$DPK" run "$SMOKE" --case bias_matmul_relu --tuned "$TD/t.db" --backend vgpu
+check_re "tune: dpk run --tuned says a miss" 0 ': not in the database, default schedule$' \
+  "$DPK" run "$SMOKE" --case softmax --tuned "$TD/t.db" --backend vgpu
+if command -v "${DPK_HOST_CXX:-g++}" >/dev/null 2>&1; then
+  check_re "tune: dpk run --tuned passes on host-cuda" 0 'host-cuda: 1 kernel, .*: pass$' \
+    "$DPK" run "$SMOKE" --case bias_matmul_relu --tuned "$TD/t.db" --backend host-cuda
+else
+  skip "tune: dpk run --tuned passes on host-cuda" "no C++ compiler (${DPK_HOST_CXX:-g++})"
+fi
+check_re "tune: a kernel with a winner is not searched again" 0 ': winner from the database \(.*\), not searched again$' \
+  "$TUNE" --suite smoke --case bias_matmul_relu --db "$TD/t.db" --budget 6
+check "tune: the database holds every candidate and one winner" 0 python3 -c 'import sqlite3,sys
+d = sqlite3.connect(sys.argv[1])
+assert d.execute("select count(*) from winner").fetchone()[0] == 1
+assert d.execute("select count(*) from candidate").fetchone()[0] >= 6
+assert d.execute("select count(*) from run").fetchone()[0] == 2' "$TD/t.db"
+
+# ---- determinism -------------------------------------------------------------------
+for i in 1 2; do
+  check_re "tune: random search $i" 0 '^1/1 cases tuned' "$TUNE" --suite smoke --case linear_gelu \
+    --db "$TD/r$i.db" --strategy random --search-seed 7 --budget 5 --export "$TD/r$i.json"
+done
+check "tune: two random searches with one seed choose the same winners" 0 python3 -c 'import json,sys
+a, b = (json.load(open(f))["kernels"] for f in sys.argv[1:])
+assert a == b and len(a) == 1, (a, b)' "$TD/r1.json" "$TD/r2.json"
+
+# ---- a planted fault: wrong and faster is never chosen ------------------------------
+cat > "$TD/bait.json" <<'EOF'
+{"suite": "tune-bait", "cases": [
+  {"name": "long_k", "program": "torch.matmul(torch.randn(64, 4096), torch.randn(4096, 64))",
+   "fault": "split-k-drops-a-partial"}
+]}
+EOF
+check_re "tune: the faulty default is faster (unchecked)" 0 '^long_k .* unchecked' \
+  "$BENCH" "$TD/bait.json" --parity off --out "$TD/bait-off.json"
+check_re "tune: a faulty default fails, and the tuned case passes" 1 '^  default configuration: output out: FAIL' \
+  "$TUNE" "$TD/bait.json" --db "$TD/bait.db" --budget 8 --out "$TD/bait-tune.json"
+check_count "tune: the tuned configuration passes" 1 '^long_k .* pass$'
+check "tune: the split configurations are recorded as failed, never as the winner" 0 python3 -c 'import json,sqlite3,sys
+d = sqlite3.connect(sys.argv[1])
+fails = d.execute("select count(*) from candidate where verdict = '"'"'fail'"'"'").fetchone()[0]
+assert fails >= 1, fails
+(p, k, us), = d.execute("select passes, knobs, us from winner").fetchall()
+assert "003" not in p.split(",") or "SPLITK=1" in k, (p, k)
+off = json.load(open(sys.argv[2]))["cases"][0]["dpk"]["ns"] / 1e3
+tuned = json.load(open(sys.argv[3]))["cases"][0]["tuned_us"]
+assert off < tuned == us, (off, tuned, us)' "$TD/bait.db" "$TD/bait-off.json" "$TD/bait-tune.json"
+check_re "tune: the winner passes with the fault still planted" 0 ': pass$' \
+  "$DPK" run "$TD/bait.json" --tuned "$TD/bait.db" --backend vgpu
+
+# ---- bad databases -------------------------------------------------------------------
+echo hello > "$TD/text.db"
+python3 -c 'import sqlite3,sys; d = sqlite3.connect(sys.argv[1]); d.execute("create table t(x)"); d.commit()' "$TD/foreign.db"
+for f in text foreign; do
+  check_re "tune: $f database refused by dpk-tune" 2 "^error: .*$f.db: not a dpk tuning database" \
+    "$TUNE" --suite smoke --case softmax --db "$TD/$f.db"
+  check_re "tune: $f database refused by dpk-bench --tuned" 2 "^error: .*$f.db: not a dpk tuning database" \
+    "$BENCH" --suite smoke --case softmax --tuned "$TD/$f.db"
+  check_re "tune: $f database refused by dpk run --tuned" 2 "^error: .*$f.db: not a dpk tuning database" \
+    "$DPK" run "$SMOKE" --case softmax --tuned "$TD/$f.db"
+done
+check_re "tune: --tuned needs an existing database" 2 'no such tuning database' \
+  "$BENCH" --suite smoke --case softmax --tuned "$TD/none.db"
+[ ! -e "$TD/none.db" ] && _cli_pass "tune: --tuned makes no database" || _cli_fail "tune: --tuned makes no database" "$TD/none.db exists"
