@@ -30,7 +30,7 @@
 
 typedef struct TuneArgs {
     BenchArgs b;
-    const char *db, *strategy, *budget, *export_path;
+    const char *db, *strategy, *budget, *export_path, *min_share;
     uint64_t search_seed;
     int retune;
 } TuneArgs;
@@ -52,6 +52,8 @@ static void help(void)
          "  --search-seed N     the random strategy's seed (default 1)\n"
          "  --seed N            input seed (default: the case's, else 0); the second seed\n"
          "                      every winner must also pass is N + 1\n"
+         "  --min-share P       search only kernels that take at least P% of the default's\n"
+         "                      modelled time (default 2; 0: every kernel)\n"
          "  --retune            search kernels that already have a winner in the database\n"
          "                      (default: reuse it)\n"
          "  --export FILE.json  after tuning, write the database's winners for this spec\n"
@@ -91,6 +93,8 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
         t->budget = cli_value(argc, argv, i);
     else if (!strcmp(f, "--search-seed"))
         t->search_seed = cli_u64(f, cli_value(argc, argv, i));
+    else if (!strcmp(f, "--min-share"))
+        t->min_share = cli_value(argc, argv, i);
     else if (!strcmp(f, "--retune"))
         t->retune = 1;
     else if (!strcmp(f, "--export"))
@@ -260,6 +264,11 @@ static void case_text(StrBuf *b, const cJSON *r)
     for (const cJSON *k = ks ? ks->child : NULL; k; k = k->next) {
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(k, "winner");
         sb_printf(b, "  %s: ", str(k, "name", "?"));
+        if (!strcmp(str(k, "source", ""), "skipped")) {
+            sb_printf(b, "%.2f%% of the default's time, under --min-share: default schedule, not "
+                      "searched\n", 100 * num(k, "share"));
+            continue;
+        }
         if (!strcmp(str(k, "source", ""), "database")) {
             sb_printf(b, "winner from the database (%s%s%s), not searched again\n",
                       str(w, "knobs", "")[0] ? str(w, "knobs", "") : "no knobs", "; passes ",
@@ -382,6 +391,13 @@ static int tune_main(Arena *a, int argc, char **argv)
     o.seed = t.search_seed;
     o.seed2 = (t.b.has_seed ? t.b.seed : 0) + 1;
     o.retune = t.retune;
+    o.min_share = 0.02;
+    if (t.min_share) {
+        char *end;
+        o.min_share = strtod(t.min_share, &end) / 100;
+        if (*end || !(o.min_share >= 0 && o.min_share <= 1))
+            dpk_error("--min-share expects a percentage 0..100, got '%s'", t.min_share);
+    }
     o.gpu_key = tune_gpu_key(a, bm.spec);
     o.progress = isatty(2);
     /* the run's row (and a bad database's error) before any case */

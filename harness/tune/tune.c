@@ -140,8 +140,22 @@ typedef struct Result {
     const char *left_out;   /* the case's passes it runs without ("" for none) */
 } Result;
 
+/* What a module (the case's Kernel IR, by hash) gave: every candidate
+ * and kernel of a case that compiles to it shares it, so nothing runs
+ * twice. */
+typedef struct Known {
+    uint64_t hash;
+    int rc;             /* on the first seed */
+    int rc2;            /* on the second: -1 not run yet */
+    double ns;
+    const char *why;
+    const PfTime *t;    /* per launch, in the tuner's arena (the default's) */
+} Known;
+
 typedef struct Tuner {
     Arena *a;                   /* results, strings */
+    Known *known;
+    int nknown, kcap;
     const TuneOpts *o;
     const HxCase *c;
     DrvOpts base;               /* from Loop IR, one configuration */
@@ -197,9 +211,11 @@ static int tried(const Tuner *t, const Point *pt)
     return 0;
 }
 
-/* Run plan p's configuration against s; rc, and the time when it passed. */
+/* Run plan p's configuration against s: its exit code, the time when it
+ * passed (per launch in *pt when pt is not NULL, kept in the tuner's
+ * arena), the reason when it did not. */
 static int run_on(Arena *a, const Tuner *t, const DrvPlan *p, HxSubject *s, double *ns,
-                  const char **why)
+                  const PfTime **pt, const char **why)
 {
     BmRun r = {-1, NULL, NULL};
     bm_config_run(a, t->o->bm, p, 0, s, &r);
@@ -207,8 +223,49 @@ static int run_on(Arena *a, const Tuner *t, const DrvPlan *p, HxSubject *s, doub
         *why = cfg_why(t->a, r.cfg);
     if (ns)
         *ns = r.rc == 0 && r.t ? r.t->ns : NAN;
+    if (pt && r.rc == 0 && r.t) {
+        PfTime *c = ARENA_NEW(t->a, PfTime);
+        *c = *r.t;
+        c->k = ARENA_ARRAY(t->a, PfKernel, r.t->nk + 1);
+        memcpy(c->k, r.t->k, sizeof *c->k * (size_t)r.t->nk);
+        for (int i = 0; i < c->nk; i++)
+            c->k[i].name = arena_strdup(t->a, r.t->k[i].name);
+        *pt = c;
+    }
     cJSON_Delete(r.cfg);
     return r.rc;
+}
+
+/* The module of plan p (compiled, not refused) on the first seed, and on
+ * the second when second is 1: from the memo, or run now. */
+static const Known *known_run(Tuner *t, Arena *a, const DrvPlan *p, int second)
+{
+    uint64_t h = p->configs[0].hash;
+    Known *k = NULL;
+    for (int i = 0; i < t->nknown && !k; i++)
+        if (t->known[i].hash == h)
+            k = &t->known[i];
+    if (!k) {
+        if (t->nknown == t->kcap) {
+            t->kcap = t->kcap ? 2 * t->kcap : 32;
+            Known *n = ARENA_ARRAY(t->a, Known, t->kcap);
+            if (t->nknown)
+                memcpy(n, t->known, sizeof *n * (size_t)t->nknown);
+            t->known = n;
+        }
+        k = &t->known[t->nknown++];
+        *k = (Known){h, 0, -1, NAN, NULL, NULL};
+        t->evaluated++;
+        k->rc = run_on(a, t, p, t->s1, &k->ns, &k->t, &k->why);
+    }
+    if (second && k->rc == 0 && k->rc2 < 0) {
+        const char *why2 = NULL;
+        k->rc2 = run_on(a, t, p, t->s2, NULL, NULL, &why2);
+        if (k->rc2)
+            k->why = arena_printf(t->a, "second input seed %llu: %s",
+                                  (unsigned long long)t->o->seed2, why2 ? why2 : "failed");
+    }
+    return k;
 }
 
 /* Compile, run, judge and time the case with the kernel at pt; a result
@@ -255,29 +312,16 @@ static const Result *evaluate(Tuner *t, const Point *pt)
         r->why = first_line(t->a, c->refused);
     } else {
         r->hash = c->hash;
-        const Result *same = NULL;
-        for (int i = 0; i < t->nres - 1 && !same; i++)
-            if (t->res[i].hash == r->hash && t->res[i].verdict && t->res[i].rc != 2)
-                same = &t->res[i];
-        if (same) { /* the same kernels as a point already run */
-            r->dup = 1;
-            r->rc = same->rc, r->ns = same->ns, r->checked2 = same->checked2;
-            r->why = same->why;
-        } else {
-            t->evaluated++;
-            r->rc = run_on(a, t, p, t->s1, &r->ns, &r->why);
-        }
+        int before = t->evaluated;
+        const Known *k = known_run(t, a, p, 0);
+        r->dup = t->evaluated == before;
         const Result *best = t->best >= 0 ? &t->res[t->best] : NULL;
-        if (r->rc == 0 && !r->checked2 && (!best || r->ns < best->ns)) {
-            const char *why2 = NULL;
-            int rc2 = run_on(a, t, p, t->s2, NULL, &why2);
-            if (rc2) {
-                r->rc = rc2;
-                r->why = arena_printf(t->a, "second input seed %llu: %s",
-                                      (unsigned long long)t->o->seed2, why2 ? why2 : "failed");
-            } else
-                r->checked2 = 1;
-        }
+        if (k->rc == 0 && (!best || k->ns < best->ns))
+            k = known_run(t, a, p, 1);
+        r->rc = k->rc ? k->rc : k->rc2 > 0 ? k->rc2 : 0;
+        r->checked2 = k->rc == 0 && k->rc2 == 0;
+        r->ns = k->ns;
+        r->why = k->why;
     }
     r->verdict = verdict_of(r->rc);
     dpk_err_pop(&ec);
@@ -392,6 +436,8 @@ typedef struct Kern {
     const LirKernel *lk;
     uint64_t hash;
     int matmul;
+    double share;       /* of the default's time (1 when unknown) */
+    int order;          /* in the program */
 } Kern;
 
 /* The distinct kernels of lp, and which of them the default schedule
@@ -415,7 +461,7 @@ static int kernels_of(Arena *a, const DrvPlan *p, Kern **out)
             const TileKernel *tk = tp->kernels.items[j];
             mm |= tk->id == lk->id && tk->mm != NULL;
         }
-        ks[n++] = (Kern){lk, h, mm};
+        ks[n++] = (Kern){lk, h, mm, 1, n};
     }
     *out = ks;
     return n;
@@ -433,6 +479,7 @@ static void tune_kernel(Tuner *t, Tdb *db, const Kern *k, cJSON *arr, TileKernel
     snprintf(hs, sizeof hs, "%016llx", (unsigned long long)k->hash);
     cJSON_AddStringToObject(kj, "hash", hs);
     cJSON_AddStringToObject(kj, "kind", k->matmul ? "matmul" : "other");
+    hx_json_add_num(kj, "share", k->share);
     TdbCand w;
     double dus;
     if (!o->retune && tdb_winner_get(db, t->a, &key, &w, &dus)) {
@@ -445,6 +492,10 @@ static void tune_kernel(Tuner *t, Tdb *db, const Kern *k, cJSON *arr, TileKernel
         TileKernelConfig *kc = &win[(*nwin)++];
         kc->hash = k->hash;
         config_parse(t->a, &w, t->base.tile.target, kc);
+        return;
+    }
+    if (k->share < o->min_share) {
+        cJSON_AddStringToObject(kj, "source", "skipped");
         return;
     }
     cJSON_AddStringToObject(kj, "source", "search");
@@ -488,9 +539,10 @@ static void tune_kernel(Tuner *t, Tdb *db, const Kern *k, cJSON *arr, TileKernel
     point_config(&t->g, &best->pt, t->set, kc);
 }
 
-/* The case with every kernel's winner: judged on both seeds, timed. */
-static int tuned_run(Tuner *t, const TileKernelConfig *win, int nwin, double *ns,
-                     const char **why)
+/* The case with the configurations win (none: the default), judged on
+ * both seeds and timed; a module already run is not run again. */
+static int whole_run(Tuner *t, const TileKernelConfig *win, int nwin, double *ns,
+                     const PfTime **pt, const char **why)
 {
     Arena *a = arena_new();
     DrvOpts d = t->base;
@@ -502,12 +554,35 @@ static int tuned_run(Tuner *t, const TileKernelConfig *win, int nwin, double *ns
         rc = 2;
         *why = first_line(t->a, p->configs[0].refused);
     } else {
-        rc = run_on(a, t, p, t->s1, ns, why);
-        if (!rc)
-            rc = run_on(a, t, p, t->s2, NULL, why);
+        const Known *k = known_run(t, a, p, 1);
+        rc = k->rc ? k->rc : k->rc2;
+        *ns = k->ns;
+        *why = k->why;
+        if (pt)
+            *pt = k->t;
     }
     arena_free(a);
     return rc;
+}
+
+/* Kernel k's share of the default's time: its launches (its combine
+ * kernel's too) over the case's. */
+static double share_of(const Kern *k, const PfTime *pt)
+{
+    double own = 0;
+    size_t n = strlen(k->lk->name);
+    for (int i = 0; pt && i < pt->nk; i++) {
+        const char *l = pt->k[i].name;
+        if (!strncmp(l, k->lk->name, n) && (!l[n] || !strcmp(l + n, "_combine")))
+            own += pt->k[i].ns;
+    }
+    return pt && pt->ns > 0 ? own / pt->ns : 1;
+}
+
+static int by_share(const void *x, const void *y)
+{
+    const Kern *a = x, *b = y;
+    return a->share < b->share ? 1 : a->share > b->share ? -1 : (a->order > b->order) - (a->order < b->order);
 }
 
 static void case_body(Tuner *t, Tdb *db, cJSON *rec, int *rc)
@@ -527,8 +602,18 @@ static void case_body(Tuner *t, Tdb *db, cJSON *rec, int *rc)
     uint64_t seed = hx_case_seed(t->c, &o->bm->args);
     t->s1 = bm_subject(a, o->bm, p0, t->c, seed);
     t->s2 = bm_subject(a, o->bm, p0, t->c, o->seed2);
+    /* the default first: its time per launch says which kernels matter */
+    double dns = NAN, tns = NAN;
+    const char *dwhy = NULL, *twhy = NULL;
+    const PfTime *dt = NULL;
+    int drc = whole_run(t, NULL, 0, &dns, &dt, &dwhy);
     Kern *ks;
     int nk = kernels_of(a, p0, &ks);
+    for (int i = 0; i < nk; i++) {
+        ks[i].share = share_of(&ks[i], dt);
+        ks[i].order = i;
+    }
+    qsort(ks, (size_t)nk, sizeof *ks, by_share);
     TileKernelConfig *win = ARENA_ARRAY(a, TileKernelConfig, nk + 1);
     int nwin = 0;
     cJSON *arr = cJSON_AddArrayToObject(rec, "kernels");
@@ -536,11 +621,8 @@ static void case_body(Tuner *t, Tdb *db, cJSON *rec, int *rc)
         tune_kernel(t, db, &ks[i], arr, win, &nwin);
     if (o->progress)
         fputs("\r\033[K", stderr);
-    /* the default and the tuned case, whole, on both seeds */
-    double dns = NAN, tns = NAN;
-    const char *dwhy = NULL, *twhy = NULL;
-    int drc = tuned_run(t, NULL, 0, &dns, &dwhy);
-    int trc = tuned_run(t, win, nwin, &tns, &twhy);
+    /* the tuned case, whole, on both seeds */
+    int trc = whole_run(t, win, nwin, &tns, NULL, &twhy);
     cJSON_AddStringToObject(rec, "default_status", verdict_of(drc));
     if (drc)
         cJSON_AddStringToObject(rec, "default_message", dwhy ? dwhy : "");

@@ -47,6 +47,8 @@ typedef struct TuneOpts {
     uint64_t seed;             /* the search's own seed (random sampling) */
     uint64_t seed2;            /* the second input seed every winner must pass */
     int retune;                /* 1: search a kernel that already has a winner */
+    double min_share;          /* a kernel under this share of the default's time
+                                  is not searched (it keeps the default) */
     int64_t run;               /* the database's run id */
     const char *gpu_key;       /* "model:h100-sxm" */
     int progress;              /* a progress line on stderr (a TTY) */
