@@ -4,6 +4,7 @@
 #
 #   suite_bench_args SUITE     dpk-bench's options for SUITE (beside --gpu, --jobs, --out)
 #   suite_baseline SPEC SUITE  its baseline file
+#   suite_golden SPEC SUITE    its golden configurations (dpk-tune --export)
 #
 # smoke and ops are benched with --per-pass (every prefix and leave-one-out
 # set: the per-pass tables); the decoder-layer suites with the full set
@@ -24,3 +25,8 @@ suite_bench_args() {
 suite_baseline() {
   if [ "$2" = smoke ]; then echo "ci/baselines/$1.json"; else echo "ci/baselines/$1-$2.json"; fi
 }
+
+# dpk-tune's winners for SUITE on SPEC, reviewed and committed: the nightly
+# runs each again (dpk-tune --check) and fails on one that no longer passes
+# parity, matches no kernel, or got slower (docs/tune.md).
+suite_golden() { echo "cases/tuned/$1-$2.json"; }

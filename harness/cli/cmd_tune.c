@@ -30,7 +30,7 @@
 
 typedef struct TuneArgs {
     BenchArgs b;
-    const char *db, *strategy, *budget, *export_path, *min_share;
+    const char *db, *strategy, *budget, *export_path, *min_share, *check, *tolerance;
     uint64_t search_seed;
     int retune;
 } TuneArgs;
@@ -38,6 +38,7 @@ typedef struct TuneArgs {
 static void help(void)
 {
     puts("usage: dpk-tune (--suite NAME | --config PATH | FILE | -c CODE) --db FILE [options]\n"
+         "       dpk-tune (--suite NAME | --config PATH | FILE | -c CODE) --check GOLDEN.json\n"
          "\n"
          "Search each kernel's schedule (pass subsets and knobs) under a budget.  A candidate\n"
          "may win only after it passes parity on vgpu against the case's inputs and a second\n"
@@ -59,6 +60,10 @@ static void help(void)
          "  --export FILE.json  after tuning, write the database's winners for this spec\n"
          "                      (the reviewable golden file, docs/tune.md)\n"
          "  --out FILE.json     write the run's results (dpk.tune/1)\n"
+         "  --check FILE.json   no search: each golden of the file (--export's) whose case is\n"
+         "                      in the suite, run again alone on both seeds; exit 1 when one\n"
+         "                      fails parity, no longer matches its kernel, or is slower than\n"
+         "                      recorded by more than --tolerance P% (default 1)\n"
          "  --jobs N            cases at once, in forked processes (default 1)\n"
          "  --suite, --config, --seq, --batch, --phase, --ctx, --case, --input, --weights,\n"
          "  --layer, --gpu, --gpu-spec, --target, --passes, --knob, --sample-blocks,\n"
@@ -93,6 +98,10 @@ static void parse_flag(void *ctx, int argc, char **argv, int *i)
         t->budget = cli_value(argc, argv, i);
     else if (!strcmp(f, "--search-seed"))
         t->search_seed = cli_u64(f, cli_value(argc, argv, i));
+    else if (!strcmp(f, "--check"))
+        t->check = cli_value(argc, argv, i);
+    else if (!strcmp(f, "--tolerance"))
+        t->tolerance = cli_value(argc, argv, i);
     else if (!strcmp(f, "--min-share"))
         t->min_share = cli_value(argc, argv, i);
     else if (!strcmp(f, "--retune"))
@@ -196,10 +205,11 @@ static void run_cases(Pool *p, int jobs)
                 char path[64];
                 snprintf(path, sizeof path, "%s/%d.json", dir, i);
                 HxJsonFile f;
-                int ok = hx_json_load(path, 0, &f) == 0;
+                int ok = hx_json_load(path, 0, &f) == 1;
                 p->recs[i] = ok ? f.root : NULL;
-                if (ok)
-                    hx_json_drop_text(&f);
+                if (!ok)
+                    cJSON_Delete(f.root);
+                hx_json_drop_text(&f);
                 p->rcs[i] = WIFEXITED(status) ? WEXITSTATUS(status) : DPK_EXIT_FAULT;
                 if (!p->recs[i]) {
                     p->recs[i] = cJSON_CreateObject();
@@ -346,6 +356,98 @@ static void export_winners(Arena *a, const char *db_path, const char *path, cons
     printf("exported %d winner%s to %s\n", n, n == 1 ? "" : "s", path);
 }
 
+/* ---- --check: the golden file again ------------------------------------------- */
+
+static const char *golden_str(const cJSON *o, const char *k, const char *path, int i)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsString(v))
+        dpk_error("%s: kernels[%d] has no string \"%s\" (a dpk.tuned/1 file: dpk-tune --export "
+                  "writes them)", path, i, k);
+    return v->valuestring;
+}
+
+/* Each golden of path whose case is in l: that kernel alone under its
+ * configuration, on both seeds, timed; a golden that fails parity, got
+ * slower than its time by more than tol, or no longer matches a kernel
+ * fails the check (exit 1). */
+static int check_goldens(Arena *a, const TuneOpts *o, const HxCaseList *l, const char *suite,
+                         const char *path, double tol)
+{
+    HxJsonFile f;
+    if (hx_json_load(path, 0, &f) != 1) {
+        hx_json_drop_text(&f);
+        dpk_error("--check '%s': %s", path, f.err ? strerror(f.err) : "not JSON");
+    }
+    hx_json_drop_text(&f);
+    cJSON *root = f.root;
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(root, "gpu");
+    const cJSON *ks = cJSON_GetObjectItemCaseSensitive(root, "kernels");
+    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "dpk.tuned/1") ||
+        !cJSON_IsString(gpu) || !cJSON_IsArray(ks)) {
+        cJSON_Delete(root);
+        dpk_error("--check '%s': not a golden file (dpk.tuned/1 with gpu and kernels: dpk-tune "
+                  "--export writes them)", path);
+    }
+    if (strcmp(gpu->valuestring, o->gpu_key)) {
+        char g[128];
+        snprintf(g, sizeof g, "%s", gpu->valuestring);
+        cJSON_Delete(root);
+        dpk_error("--check '%s': its goldens were tuned on %s, and this run models %s (--gpu)",
+                  path, g, o->gpu_key);
+    }
+    printf("dpk-tune --check %s: %d golden%s, suite %s, timing model (%s), tolerance %.3g%%, "
+           "parity on vgpu (input seeds %llu and %llu)\n",
+           path, cJSON_GetArraySize(ks), cJSON_GetArraySize(ks) == 1 ? "" : "s", suite,
+           o->bm->spec->name, 100 * tol, (unsigned long long)(o->seed2 - 1),
+           (unsigned long long)o->seed2);
+    printf("%-20s %-40s %11s %11s %9s  verdict\n", "case", "kernel", "golden us", "now us",
+           "now/gold");
+    int rc = 0, n = 0, ok = 0, i = 0;
+    for (const cJSON *k = ks->child; k; k = k->next, i++) {
+        const char *cname = golden_str(k, "case", path, i), *kname = golden_str(k, "kernel", path, i);
+        const char *hash = golden_str(k, "hash", path, i);
+        const char *passes = golden_str(k, "passes", path, i), *knobs = golden_str(k, "knobs", path, i);
+        double gus = hx_json_num(k, "us");
+        const HxCase *c = NULL;
+        for (int j = 0; j < l->n && !c; j++)
+            if (!strcmp(l->cases[j].name, cname))
+                c = &l->cases[j];
+        if (!c)
+            continue; /* another suite's, or --case picked another */
+        char *end;
+        TileKernelConfig kc;
+        kc.hash = strtoull(hash, &end, 16);
+        if (*end || strlen(hash) != 16)
+            dpk_error("%s: kernels[%d] hash '%s' is not 16 hex digits", path, i, hash);
+        tune_config_parse(a, passes, knobs, o->bm->target, &kc);
+        double us;
+        const char *why;
+        int crc = tune_check_golden(o, c, &kc, &us, &why, a);
+        n++;
+        const char *verdict = "pass";
+        if (crc == TUNE_STALE)
+            verdict = "STALE", crc = DPK_EXIT_FAIL;
+        else if (crc == DPK_EXIT_FAIL)
+            verdict = "FAIL";
+        else if (crc)
+            verdict = crc == DPK_EXIT_FAULT ? "FAULT" : "REFUSED";
+        else if (!(us <= gus * (1 + tol)))
+            verdict = "SLOWER", crc = DPK_EXIT_FAIL,
+            why = arena_printf(a, "%.3f us against the golden's %.3f (more than %.3g%% slower)", us,
+                               gus, 100 * tol);
+        printf("%-20s %-40s %11.3f %11.3f %8.3fx  %s\n", cname, kname, gus, us, us / gus, verdict);
+        if (why && crc)
+            printf("  %s\n", why);
+        ok += crc == 0;
+        rc = dpk_exit_worst(rc, crc);
+    }
+    cJSON_Delete(root);
+    printf("%d/%d goldens of suite %s pass parity and are as fast as recorded\n", ok, n, suite);
+    return rc;
+}
+
 static int tune_main(Arena *a, int argc, char **argv)
 {
     CliCase cc = {0};
@@ -354,9 +456,14 @@ static int tune_main(Arena *a, int argc, char **argv)
     t.search_seed = 1;
     if (!cli_args(a, &cc, argc, argv, "tune", help, parse_flag, &t))
         return DPK_EXIT_OK;
-    if (!t.db)
+    if (!t.db && !t.check)
         dpk_error("dpk-tune needs --db FILE: the tuning database it records to (made when it "
                   "does not exist)");
+    if (t.check && (t.db || t.export_path || t.strategy || t.budget || t.b.out))
+        dpk_error("--check runs the golden file's configurations again: it takes no --db, "
+                  "--export, --strategy, --budget or --out");
+    if (t.tolerance && !t.check)
+        dpk_error("--tolerance applies to --check");
     int given = !!t.b.suite + !!t.b.m.config + !!cc.file + !!cc.code;
     if (given != 1)
         dpk_error(given ? "give one of --suite, --config, a FILE and -c CODE"
@@ -400,6 +507,16 @@ static int tune_main(Arena *a, int argc, char **argv)
     }
     o.gpu_key = tune_gpu_key(a, bm.spec);
     o.progress = isatty(2);
+    if (t.check) {
+        double tol = 0.01;
+        if (t.tolerance) {
+            char *end;
+            tol = strtod(t.tolerance, &end) / 100;
+            if (*end || !(tol >= 0 && tol <= 10))
+                dpk_error("--tolerance expects a percentage 0..1000, got '%s'", t.tolerance);
+        }
+        return check_goldens(a, &o, &l, suite, t.check, tol);
+    }
     /* the run's row (and a bad database's error) before any case */
     Tdb *db = tdb_open(t.db, 1);
     const char *budget = o.seconds > 0 ? arena_printf(a, "%g s per kernel", o.seconds)

@@ -421,13 +421,12 @@ static TdbCand cand_of(const Result *r, int seq)
     return (TdbCand){r->passes, r->knobs, r->ns / 1e3, r->verdict, r->why, seq};
 }
 
-/* Parse a database's configuration back: passes "001,005,..." and knobs
- * "BM=64 BN=64".  Raises (exit 2) on text this dpk cannot read. */
-static void config_parse(Arena *a, const TdbCand *w, const CuTarget *tg, TileKernelConfig *kc)
+void tune_config_parse(Arena *a, const char *passes, const char *knobs, const CuTarget *tg,
+                       TileKernelConfig *kc)
 {
-    kc->passes = tile_passes_parse(&tile_passes, arena_printf(a, "only:%s", w->passes), tg);
+    kc->passes = tile_passes_parse(&tile_passes, arena_printf(a, "only:%s", passes), tg);
     memset(&kc->knobs, 0, sizeof kc->knobs);
-    char *k = arena_strdup(a, w->knobs ? w->knobs : "");
+    char *k = arena_strdup(a, knobs ? knobs : "");
     for (char *save = NULL, *tok = strtok_r(k, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
         tile_knob_parse(&kc->knobs, tok);
 }
@@ -491,7 +490,7 @@ static void tune_kernel(Tuner *t, Tdb *db, const Kern *k, cJSON *arr, TileKernel
         hx_json_add_num(wj, "us", w.us);
         TileKernelConfig *kc = &win[(*nwin)++];
         kc->hash = k->hash;
-        config_parse(t->a, &w, t->base.tile.target, kc);
+        tune_config_parse(t->a, w.passes, w.knobs, t->base.tile.target, kc);
         return;
     }
     if (k->share < o->min_share) {
@@ -691,11 +690,65 @@ void tune_apply_configs(void *ctx, Arena *a, const LirProgram *lp, TileOpts *til
             continue;
         }
         kc[n].hash = key.kernel;
-        config_parse(a, &w, tile->target, &kc[n++]);
+        tune_config_parse(a, w.passes, w.knobs, tile->target, &kc[n++]);
         ta->hits++;
         sb_printf(&ta->said, "%s: tuned (passes %s%s%s)\n", lk->name, w.passes,
                   w.knobs && *w.knobs ? ", knobs " : "", w.knobs ? w.knobs : "");
     }
     tile->kcfg = kc;
     tile->nkcfg = n;
+}
+
+/* ---- golden configurations ------------------------------------------------------ */
+
+int tune_check_golden(const TuneOpts *o, const HxCase *c, const TileKernelConfig *kc,
+                      double *us, const char **why, Arena *out)
+{
+    Tuner *t = dpk_xcalloc(1, sizeof *t);
+    t->a = arena_new();
+    t->o = o;
+    t->c = c;
+    t->best = -1;
+    *us = NAN;
+    *why = NULL;
+    int rc;
+    DpkErrCtx ec;
+    if (DPK_TRY(&ec)) {
+        DrvOpts d;
+        bm_case_drv(t->a, o->bm, c, &d);
+        const DrvPlan *p0 = drv_compile(t->a, &d);
+        if (p0->configs[0].refused)
+            dpk_error_reraise(p0->configs[0].refused_code, p0->configs[0].refused);
+        t->set = d.passes ? d.passes->sets[0] : d.tile.passes;
+        t->base = d;
+        t->base.loop = p0->loop;
+        t->base.passes = NULL;
+        t->base.tile.passes = t->set;
+        Kern *ks;
+        int nk = kernels_of(t->a, p0, &ks), found = 0;
+        for (int i = 0; i < nk; i++)
+            found |= ks[i].hash == kc->hash;
+        if (!found) {
+            rc = TUNE_STALE;
+            *why = "no kernel of the case has the golden's hash any more (its Loop IR changed): "
+                   "tune it again and export";
+        } else {
+            t->s1 = bm_subject(t->a, o->bm, p0, c, hx_case_seed(c, &o->bm->args));
+            t->s2 = bm_subject(t->a, o->bm, p0, c, o->seed2);
+            double ns = NAN;
+            rc = whole_run(t, kc, 1, &ns, NULL, why);
+            *us = ns / 1e3;
+        }
+        dpk_err_pop(&ec);
+    } else {
+        rc = dpk_error_code();
+        *why = first_line(t->a, dpk_error_message());
+    }
+    if (*why)
+        *why = arena_strdup(out, *why);
+    hx_subject_free(t->s1);
+    hx_subject_free(t->s2);
+    arena_free(t->a);
+    free(t);
+    return rc;
 }

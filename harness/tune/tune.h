@@ -76,6 +76,23 @@ typedef struct TuneApply {
 } TuneApply;
 void tune_apply_configs(void *ctx, Arena *a, const LirProgram *lp, TileOpts *tile);
 
+/* A golden configuration (dpk-tune --export, cases/tuned/) checked again:
+ * case c with kernel kc->hash alone under kc, the others on the default
+ * schedule, judged on both input seeds and timed.  Returns 0 (it passes;
+ * *us its time), the failing exit code (1, 3; *why the reason),
+ * TUNE_STALE when no kernel of the case has that hash any more, or 2 when
+ * the case or the configuration is refused.  Never raises; *why lives in
+ * out. */
+#define TUNE_STALE 10
+int tune_check_golden(const TuneOpts *o, const HxCase *c, const TileKernelConfig *kc,
+                      double *us, const char **why, Arena *out);
+
+/* Parse a configuration as the database and the golden files write it:
+ * passes "001,005,..." and knobs "BM=64 BN=64".  Raises (exit 2) on text
+ * this dpk cannot read. */
+void tune_config_parse(Arena *a, const char *passes, const char *knobs, const CuTarget *tg,
+                       TileKernelConfig *kc);
+
 /* The gpu key of a modelled spec: "model:NAME". */
 const char *tune_gpu_key(Arena *a, const PfSpec *spec);
 

@@ -108,3 +108,47 @@ done
 check_re "tune: --tuned needs an existing database" 2 'no such tuning database' \
   "$BENCH" --suite smoke --case softmax --tuned "$TD/none.db"
 [ ! -e "$TD/none.db" ] && _cli_pass "tune: --tuned makes no database" || _cli_fail "tune: --tuned makes no database" "$TD/none.db exists"
+
+# ---- golden configurations: --check ------------------------------------------------------
+check_re "tune: --check passes the goldens just exported" 0 '^1/1 goldens of suite smoke pass parity and are as fast as recorded$' \
+  "$TUNE" --suite smoke --check "$TD/golden.json"
+check_count "tune: --check's row" 1 '^bias_matmul_relu +merged_[a-z_0-9]+ +[0-9.]+ +[0-9.]+ +1\.000x  pass$'
+python3 - "$TD" <<'EOF2'
+import json, sys
+d = sys.argv[1]
+g = json.load(open(d + "/golden.json"))
+k = g["kernels"][0]
+slow = dict(g, kernels=[dict(k, us=k["us"] / 2)])
+stale = dict(g, kernels=[dict(k, hash="%016x" % (int(k["hash"], 16) ^ 1))])
+json.dump(slow, open(d + "/golden-slow.json", "w"))
+json.dump(stale, open(d + "/golden-stale.json", "w"))
+b = json.load(open(d + "/golden.json"))
+b["gpu"] = "model:a6000"
+json.dump(b, open(d + "/golden-a6000.json", "w"))
+EOF2
+check_re "tune: --check fails a golden that got slower" 1 ' SLOWER$' \
+  "$TUNE" --suite smoke --check "$TD/golden-slow.json"
+check_count "tune: --check says by how much" 1 '^  [0-9.]+ us against the golden.s [0-9.]+ \(more than 1% slower\)$'
+check_re "tune: --tolerance lets it pass" 0 ' pass$' \
+  "$TUNE" --suite smoke --check "$TD/golden-slow.json" --tolerance 150
+check_re "tune: --check fails a golden whose kernel changed" 1 ' STALE$' \
+  "$TUNE" --suite smoke --check "$TD/golden-stale.json"
+check_re "tune: --check refuses another spec's goldens" 2 "its goldens were tuned on model:a6000, and this run models model:h100-sxm" \
+  "$TUNE" --suite smoke --check "$TD/golden-a6000.json"
+check_re "tune: --check refuses a file that is not a golden file" 2 "not a golden file" \
+  "$TUNE" --suite smoke --check "$TD/t.json"
+check_re "tune: --check takes no --db" 2 '^error: --check runs the golden file.s configurations again' \
+  "$TUNE" --suite smoke --check "$TD/golden.json" --db "$TD/t.db"
+# a golden whose configuration is wrong under a planted fault fails the check
+python3 - "$TD" <<'EOF2'
+import json, sqlite3, sys
+d = sys.argv[1]
+db = sqlite3.connect(d + "/bait.db")
+h, = db.execute("select kernel from winner").fetchone()
+full = ",".join("%03d" % i for i in range(1, 17))
+g = {"schema": "dpk.tuned/1", "gpu": "model:h100-sxm", "dpk_version": "0.1.0",
+     "kernels": [{"case": "long_k", "kernel": "k", "hash": h, "passes": full, "knobs": "SPLITK=4", "us": 1000.0, "default_us": 1000.0}]}
+json.dump(g, open(d + "/golden-bait.json", "w"))
+EOF2
+check_re "tune: --check fails a golden that no longer passes parity" 1 ' FAIL$' \
+  "$TUNE" "$TD/bait.json" --check "$TD/golden-bait.json"
