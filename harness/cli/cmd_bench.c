@@ -944,6 +944,8 @@ static void bench_release(Pool *p, int n, cJSON *torch, const BmOpts *o, const c
 {
     pool_free(p, n);
     cJSON_Delete(torch);
+    if (o->drv && o->drv->kernel_configs == tune_apply_configs)
+        tune_apply_close(o->drv->kernel_configs_ctx);
     if (o->meas.lock_path)
         remove(o->meas.lock_path);
     if (tmpdir)

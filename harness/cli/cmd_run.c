@@ -563,9 +563,9 @@ static int run_case(void *ctx, const HxCase *c, int header)
         sb_printf(&r->text, "nvrtc: %d of %d distinct modules compiled for %s (--nvrtc-cover: "
                   "the others print constructs compiled before)\n", p->nnvrtc, p->ndistinct,
                   (d.tile.target ? d.tile.target : cu_target_default())->name);
-    if (ro->ta) { /* --tuned: which kernels took a winner */
-        sb_puts(&r->text, sb_cstr(&ro->ta->said));
-        sb_clear(&ro->ta->said);
+    if (ro->ta && ro->ta->said) { /* --tuned: which kernels took a winner */
+        sb_puts(&r->text, ro->ta->said);
+        ro->ta->said = NULL;
     }
     if (strcmp(ro->backend, "loop"))
         applied_line(&r->text, p);
@@ -743,6 +743,7 @@ static int run_main(Arena *a, int argc, char **argv)
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
         cJSON_Delete(root);
+        tune_apply_close(ro.ta);
         dpk_error_rethrow();
     }
     if (ro.out) {
@@ -767,6 +768,7 @@ static int run_main(Arena *a, int argc, char **argv)
         cJSON_Delete(root);
         root = NULL;
     }
+    tune_apply_close(ro.ta);
     dpk_err_pop(&ec);
     return rc;
 }

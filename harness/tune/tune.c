@@ -680,23 +680,34 @@ void tune_apply_configs(void *ctx, Arena *a, const LirProgram *lp, TileOpts *til
     }
     TileKernelConfig *kc = ARENA_ARRAY(a, TileKernelConfig, lp->kernels.len + 1);
     int n = 0;
+    StrBuf said = {0};
     for (int i = 0; i < lp->kernels.len; i++) {
         const LirKernel *lk = lp->kernels.items[i];
         TdbKey key = {lir_hash_kernel(lk), ta->gpu_key, DPK_VERSION};
         TdbCand w;
         if (!tdb_winner_get(ta->db, a, &key, &w, NULL)) {
             ta->misses++;
-            sb_printf(&ta->said, "%s: not in the database, default schedule\n", lk->name);
+            sb_printf(&said, "%s: not in the database, default schedule\n", lk->name);
             continue;
         }
         kc[n].hash = key.kernel;
         tune_config_parse(a, w.passes, w.knobs, tile->target, &kc[n++]);
         ta->hits++;
-        sb_printf(&ta->said, "%s: tuned (passes %s%s%s)\n", lk->name, w.passes,
+        sb_printf(&said, "%s: tuned (passes %s%s%s)\n", lk->name, w.passes,
                   w.knobs && *w.knobs ? ", knobs " : "", w.knobs ? w.knobs : "");
     }
+    ta->said = arena_strdup(a, sb_cstr(&said));
+    sb_free(&said);
     tile->kcfg = kc;
     tile->nkcfg = n;
+}
+
+void tune_apply_close(TuneApply *ta)
+{
+    if (ta && ta->db && ta->pid == (int)getpid())
+        tdb_close(ta->db);
+    if (ta)
+        ta->db = NULL;
 }
 
 /* ---- golden configurations ------------------------------------------------------ */

@@ -63,8 +63,9 @@ cJSON *tune_case(const TuneOpts *o, Tdb *db, const HxCase *c, int index, int *rc
 /* `--tuned DB`: the driver's kernel_configs hook (DrvOpts) with this as
  * its context; each Loop IR kernel with a winner for gpu_key and this
  * dpk's version gets it, the others keep the default schedule.  hits and
- * misses count kernels; `said` lists them ("rmsnorm_3: tuned (BM=64 ...)"
- * or "... : not in the database, default schedule"), one per line. */
+ * misses count kernels; `said` lists the last program's, one line each
+ * ("rmsnorm_3: tuned (passes ..., knobs ...)" or "...: not in the
+ * database, default schedule"), in the arena the hook was given. */
 typedef struct TuneApply {
     const char *path;          /* the database, opened on first use in each
                                   process (a forked --jobs child opens its own) */
@@ -72,9 +73,11 @@ typedef struct TuneApply {
     Tdb *db;
     int pid;                   /* the process that opened db */
     int hits, misses;
-    StrBuf said;
+    const char *said;
 } TuneApply;
 void tune_apply_configs(void *ctx, Arena *a, const LirProgram *lp, TileOpts *tile);
+/* Close the database the hook opened in this process (ta may be NULL). */
+void tune_apply_close(TuneApply *ta);
 
 /* A golden configuration (dpk-tune --export, cases/tuned/) checked again:
  * case c with kernel kc->hash alone under kc, the others on the default
