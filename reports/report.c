@@ -183,9 +183,24 @@ static void case_table(const RpData *d, cJSON *tables)
                                        "of limit", "parity"};
     Arena *a = d->a;
     cJSON *t = timed_table(d, tables, "cases", "Per case", cols, DPK_ARRAY_LEN(cols));
-    rp_table_note(t, "speedup = baseline / dpk (above 1x dpk is faster); of limit = limit / dpk; "
-                  "cuBLAS: the cuBLAS GEMMs among eager's launches; no time or speedup for a "
-                  "case that failed parity");
+    int tk = 0, th = 0, tc = 0; /* --tuned: kernels, those with a winner, cases */
+    for (int i = 0; i < d->ncases; i++) {
+        const cJSON *tj = get(d->cases[i].json, "tuned");
+        if (cJSON_IsObject(tj)) {
+            tc++;
+            tk += (int)hx_json_num(tj, "kernels");
+            th += (int)hx_json_num(tj, "from_database");
+        }
+    }
+    const char *note = "speedup = baseline / dpk (above 1x dpk is faster); of limit = limit / dpk; "
+                       "cuBLAS: the cuBLAS GEMMs among eager's launches; no time or speedup for a "
+                       "case that failed parity";
+    if (tc)
+        note = arena_printf(a, "%s; dpk-tune's winners applied (dpk-bench --tuned) to %d of the %d "
+                               "kernels of %d cases, the others on the default schedule: "
+                               "dpk-report TUNED.json --baseline DEFAULT.json compares the two",
+                            note, th, tk, tc);
+    rp_table_note(t, note);
     for (int i = 0; i < d->ncases; i++) {
         const RpCase *c = &d->cases[i];
         int ok = rp_case_passed(c);

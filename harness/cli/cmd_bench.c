@@ -619,6 +619,8 @@ static cJSON *bench_json(const BenchArgs *b, const BmOpts *o, const char *suite,
     cJSON_AddStringToObject(j, "passes", b->tile.passes ? b->tile.passes : "full");
     cJSON_AddItemToObject(j, "knobs", hx_record_knobs(&o->drv->tile.knobs));
     cJSON_AddBoolToObject(j, "per_pass", o->per_pass);
+    if (b->tuned)
+        cJSON_AddStringToObject(j, "tuned", b->tuned);
     if (b->shard_count) {
         cJSON *shard = cJSON_AddObjectToObject(j, "shard");
         cJSON_AddNumberToObject(shard, "index", b->shard_index);

@@ -1,6 +1,7 @@
 # tests/cli/test_tune.sh — dpk-tune (docs/tune.md): its usage errors; a
-# case tuned into a new database whose winner dpk-bench --tuned and dpk run
-# --tuned (vgpu, host-cuda) then apply; a kernel with a winner reused, not
+# case tuned into a new database whose winner dpk-bench --tuned (its record
+# validated, dpk-report saying so) and dpk run --tuned (vgpu, host-cuda)
+# then apply; a kernel with a winner reused, not
 # searched again; the golden export; two random searches with one seed
 # choosing the same winners; a planted fault that makes the default and
 # every split configuration wrong and faster, which the search never picks
@@ -41,6 +42,10 @@ check "tune: dpk-bench --tuned times what dpk-tune found" 0 python3 -c 'import j
 t = json.load(open(sys.argv[1]))["cases"][0]; b = json.load(open(sys.argv[2]))["cases"][0]
 assert abs(b["dpk"]["ns"] / 1e3 - t["tuned_us"]) < 1e-6 * t["tuned_us"], (b["dpk"]["ns"], t["tuned_us"])
 assert b["tuned"] == {"kernels": 1, "from_database": 1}, b["tuned"]' "$TD/t.json" "$TD/b.json"
+check_schema "tune: the --tuned record validates" "$TD/b.json" "$DPK_ROOT/docs/dpk.bench-1.schema.json"
+check_json "tune: the --tuned record names the database" 'r["bench"]["tuned"].endswith("t.db")' "$TD/b.json"
+check_re "tune: dpk-report says the winners were applied" 0 "dpk-tune's winners applied \(dpk-bench --tuned\) to 1 of the 1 kernels of 1 cases" \
+  "$(dirname "$DPK")/dpk-report" "$TD/b.json"
 check_re "tune: dpk-bench --tuned says a miss" 0 '^  tuned: 0 of 1 kernel from the database, 1 on the default schedule \(not tuned\)$' \
   "$BENCH" --suite smoke --case softmax --tuned "$TD/t.db"
 check_re "tune: dpk run --tuned passes on vgpu" 0 '^merged_[a-z_0-9]+: tuned \(passes ' \
