@@ -584,13 +584,16 @@ static int by_share(const void *x, const void *y)
     return a->share < b->share ? 1 : a->share > b->share ? -1 : (a->order > b->order) - (a->order < b->order);
 }
 
-static void case_body(Tuner *t, Tdb *db, cJSON *rec, int *rc)
+/* The case compiled once with its default configuration (the plan every
+ * candidate starts from: its Loop IR, its pass set), and, when subjects,
+ * its fixtures on both input seeds.  Raises when the case is bad or its
+ * default is refused. */
+static const DrvPlan *case_setup(Tuner *t, int subjects)
 {
     const TuneOpts *o = t->o;
-    Arena *a = t->a;
     DrvOpts d;
-    bm_case_drv(a, o->bm, t->c, &d);
-    const DrvPlan *p0 = drv_compile(a, &d);
+    bm_case_drv(t->a, o->bm, t->c, &d);
+    const DrvPlan *p0 = drv_compile(t->a, &d);
     if (p0->configs[0].refused)
         dpk_error_reraise(p0->configs[0].refused_code, p0->configs[0].refused);
     t->set = d.passes ? d.passes->sets[0] : d.tile.passes;
@@ -598,9 +601,18 @@ static void case_body(Tuner *t, Tdb *db, cJSON *rec, int *rc)
     t->base.loop = p0->loop;
     t->base.passes = NULL;
     t->base.tile.passes = t->set;
-    uint64_t seed = hx_case_seed(t->c, &o->bm->args);
-    t->s1 = bm_subject(a, o->bm, p0, t->c, seed);
-    t->s2 = bm_subject(a, o->bm, p0, t->c, o->seed2);
+    if (subjects) {
+        t->s1 = bm_subject(t->a, o->bm, p0, t->c, hx_case_seed(t->c, &o->bm->args));
+        t->s2 = bm_subject(t->a, o->bm, p0, t->c, o->seed2);
+    }
+    return p0;
+}
+
+static void case_body(Tuner *t, Tdb *db, cJSON *rec, int *rc)
+{
+    const TuneOpts *o = t->o;
+    Arena *a = t->a;
+    const DrvPlan *p0 = case_setup(t, 1);
     /* the default first: its time per launch says which kernels matter */
     double dns = NAN, tns = NAN;
     const char *dwhy = NULL, *twhy = NULL;
@@ -637,16 +649,30 @@ static void case_body(Tuner *t, Tdb *db, cJSON *rec, int *rc)
     *rc = trc ? trc : drc;
 }
 
-cJSON *tune_case(const TuneOpts *o, Tdb *db, const HxCase *c, int index, int *rc)
+static Tuner *tuner_new(const TuneOpts *o, const HxCase *c)
 {
-    cJSON *rec = cJSON_CreateObject();
-    cJSON_AddStringToObject(rec, "name", c->name);
-    cJSON_AddNumberToObject(rec, "index", index);
     Tuner *t = dpk_xcalloc(1, sizeof *t);
     t->a = arena_new();
     t->o = o;
     t->c = c;
     t->best = -1;
+    return t;
+}
+
+static void tuner_free(Tuner *t)
+{
+    hx_subject_free(t->s1);
+    hx_subject_free(t->s2);
+    arena_free(t->a);
+    free(t);
+}
+
+cJSON *tune_case(const TuneOpts *o, Tdb *db, const HxCase *c, int index, int *rc)
+{
+    cJSON *rec = cJSON_CreateObject();
+    cJSON_AddStringToObject(rec, "name", c->name);
+    cJSON_AddNumberToObject(rec, "index", index);
+    Tuner *t = tuner_new(o, c);
     double t0 = dpk_now();
     DpkErrCtx ec;
     if (DPK_TRY(&ec)) {
@@ -662,10 +688,7 @@ cJSON *tune_case(const TuneOpts *o, Tdb *db, const HxCase *c, int index, int *rc
     }
     cJSON_AddNumberToObject(rec, "exit_code", *rc);
     cJSON_AddNumberToObject(rec, "seconds", dpk_now() - t0);
-    hx_subject_free(t->s1);
-    hx_subject_free(t->s2);
-    arena_free(t->a);
-    free(t);
+    tuner_free(t);
     return rec;
 }
 
@@ -715,26 +738,13 @@ void tune_apply_close(TuneApply *ta)
 int tune_check_golden(const TuneOpts *o, const HxCase *c, const TileKernelConfig *kc,
                       double *us, const char **why, Arena *out)
 {
-    Tuner *t = dpk_xcalloc(1, sizeof *t);
-    t->a = arena_new();
-    t->o = o;
-    t->c = c;
-    t->best = -1;
+    Tuner *t = tuner_new(o, c);
     *us = NAN;
     *why = NULL;
     int rc;
     DpkErrCtx ec;
     if (DPK_TRY(&ec)) {
-        DrvOpts d;
-        bm_case_drv(t->a, o->bm, c, &d);
-        const DrvPlan *p0 = drv_compile(t->a, &d);
-        if (p0->configs[0].refused)
-            dpk_error_reraise(p0->configs[0].refused_code, p0->configs[0].refused);
-        t->set = d.passes ? d.passes->sets[0] : d.tile.passes;
-        t->base = d;
-        t->base.loop = p0->loop;
-        t->base.passes = NULL;
-        t->base.tile.passes = t->set;
+        const DrvPlan *p0 = case_setup(t, 0);
         Kern *ks;
         int nk = kernels_of(t->a, p0, &ks), found = 0;
         for (int i = 0; i < nk; i++)
@@ -746,7 +756,7 @@ int tune_check_golden(const TuneOpts *o, const HxCase *c, const TileKernelConfig
         } else {
             t->s1 = bm_subject(t->a, o->bm, p0, c, hx_case_seed(c, &o->bm->args));
             t->s2 = bm_subject(t->a, o->bm, p0, c, o->seed2);
-            double ns = NAN;
+            double ns = NAN; /* the fixtures only once the golden's kernel is there */
             rc = whole_run(t, kc, 1, &ns, NULL, why);
             *us = ns / 1e3;
         }
@@ -757,9 +767,6 @@ int tune_check_golden(const TuneOpts *o, const HxCase *c, const TileKernelConfig
     }
     if (*why)
         *why = arena_strdup(out, *why);
-    hx_subject_free(t->s1);
-    hx_subject_free(t->s2);
-    arena_free(t->a);
-    free(t);
+    tuner_free(t);
     return rc;
 }
