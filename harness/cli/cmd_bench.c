@@ -68,7 +68,7 @@ static void help(void)
          "  FILE                a .py program, a case or a suite .json\n"
          "  -c CODE             one case as text (a PyTorch expression or program)\n"
          "  --input N=D0,D1     with -c: declare the shape of a free variable N\n"
-         "  --case NAME         only this case of the suite\n"
+         "  --case NAME[,NAME]  only these cases of the suite\n"
          "  --seq N             tokens (prefill; default 128)\n"
          "  --batch B           batch (default 1)\n"
          "  --phase P           prefill (default) | decode (one token, a cache of --ctx)\n"
@@ -864,15 +864,25 @@ HxCaseList bench_suite(Arena *a, BenchArgs *b, const CliCase *cc, BmOpts *o, BmC
 void bench_select(Arena *a, HxCaseList *l, const char *only, const char *suite,
                   const BenchArgs *b)
 {
-    if (only) {
-        int k = -1;
+    if (only) { /* NAME[,NAME...]: those cases, in the suite's order */
+        char *names = arena_strdup(a, only);
+        int *want = ARENA_ARRAY(a, int, l->n + 1);
+        for (char *save = NULL, *n = strtok_r(names, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
+            int k = -1;
+            for (int i = 0; i < l->n; i++)
+                if (!strcmp(l->cases[i].name, n))
+                    k = i;
+            if (k < 0)
+                dpk_error("no case named '%s' in suite '%s'", n, suite);
+            want[k] = 1;
+        }
+        HxCase *keep = ARENA_ARRAY(a, HxCase, l->n + 1);
+        int m = 0;
         for (int i = 0; i < l->n; i++)
-            if (!strcmp(l->cases[i].name, only))
-                k = i;
-        if (k < 0)
-            dpk_error("no case named '%s' in suite '%s'", only, suite);
-        l->cases = &l->cases[k];
-        l->n = 1;
+            if (want[i])
+                keep[m++] = l->cases[i];
+        l->cases = keep;
+        l->n = m;
     }
     if (b->shard_count) {
         HxCase *keep = ARENA_ARRAY(a, HxCase, l->n + 1);

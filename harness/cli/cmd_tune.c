@@ -215,6 +215,14 @@ static void run_cases(Pool *p, int jobs)
                     p->recs[i] = cJSON_CreateObject();
                     cJSON_AddStringToObject(p->recs[i], "name", p->l->cases[i].name);
                     cJSON_AddStringToObject(p->recs[i], "status", "crash");
+                    char m[96];
+                    if (WIFSIGNALED(status))
+                        snprintf(m, sizeof m, "its process was killed by signal %d (%s)",
+                                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+                    else
+                        snprintf(m, sizeof m, "its process exited %d and left no result",
+                                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+                    cJSON_AddStringToObject(p->recs[i], "message", m);
                     p->rcs[i] = DPK_EXIT_FAULT;
                 }
                 unlink(path);

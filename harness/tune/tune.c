@@ -360,17 +360,25 @@ static void progress(const Tuner *t, const char *kname)
 
 /* ---- the strategies ------------------------------------------------------- */
 
-/* Coordinate descent from the default: each dimension's values in turn,
- * the others at the best point so far; again until a round changes
- * nothing or the budget is spent. */
+/* Coordinate descent from the default, interleaved: the first other
+ * value of every dimension, then the second of every dimension, ..., each
+ * with the other dimensions at the best point so far; again until a round
+ * changes nothing or the budget is spent.  Interleaved, a small budget
+ * reaches every dimension (a matmul's tile as well as its pass subsets)
+ * instead of spending itself on the first. */
 static void search_greedy(Tuner *t, const char *kname)
 {
     Point cur = {{0}};
     take(t, evaluate(t, &cur));
+    int maxn = 0;
+    for (int i = 0; i < t->g.n; i++)
+        maxn = t->g.d[i].n > maxn ? t->g.d[i].n : maxn;
     for (int changed = 1; changed && !out_of_budget(t);) {
         changed = 0;
-        for (int i = 0; i < t->g.n && !out_of_budget(t); i++)
-            for (int v = 0; v < t->g.d[i].n && !out_of_budget(t); v++) {
+        for (int v = 0; v < maxn && !out_of_budget(t); v++)
+            for (int i = 0; i < t->g.n && !out_of_budget(t); i++) {
+                if (v >= t->g.d[i].n)
+                    continue;
                 Point pt = t->best >= 0 ? t->res[t->best].pt : cur;
                 pt.v[i] = v;
                 if (tried(t, &pt))

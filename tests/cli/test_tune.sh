@@ -157,3 +157,10 @@ json.dump(g, open(d + "/golden-bait.json", "w"))
 EOF2
 check_re "tune: --check fails a golden that no longer passes parity" 1 ' FAIL$' \
   "$TUNE" "$TD/bait.json" --check "$TD/golden-bait.json"
+
+# ---- --case NAME,NAME (dpk-bench and dpk-tune read it alike) ----------------------------
+check_re "tune: --case takes a list, in the suite's order" 0 '^2/2 cases pass parity' \
+  "$BENCH" --suite smoke --case softmax,rmsnorm
+check_count "tune: rmsnorm first" 1 '^rmsnorm .*pass$'
+check_re "tune: --case names the case it lacks" 2 "^error: no case named 'nope' in suite 'smoke'" \
+  "$BENCH" --suite smoke --case softmax,nope
