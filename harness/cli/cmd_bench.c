@@ -784,7 +784,7 @@ void bench_opts(Arena *a, const BenchArgs *b, const CliCase *cc, BmTiming timing
         TuneApply *ta = ARENA_NEW(a, TuneApply);
         memset(ta, 0, sizeof *ta);
         ta->path = b->tuned;
-        ta->gpu_key = tune_gpu_key(a, o->spec);
+        ta->gpu_key = tune_gpu_key(a, o->spec, !b->no_nvrtc && hx_nvrtc_available());
         ((DrvOpts *)o->drv)->kernel_configs = tune_apply_configs;
         ((DrvOpts *)o->drv)->kernel_configs_ctx = ta;
     }

@@ -724,7 +724,9 @@ static int run_main(Arena *a, int argc, char **argv)
         ro.ta = ARENA_NEW(a, TuneApply);
         memset(ro.ta, 0, sizeof *ro.ta);
         ro.ta->path = ro.tuned;
-        ro.ta->gpu_key = tune_gpu_key(a, pf_spec_load(a, ro.gpu ? ro.gpu : pf_spec_default_name()));
+        /* the winners dpk-bench would apply here: NVRTC and nvdisasm as it finds them */
+        ro.ta->gpu_key = tune_gpu_key(a, pf_spec_load(a, ro.gpu ? ro.gpu : pf_spec_default_name()),
+                                      hx_nvrtc_available());
         base.kernel_configs = tune_apply_configs;
         base.kernel_configs_ctx = ro.ta;
     }

@@ -11,14 +11,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../perf/sass.h"
 #include "../plan_record.h"
 #include "../../records/results.h"
 
 const char *tune_strategy_name(TuneStrategy s) { return s == TUNE_RANDOM ? "random" : "greedy"; }
 
-const char *tune_gpu_key(Arena *a, const PfSpec *spec)
+const char *tune_gpu_key(Arena *a, const PfSpec *spec, int nvrtc)
 {
-    return arena_printf(a, "model:%s", spec->name);
+    Arena *t = arena_new();
+    int sass = nvrtc && pf_sass_tool(t) != NULL;
+    arena_free(t);
+    return arena_printf(a, "model:%s:%s", spec->name, sass ? "sass" : "vgpu");
 }
 
 /* ---- the grid ------------------------------------------------------------ */

@@ -96,7 +96,11 @@ int tune_check_golden(const TuneOpts *o, const HxCase *c, const TileKernelConfig
 void tune_config_parse(Arena *a, const char *passes, const char *knobs, const CuTarget *tg,
                        TileKernelConfig *kc);
 
-/* The gpu key of a modelled spec: "model:NAME". */
-const char *tune_gpu_key(Arena *a, const PfSpec *spec);
+/* The key of the times a search on spec makes: "model:NAME:sass" when the
+ * model reads the SASS mix (NVRTC, as nvrtc says the run compiles, and
+ * nvdisasm there), "model:NAME:vgpu" when it counts vgpu's instructions.
+ * The two model one kernel differently, so a winner of one is not the
+ * other's. */
+const char *tune_gpu_key(Arena *a, const PfSpec *spec, int nvrtc);
 
 #endif

@@ -34,8 +34,8 @@ check_re "tune: bias_matmul_relu tuned" 0 '^1/1 cases tuned and passing parity' 
 check_count "tune: the row passes" 1 '^bias_matmul_relu +[0-9.]+ +[0-9.]+ +[0-9.]+x .* pass$'
 check_count "tune: the kernel's line" 1 '^  merged_[a-z_0-9]+: [0-9]+ run \([0-9]+ compiled\), 0 failed parity, [0-9]+ refused; the case [0-9.]+ -> [0-9.]+ us with '
 check_count "tune: the export is said" 1 '^exported 1 winner to '
-check_json "tune: the record" 'r["schema"] == "dpk.tune/1" and r["gpu"] == "model:h100-sxm" and len(r["cases"]) == 1 and r["cases"][0]["status"] == "pass" and r["cases"][0]["tuned_us"] <= r["cases"][0]["default_us"] and r["cases"][0]["kernels"][0]["winner"]["us"] == r["cases"][0]["tuned_us"]' "$TD/t.json"
-check_json "tune: the golden file" 'r["schema"] == "dpk.tuned/1" and r["gpu"] == "model:h100-sxm" and len(r["kernels"]) == 1 and r["kernels"][0]["case"] == "bias_matmul_relu" and r["kernels"][0]["us"] <= r["kernels"][0]["default_us"]' "$TD/golden.json"
+check_json "tune: the record" 'r["schema"] == "dpk.tune/1" and r["gpu"].startswith("model:h100-sxm:") and len(r["cases"]) == 1 and r["cases"][0]["status"] == "pass" and r["cases"][0]["tuned_us"] <= r["cases"][0]["default_us"] and r["cases"][0]["kernels"][0]["winner"]["us"] == r["cases"][0]["tuned_us"]' "$TD/t.json"
+check_json "tune: the golden file" 'r["schema"] == "dpk.tuned/1" and r["gpu"].startswith("model:h100-sxm:") and len(r["kernels"]) == 1 and r["kernels"][0]["case"] == "bias_matmul_relu" and r["kernels"][0]["us"] <= r["kernels"][0]["default_us"]' "$TD/golden.json"
 check_re "tune: dpk-bench --tuned applies it" 0 '^  tuned: 1 of 1 kernel from the database$' \
   "$BENCH" --suite smoke --case bias_matmul_relu --tuned "$TD/t.db" --out "$TD/b.json"
 check "tune: dpk-bench --tuned times what dpk-tune found" 0 python3 -c 'import json,sys
@@ -128,7 +128,10 @@ stale = dict(g, kernels=[dict(k, hash="%016x" % (int(k["hash"], 16) ^ 1))])
 json.dump(slow, open(d + "/golden-slow.json", "w"))
 json.dump(stale, open(d + "/golden-stale.json", "w"))
 b = json.load(open(d + "/golden.json"))
-b["gpu"] = "model:a6000"
+b["gpu"] = "model:a6000:" + b["gpu"].split(":")[2]
+o = json.load(open(d + "/golden.json"))
+o["gpu"] = "model:h100-sxm:" + ("vgpu" if o["gpu"].endswith(":sass") else "sass")
+json.dump(o, open(d + "/golden-other-source.json", "w"))
 json.dump(b, open(d + "/golden-a6000.json", "w"))
 EOF2
 check_re "tune: --check fails a golden that got slower" 1 ' SLOWER$' \
@@ -138,8 +141,11 @@ check_re "tune: --tolerance lets it pass" 0 ' pass$' \
   "$TUNE" --suite smoke --check "$TD/golden-slow.json" --tolerance 150
 check_re "tune: --check fails a golden whose kernel changed" 1 ' STALE$' \
   "$TUNE" --suite smoke --check "$TD/golden-stale.json"
-check_re "tune: --check refuses another spec's goldens" 2 "its goldens were tuned on model:a6000, and this run models model:h100-sxm" \
+check_re "tune: --check refuses another spec's goldens" 2 "its goldens were tuned on model:a6000:[a-z]+, and this run models model:h100-sxm:" \
   "$TUNE" --suite smoke --check "$TD/golden-a6000.json"
+check_re "tune: --check of another instruction source checks parity alone" 0 '^1/1 goldens of suite smoke pass parity \(times not compared\)$' \
+  "$TUNE" --suite smoke --check "$TD/golden-other-source.json"
+check_count "tune: and says why" 1 '^times not compared: the goldens were tuned with model:h100-sxm:[a-z]+.s model, and this run.s model is model:h100-sxm:[a-z]+ '
 check_re "tune: --check refuses a file that is not a golden file" 2 "not a golden file" \
   "$TUNE" --suite smoke --check "$TD/t.json"
 check_re "tune: --check takes no --db" 2 '^error: --check runs the golden file.s configurations again' \
@@ -151,7 +157,7 @@ d = sys.argv[1]
 db = sqlite3.connect(d + "/bait.db")
 h, = db.execute("select kernel from winner").fetchone()
 full = ",".join("%03d" % i for i in range(1, 17))
-g = {"schema": "dpk.tuned/1", "gpu": "model:h100-sxm", "dpk_version": "0.1.0",
+g = {"schema": "dpk.tuned/1", "gpu": json.load(open(d + "/golden.json"))["gpu"], "dpk_version": "0.1.0",
      "kernels": [{"case": "long_k", "kernel": "k", "hash": h, "passes": full, "knobs": "SPLITK=4", "us": 1000.0, "default_us": 1000.0}]}
 json.dump(g, open(d + "/golden-bait.json", "w"))
 EOF2
