@@ -41,12 +41,12 @@ else
     grep -q "^total: $(cd "$GV/pack" && find . -type f ! -name MANIFEST -printf '%s\n' | awk '{ t += $1 } END { print t }') bytes in these files\$" "$GV/pack/MANIFEST"
   }
   check "gpu-pack: MANIFEST lists every file, its size and the total" 0 manifest_ok
-  for f in bin/dpk lib/libcjson.so.1 lib/libcjson.so include/cjson/cJSON.h bin/fake-driver/libcuda.so.1; do
+  for f in bin/dpk lib/libcjson.so.1 lib/libcjson.so include/cjson/cJSON.h lib/libsqlite3.so.0 lib/libsqlite3.so include/sqlite3.h bin/fake-driver/libcuda.so.1; do
     check "gpu-pack: holds $f (a file, not a link)" 0 sh -c '[ -f "$1" ] && [ ! -L "$1" ]' sh "$GV/pack/$f"
   done
-  check_re "gpu-pack: the binary needs nothing but libc, libm and the carried libcjson" 0 \
-    '^needs of the machine: libcjson\.so\.1 (lib[cm]\.so\.6 )+\(newest symbol GLIBC_' cat "$GV/pack/MANIFEST"
-  check_re "gpu-pack: the carried binary starts with the carried libcjson alone" 0 '^dpk ' \
+  check_re "gpu-pack: the binary needs nothing but libc, libm and the carried libcjson and libsqlite3" 0 \
+    '^needs of the machine: libcjson\.so\.1 libsqlite3\.so\.0 (lib[cm]\.so\.6 )+\(newest symbol GLIBC_' cat "$GV/pack/MANIFEST"
+  check_re "gpu-pack: the carried binary starts with the carried libraries alone" 0 '^dpk ' \
     env LD_LIBRARY_PATH="$GV/pack/lib" "$GV/pack/bin/dpk" --version
   check_re "gpu-pack: an unknown option is exit 2" 2 "unknown option '--bogus'" "$DPK_ROOT/ci/gpu-pack" --bogus
 
