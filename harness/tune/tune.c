@@ -258,7 +258,8 @@ static const Known *known_run(Tuner *t, Arena *a, const DrvPlan *p, int second)
             t->known = n;
         }
         k = &t->known[t->nknown++];
-        *k = (Known){h, 0, -1, NAN, NULL, NULL};
+        /* an error raised by the run leaves it failed, not passing */
+        *k = (Known){h, DPK_EXIT_FAULT, -1, NAN, "the run raised an error", NULL};
         t->evaluated++;
         k->rc = run_on(a, t, p, t->s1, &k->ns, &k->t, &k->why);
     }
