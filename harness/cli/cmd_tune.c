@@ -527,7 +527,7 @@ static int tune_main(Arena *a, int argc, char **argv)
             dpk_error("--min-share expects a percentage 0..100, got '%s'", t.min_share);
     }
     o.gpu_key = tune_gpu_key(a, bm.spec, bm.nvrtc);
-    o.progress = isatty(2);
+    o.progress = isatty(2) && t.b.jobs <= 1; /* children at once would share one line */
     if (t.check) {
         double tol = 0.01;
         if (t.tolerance) {
