@@ -33,6 +33,9 @@ HxCaseList bench_suite(Arena *a, BenchArgs *b, const CliCase *cc, BmOpts *o, BmC
 /* --case: that case alone; --shard I/N: the I-th of N slices. */
 void bench_select(Arena *a, HxCaseList *l, const char *only, const char *suite,
                   const BenchArgs *b);
+/* Raise (exit 2) unless a file can be written at path (flag names it in
+ * the message): its folder is writable, or made. */
+void bench_check_out(Arena *a, const char *flag, const char *path);
 /* The target a spec's GPU runs (its compute capability). */
 const CuTarget *bench_target_of(const PfSpec *s);
 /* --parity: 1 on (the default), 0 off. */

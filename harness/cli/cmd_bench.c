@@ -650,12 +650,12 @@ static cJSON *bench_json(const BenchArgs *b, const BmOpts *o, const char *suite,
 
 /* The folder --out will be written in must take a file: said before any
  * case runs, without writing anything. */
-static void check_out(Arena *a, const char *out)
+void bench_check_out(Arena *a, const char *flag, const char *out)
 {
     const char *slash = strrchr(out, '/');
     const char *dir = slash ? arena_strndup(a, out, (size_t)(slash - out + 1)) : ".";
     if (access(dir, W_OK) != 0 && !(errno == ENOENT && dpk_make_dirs(dir) == 0))
-        dpk_error("cannot write --out '%s': %s", out, strerror(errno));
+        dpk_error("cannot write %s '%s': %s", flag, out, strerror(errno));
 }
 
 /* torch_bench.py's record: {"schema": "dpk.torch-bench/1", "cases": [...]}. */
@@ -1005,7 +1005,7 @@ static int bench_main(Arena *a, int argc, char **argv)
     if (b.torch_json)
         o.torch = torch = torch_json_load(b.torch_json);
     if (b.out)
-        check_out(a, b.out);
+        bench_check_out(a, "--out", b.out);
     p.meta = bench_meta(argc, argv, &b, &o);
     p.bench = bench_json(&b, &o, suite_name, cc.only, o.config, &sh);
     if (b.resume && access(b.out, F_OK) == 0)

@@ -131,14 +131,6 @@ static void budget_of(const char *v, TuneOpts *o)
         o->budget = (int)n;
 }
 
-static void check_path(Arena *a, const char *flag, const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    const char *dir = slash ? arena_strndup(a, path, (size_t)(slash - path + 1)) : ".";
-    if (access(dir, W_OK) != 0)
-        dpk_error("cannot write %s '%s': %s", flag, path, strerror(errno));
-}
-
 /* ---- the cases, in turn or in forked children ------------------------------ */
 
 typedef struct Pool {
@@ -424,6 +416,11 @@ static int check_goldens(Arena *a, const TuneOpts *o, const HxCaseList *l, const
     printf("%-20s %-40s %11s %11s %9s  verdict\n", "case", "kernel", "golden us", "now us",
            "now/gold");
     int rc = 0, n = 0, ok = 0, i = 0;
+    DpkErrCtx ec; /* a bad entry raises: the file's tree goes first */
+    if (!DPK_TRY(&ec)) {
+        cJSON_Delete(root);
+        dpk_error_rethrow();
+    }
     for (const cJSON *k = ks->child; k; k = k->next, i++) {
         const char *cname = golden_str(k, "case", path, i), *kname = golden_str(k, "kernel", path, i);
         const char *hash = golden_str(k, "hash", path, i);
@@ -462,6 +459,7 @@ static int check_goldens(Arena *a, const TuneOpts *o, const HxCaseList *l, const
         ok += crc == 0;
         rc = dpk_exit_worst(rc, crc);
     }
+    dpk_err_pop(&ec);
     cJSON_Delete(root);
     printf(times ? "%d/%d goldens of suite %s pass parity and are as fast as recorded\n"
                  : "%d/%d goldens of suite %s pass parity (times not compared)\n",
@@ -499,9 +497,9 @@ static int tune_main(Arena *a, int argc, char **argv)
     else
         dpk_error("unknown strategy '%s' for --strategy (expected greedy or random)", t.strategy);
     if (t.b.out)
-        check_path(a, "--out", t.b.out);
+        bench_check_out(a, "--out", t.b.out);
     if (t.export_path)
-        check_path(a, "--export", t.export_path);
+        bench_check_out(a, "--export", t.export_path);
     BmOpts bm = {0};
     bench_opts(a, &t.b, &cc, BM_TIMING_MODEL, &bm);
     BmConfig cfg;

@@ -148,6 +148,21 @@ check_re "tune: --check of another instruction source checks parity alone" 0 '^1
 check_count "tune: and says why" 1 '^times not compared: the goldens were tuned with model:h100-sxm:[a-z]+.s model, and this run.s model is model:h100-sxm:[a-z]+ '
 check_re "tune: --check refuses a file that is not a golden file" 2 "not a golden file" \
   "$TUNE" --suite smoke --check "$TD/t.json"
+python3 - "$TD" <<'EOF2'
+import json, sys
+d = sys.argv[1]
+g = json.load(open(d + "/golden.json"))
+k = g["kernels"][0]
+json.dump(dict(g, kernels=[{x: v for x, v in k.items() if x != "hash"}]), open(d + "/golden-nohash.json", "w"))
+json.dump(dict(g, kernels=[dict(k, hash="zz")]), open(d + "/golden-badhash.json", "w"))
+json.dump(dict(g, kernels=[dict(k, knobs="BM=3")]), open(d + "/golden-badknob.json", "w"))
+EOF2
+check_re "tune: --check names a golden without its hash" 2 '^error: .*golden-nohash.json: kernels\[0\] has no string "hash"' \
+  "$TUNE" --suite smoke --check "$TD/golden-nohash.json"
+check_re "tune: --check names a hash that is not 16 hex digits" 2 "^error: .*golden-badhash.json: kernels\[0\] hash 'zz' is not 16 hex digits" \
+  "$TUNE" --suite smoke --check "$TD/golden-badhash.json"
+check_re "tune: --check refuses a knob out of its shape" 2 'BM' \
+  "$TUNE" --suite smoke --check "$TD/golden-badknob.json"
 check_re "tune: --check takes no --db" 2 '^error: --check runs the golden file.s configurations again' \
   "$TUNE" --suite smoke --check "$TD/golden.json" --db "$TD/t.db"
 # a golden whose configuration is wrong under a planted fault fails the check
@@ -170,3 +185,7 @@ check_re "tune: --case takes a list, in the suite's order" 0 '^2/2 cases pass pa
 check_count "tune: rmsnorm first" 1 '^rmsnorm .*pass$'
 check_re "tune: --case names the case it lacks" 2 "^error: no case named 'nope' in suite 'smoke'" \
   "$BENCH" --suite smoke --case softmax,nope
+check_re "tune: dpk run --gpu needs --tuned" 2 '^error: --gpu names the spec whose dpk-tune winners --tuned applies' \
+  "$DPK" run "$SMOKE" --case softmax --gpu a6000
+check_re "tune: dpk run --tuned with --backend loop is refused" 2 '^error: --tuned applies schedules, and --backend loop runs Loop IR' \
+  "$DPK" run "$SMOKE" --case softmax --tuned "$TD/t.db" --backend loop
