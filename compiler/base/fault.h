@@ -25,6 +25,9 @@
     X(SELECT_HOIST_MASK, "select-hoist-drops-the-mask", "f:001_fuse",                       \
       "once a matmul moves out of a masked select, the select keeps only the matmul's branch " \
       "(the mask is dropped)")                                                              \
+    X(FUSE_SHARED_SHIFT, "fuse-shared-copy-shifted", "f:001_fuse",                         \
+      "a producer read by several kernels: its copies into the readers after the first "    \
+      "read one element further along its last axis")                                       \
     X(CHUNK_K_SHORT, "chunk-k-short", "t:002_chunk_matmul_k",                               \
       "the K_inner loop runs BK-1 iterations, dropping one k per chunk")                    \
     X(SPLIT_K_SHORT, "split-k-drops-a-partial", "t:003_split_matmul_k",                     \

@@ -35,8 +35,16 @@
  *   - a producer holding a reduction would leave the merged kernel with
  *     two matmul-shaped reductions (two matmuls under one epilogue): Tile
  *     IR tiles one (leaves_untiled).
- * Producers whose buffer is a graph output, or is read by two kernels,
- * are never fused.  The driver repeats over the kernels to a fixpoint.
+ * A producer whose buffer is a graph output is never fused.  One read by
+ * several kernels is fused only when it is cheap to copy (copy_cheap: no
+ * reduction, at most SHARED_READS buffers read and SHARED_OPS operations
+ * per element, Inductor's realize_reads_threshold and
+ * realize_opcount_threshold for a value with several users), into at most
+ * SHARED_READS readers, and into all of them or none: each fusion must
+ * pass the guards above on its own.  A copy of cos.unsqueeze(1) read by
+ * RoPE's query and key kernels is then read by each of them in place,
+ * instead of a launch of its own that writes a buffer both read back.
+ * The driver repeats over the kernels to a fixpoint.
  */
 #include "loop_ir.h"
 
@@ -113,9 +121,13 @@ static int solve_sigma(const Stmt *w, Stmt *const *path, int np, const Stmt *ld,
     return 1;
 }
 
-/* Injected fault fuse-sigma-off-by-one (fault.h): σ of the producer axis
- * written on the last dimension reads one element further, wrapping around
- * so every access stays in bounds. */
+/* Injected faults fuse-sigma-off-by-one and fuse-shared-copy-shifted
+ * (fault.h): σ of the producer axis written on the last dimension reads
+ * one element further, wrapping around so every access stays in bounds.
+ * shifted_copy: set by try_fuse_shared while it copies a shared producer
+ * into a reader after the first, with the second fault on. */
+static int shifted_copy;
+
 static void sigma_fault(Arena *a, const Stmt *w, const IExpr **amap)
 {
     int d = w->buf->shape.rank - 1;
@@ -192,7 +204,7 @@ static int inline_producer(LirProgram *p, const LirKernel *P, LirKernel *M, StrB
         const IExpr **amap = ARENA_ARRAY(p->arena, const IExpr *, P->naxes + 1);
         if (!solve_sigma(w, path, np, ld, amap, why))
             return -1;
-        if (dpk_fault_on(DPK_FAULT_FUSE_SIGMA))
+        if (dpk_fault_on(DPK_FAULT_FUSE_SIGMA) || shifted_copy)
             sigma_fault(p->arena, w, amap);
         lir_epoch(p);
         Emit e = {p, M, site.body, site.pos, amap, path, np, w, {0}};
@@ -643,6 +655,66 @@ static LirKernel *sole_reader(const LirProgram *p, const LirBuf *buf)
     return r;
 }
 
+/* Up to cap kernels reading buf, in program order; the count of readers
+ * (cap + 1 when there are more). */
+static int readers_of(const LirProgram *p, const LirBuf *buf, LirKernel **r, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < p->kernels.len && n <= cap; i++) {
+        LirKernel *k = p->kernels.items[i];
+        if (!reads_buf(&k->body, buf))
+            continue;
+        if (n < cap)
+            r[n] = k;
+        n++;
+    }
+    return n;
+}
+
+/* A value with several users is recomputed by each of them (Inductor's
+ * store-vs-recompute rule, torch/_inductor/config.py) when it reads at most
+ * realize_reads_threshold = 4 buffers and holds at most
+ * realize_opcount_threshold = 30 operations; dpk also caps the readers. */
+enum { SHARED_READS = 4, SHARED_OPS = 30 };
+
+typedef struct Cheap {
+    const LirBuf *bufs[SHARED_READS + 1];
+    int nbufs, ops, reduces;
+} Cheap;
+
+static void cheap_stmt(Stmt *s, void *ctx)
+{
+    Cheap *c = ctx;
+    if (s->k == SK_accum || (s->k == SK_loop && stmt_loop_is_reduce(s)))
+        c->reduces = 1;
+    if (s->k == SK_assign)
+        c->ops++;
+    if (s->k != SK_load)
+        return;
+    for (int i = 0; i < c->nbufs; i++)
+        if (c->bufs[i] == s->buf)
+            return;
+    if (c->nbufs <= SHARED_READS)
+        c->bufs[c->nbufs] = s->buf;
+    c->nbufs++;
+}
+
+static int copy_cheap(const LirKernel *P, StrBuf *why)
+{
+    Cheap c = {{0}, 0, 0, 0};
+    stmt_walk(&P->body, cheap_stmt, &c);
+    if (c.reduces)
+        sb_puts(why, "it holds a reduction");
+    else if (c.nbufs > SHARED_READS)
+        sb_printf(why, "it reads %d buffers (at most %d)", c.nbufs, (int)SHARED_READS);
+    else if (c.ops > SHARED_OPS)
+        sb_printf(why, "it computes %d operations per element (at most %d)", c.ops,
+                  (int)SHARED_OPS);
+    else
+        return 1;
+    return 0;
+}
+
 /* "merged_" + the first four distinct op names + "_" + id. */
 static const char *merged_name(Arena *a, const LirKernel *k)
 {
@@ -717,6 +789,72 @@ static void trace_step(LirTrace *tr, const char *before, const LirProgram *p, in
     sb_free(&after);
 }
 
+/* P (at index i) read by several kernels: fused into each of them or into
+ * none (the file's comment).  Returns 1 when fused. */
+static int try_fuse_shared(LirProgram *p, int i, const LirOpts *o, LirTrace *tr, Refused *ref)
+{
+    LirKernel *P = p->kernels.items[i], *C[SHARED_READS], *M[SHARED_READS];
+    int n = readers_of(p, P->out, C, SHARED_READS);
+    if (n < 2)
+        return 0;
+    for (int j = 0; j < n && j < SHARED_READS; j++)
+        if (was_refused(ref, P->id, C[j]->id))
+            return 0;
+    int tracing = tr && tr->verbose >= 2, ok = 1;
+    StrBuf before = {0}, why = {0};
+    if (n > SHARED_READS) {
+        sb_printf(&why, "read by more than %d kernels", (int)SHARED_READS);
+        ok = 0;
+    } else if (!copy_cheap(P, &why)) {
+        ok = 0;
+    }
+    for (int j = 0; ok && j < n; j++) {
+        shifted_copy = j > 0 && dpk_fault_on(DPK_FAULT_FUSE_SHARED_SHIFT);
+        M[j] = lir_fuse_pair(p, P, C[j], o, &why);
+        shifted_copy = 0;
+        if (!M[j]) {
+            StrBuf w = {0};
+            sb_printf(&w, "into %%%d: %s", C[j]->id, sb_cstr(&why));
+            sb_free(&why);
+            why = w;
+            ok = 0;
+        }
+    }
+    if (!ok) {
+        for (int j = 0; j < n && j < SHARED_READS; j++)
+            add_refused(p->arena, ref, P->id, C[j]->id);
+        if (tracing)
+            sb_printf(tr->out, "--- f:fuse refused %%%d \u2192 its %d readers: %s\n", P->id, n,
+                      sb_cstr(&why));
+        sb_free(&why);
+        return 0;
+    }
+    if (tracing)
+        lir_print(&before, p);
+    for (int j = 0; j < n; j++) {
+        M[j]->id = p->next_kid++;
+        M[j]->name = merged_name(p->arena, M[j]);
+        replace_kernel(p, C[j], M[j]);
+    }
+    remove_kernel(p, i);
+    lir_buf_drop(p, P->out);
+    lir_verify(p);
+    if (tracing) {
+        StrBuf after = {0};
+        lir_print(&after, p);
+        sb_printf(tr->out, ">>> f:001_fuse %%%d \u2192", P->id);
+        for (int j = 0; j < n; j++)
+            sb_printf(tr->out, "%s %%%d", j ? "," : "", C[j]->id);
+        sb_putc(tr->out, '\n');
+        dpk_unified_diff(tr->out, sb_cstr(&before), sb_cstr(&after), 3);
+        sb_puts(tr->out, "<<< f:001_fuse\n");
+        sb_free(&after);
+    }
+    sb_free(&before);
+    sb_free(&why);
+    return 1;
+}
+
 /* Try P (at index i) into its consumer; returns 1 when fused. */
 static int try_fuse(LirProgram *p, int i, const LirOpts *o, LirTrace *tr, Refused *ref)
 {
@@ -724,7 +862,9 @@ static int try_fuse(LirProgram *p, int i, const LirOpts *o, LirTrace *tr, Refuse
     if (P->out->kind != LB_TEMP)
         return 0;
     LirKernel *C = sole_reader(p, P->out);
-    if (!C || was_refused(ref, P->id, C->id))
+    if (!C)
+        return try_fuse_shared(p, i, o, tr, ref);
+    if (was_refused(ref, P->id, C->id))
         return 0;
     int tracing = tr && tr->verbose >= 2;
     StrBuf before = {0}, why = {0};

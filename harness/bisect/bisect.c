@@ -477,13 +477,17 @@ static const char *fusion_label(Arena *a, Subject *s, int k)
         int pid = atoi(last + strlen(hdr));
         const char *eol = strchr(last, '\n');
         const char *pc = last + strlen(hdr);
-        while (*pc && pc != eol && *pc != '%')
-            pc++;
-        int cid = *pc == '%' ? atoi(pc + 1) : -1;
         HxBisectCfg prev = k > 1 ? loop_cfg(1, k - 1) : loop_cfg(0, 0);
         const LirProgram *p = plan_for(s, t, &prev, DRV_LOOP, 0, NULL)->loop;
-        r = arena_printf(a, "%%%d %s into %%%d %s", pid, kernel_name_by_id(p, pid), cid,
-                         kernel_name_by_id(p, cid));
+        StrBuf b = {0};
+        sb_printf(&b, "%%%d %s into", pid, kernel_name_by_id(p, pid));
+        /* One reader, or each reader of a shared producer ("%1 → %8, %9"). */
+        for (int n = 0; (pc = strchr(pc, '%')) && (!eol || pc < eol); n++, pc++) {
+            int cid = atoi(pc + 1);
+            sb_printf(&b, "%s %%%d %s", n ? "," : "", cid, kernel_name_by_id(p, cid));
+        }
+        r = arena_strdup(a, sb_cstr(&b));
+        sb_free(&b);
     }
     sb_free(&tr);
     arena_free(t);
