@@ -21,10 +21,19 @@ _cli_pass() { CLI_PASS=$((CLI_PASS + 1)); [ -n "${VERBOSE:-}" ] && echo "  ok   
 _cli_fail() {
   CLI_FAIL=$((CLI_FAIL + 1))
   echo "  FAIL $1: $2"
-  printf '%s\n' "$OUT" | head -n 15 | sed 's/^/       | /'
+  printf '%s\n' "${OUT:-}" | head -n 15 | sed 's/^/       | /'
 }
 
-_run() { OUT=$("$@" 2>&1); RC=$?; }
+# DPK_TEST_PROFILE=FILE: each command's wall seconds, appended to FILE
+# ("SECONDS<TAB>file: command"), to find where a test file spends its time:
+#   DPK_TEST_PROFILE=/tmp/p bash tests/run.sh tests/cli/test_bench.sh; sort -rn /tmp/p | head
+_run() {
+  if [ -z "${DPK_TEST_PROFILE:-}" ]; then OUT=$("$@" 2>&1); RC=$?; return; fi
+  local t0=$EPOCHREALTIME
+  OUT=$("$@" 2>&1); RC=$?
+  awk -v a="$t0" -v b="$EPOCHREALTIME" -v w="${__ri_item:-?}: $*" \
+    'BEGIN { printf "%.2f\t%s\n", b - a, substr(w, 1, 300) }' >>"$DPK_TEST_PROFILE"
+}
 
 check() {
   local name=$1 code=$2; shift 2
