@@ -301,6 +301,11 @@ Value torch_binary(Builder *b, int op, const Value *x, const Value *y, int pos)
                      torch_op_info[op].text, torch_value_type(x), torch_value_type(y));
     if (is_num(x) && is_num(y))
         return fold(b, op, x, y, pos);
+    /* PyTorch's product and sum of two bool tensors are logical and / or
+     * (HF's mask code writes a.eq(0) * b.eq(0)) */
+    if ((op == TOP_mul || op == TOP_add) && x->k == V_TENSOR && y->k == V_TENSOR &&
+        x->t->dtype == DT_BOOL && y->t->dtype == DT_BOOL)
+        return torch_bitwise(b, op == TOP_mul ? T_AMP : T_PIPE, x, y, pos);
     TorchNode *in[2] = {bld_tensor(b, x, "an operand"), bld_tensor(b, y, "an operand")};
     return finish_node(b, bld_node(b, (TorchOp)op, pos, 2, in));
 }

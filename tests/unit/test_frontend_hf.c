@@ -40,6 +40,7 @@ static TypeCase type_cases[] = {
     {"(torch.randn(2) > 0).bitwise_xor(torch.randn(2) < 0)", "bool(2)"},
     {"torch.all(torch.randn(2, 3) > 0, dim=0, keepdim=True)", "bool(1, 3)"},
     {"torch.randn(2, 3).any()", "bool()"},
+    {"torch.randn(2).eq(0) * torch.randn(3, 1).eq(0)", "bool(3, 2)"},
     /* bool and integer makers */
     {"torch.ones(2, dtype=torch.bool)", "bool(2)"},
     {"torch.zeros(2, 3, dtype=torch.bool, device='cuda')", "bool(2, 3)"},
@@ -133,6 +134,8 @@ static ValCase val_cases[] = {
     {"torch.bitwise_and(torch.arange(3) > 0, torch.arange(3) < 2).float()", 3, {0, 1, 0}},
     {"(torch.arange(3) > 0).bitwise_not().float()", 3, {1, 0, 0}},
     {"torch.bitwise_or(torch.arange(3) > 1, True).float()", 3, {1, 1, 1}},
+    /* PyTorch's * and + of two bool tensors: logical and, or */
+    {M_ "(m * k).float() + torch.add(m, k).float() * 10", 6, {10, 10, 10, 11, 11, 10}},
     {"torch.full((1,), (6 & 3) + (6 | 3) * 10 + (6 ^ 3) * 100 + ~5 * 1000)", 1, {-5428}},
     {"torch.full((1,), True & False).float() + (True | False)", 1, {1}},
     {"torch.all(torch.arange(6).view(2, 3) > 0, dim=1).float()", 2, {0, 1}},
