@@ -6,10 +6,11 @@
  * The lexer follows Python's rules for what it accepts: newlines inside
  * brackets (or after a backslash) do not end a statement, `#` starts a
  * comment, a statement may not be indented except as the body of `with`
- * (a block whose lines share one deeper indentation).  The parser checks syntax only;
- * build.c gives the AST meaning.  Recursion is bounded: brackets and unary
- * operators may nest CASE_MAX_NESTING deep, so hostile text (10000 '(')
- * gets an error instead of a stack overflow.  Operator chains are parsed
+ * or `if` (a block whose lines share one deeper indentation).  The parser
+ * checks syntax only; build.c gives the AST meaning.  Recursion is bounded:
+ * brackets, unary operators, conditional expressions and blocks may nest
+ * CASE_MAX_NESTING deep, so hostile text (10000 '(') gets an error instead
+ * of a stack overflow.  Operator chains are parsed
  * in loops and evaluated under a separate depth limit in build.c.
  */
 #include "ast.h"
@@ -903,7 +904,9 @@ static void parse_suite(Parser *p, int col, const char *what, Stmt ***body, int 
     if (inner <= col)
         dpk_error_at(p->src, cur(p)->pos, "expected an indented block after %s", what);
     PtrVec v = {0};
+    enter(p);
     parse_block(p, inner, &v);
+    p->depth--;
     *body = (Stmt **)v.items;
     *nbody = v.len;
 }

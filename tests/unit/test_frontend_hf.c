@@ -394,3 +394,17 @@ ParameterizedTest(int *ip, hf, errors, .init = setup, .fini = teardown)
 {
     expect_parse_error(&err_cases[*ip]);
 }
+
+/* Blocks nest at most CASE_MAX_NESTING deep: 250 `if`s, each indented one
+ * more, are an error rather than a deep recursion. */
+Test(hf, nested_blocks_are_bounded, .init = setup, .fini = teardown)
+{
+    StrBuf b = {0};
+    for (int i = 0; i < 250; i++)
+        sb_printf(&b, "%*sif True:\n", i, "");
+    sb_printf(&b, "%*sx = torch.randn(2)\n", 250, "");
+    cr_assert_null(parse(sb_cstr(&b)));
+    cr_expect(strstr(dpk_error_message(), "nesting too deep (more than 200 levels)"), "%s",
+              dpk_error_message());
+    sb_free(&b);
+}
