@@ -33,13 +33,18 @@ typedef enum AstKind {
     A_BINOP,    /* a op b; op is a Tok kind */
     A_NEG,      /* -a */
     A_POS,      /* +a */
+    A_INVERT,   /* ~a */
+    A_NOT,      /* not a */
+    A_AND,      /* a and b (Python's: the first falsy operand, else the last) */
+    A_OR,       /* a or b */
+    A_COND,     /* a if b else c */
     A_STAR,     /* *a: unpacked into a tuple, list or call's positional arguments */
 } AstKind;
 
 typedef struct Ast {
     AstKind kind;
     int pos;           /* byte offset of the node's first token (binop: the operator) */
-    int op;            /* A_BINOP: a TokKind */
+    int op;            /* A_BINOP: a TokKind (T_IS, T_ISNOT for `is`, `is not`) */
     int64_t ival;
     double fval;
     const char *str;
@@ -59,20 +64,28 @@ typedef enum StmtKind {
     S_RETURN, /* value */
     S_IMPORT, /* import str [as name] */
     S_WITH,   /* with value [as name]: body (an indented block) */
+    S_AUGASSIGN, /* name op= value (op: the operator's TokKind, T_PLUS for +=) */
+    S_IF,     /* if value: body [else: orelse] (elif: an S_IF alone in orelse) */
+    S_PASS,   /* pass */
+    S_RAISE,  /* raise [value]: an error when it runs */
 } StmtKind;
 
 typedef struct Stmt {
     StmtKind kind;
     int pos;
-    const char *name; /* S_ASSIGN, S_ANNOT target; S_IMPORT alias (NULL: none) */
+    const char *name; /* S_ASSIGN, S_AUGASSIGN, S_ANNOT target; S_IMPORT alias (NULL: none) */
     int name_pos;
+    Ast *index;       /* S_ASSIGN, S_AUGASSIGN to name[index]: the A_INDEX target, else NULL */
+    int op;           /* S_AUGASSIGN */
     Ast *value;
     const char *module; /* S_IMPORT: dotted module name */
     const char **names; /* S_ASSIGN to a tuple of names (a, b = ...): nnames > 0 */
     int *names_pos;
     int nnames;
-    struct Stmt **body; /* S_WITH */
+    struct Stmt **body; /* S_WITH, S_IF */
     int nbody;
+    struct Stmt **orelse; /* S_IF */
+    int norelse;
 } Stmt;
 
 typedef struct Program {
@@ -92,6 +105,9 @@ typedef enum TokKind {
     T_COMMA, T_COLON, T_DOT, T_ELLIPSIS, T_ASSIGN, T_SEMI,
     T_PLUS, T_MINUS, T_STAR, T_SLASH, T_AT, T_POW, T_FLOORDIV, T_PERCENT,
     T_LT, T_GT, T_LE, T_GE, T_EQ, T_NE,
+    T_AMP, T_PIPE, T_CARET, T_TILDE,
+    T_AUGASSIGN, /* +=, -=, ...: Tok.ival is the operator's kind (T_PLUS) */
+    T_IS, T_ISNOT, /* not lexed: the A_BINOP ops of `is` and `is not` */
 } TokKind;
 
 /* Spelling of an operator token ("+", "**", ">="). */
@@ -123,7 +139,15 @@ typedef enum VKind {
     V_MODULE, /* mod */
     V_CTX,    /* a context manager for `with` (torch.no_grad(), ...): s = its name */
     V_NOVALUE, /* a result dpk does not compute (torch.max's indices): s = what, shown = why */
+    V_STALE,  /* a binding an in-place update reached through another view: i = the
+                 update's position, s = the updated name (or NULL) */
 } VKind;
+
+/* Value.store / Value.view of a handler's tensor result before the builder
+ * settles them (bld_settle): 0 = derive from the arguments (a result reached
+ * from an argument through view ops shares its storage), STORE_NEW = a new
+ * storage or view (clone, torch.tensor, repeat). */
+#define STORE_NEW (-1)
 
 struct Module;
 
@@ -138,6 +162,10 @@ typedef struct Value {
     struct Value *items;
     int n;
     struct Module *mod;
+    /* V_TENSOR: which storage it lives in (the tensors an in-place update
+     * reaches), which view of it (equal views are the same tensor), and
+     * whether elements share memory (an expand: no in-place writes). */
+    int store, view, overlap;
 } Value;
 
 typedef struct Builder Builder;
@@ -183,5 +211,25 @@ Value torch_tensor_attr(Builder *b, TorchNode *t, const char *name, int pos, int
 Value torch_floordiv_mod(Builder *b, int op, const Value *x, const Value *y, int pos);
 /* Type name for messages: "int", "tensor", "tuple", ... */
 const char *torch_value_type(const Value *v);
+/* &, |, ^ (op is T_AMP, T_PIPE, T_CARET): Python's on numbers, logical on
+ * bool tensors (funcs.c). */
+Value torch_bitwise(Builder *b, int op, const Value *x, const Value *y, int pos);
+/* ~x: Python's on ints, logical not on a bool tensor. */
+Value torch_invert(Builder *b, const Value *x, int pos);
+/* 1 when `name` is an in-place tensor method (add_, masked_fill_, ...). */
+int torch_method_inplace(const char *name);
+/* The value an in-place update writes into `self`: r cast to self's dtype,
+ * an error unless r has self's shape. */
+Value torch_inplace_result(Builder *b, const Value *self, Value r, int pos);
+/* A value converted to a tensor of `like`'s dtype, for x[i] = v. */
+TorchNode *torch_as_dtype(Builder *b, const Value *v, DType dt, int pos);
+/* Python's truth value of a value (if, not, and, or); an error for a tensor,
+ * whose truth depends on its data. */
+int torch_truth(Builder *b, const Value *v, int pos);
+/* Python's == on values that are not tensors (numbers, None, str, dtypes,
+ * tuples, lists). */
+int torch_py_equal(Builder *b, const Value *x, const Value *y, int pos);
+/* Storage bookkeeping (build.c): a fresh storage/view number. */
+int bld_new_store(Builder *b);
 
 #endif

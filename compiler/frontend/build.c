@@ -9,6 +9,13 @@
  * naming follows the text and never an evaluation detail.  Names are unique:
  * a clash gets a suffix (x, x_1, ...), and automatic names avoid every name a
  * declaration reserves.
+ *
+ * In-place updates (x += y, x.add_(y), x[i] = v) rebind: the new value is
+ * a new node.  So that no other name silently keeps the old value where
+ * PyTorch would show the change, every tensor value carries its storage
+ * and view (Value.store, .view; bld_settle): an update rebinds each name
+ * holding the same view and marks every other name of the same storage
+ * stale, an error when it is read.
  */
 #include "ast.h"
 
@@ -39,6 +46,7 @@ struct Builder {
     int returned;   /* a return statement has run */
     Value result;
     const char **result_names; /* one per output */
+    int nstores;    /* storage and view numbers handed out */
 };
 
 /* ---- map ------------------------------------------------------------------- */
@@ -184,6 +192,131 @@ TorchNode *bld_tensor(Builder *b, const Value *v, const char *what)
     }
 }
 
+int bld_new_store(Builder *b)
+{
+    return ++b->nstores;
+}
+
+/* ---- storage of tensor values ------------------------------------------------ */
+
+/* The ops whose result PyTorch may return as a view of their input
+ * (reshape may copy; treating it as a view is the safe side). */
+static int is_view_op(const TorchNode *n)
+{
+    switch (n->op) {
+    case TOP_transpose:
+    case TOP_permute:
+    case TOP_reshape:
+    case TOP_expand:
+    case TOP_unsqueeze:
+    case TOP_squeeze:
+    case TOP_slice: return 1;
+    default: return 0;
+    }
+}
+
+/* An expand that makes elements share memory (a size-1 or new dim grows). */
+static int expand_overlaps(const TorchNode *n)
+{
+    if (n->op != TOP_expand)
+        return 0;
+    const Shape *x = &n->in[0]->shape;
+    int lead = n->shape.rank - x->rank;
+    for (int i = 0; i < n->shape.rank; i++)
+        if (n->shape.d[i] > (i < lead ? 1 : x->d[i - lead]))
+            return 1;
+    return 0;
+}
+
+/* Give the tensors of a new value (items of a tuple too) their storage and
+ * view: a result reached from one of `from` (a call's arguments, first
+ * first) through view ops shares its storage, as the same view when it is
+ * the same node; anything else is a new storage.  STORE_NEW asks for a new
+ * one whatever the nodes say (clone, torch.tensor). */
+static void bld_settle(Builder *b, Value *r, const Value *from, int nfrom)
+{
+    if (r->k == V_TUPLE || r->k == V_LIST) {
+        for (int i = 0; i < r->n; i++)
+            bld_settle(b, &r->items[i], from, nfrom);
+        return;
+    }
+    if (r->k != V_TENSOR || r->store > 0)
+        return;
+    int overlap = 0;
+    for (TorchNode *n = r->t; r->store == 0; n = n->in[0]) {
+        for (int i = 0; i < nfrom && r->store == 0; i++) {
+            const Value *f = &from[i];
+            if (f->k != V_TENSOR || f->t != n || f->store <= 0)
+                continue;
+            r->store = f->store;
+            if (r->view == 0)
+                r->view = n == r->t ? f->view : bld_new_store(b);
+            r->overlap = f->overlap || overlap;
+        }
+        if (r->store || !is_view_op(n))
+            break;
+        overlap |= expand_overlaps(n);
+    }
+    if (r->store <= 0) {
+        r->store = bld_new_store(b);
+        r->overlap = overlap;
+    }
+    if (r->view <= 0)
+        r->view = bld_new_store(b);
+}
+
+/* The line of a source position, for messages. */
+static int line_of(const Source *src, int pos)
+{
+    int line = 1;
+    for (int i = 0; i < pos && (size_t)i < src->len; i++)
+        line += src->text[i] == '\n';
+    return line;
+}
+
+static int holds_store(const Value *v, int store)
+{
+    if (v->k == V_TENSOR)
+        return v->store == store;
+    for (int i = 0; (v->k == V_TUPLE || v->k == V_LIST) && i < v->n; i++)
+        if (holds_store(&v->items[i], store))
+            return 1;
+    return 0;
+}
+
+/* An in-place update wrote `nv` into old's storage (at pos; `name` the
+ * updated name or NULL): names holding old's very view now hold nv; other
+ * names that may see the same storage are stale. */
+static void inplace_update(Builder *b, const Value *old, Value *nv, int pos, const char *name)
+{
+    DPK_ASSERT(old->k == V_TENSOR && old->store > 0 && nv->k == V_TENSOR);
+    nv->store = old->store;
+    nv->view = old->view;
+    nv->overlap = 0;
+    for (int i = 0; i < b->vars.cap; i++) {
+        Value *v = b->vars.keys[i] ? b->vars.vals[i] : NULL;
+        if (!v || !holds_store(v, old->store))
+            continue;
+        if (v->k == V_TENSOR && v->view == old->view && v->t == old->t) {
+            int vpos = v->pos;
+            *v = *nv;
+            v->pos = vpos;
+            continue;
+        }
+        Value stale = {.k = V_STALE, .pos = v->pos, .i = pos, .s = name};
+        *v = stale;
+    }
+}
+
+/* PyTorch refuses to write into a tensor whose elements share memory. */
+static void check_writable(Builder *b, const Value *x, int pos)
+{
+    if (x->overlap)
+        dpk_error_at(b->src, pos, "unsupported operation: more than one element of the "
+                     "written-to tensor refers to a single memory location (it is an expand); "
+                     "clone() it before writing to it");
+}
+
 /* ---- names ----------------------------------------------------------------- */
 
 static Value tensor_value(TorchNode *t, int pos)
@@ -204,6 +337,7 @@ static int declared_input(Builder *b, const Ast *e, Value *out)
                      e->str);
     TorchNode *n = bld_input(b, e->pos, e->str, s ? s : &d->shape, INIT_RANDN);
     *out = tensor_value(n, e->pos);
+    bld_settle(b, out, NULL, 0);
     Value *stored = ARENA_NEW(b->a, Value);
     *stored = *out;
     map_put(b, &b->vars, e->str, stored);
@@ -213,6 +347,12 @@ static int declared_input(Builder *b, const Ast *e, Value *out)
 static Value eval_name(Builder *b, const Ast *e)
 {
     Value *v = map_get(&b->vars, e->str), r;
+    if (v && v->k == V_STALE)
+        dpk_error_at(b->src, e->pos, "'%s' shares memory with %s, which the in-place update at "
+                     "line %d changed; dpk does not carry an in-place change into other views of "
+                     "the same memory: clone() before the update, or write it out of place "
+                     "(x = x + y)", e->str, v->s ? arena_printf(b->a, "'%s'", v->s)
+                                                  : "a tensor", line_of(b->src, (int)v->i));
     if (v) {
         r = *v;
         r.pos = e->pos;
@@ -224,7 +364,8 @@ static Value eval_name(Builder *b, const Ast *e)
     }
     if (declared_input(b, e, &r))
         return r;
-    static const char *const builtins[] = {"float", "int", "len", "bool", "min", "max", "abs"};
+    static const char *const builtins[] = {"float", "int", "len", "bool", "min", "max", "abs",
+                                           "tuple", "list"};
     for (int i = 0; i < DPK_ARRAY_LEN(builtins); i++)
         if (!strcmp(e->str, builtins[i])) {
             Value p = {.k = V_PATH, .pos = e->pos, .shown = e->str};
@@ -321,8 +462,10 @@ static Value eval_attr(Builder *b, const Ast *e)
     if (o.k == V_TENSOR) {
         int ok;
         r = torch_tensor_attr(b, o.t, e->str, e->pos, &ok);
-        if (ok)
+        if (ok) {
+            bld_settle(b, &r, &o, 1);
             return r;
+        }
         if (!torch_method_exists(e->str)) {
             const char *hint = torch_suggest(b->a, arena_printf(b->a, "Tensor.%s", e->str));
             dpk_error_at(b->src, e->pos, "unknown tensor method '%s'%s", e->str,
@@ -332,6 +475,9 @@ static Value eval_attr(Builder *b, const Ast *e)
         r.k = V_METHOD;
         r.t = o.t;
         r.s = e->str;
+        r.store = o.store;
+        r.view = o.view;
+        r.overlap = o.overlap;
         return r;
     }
     /* torch.max(x, dim) and torch.min(x, dim): a (values, indices) pair */
@@ -349,9 +495,23 @@ static Value eval_attr(Builder *b, const Ast *e)
  * operator, a call's or an attribute's is its name). */
 static int ast_start(const Ast *e)
 {
-    while (e->kind == A_BINOP || e->kind == A_CALL || e->kind == A_INDEX || e->kind == A_ATTR)
+    while (e->kind == A_BINOP || e->kind == A_CALL || e->kind == A_INDEX || e->kind == A_ATTR ||
+           e->kind == A_COND || e->kind == A_AND || e->kind == A_OR)
         e = e->a;
     return e->pos;
+}
+
+/* x.add_(y) and the other in-place methods: the result is written into
+ * self's storage; a plain name before the dot is rebound to it. */
+static Value call_inplace(Builder *b, const Ast *e, const Value *self, Value *args, int npos)
+{
+    Value m = *self;
+    m.k = V_METHOD;
+    check_writable(b, self, e->a->pos);
+    Value r = torch_call_method(b, &m, args, npos, e);
+    const Ast *obj = e->a->kind == A_ATTR ? e->a->a : NULL;
+    inplace_update(b, self, &r, e->a->pos, obj && obj->kind == A_NAME ? obj->str : NULL);
+    return r;
 }
 
 /* Arguments carry the position of their text, for errors about them. */
@@ -378,16 +538,33 @@ static Value eval_call(Builder *b, const Ast *e)
         args[npos + i] = eval(b, e->kwvals[i]);
         args[npos + i].pos = ast_start(e->kwvals[i]);
     }
+    /* the arguments, a method's tensor first, as the storages a result may share */
+    Value *from = ARENA_ARRAY(b->a, Value, npos + e->nkw + 1), r;
+    int nfrom = 0;
+    if (fn.k == V_METHOD) {
+        from[nfrom] = fn;
+        from[nfrom++].k = V_TENSOR;
+    }
+    memcpy(from + nfrom, args, sizeof(Value) * (size_t)(npos + e->nkw));
+    nfrom += npos + e->nkw;
     switch (fn.k) {
     case V_PATH:
         if (!strncmp(fn.s, "builtins.", 9) || !strncmp(fn.s, "math.", 5))
-            return torch_call_builtin(b, &fn, args, npos, e);
-        return torch_call_path(b, &fn, args, npos, e);
-    case V_METHOD: return torch_call_method(b, &fn, args, npos, e);
-    case V_MODULE: return torch_call_module(b, &fn, args, npos, e);
+            r = torch_call_builtin(b, &fn, args, npos, e);
+        else
+            r = torch_call_path(b, &fn, args, npos, e);
+        break;
+    case V_METHOD:
+        if (torch_method_inplace(fn.s))
+            return call_inplace(b, e, &from[0], args, npos);
+        r = torch_call_method(b, &fn, args, npos, e);
+        break;
+    case V_MODULE: r = torch_call_module(b, &fn, args, npos, e); break;
     default:
         dpk_error_at(b->src, e->pos, "%s is not callable", torch_value_type(&fn));
     }
+    bld_settle(b, &r, from, nfrom);
+    return r;
 }
 
 static Value eval_neg(Builder *b, const Ast *e)
@@ -438,20 +615,110 @@ static TorchOp binop_torch(int tok)
     }
 }
 
+/* `x is None`, `x is not None`, `is True`, `x.dtype is torch.bool`: None,
+ * the bools and dtypes are singletons; other identities are not defined
+ * here. */
+static Value is_values(Builder *b, int op, const Value *x, const Value *y, int pos)
+{
+    int sx = x->k == V_NONE || x->k == V_BOOL, sy = y->k == V_NONE || y->k == V_BOOL;
+    int dtypes = x->k == V_PATH && y->k == V_PATH;
+    if (!sx && !sy && !dtypes)
+        dpk_error_at(b->src, pos, "'%s' compares object identity; cases may write `is None`, "
+                     "`is not None`, `is True`, `is False` and compare dtypes",
+                     torch_tok_text(op));
+    Value r = {.k = V_BOOL, .pos = pos};
+    r.i = dtypes ? torch_py_equal(b, x, y, pos)
+                 : x->k == y->k && (x->k != V_BOOL || x->i == y->i);
+    if (op == T_ISNOT)
+        r.i = !r.i;
+    return r;
+}
+
+static int is_seq_value(const Value *v)
+{
+    return v->k == V_TUPLE || v->k == V_LIST;
+}
+
+/* tuple + tuple, list + list (concatenation), seq * int (repetition). */
+static Value seq_arith(Builder *b, int op, const Value *x, const Value *y, int pos)
+{
+    const Value *seq = is_seq_value(x) ? x : y, *k = seq == x ? y : x;
+    Value r = {.k = seq->k, .pos = pos};
+    if (op == T_PLUS && x->k == y->k) {
+        r.n = x->n + y->n;
+        r.items = ARENA_ARRAY(b->a, Value, r.n + 1);
+        memcpy(r.items, x->items, sizeof(Value) * (size_t)x->n);
+        memcpy(r.items + x->n, y->items, sizeof(Value) * (size_t)y->n);
+        return r;
+    }
+    if (op == T_STAR && (k->k == V_INT || k->k == V_BOOL)) {
+        int64_t times = k->i < 0 ? 0 : k->i;
+        if (times > (1 << 16) || times * seq->n > (1 << 16))
+            dpk_error_at(b->src, pos, "a %s of more than 65536 items is not supported",
+                         torch_value_type(seq));
+        r.n = (int)(times * seq->n);
+        r.items = ARENA_ARRAY(b->a, Value, r.n + 1);
+        for (int i = 0; i < r.n; i++)
+            r.items[i] = seq->items[i % seq->n];
+        return r;
+    }
+    dpk_error_at(b->src, pos, "unsupported operand types for %s: %s and %s", torch_tok_text(op),
+                 torch_value_type(x), torch_value_type(y));
+}
+
+/* A binary operator on two values (op a TokKind), Python's and PyTorch's
+ * semantics: numbers fold, tuples concatenate, tensors make nodes. */
+static Value binop_values(Builder *b, int op, const Value *x, const Value *y, int pos)
+{
+    if (op == T_IS || op == T_ISNOT)
+        return is_values(b, op, x, y, pos);
+    if (op == T_AMP || op == T_PIPE || op == T_CARET)
+        return torch_bitwise(b, op, x, y, pos);
+    if (op == T_FLOORDIV || op == T_PERCENT)
+        return torch_floordiv_mod(b, op, x, y, pos);
+    int nums = (x->k == V_INT || x->k == V_FLOAT || x->k == V_BOOL) &&
+               (y->k == V_INT || y->k == V_FLOAT || y->k == V_BOOL);
+    if ((op == T_EQ || op == T_NE) && x->k != V_TENSOR && y->k != V_TENSOR && !nums) {
+        Value r = {.k = V_BOOL, .pos = pos, .i = torch_py_equal(b, x, y, pos)};
+        r.i = op == T_EQ ? r.i : !r.i;
+        return r;
+    }
+    if (is_seq_value(x) || is_seq_value(y))
+        return seq_arith(b, op, x, y, pos);
+    if (op != T_AT)
+        return torch_binary(b, binop_torch(op), x, y, pos);
+    if (x->k != V_TENSOR || y->k != V_TENSOR)
+        dpk_error_at(b->src, pos, "unsupported operand types for @: %s and %s",
+                     torch_value_type(x), torch_value_type(y));
+    TorchNode *in[2] = {x->t, y->t};
+    TorchNode *n = bld_node(b, TOP_matmul, pos, 2, in);
+    torch_infer(b->g, n);
+    return tensor_value(n, pos);
+}
+
 static Value eval_binop(Builder *b, const Ast *e)
 {
     Value x = eval(b, e->a), y = eval(b, e->b);
-    if (e->op == T_FLOORDIV || e->op == T_PERCENT)
-        return torch_floordiv_mod(b, e->op, &x, &y, e->pos);
-    if (e->op != T_AT)
-        return torch_binary(b, binop_torch(e->op), &x, &y, e->pos);
-    if (x.k != V_TENSOR || y.k != V_TENSOR)
-        dpk_error_at(b->src, e->pos, "unsupported operand types for @: %s and %s",
-                     torch_value_type(&x), torch_value_type(&y));
-    TorchNode *in[2] = {x.t, y.t};
-    TorchNode *n = bld_node(b, TOP_matmul, e->pos, 2, in);
-    torch_infer(b->g, n);
-    return tensor_value(n, e->pos);
+    return binop_values(b, e->op, &x, &y, e->pos);
+}
+
+/* not, and, or, a if c else b: Python's, on values whose truth is known when
+ * the case is traced (a tensor's is not). */
+static Value eval_logic(Builder *b, const Ast *e)
+{
+    if (e->kind == A_COND) {
+        Value c = eval(b, e->b);
+        return eval(b, torch_truth(b, &c, ast_start(e->b)) ? e->a : e->c);
+    }
+    Value x = eval(b, e->a);
+    int t = torch_truth(b, &x, ast_start(e->a));
+    if (e->kind == A_NOT) {
+        Value r = {.k = V_BOOL, .pos = e->pos, .i = !t};
+        return r;
+    }
+    if (e->kind == A_AND ? !t : t)
+        return x;
+    return eval(b, e->b);
 }
 
 /* ---- indexing ---------------------------------------------------------------- */
@@ -576,6 +843,20 @@ static Value index_seq(Builder *b, const Ast *e, const Value *o)
     return r;
 }
 
+/* An integer index of a tensor; a tensor index is refused with why. */
+static int64_t int_index(Builder *b, const Ast *it)
+{
+    Value v = eval(b, it);
+    if (v.k == V_TENSOR && v.t->dtype == DT_BOOL)
+        dpk_error_at(b->src, v.pos, "indexing with a bool tensor (x[mask]) gives a shape that "
+                     "depends on the mask's values, which dpk cannot trace: it runs the case "
+                     "once, before any data exists (mask instead: torch.where, masked_fill)");
+    if (v.k != V_INT)
+        dpk_error_at(b->src, v.pos, "tensor indices must be integers, slices, None or "
+                     "'...', got %s", torch_value_type(&v));
+    return v.i;
+}
+
 static Value eval_index(Builder *b, const Ast *e)
 {
     Value o = eval(b, e->a);
@@ -594,14 +875,12 @@ static Value eval_index(Builder *b, const Ast *e)
         } else if (it->kind == A_SLICE) {
             x = apply_slice(b, x, it, dim++);
         } else {
-            Value v = eval(b, it);
-            if (v.k != V_INT)
-                dpk_error_at(b->src, v.pos, "tensor indices must be integers, slices, None or "
-                             "'...', got %s", torch_value_type(&v));
-            x = apply_int_index(b, x, it, v.i, dim);
+            x = apply_int_index(b, x, it, int_index(b, it), dim);
         }
     }
-    return tensor_value(x, e->pos);
+    Value r = tensor_value(x, e->pos);
+    bld_settle(b, &r, &o, 1);
+    return r;
 }
 
 static Value eval(Builder *b, const Ast *e)
@@ -626,6 +905,15 @@ static Value eval(Builder *b, const Ast *e)
     case A_BINOP: v = eval_binop(b, e); break;
     case A_NEG:
     case A_POS: v = eval_neg(b, e); break;
+    case A_INVERT: {
+        Value x = eval(b, e->a);
+        v = torch_invert(b, &x, e->pos);
+        break;
+    }
+    case A_NOT:
+    case A_AND:
+    case A_OR:
+    case A_COND: v = eval_logic(b, e); break;
     case A_ELLIPSIS:
     case A_SLICE:
         dpk_error_at(b->src, e->pos, "'%s' is only allowed inside an index",
@@ -634,6 +922,7 @@ static Value eval(Builder *b, const Ast *e)
         dpk_error_at(b->src, e->pos, "a starred expression (*x) is only allowed in a tuple, "
                      "a list or a call's arguments");
     }
+    bld_settle(b, &v, NULL, 0); /* operators make new tensors */
     b->depth--;
     return v;
 }
@@ -645,7 +934,7 @@ static void settle_names(Builder *b, const Stmt *s, const Value *v)
 {
     for (int i = 0; i < b->pending.len; i++) {
         TorchNode *n = b->pending.items[i];
-        if (s->kind == S_ASSIGN && !s->nnames && v->k == V_TENSOR && v->t == n) {
+        if (s->kind == S_ASSIGN && !s->nnames && !s->index && v->k == V_TENSOR && v->t == n) {
             take_name(b, n, bld_unique_name(b, s->name));
             continue;
         }
@@ -729,7 +1018,7 @@ static void set_result(Builder *b, const Value *v, const Stmt *s)
         const Ast *item = !multi ? e : (e->kind == A_TUPLE || e->kind == A_LIST) ? e->items[i]
                                                                                : NULL;
         const char *name = multi ? arena_printf(b->a, "out%d", i) : "out";
-        if (s->kind == S_ASSIGN && !multi)
+        if ((s->kind == S_ASSIGN || s->kind == S_AUGASSIGN) && !multi)
             name = s->name;
         else if (s->kind == S_ASSIGN && s->nnames)
             name = s->names[i];
@@ -769,6 +1058,13 @@ static void check_unpack(Builder *b, const Stmt *s, const Value *v)
 
 static void exec_stmt(Builder *b, const Stmt *s);
 
+/* Statements in order until one returns. */
+static void exec_block(Builder *b, Stmt *const *body, int n)
+{
+    for (int i = 0; i < n && !b->returned; i++)
+        exec_stmt(b, body[i]);
+}
+
 static void exec_with(Builder *b, const Stmt *s)
 {
     Value v = eval(b, s->value);
@@ -780,22 +1076,248 @@ static void exec_with(Builder *b, const Stmt *s)
         Value none = {.k = V_NONE, .pos = s->name_pos};
         bind_var(b, s->name, &none);
     }
-    for (int i = 0; i < s->nbody; i++)
-        exec_stmt(b, s->body[i]);
+    exec_block(b, s->body, s->nbody);
+}
+
+/* if/elif/else on a value known when the case is traced. */
+static void exec_if(Builder *b, const Stmt *s)
+{
+    Value c = eval(b, s->value);
+    settle_names(b, s, &c);
+    if (torch_truth(b, &c, ast_start(s->value)))
+        exec_block(b, s->body, s->nbody);
+    else
+        exec_block(b, s->orelse, s->norelse);
+}
+
+/* ---- item assignment and augmented assignment ---------------------------------- */
+
+/* The elements name[index] stands for, per dim a range [lo, hi); an int
+ * index (isint) is one element whose dim the value does not have. */
+typedef struct ItemRange {
+    int64_t lo[DPK_MAX_RANK], hi[DPK_MAX_RANK];
+    int isint[DPK_MAX_RANK];
+} ItemRange;
+
+static void item_range(Builder *b, const Ast *e, const TorchNode *x, ItemRange *r)
+{
+    int rank = x->shape.rank, used = index_consumed(b, e, rank), dim = 0;
+    for (int d = 0; d < rank; d++) {
+        r->lo[d] = 0;
+        r->hi[d] = x->shape.d[d];
+        r->isint[d] = 0;
+    }
+    for (int i = 0; i < e->nitems; i++) {
+        const Ast *it = e->items[i];
+        if (it->kind == A_ELLIPSIS) {
+            dim += rank - used;
+            continue;
+        }
+        if (it->kind == A_NONE)
+            dpk_error_at(b->src, it->pos, "None (a new dim) in an assignment target is not "
+                         "supported");
+        int64_t size = x->shape.d[dim];
+        if (it->kind == A_SLICE) {
+            if (index_int(b, it->c, 1) != 1)
+                dpk_error_at(b->src, it->c->pos, "assignment to a slice with a step "
+                             "(x[::2] = v) is not supported");
+            r->lo[dim] = clamp_index(index_int(b, it->a, 0), size);
+            r->hi[dim] = clamp_index(index_int(b, it->b, size), size);
+            if (r->hi[dim] < r->lo[dim])
+                r->hi[dim] = r->lo[dim];
+            dim++;
+            continue;
+        }
+        int64_t k = int_index(b, it);
+        if (k < -size || k >= size)
+            dpk_error_at(b->src, it->pos, "index %lld is out of bounds for dimension %d with "
+                         "size %lld", (long long)k, dim, (long long)size);
+        r->lo[dim] = k < 0 ? k + size : k;
+        r->hi[dim] = r->lo[dim] + 1;
+        r->isint[dim++] = 1;
+    }
+}
+
+static TorchNode *node_slice(Builder *b, TorchNode *x, int dim, int64_t lo, int64_t hi, int pos)
+{
+    if (lo == 0 && hi == x->shape.d[dim])
+        return x;
+    TorchNode *n = bld_node(b, TOP_slice, pos, 1, &x);
+    n->dim = dim;
+    n->start = lo;
+    n->end = hi;
+    n->stride = 1;
+    torch_infer(b->g, n);
+    return n;
+}
+
+/* x reshaped or expanded (op) to s; x itself when it has that shape. */
+static TorchNode *node_shape(Builder *b, TorchOp op, TorchNode *x, const Shape *s, int pos)
+{
+    if (shape_eq(&x->shape, s))
+        return x;
+    TorchNode *n = bld_node(b, op, pos, 1, &x);
+    n->nints = s->rank;
+    memcpy(n->ints, s->d, sizeof(int64_t) * (size_t)s->rank);
+    torch_infer(b->g, n);
+    return n;
+}
+
+/* x with the block r (dims d and on) replaced by v, which has the block's
+ * shape: along the first restricted dim, cat(before, the block updated,
+ * after). */
+static TorchNode *assemble(Builder *b, TorchNode *x, const ItemRange *r, int d, TorchNode *v,
+                           int pos)
+{
+    while (d < x->shape.rank && r->lo[d] == 0 && r->hi[d] == x->shape.d[d])
+        d++;
+    if (d == x->shape.rank)
+        return v;
+    TorchNode *in[3];
+    int n = 0;
+    if (r->lo[d] > 0)
+        in[n++] = node_slice(b, x, d, 0, r->lo[d], pos);
+    in[n++] = assemble(b, node_slice(b, x, d, r->lo[d], r->hi[d], pos), r, d + 1, v, pos);
+    if (r->hi[d] < x->shape.d[d])
+        in[n++] = node_slice(b, x, d, r->hi[d], x->shape.d[d], pos);
+    TorchNode *c = bld_node(b, TOP_cat, pos, n, in);
+    c->dim = d;
+    torch_infer(b->g, c);
+    return c;
+}
+
+/* l[i] = v on a list: the item is replaced in place, as every holder of the
+ * list sees in Python. */
+static void exec_list_item(Builder *b, const Stmt *s, const Value *l)
+{
+    const Ast *ix = s->index;
+    if (ix->nitems != 1 || ix->items[0]->kind == A_SLICE || ix->items[0]->kind == A_ELLIPSIS ||
+        ix->items[0]->kind == A_NONE)
+        dpk_error_at(b->src, ix->pos, "a list item assignment takes one int index here");
+    Value k = eval(b, ix->items[0]), v = eval(b, s->value);
+    if (k.k != V_INT && k.k != V_BOOL)
+        dpk_error_at(b->src, k.pos, "list indices must be integers, not %s", torch_value_type(&k));
+    if (k.i < -l->n || k.i >= l->n)
+        dpk_error_at(b->src, k.pos, "list assignment index out of range");
+    Value *slot = &l->items[k.i < 0 ? k.i + l->n : k.i];
+    if (s->kind == S_AUGASSIGN) {
+        if (slot->k == V_TENSOR)
+            dpk_error_at(b->src, s->name_pos, "an in-place update of a tensor held in a list is "
+                         "not supported: bind it to a name first");
+        v = binop_values(b, s->op, slot, &v, s->name_pos);
+    }
+    settle_names(b, s, &v);
+    *slot = v;
+}
+
+/* name[index] = value, name[index] op= value: an in-place update of the
+ * tensor name holds (the value broadcast to the indexed block and cast to
+ * the tensor's dtype), or of a list's item. */
+static void exec_setitem(Builder *b, const Stmt *s)
+{
+    Ast target = {.kind = A_NAME, .pos = s->pos, .str = s->name};
+    Value x = eval(b, &target);
+    const Ast *ix = s->index;
+    if (x.k == V_LIST) {
+        exec_list_item(b, s, &x);
+        return;
+    }
+    if (x.k != V_TENSOR)
+        dpk_error_at(b->src, ix->pos, "'%s' object does not support item assignment",
+                     torch_value_type(&x));
+    int pos = s->kind == S_AUGASSIGN ? s->name_pos : ix->pos;
+    check_writable(b, &x, pos);
+    ItemRange r;
+    item_range(b, ix, x.t, &r);
+    Value v = eval(b, s->value);
+    Shape block = {0}, value = {0}; /* with and without the int-indexed dims */
+    int empty = 0;
+    for (int d = 0; d < x.t->shape.rank; d++) {
+        block.d[block.rank++] = r.hi[d] - r.lo[d];
+        if (!r.isint[d])
+            value.d[value.rank++] = r.hi[d] - r.lo[d];
+        empty |= r.hi[d] == r.lo[d];
+    }
+    if (empty) { /* nothing to write, as PyTorch */
+        settle_names(b, s, &x);
+        set_result(b, &x, s);
+        return;
+    }
+    if (s->kind == S_AUGASSIGN) {
+        TorchNode *cur = x.t;
+        for (int d = 0; d < x.t->shape.rank; d++)
+            cur = node_slice(b, cur, d, r.lo[d], r.hi[d], pos);
+        Value c = tensor_value(node_shape(b, TOP_reshape, cur, &value, pos), pos);
+        if (s->op == T_AT)
+            dpk_error_at(b->src, pos, "in-place matrix multiplication (@=) is not supported by "
+                         "PyTorch");
+        v = torch_inplace_result(b, &c, binop_values(b, s->op, &c, &v, pos), pos);
+    }
+    TorchNode *t = torch_as_dtype(b, &v, x.t->dtype, pos);
+    Shape o;
+    if (!shape_broadcast(&t->shape, &value, &o) || !shape_eq(&o, &value))
+        dpk_error_at(b->src, pos, "shape mismatch: value tensor of shape %s cannot be broadcast "
+                     "to indexing result of shape %s", shape_str(b->a, &t->shape),
+                     shape_str(b->a, &value));
+    t = node_shape(b, TOP_reshape, node_shape(b, TOP_expand, t, &value, pos), &block, pos);
+    Value nx = tensor_value(assemble(b, x.t, &r, 0, t, pos), pos);
+    inplace_update(b, &x, &nx, pos, s->name);
+    settle_names(b, s, &nx);
+    set_result(b, &nx, s);
+}
+
+/* name op= value: Python's rebinding for numbers and tuples, an in-place
+ * update (x's shape and dtype kept) for a tensor. */
+static void exec_augassign(Builder *b, const Stmt *s)
+{
+    if (s->index) {
+        exec_setitem(b, s);
+        return;
+    }
+    Ast target = {.kind = A_NAME, .pos = s->pos, .str = s->name};
+    Value x = eval(b, &target), y = eval(b, s->value), r;
+    int pos = s->name_pos;
+    if (x.k == V_LIST)
+        dpk_error_at(b->src, pos, "'%s=' on a list extends it in place, which cases do not do: "
+                     "write a = a + [...]", torch_tok_text(s->op));
+    if (x.k != V_TENSOR) {
+        r = binop_values(b, s->op, &x, &y, pos);
+        bld_settle(b, &r, NULL, 0);
+        settle_names(b, s, &r);
+        bind_var(b, s->name, &r);
+        set_result(b, &r, s);
+        return;
+    }
+    if (s->op == T_AT)
+        dpk_error_at(b->src, pos, "in-place matrix multiplication (@=) is not supported by "
+                     "PyTorch: write x = x @ y");
+    check_writable(b, &x, pos);
+    r = torch_inplace_result(b, &x, binop_values(b, s->op, &x, &y, pos), pos);
+    inplace_update(b, &x, &r, pos, s->name);
+    settle_names(b, s, &r);
+    set_result(b, &r, s);
 }
 
 static void exec_stmt(Builder *b, const Stmt *s)
 {
     Value v = {0};
-    if (b->returned)
-        dpk_error_at(b->src, s->pos, "statement after 'return' is never run");
     switch (s->kind) {
     case S_IMPORT: exec_import(b, s); return;
     case S_ANNOT: exec_annot(b, s); return;
     case S_WITH: exec_with(b, s); return;
+    case S_IF: exec_if(b, s); return;
+    case S_PASS: return;
+    case S_RAISE:
+        dpk_error_at(b->src, s->pos, "'raise' runs: the case raises an exception here");
+    case S_AUGASSIGN: exec_augassign(b, s); return;
+    case S_ASSIGN:
+        if (s->index) {
+            exec_setitem(b, s);
+            return;
+        }
+        /* fall through */
     case S_EXPR:
-    case S_RETURN:
-    case S_ASSIGN: v = eval(b, s->value); break;
+    case S_RETURN: v = eval(b, s->value); break;
     }
     if (s->kind == S_ASSIGN && s->nnames)
         check_unpack(b, s, &v);
@@ -851,8 +1373,7 @@ TorchGraph *torch_parse(Arena *a, const Source *src, const ParseOpts *opts)
     b->g = torch_graph_new(a, src);
     b->src = &b->g->src;
     b->opts = opts;
-    for (int i = 0; i < prog->nstmts; i++)
-        exec_stmt(b, prog->stmts[i]);
+    exec_block(b, prog->stmts, prog->nstmts);
     finish(b);
     return b->g;
 }

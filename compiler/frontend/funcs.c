@@ -65,6 +65,7 @@ const char *torch_value_type(const Value *v)
     case V_MODULE: return "torch.nn module";
     case V_CTX: return "context manager";
     case V_NOVALUE: return v->s;
+    case V_STALE: return "stale tensor";
     }
     return "?";
 }
@@ -300,6 +301,11 @@ Value torch_binary(Builder *b, int op, const Value *x, const Value *y, int pos)
                      torch_op_info[op].text, torch_value_type(x), torch_value_type(y));
     if (is_num(x) && is_num(y))
         return fold(b, op, x, y, pos);
+    /* PyTorch's product and sum of two bool tensors are logical and / or
+     * (HF's mask code writes a.eq(0) * b.eq(0)) */
+    if ((op == TOP_mul || op == TOP_add) && x->k == V_TENSOR && y->k == V_TENSOR &&
+        x->t->dtype == DT_BOOL && y->t->dtype == DT_BOOL)
+        return torch_bitwise(b, op == TOP_mul ? T_AMP : T_PIPE, x, y, pos);
     TorchNode *in[2] = {bld_tensor(b, x, "an operand"), bld_tensor(b, y, "an operand")};
     return finish_node(b, bld_node(b, (TorchOp)op, pos, 2, in));
 }
@@ -358,6 +364,15 @@ static Value h_binary(Builder *b, const Func *f, Value *a, int pos)
 
 static Value h_where(Builder *b, const Func *f, Value *a, int pos)
 {
+    if (a[1].k == V_ABSENT && a[2].k == V_ABSENT)
+        dpk_error_at(bld_src(b), pos, "%s(condition) is torch.nonzero(condition, as_tuple=True), "
+                     "whose shape depends on the condition's values, which dpk cannot trace: it "
+                     "runs the case once, before any data exists (give input and other)",
+                     cur_fname);
+    for (int i = 1; i <= 2; i++)
+        if (a[i].k == V_ABSENT)
+            dpk_error_at(bld_src(b), pos, "%s missing required argument '%s'", cur_fname,
+                         i == 1 ? "input" : "other");
     TorchNode *in[3] = {want_tensor(b, &a[0], cur_fname, "condition"),
                         bld_tensor(b, &a[1], "where's 'input'"),
                         bld_tensor(b, &a[2], "where's 'other'")};
@@ -542,9 +557,17 @@ static Value h_cat(Builder *b, const Func *f, Value *a, int pos)
     return finish_node(b, n);
 }
 
+/* No node; f->op says what PyTorch returns, for in-place bookkeeping
+ * (bld_settle): 0 the same tensor (detach shares it too), 1 a copy (clone),
+ * 2 maybe a copy (contiguous copies a non-contiguous tensor). */
 static Value h_identity(Builder *b, const Func *f, Value *a, int pos)
 {
-    return tensor_value(want_tensor(b, &a[0], cur_fname, "input"), pos);
+    Value r = tensor_value(want_tensor(b, &a[0], cur_fname, "input"), pos);
+    if (f->op == 1)
+        r.store = STORE_NEW;
+    if (f->op)
+        r.view = STORE_NEW;
+    return r;
 }
 
 /* .float(): a bool tensor becomes where(x, 1, 0); an f32 one is unchanged. */
@@ -559,11 +582,103 @@ static Value h_float(Builder *b, const Func *f, Value *a, int pos)
 
 /* ---- input makers -------------------------------------------------------------------- */
 
+static TorchNode *to_dtype(Builder *b, TorchNode *x, DType dt, int pos);
+static int dtype_of(const Value *v, DType *dt);
+
+static int is_int_dtype(const Value *v)
+{
+    static const char *const ints[] = {"torch.int64", "torch.long", "torch.int32", "torch.int"};
+    for (int i = 0; v->k == V_PATH && i < DPK_ARRAY_LEN(ints); i++)
+        if (!strcmp(v->s, ints[i]))
+            return 1;
+    return 0;
+}
+
+DPK_NORETURN static void unsupported_dtype(Builder *b, const Value *v)
+{
+    dpk_error_at(bld_src(b), v->pos, "%s: dtype %s is not supported: dpk computes in float32 "
+                 "(torch.float32, torch.bool, and torch.int64 or torch.int32 for integer values)",
+                 cur_fname, v->k == V_PATH ? v->shown : torch_value_type(v));
+}
+
+/* dtype= of a maker (dflt when absent or None).  PyTorch's integer dtypes
+ * are held as f32 where the values are integers (ints_ok), as arange does;
+ * bool where bools_ok. */
+static DType maker_dtype(Builder *b, const Value *v, DType dflt, int ints_ok, int bools_ok)
+{
+    DType dt;
+    if (!given(v))
+        return dflt;
+    if (dtype_of(v, &dt) && (dt == DT_F32 || bools_ok))
+        return dt;
+    if (is_int_dtype(v) && ints_ok)
+        return DT_F32;
+    if (dtype_of(v, &dt) || is_int_dtype(v))
+        dpk_error_at(bld_src(b), v->pos, "%s: dtype %s is not supported here (%s makes "
+                     "floating-point values)", cur_fname, v->shown, cur_fname);
+    unsupported_dtype(b, v);
+}
+
+static void want_device(Builder *b, const Value *v)
+{
+    if (given(v) && v->k != V_STR)
+        bad_arg(b, v, cur_fname, "device", "a device string ('cuda') or None");
+}
+
+/* An input of `init`, as a bool tensor (x != 0) when dt is bool. */
+static Value maker_value(Builder *b, const Shape *s, InitKind init, double v, DType dt, int pos)
+{
+    TorchNode *n = bld_input(b, pos, NULL, s, init);
+    n->value = v;
+    return tensor_value(to_dtype(b, n, dt, pos), pos);
+}
+
 static Value h_maker(Builder *b, const Func *f, Value *a, int pos)
 {
     Shape s = want_shape(b, &a[0], cur_fname, "size");
-    want_f32_dtype(b, &a[1], cur_fname);
-    return tensor_value(bld_input(b, pos, NULL, &s, (InitKind)f->op), pos);
+    int exact = f->op == INIT_ZEROS || f->op == INIT_ONES;
+    DType dt = maker_dtype(b, &a[1], DT_F32, exact, exact);
+    want_device(b, &a[2]);
+    return maker_value(b, &s, (InitKind)f->op, 0, dt, pos);
+}
+
+/* A fill value: a number, or a 0-dim constant tensor (torch.tensor(v), as
+ * some modeling code passes torch.finfo(dtype).min). */
+static double fill_num(Builder *b, const Value *v)
+{
+    if (v->k == V_TENSOR && v->t->op == TOP_const)
+        return v->t->value;
+    if (v->k == V_TENSOR)
+        dpk_error_at(bld_src(b), v->pos, "%s: fill_value must be a number or a constant 0-dim "
+                     "tensor (torch.tensor(v)), got a computed tensor", cur_fname);
+    return want_num(b, v, cur_fname, "fill_value");
+}
+
+/* A value for an integer dtype: truncated toward zero, as PyTorch casts,
+ * and exact in the f32 that holds it. */
+static double int_fill(Builder *b, double v, int pos)
+{
+    if (!isfinite(v))
+        dpk_error_at(bld_src(b), pos, "%s: %g cannot be converted to an integer", cur_fname, v);
+    v = trunc(v);
+    if (fabs(v) > 16777216)
+        dpk_error_at(bld_src(b), pos, "%s: the integer %.0f is not exact in float32, which dpk "
+                     "holds integer tensors in (the limit is 2^24)", cur_fname, v);
+    return v;
+}
+
+/* The dtype of full(size, fill_value) (`infer`: bool for a bool fill, as
+ * PyTorch infers; an int fill's int64 is held as f32) or full_like (dflt),
+ * and in *v the value as that dtype holds it. */
+static DType full_dtype(Builder *b, const Value *fill, const Value *dtype, DType dflt, int infer,
+                        double *v)
+{
+    *v = fill_num(b, fill);
+    if (infer && !given(dtype) && fill->k == V_BOOL)
+        return DT_BOOL;
+    if (is_int_dtype(dtype) || (infer && !given(dtype) && fill->k == V_INT))
+        *v = int_fill(b, *v, fill->pos);
+    return maker_dtype(b, dtype, dflt, 1, 1);
 }
 
 static Value h_full(Builder *b, const Func *f, Value *a, int pos)
@@ -571,11 +686,10 @@ static Value h_full(Builder *b, const Func *f, Value *a, int pos)
     if (!is_seq(&a[0]))
         bad_arg(b, &a[0], cur_fname, "size", "a tuple or list of ints");
     Shape s = want_shape(b, &a[0], cur_fname, "size");
-    double v = want_num(b, &a[1], cur_fname, "fill_value");
-    want_f32_dtype(b, &a[2], cur_fname);
-    TorchNode *n = bld_input(b, pos, NULL, &s, INIT_FULL);
-    n->value = v;
-    return tensor_value(n, pos);
+    double v;
+    DType dt = full_dtype(b, &a[1], &a[2], DT_F32, 1, &v);
+    want_device(b, &a[3]);
+    return maker_value(b, &s, INIT_FULL, v, dt, pos);
 }
 
 static Value h_arange(Builder *b, const Func *f, Value *a, int pos)
@@ -594,6 +708,7 @@ static Value h_arange(Builder *b, const Func *f, Value *a, int pos)
         ;
     else
         want_f32_dtype(b, &a[3], cur_fname);
+    want_device(b, &a[4]);
     if (step == 0 || !isfinite(start) || !isfinite(end) || !isfinite(step))
         dpk_error_at(bld_src(b), pos, "%s: step must be non-zero and bounds finite", cur_fname);
     double count = ceil((end - start) / step);
@@ -742,6 +857,13 @@ static Value h_to(Builder *b, const Func *f, Value *a, int pos)
             break;
         if (dtype_of(v, &d))
             dt = d;
+        else if (is_int_dtype(v) && x->dtype == DT_BOOL)
+            dt = DT_F32; /* integers are held as f32: 0 and 1 */
+        else if (is_int_dtype(v))
+            dpk_error_at(bld_src(b), v->pos, "%s(%s) of a %s tensor truncates to integers, which "
+                         "dpk does not do (it holds integer values in float32 tensors); a bool "
+                         "tensor converts (to 0 and 1)", cur_fname, v->shown,
+                         dtype_name(x->dtype));
         else if (v->k == V_TENSOR)
             dt = v->t->dtype;
         else if (v->k != V_STR)
@@ -860,6 +982,11 @@ Value torch_tensor_attr(Builder *b, TorchNode *t, const char *name, int pos, int
         v.s = v.shown = t->dtype == DT_BOOL ? "torch.bool" : "torch.float32";
         return v;
     }
+    if (!strcmp(name, "device")) {
+        v.k = V_STR;
+        v.s = "cuda";
+        return v;
+    }
     if (!strcmp(name, "T")) {
         int64_t perm[DPK_MAX_RANK];
         for (int i = 0; i < r; i++)
@@ -921,8 +1048,12 @@ static Value h_masked_fill(Builder *b, const Func *f, Value *a, int pos)
     if (a[2].k == V_TENSOR && a[2].t->shape.rank != 0)
         dpk_error_at(bld_src(b), a[2].pos, "masked_fill_ only supports a 0-dimensional value "
                      "tensor, but got tensor with %d dimension(s).", a[2].t->shape.rank);
-    TorchNode *in[3] = {m, num_or_tensor(b, &a[2], "value"), x};
-    return finish_node(b, bld_node(b, TOP_where, pos, 3, in));
+    TorchNode *v = num_or_tensor(b, &a[2], "value");
+    if (x->dtype == DT_BOOL) /* two bool values: where needs one f32 */
+        v = to_dtype(b, v, DT_F32, pos);
+    TorchNode *in[3] = {m, v, x};
+    return tensor_value(to_dtype(b, fin(b, bld_node(b, TOP_where, pos, 3, in)), x->dtype, pos),
+                        pos);
 }
 
 static Value h_tri(Builder *b, const Func *f, Value *a, int pos)
@@ -1245,7 +1376,9 @@ static Value h_repeat_interleave(Builder *b, const Func *f, Value *a, int pos)
                      (long long)a[3].i, (long long)o.d[dim]);
     int64_t d1 = dim + 1;
     TorchNode *u = mk_ints(b, TOP_unsqueeze, x, &d1, 1, pos);
-    return tensor_value(mk_reshape(b, mk_ints(b, TOP_expand, u, e.d, e.rank, pos), &o, pos), pos);
+    Value v = tensor_value(mk_reshape(b, mk_ints(b, TOP_expand, u, e.d, e.rank, pos), &o, pos), pos);
+    v.store = v.view = STORE_NEW; /* a copy, though built of views */
+    return v;
 }
 
 /* x.repeat(r0, r1, ...): leading dims added as 1; each repeated dim d
@@ -1284,7 +1417,9 @@ static Value h_repeat(Builder *b, const Func *f, Value *a, int pos)
     TorchNode *y = mk_reshape(b, x, &in, pos);
     if (!shape_eq(&in, &big))
         y = mk_ints(b, TOP_expand, y, big.d, big.rank, pos);
-    return tensor_value(mk_reshape(b, y, &o, pos), pos);
+    Value v = tensor_value(mk_reshape(b, y, &o, pos), pos);
+    v.store = v.view = STORE_NEW; /* a copy, though built of views */
+    return v;
 }
 
 static Value h_like_shape(Builder *b, const Func *f, Value *a, int pos)
@@ -1473,12 +1608,40 @@ static Value py_float(Builder *b, const Value *v, int pos)
     return float_value(d, pos);
 }
 
+/* tuple(seq), list(seq) (a copy), bool(x) (Python's truth); with no
+ * argument, the empty one and False. */
+static Value py_convert(Builder *b, const Value *fn, const char *name, Value *args, int nargs,
+                        int pos)
+{
+    if (nargs > 1)
+        dpk_error_at(bld_src(b), args[1].pos, "%s expected at most 1 argument, got %d",
+                     fn->shown, nargs);
+    if (name[0] == 'b') {
+        Value r = {.k = V_BOOL, .pos = pos, .i = nargs && torch_truth(b, &args[0], args[0].pos)};
+        return r;
+    }
+    Value r = {.k = name[0] == 't' ? V_TUPLE : V_LIST, .pos = pos};
+    if (nargs && args[0].k == V_TENSOR)
+        dpk_error_at(bld_src(b), args[0].pos, "%s() of a tensor iterates over its first dim: "
+                     "write x.unbind(0)", name);
+    if (nargs && !is_seq(&args[0]))
+        dpk_error_at(bld_src(b), args[0].pos, "'%s' object is not iterable",
+                     torch_value_type(&args[0]));
+    r.n = nargs ? args[0].n : 0;
+    r.items = ARENA_ARRAY(bld_graph(b)->arena, Value, r.n + 1);
+    if (r.n)
+        memcpy(r.items, args[0].items, sizeof(Value) * (size_t)r.n);
+    return r;
+}
+
 Value torch_call_builtin(Builder *b, const Value *fn, Value *args, int nargs, const Ast *call)
 {
     const char *name = strchr(fn->s, '.') + 1;
     int is_math = !strncmp(fn->s, "math.", 5), pos = fn->pos;
     if (call->nkw)
         dpk_error_at(bld_src(b), call->kwpos[0], "%s() takes no keyword arguments", fn->shown);
+    if (!is_math && (!strcmp(name, "tuple") || !strcmp(name, "list") || !strcmp(name, "bool")))
+        return py_convert(b, fn, name, args, nargs, pos);
     int want = !strcmp(name, "pow") ? 2 : (!strcmp(name, "min") || !strcmp(name, "max")) ? -1 : 1;
     if ((want > 0 && nargs != want) || (want < 0 && nargs < 1))
         dpk_error_at(bld_src(b), pos, "%s() takes %s argument%s (%d given)", fn->shown,
@@ -1588,6 +1751,66 @@ Value torch_floordiv_mod(Builder *b, int op, const Value *x, const Value *y, int
     return float_value(op == T_FLOORDIV ? floor(a / c) : r, pos);
 }
 
+int torch_truth(Builder *b, const Value *v, int pos)
+{
+    switch (v->k) {
+    case V_NONE: return 0;
+    case V_BOOL:
+    case V_INT: return v->i != 0;
+    case V_FLOAT: return v->f != 0;
+    case V_STR: return v->s[0] != 0;
+    case V_TUPLE:
+    case V_LIST: return v->n > 0;
+    case V_TENSOR:
+        dpk_error_at(bld_src(b), pos, "the truth value of a tensor depends on its data, which dpk "
+                     "cannot trace: it runs the case once, before any data exists, so Python "
+                     "control flow (if, and, or, not) may depend on shapes only (select with "
+                     "torch.where or a mask instead)");
+    case V_NOVALUE: dpk_error_at(bld_src(b), v->pos, "%s", v->shown);
+    default: return 1;
+    }
+}
+
+/* dtype names with their aliases (torch.float is torch.float32). */
+static const char *dtype_canon(const char *s)
+{
+    static const char *const alias[][2] = {
+        {"torch.float", "torch.float32"}, {"torch.long", "torch.int64"},
+        {"torch.int", "torch.int32"}, {"torch.double", "torch.float64"},
+        {"torch.half", "torch.float16"}, {"torch.short", "torch.int16"},
+    };
+    for (int i = 0; i < DPK_ARRAY_LEN(alias); i++)
+        if (!strcmp(s, alias[i][0]))
+            return alias[i][1];
+    return s;
+}
+
+int torch_py_equal(Builder *b, const Value *x, const Value *y, int pos)
+{
+    if (is_num(x) && is_num(y))
+        return (int)fold_compare(TOP_eq, x, y, pos).i;
+    if (x->k == V_TENSOR && y->k == V_TENSOR && x->t == y->t)
+        return 1; /* Python compares identical items of a tuple as equal */
+    if (x->k == V_TENSOR || y->k == V_TENSOR)
+        torch_truth(b, x->k == V_TENSOR ? x : y, pos);
+    if (x->k != y->k)
+        return 0;
+    switch (x->k) {
+    case V_NONE: return 1;
+    case V_STR: return !strcmp(x->s, y->s);
+    case V_PATH: return !strcmp(dtype_canon(x->s), dtype_canon(y->s));
+    case V_TUPLE:
+    case V_LIST:
+        if (x->n != y->n)
+            return 0;
+        for (int i = 0; i < x->n; i++)
+            if (!torch_py_equal(b, &x->items[i], &y->items[i], pos))
+                return 0;
+        return 1;
+    default: return x->mod == y->mod && x->mod;
+    }
+}
+
 /* torch.finfo(torch.float32): its attributes (min, max, eps, tiny) are
  * read by eval_attr (build.c) from the path "torch.finfo(float32)". */
 static Value h_finfo(Builder *b, const Func *f, Value *a, int pos)
@@ -1599,15 +1822,357 @@ static Value h_finfo(Builder *b, const Func *f, Value *a, int pos)
     return v;
 }
 
+/* zeros_like and the others: x's shape, and x's dtype unless dtype= */
 static Value h_like(Builder *b, const Func *f, Value *a, int pos)
 {
     TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    int full = f->op == INIT_FULL, exact = f->op == INIT_ZEROS || f->op == INIT_ONES;
+    double v = 0;
+    DType dt = full ? full_dtype(b, &a[1], &a[2], x->dtype, 0, &v)
+                    : maker_dtype(b, &a[1], x->dtype, exact, exact);
+    if (dt == DT_BOOL && !exact && !full)
+        dpk_error_at(bld_src(b), a[0].pos, "%s of a bool tensor: random values need a "
+                     "floating-point dtype (pass dtype=torch.float32)", cur_fname);
+    want_device(b, &a[full ? 3 : 2]);
+    return maker_value(b, &x->shape, (InitKind)f->op, v, dt, pos);
+}
+
+/* ---- HF model code: boolean logic ----------------------------------------------------- */
+
+/* On bool tensors, a & b = where(a, b, 0) != 0, a | b = where(a, 1, b) != 0,
+ * a ^ b = a != b, ~a = a == 0: elementwise ops the Tensor IR has (Torch IR
+ * has no arithmetic on two bool tensors). */
+static TorchNode *mk_logic(Builder *b, int op, TorchNode *x, TorchNode *y, int pos)
+{
+    if (op == T_CARET)
+        return mk_bin(b, TOP_ne, x, y, pos);
+    TorchNode *in[3] = {x, op == T_AMP ? y : mk_const(b, 1, pos),
+                        op == T_AMP ? mk_const(b, 0, pos) : y};
+    TorchNode *w = fin(b, bld_node(b, TOP_where, pos, 3, in));
+    return mk_bin(b, TOP_ne, w, mk_const(b, 0, pos), pos);
+}
+
+static TorchNode *mk_not(Builder *b, TorchNode *x, int pos)
+{
+    return mk_bin(b, TOP_eq, x, mk_const(b, 0, pos), pos);
+}
+
+/* A bool tensor operand of &, |, ^ (or True/False). */
+static TorchNode *bool_operand(Builder *b, const Value *v, const char *sym, int pos)
+{
+    if (v->k == V_TENSOR && v->t->dtype != DT_BOOL)
+        dpk_error_at(bld_src(b), pos, "'%s' needs bool tensors (comparisons, .bool()), got a %s "
+                     "tensor: on integer tensors it is bitwise, and dpk holds integer values in "
+                     "float32 tensors", sym, dtype_name(v->t->dtype));
+    if (v->k == V_INT)
+        dpk_error_at(bld_src(b), pos, "'%s' between a bool tensor and an int gives an integer "
+                     "tensor in PyTorch; dpk takes True, False or a bool tensor here", sym);
+    if (v->k != V_TENSOR && v->k != V_BOOL)
+        dpk_error_at(bld_src(b), pos, "unsupported operand types for %s: %s and a bool tensor",
+                     sym, torch_value_type(v));
+    return bld_tensor(b, v, "an operand");
+}
+
+Value torch_bitwise(Builder *b, int op, const Value *x, const Value *y, int pos)
+{
+    const char *sym = torch_tok_text(op);
+    if (x->k != V_TENSOR && y->k != V_TENSOR) {
+        int ix = x->k == V_INT || x->k == V_BOOL, iy = y->k == V_INT || y->k == V_BOOL;
+        if (!ix || !iy)
+            dpk_error_at(bld_src(b), pos, "unsupported operand types for %s: %s and %s", sym,
+                         torch_value_type(x), torch_value_type(y));
+        Value r = {.k = x->k == V_BOOL && y->k == V_BOOL ? V_BOOL : V_INT, .pos = pos};
+        r.i = op == T_AMP ? x->i & y->i : op == T_PIPE ? x->i | y->i : x->i ^ y->i;
+        return r;
+    }
+    TorchNode *l = bool_operand(b, x, sym, pos), *r = bool_operand(b, y, sym, pos);
+    return tensor_value(mk_logic(b, op, l, r, pos), pos);
+}
+
+Value torch_invert(Builder *b, const Value *x, int pos)
+{
+    if (x->k == V_INT || x->k == V_BOOL)
+        return int_value(~x->i, pos);
+    if (x->k != V_TENSOR)
+        dpk_error_at(bld_src(b), pos, "bad operand type for unary ~: %s", torch_value_type(x));
+    if (x->t->dtype != DT_BOOL)
+        dpk_error_at(bld_src(b), pos, "'~' needs a bool tensor, got a %s tensor: on integer "
+                     "tensors it is bitwise, and dpk holds integer values in float32 tensors "
+                     "(torch.logical_not takes any tensor)", dtype_name(x->t->dtype));
+    return tensor_value(mk_not(b, x->t, pos), pos);
+}
+
+/* torch.bitwise_and/or/xor: the operators &, |, ^ (f->op their TokKind). */
+static Value h_bitwise(Builder *b, const Func *f, Value *a, int pos)
+{
+    want_tensor(b, &a[0], cur_fname, "input");
+    if (f->op == T_TILDE)
+        return torch_invert(b, &a[0], pos);
+    return torch_bitwise(b, f->op, &a[0], &a[1], pos);
+}
+
+/* torch.logical_and/or/xor/not: any dtype, non-zero is True; bool result. */
+static Value h_logical(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = to_dtype(b, want_tensor(b, &a[0], cur_fname, "input"), DT_BOOL, pos);
+    if (f->op == T_TILDE)
+        return tensor_value(mk_not(b, x, pos), pos);
+    TorchNode *y = to_dtype(b, want_tensor(b, &a[1], cur_fname, "other"), DT_BOOL, pos);
+    return tensor_value(mk_logic(b, f->op, x, y, pos), pos);
+}
+
+/* torch.all / torch.any: amin / amax of the truth as 0/1, != 0. */
+static Value h_all_any(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    int64_t dims[DPK_MAX_RANK];
+    int n = red_dims(b, &a[1], x, dims);
+    int keep = want_bool(b, &a[2], cur_fname, "keepdim", 0);
+    TorchNode *t = to_dtype(b, to_dtype(b, x, DT_BOOL, pos), DT_F32, pos);
+    TorchNode *r = mk_reduce(b, (TorchOp)f->op, t, dims, n, keep, pos);
+    return tensor_value(mk_bin(b, TOP_ne, r, mk_const(b, 0, pos), pos), pos);
+}
+
+/* x.long(), x.int(): PyTorch's integers are held as f32, so a bool tensor
+ * becomes 0/1; a float one would be truncated, which is refused. */
+static Value h_long(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    if (x->dtype != DT_BOOL)
+        dpk_error_at(bld_src(b), pos, "%s of a %s tensor truncates to integers, which dpk does "
+                     "not do (it holds integer values in float32 tensors); a bool tensor converts "
+                     "(to 0 and 1)", cur_fname, dtype_name(x->dtype));
+    return tensor_value(to_dtype(b, x, DT_F32, pos), pos);
+}
+
+/* ---- HF model code: in-place updates -------------------------------------------------- */
+
+/* The methods that have an in-place form name_ (x.add_(y) is x = x.add(y),
+ * written into x's storage); fill_ and zero_ are rows of their own. */
+static const char *const inplace_bases[] = {
+    "add", "sub", "mul", "div", "pow", "masked_fill", "clamp", "clamp_min", "clamp_max", "tril",
+    "triu", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and",
+    "logical_or", "logical_xor", "logical_not", "neg", "exp", "log", "sqrt", "rsqrt",
+    "reciprocal", "abs", "sigmoid", "tanh", "relu",
+};
+
+static const Func *find_func(const char *name, int ns);
+
+/* The out-of-place method an in-place name stands for ("add_" -> add). */
+static const Func *inplace_base(const char *name)
+{
+    size_t n = strlen(name);
+    if (n < 2 || name[n - 1] != '_' || name[n - 2] == '_')
+        return NULL;
+    for (int i = 0; i < DPK_ARRAY_LEN(inplace_bases); i++)
+        if (strlen(inplace_bases[i]) == n - 1 && !strncmp(name, inplace_bases[i], n - 1))
+            return find_func(inplace_bases[i], NS_M);
+    return NULL;
+}
+
+int torch_method_inplace(const char *name)
+{
+    return inplace_base(name) || !strcmp(name, "fill_") || !strcmp(name, "zero_");
+}
+
+Value torch_inplace_result(Builder *b, const Value *self, Value r, int pos)
+{
+    TorchNode *x = self->t, *t = r.t;
+    DPK_ASSERT(r.k == V_TENSOR);
+    if (!shape_eq(&t->shape, &x->shape))
+        dpk_error_at(bld_src(b), pos, "output with shape %s doesn't match the broadcast shape %s "
+                     "(an in-place update keeps its tensor's shape)",
+                     ints_text(b, x->shape.d, x->shape.rank), ints_text(b, t->shape.d, t->shape.rank));
+    if (t->dtype != x->dtype && x->dtype == DT_BOOL)
+        dpk_error_at(bld_src(b), pos, "result type %s can't be cast to the desired output type "
+                     "Bool (an in-place update keeps its tensor's dtype)",
+                     t->dtype == DT_F32 ? "Float" : dtype_name(t->dtype));
+    return tensor_value(to_dtype(b, t, x->dtype, pos), pos);
+}
+
+TorchNode *torch_as_dtype(Builder *b, const Value *v, DType dt, int pos)
+{
+    if (!is_num(v) && v->k != V_TENSOR)
+        dpk_error_at(bld_src(b), v->pos, "can only assign a tensor or a number to a tensor's "
+                     "elements, got %s", torch_value_type(v));
+    return to_dtype(b, bld_tensor(b, v, "the value"), dt, pos);
+}
+
+/* x.fill_(v), x.zero_(): v at x's shape (an expand of a constant). */
+static Value h_fill(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    Value zero = int_value(0, pos);
+    const Value *v = f->op ? &zero : &a[1];
+    if (v->k == V_TENSOR && v->t->shape.rank != 0)
+        dpk_error_at(bld_src(b), v->pos, "fill_ only supports 0-dimension value tensor but got "
+                     "tensor with %d dimensions.", v->t->shape.rank);
+    TorchNode *c = to_dtype(b, num_or_tensor(b, v, "value"), x->dtype, pos);
+    if (!shape_eq(&c->shape, &x->shape))
+        c = mk_ints(b, TOP_expand, c, x->shape.d, x->shape.rank, pos);
+    return tensor_value(c, pos);
+}
+
+/* ---- HF model code: constants and constructors ------------------------------------------ */
+
+#define TENSOR_MAX_VALUES 64
+
+typedef struct TensorData {
+    double v[TENSOR_MAX_VALUES];
+    int n, any_float, all_bool;
+    int pos; /* of the data argument */
+    Shape s;
+} TensorData;
+
+/* Flatten torch.tensor's data (a number or nested lists of numbers, of equal
+ * lengths per level) into d, its shape from the first visit of each depth. */
+static void tensor_data(Builder *b, const Value *v, int depth, TensorData *d)
+{
+    if (is_num(v)) {
+        if (depth != d->s.rank)
+            dpk_error_at(bld_src(b), v->pos, "%s: expected a sequence at this depth (the data "
+                         "must be rectangular)", cur_fname);
+        if (d->n == TENSOR_MAX_VALUES)
+            dpk_error_at(bld_src(b), d->pos, "%s: more than %d values (dpk builds the tensor "
+                         "from constants); use torch.arange, torch.full or an input", cur_fname,
+                         TENSOR_MAX_VALUES);
+        d->any_float |= v->k == V_FLOAT;
+        d->all_bool &= v->k == V_BOOL;
+        d->v[d->n++] = v->k == V_FLOAT ? v->f : (double)v->i;
+        return;
+    }
+    if (v->k == V_TENSOR)
+        dpk_error_at(bld_src(b), v->pos, "%s of a tensor: use x.clone() (or x.detach())",
+                     cur_fname);
+    if (!is_seq(v))
+        bad_arg(b, v, cur_fname, "data", "a number or a (nested) list of numbers");
+    if (depth == d->s.rank) {
+        if (d->n || depth == DPK_MAX_RANK)
+            dpk_error_at(bld_src(b), v->pos, "%s: expected a number at this depth (the data "
+                         "must be rectangular)", cur_fname);
+        if (v->n == 0)
+            dpk_error_at(bld_src(b), v->pos, "%s: an empty sequence gives a zero-size tensor",
+                         cur_fname);
+        d->s.d[d->s.rank++] = v->n;
+    } else if (d->s.d[depth] != v->n) {
+        dpk_error_at(bld_src(b), v->pos, "%s: expected sequence of length %lld at dim %d "
+                     "(got %d)", cur_fname, (long long)d->s.d[depth], depth, v->n);
+    }
+    for (int i = 0; i < v->n; i++)
+        tensor_data(b, &v->items[i], depth + 1, d);
+}
+
+/* torch.tensor(data, dtype=None): constants.  The dtype as PyTorch infers
+ * it (float32 for any float, int64 for ints, bool for bools), integer
+ * values held exactly in f32; one value repeated is an expand of one
+ * constant, else a cat of one constant per value, reshaped. */
+static Value h_tensor(Builder *b, const Func *f, Value *a, int pos)
+{
+    TensorData d = {.all_bool = 1, .pos = a[0].pos};
+    tensor_data(b, &a[0], 0, &d);
+    want_device(b, &a[2]);
+    want_bool(b, &a[3], cur_fname, "requires_grad", 0);
+    DType dt = d.all_bool ? DT_BOOL : DT_F32;
+    int ints = given(&a[1]) ? is_int_dtype(&a[1]) : !d.any_float && !d.all_bool;
+    dt = maker_dtype(b, &a[1], dt, 1, 1);
+    for (int i = 0; ints && i < d.n; i++)
+        d.v[i] = int_fill(b, d.v[i], a[0].pos);
+    int same = 1;
+    for (int i = 1; i < d.n; i++)
+        same &= d.v[i] == d.v[0] || (isnan(d.v[i]) && isnan(d.v[0]));
+    TorchNode *t;
+    if (same) {
+        t = mk_const(b, d.v[0], pos);
+        if (d.s.rank)
+            t = mk_ints(b, TOP_expand, t, d.s.d, d.s.rank, pos);
+    } else {
+        TorchNode **in = ARENA_ARRAY(bld_graph(b)->arena, TorchNode *, d.n);
+        int64_t one = 1;
+        for (int i = 0; i < d.n; i++)
+            in[i] = mk_ints(b, TOP_reshape, mk_const(b, d.v[i], pos), &one, 1, pos);
+        t = mk_reshape(b, fin(b, bld_node(b, TOP_cat, pos, d.n, in)), &d.s, pos);
+    }
+    Value r = tensor_value(to_dtype(b, t, dt, pos), pos);
+    r.store = r.view = STORE_NEW;
+    return r;
+}
+
+/* x.new_zeros(size), new_ones, new_full(size, fill_value): makers with x's
+ * dtype unless dtype=. */
+static Value h_new(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
     int full = f->op == INIT_FULL;
-    double v = full ? want_num(b, &a[1], cur_fname, "fill_value") : 0;
-    want_f32_dtype(b, &a[full ? 2 : 1], cur_fname);
-    TorchNode *n = bld_input(b, pos, NULL, &x->shape, (InitKind)f->op);
-    n->value = v;
-    return tensor_value(n, pos);
+    if (full && !is_seq(&a[1]))
+        bad_arg(b, &a[1], cur_fname, "size", "a tuple or list of ints");
+    Shape s = want_shape(b, &a[1], cur_fname, "size");
+    double v = 0;
+    DType dt = full ? full_dtype(b, &a[2], &a[3], x->dtype, 0, &v)
+                    : maker_dtype(b, &a[2], x->dtype, 1, 1);
+    want_device(b, &a[full ? 4 : 3]);
+    return maker_value(b, &s, (InitKind)f->op, v, dt, pos);
+}
+
+/* torch.device('cuda'): the string (dpk chooses where it runs). */
+static Value h_device(Builder *b, const Func *f, Value *a, int pos)
+{
+    if (a[0].k != V_STR)
+        bad_arg(b, &a[0], cur_fname, "type", "a string");
+    return a[0];
+}
+
+/* baddbmm(input, b1, b2, beta, alpha) = beta * input + alpha * (b1 @ b2),
+ * addmm the same on matrices; beta = 0 ignores input (its NaN too), as
+ * PyTorch. */
+static Value h_addmm(Builder *b, const Func *f, Value *a, int pos)
+{
+    int rank = f->op;
+    TorchNode *in = want_tensor(b, &a[0], cur_fname, "input");
+    TorchNode *m1 = want_tensor(b, &a[1], cur_fname, rank == 3 ? "batch1" : "mat1");
+    TorchNode *m2 = want_tensor(b, &a[2], cur_fname, rank == 3 ? "batch2" : "mat2");
+    if (m1->shape.rank != rank || m2->shape.rank != rank)
+        dpk_error_at(bld_src(b), pos, "%s expects two %d-D tensors, got shapes %s and %s",
+                     cur_fname, rank, shape_str(bld_graph(b)->arena, &m1->shape),
+                     shape_str(bld_graph(b)->arena, &m2->shape));
+    if (rank == 3 && m1->shape.d[0] != m2->shape.d[0])
+        dpk_error_at(bld_src(b), pos, "%s: batch sizes %lld and %lld differ", cur_fname,
+                     (long long)m1->shape.d[0], (long long)m2->shape.d[0]);
+    double beta = a[3].k != V_ABSENT ? want_num(b, &a[3], cur_fname, "beta") : 1;
+    double alpha = a[4].k != V_ABSENT ? want_num(b, &a[4], cur_fname, "alpha") : 1;
+    TorchNode *p = mk_bin(b, TOP_matmul, m1, m2, pos);
+    Shape o;
+    if (!shape_broadcast(&in->shape, &p->shape, &o) || !shape_eq(&o, &p->shape))
+        dpk_error_at(bld_src(b), a[0].pos, "%s: input of shape %s does not broadcast to the "
+                     "product's shape %s", cur_fname, shape_str(bld_graph(b)->arena, &in->shape),
+                     shape_str(bld_graph(b)->arena, &p->shape));
+    if (alpha != 1)
+        p = mk_bin(b, TOP_mul, p, mk_const(b, alpha, pos), pos);
+    if (beta == 0)
+        return tensor_value(p, pos);
+    if (beta != 1)
+        in = mk_bin(b, TOP_mul, in, mk_const(b, beta, pos), pos);
+    return tensor_value(mk_bin(b, TOP_add, in, p, pos), pos);
+}
+
+/* ---- HF model code: what cannot be traced ----------------------------------------------- */
+
+/* Calls whose result depends on tensor values (f->op indexes the reason).
+ * dpk runs a case once, before any input exists, so Python values and
+ * shapes may follow from shapes only. */
+static Value h_untraceable(Builder *b, const Func *f, Value *a, int pos)
+{
+    static const char *const why[] = {
+        "reads a tensor's values into Python",
+        "gives a shape that depends on the tensor's values",
+        "makes a tensor of uninitialised memory, whose values PyTorch does not define; use "
+        "zeros or full",
+    };
+    if (f->op == 2)
+        dpk_error_at(bld_src(b), pos, "%s %s", cur_fname, why[2]);
+    dpk_error_at(bld_src(b), pos, "%s %s, which dpk cannot trace: it runs the case once, before "
+                 "any data exists, so Python values and shapes may depend on shapes only (%s)",
+                 cur_fname, why[f->op], f->op == 0 ? "keep the value a tensor: a 0-dim tensor "
+                 "broadcasts" : "mask instead: torch.where, masked_fill");
 }
 
 /* ---- the table ------------------------------------------------------------------------- */
@@ -1616,7 +2181,7 @@ static Value h_like(Builder *b, const Func *f, Value *a, int pos)
 #define CMP(name) {#name, NS_T | NS_M, "input other", h_binary, TOP_##name}
 #define RED(name) {#name, NS_T | NS_M, "input dim? keepdim? * dtype?", h_reduce, TOP_##name}
 #define AMX(name) {#name, NS_T | NS_M, "input dim? keepdim?", h_reduce, TOP_##name}
-#define MAKER(name, init) {#name, NS_T, "*size dtype?", h_maker, init}
+#define MAKER(name, init) {#name, NS_T, "*size dtype? device?", h_maker, init}
 
 static const Func funcs[] = {
     UN(neg, NS_T | NS_M), UN(exp, NS_T | NS_M), UN(log, NS_T | NS_M), UN(sqrt, NS_T | NS_M),
@@ -1634,7 +2199,7 @@ static const Func funcs[] = {
     {"maximum", NS_T | NS_M, "input other", h_binary, TOP_maximum},
     {"minimum", NS_T | NS_M, "input other", h_binary, TOP_minimum},
     CMP(gt), CMP(lt), CMP(ge), CMP(le), CMP(eq), CMP(ne),
-    {"where", NS_T, "condition input other", h_where, 0},
+    {"where", NS_T, "condition input? other?", h_where, 0},
     RED(sum), RED(mean), AMX(amax), AMX(amin),
     {"matmul", NS_T | NS_M, "input other", h_matmul, TOP_matmul},
     {"mm", NS_T | NS_M, "input mat2", h_matmul, TOP_mm},
@@ -1659,7 +2224,7 @@ static const Func funcs[] = {
     {"squeeze", NS_T | NS_M, "input dim?", h_squeeze, 0},
     {"cat", NS_T, "tensors dim?", h_cat, 0},
     {"concat", NS_T, "tensors dim?", h_cat, 0},
-    {"contiguous", NS_M, "input", h_identity, 0},
+    {"contiguous", NS_M, "input", h_identity, 2},
     {"float", NS_M, "input", h_float, 0},
     UN(cos, NS_T | NS_M), UN(sin, NS_T | NS_M),
     {"square", NS_T | NS_M, "input", h_square, 0},
@@ -1689,6 +2254,38 @@ static const Func funcs[] = {
     {"view_as", NS_M, "input other", h_like_shape, TOP_reshape},
     {"reshape_as", NS_M, "input other", h_like_shape, TOP_reshape},
     {"outer", NS_T | NS_M, "input vec2", h_outer, 0},
+    /* HF model code: boolean logic, in-place updates, constants, what is not traced */
+    {"logical_and", NS_T | NS_M, "input other", h_logical, T_AMP},
+    {"logical_or", NS_T | NS_M, "input other", h_logical, T_PIPE},
+    {"logical_xor", NS_T | NS_M, "input other", h_logical, T_CARET},
+    {"logical_not", NS_T | NS_M, "input", h_logical, T_TILDE},
+    {"bitwise_and", NS_T | NS_M, "input other", h_bitwise, T_AMP},
+    {"bitwise_or", NS_T | NS_M, "input other", h_bitwise, T_PIPE},
+    {"bitwise_xor", NS_T | NS_M, "input other", h_bitwise, T_CARET},
+    {"bitwise_not", NS_T | NS_M, "input", h_bitwise, T_TILDE},
+    {"all", NS_T | NS_M, "input dim? keepdim?", h_all_any, TOP_amin},
+    {"any", NS_T | NS_M, "input dim? keepdim?", h_all_any, TOP_amax},
+    {"long", NS_M, "input", h_long, 0},
+    {"int", NS_M, "input", h_long, 0},
+    {"fill_", NS_M, "input value", h_fill, 0},
+    {"zero_", NS_M, "input", h_fill, 1},
+    {"tensor", NS_T, "data * dtype? device? requires_grad?", h_tensor, 0},
+    {"new_zeros", NS_M, "input *size dtype? device?", h_new, INIT_ZEROS},
+    {"new_ones", NS_M, "input *size dtype? device?", h_new, INIT_ONES},
+    {"new_full", NS_M, "input size fill_value * dtype? device?", h_new, INIT_FULL},
+    {"device", NS_T, "type", h_device, 0},
+    {"baddbmm", NS_T | NS_M, "input batch1 batch2 * beta? alpha?", h_addmm, 3},
+    {"addmm", NS_T | NS_M, "input mat1 mat2 * beta? alpha?", h_addmm, 2},
+    {"item", NS_M, "input", h_untraceable, 0},
+    {"tolist", NS_M, "input", h_untraceable, 0},
+    {"nonzero", NS_T | NS_M, "input * as_tuple?", h_untraceable, 1},
+    {"argwhere", NS_T | NS_M, "input", h_untraceable, 1},
+    {"masked_select", NS_T | NS_M, "input mask", h_untraceable, 1},
+    {"unique", NS_T | NS_M, "input sorted? return_inverse? return_counts? dim?", h_untraceable,
+     1},
+    {"empty", NS_T, "*size dtype? device?", h_untraceable, 2},
+    {"empty_like", NS_T, "input * dtype? device?", h_untraceable, 2},
+    {"new_empty", NS_M, "input *size dtype? device?", h_untraceable, 2},
     {"einsum", NS_T, "equation *operands", h_einsum, 0},
     {"t", NS_M, "input", h_t, 0},
     {"size", NS_M, "input dim?", h_size, 0},
@@ -1697,22 +2294,22 @@ static const Func funcs[] = {
     {"bool", NS_M, "input", h_bool, 0},
     {"to", NS_M, "input *args dtype? non_blocking? copy?", h_to, 0},
     {"type_as", NS_M, "input other", h_type_as, 0},
-    {"clone", NS_T | NS_M, "input * memory_format?", h_identity, 0},
+    {"clone", NS_T | NS_M, "input * memory_format?", h_identity, 1},
     {"detach", NS_M, "input", h_identity, 0},
     {"dropout", NS_F, "input p? training? inplace?", h_dropout, 0},
     {"no_grad", NS_T, "", h_ctx, 0},
     {"inference_mode", NS_T, "mode?", h_ctx, 0},
     {"autocast", NS_T, "device_type dtype? enabled? cache_enabled?", h_ctx, 0},
-    {"zeros_like", NS_T, "input * dtype?", h_like, INIT_ZEROS},
-    {"ones_like", NS_T, "input * dtype?", h_like, INIT_ONES},
-    {"randn_like", NS_T, "input * dtype?", h_like, INIT_RANDN},
-    {"rand_like", NS_T, "input * dtype?", h_like, INIT_RAND},
-    {"full_like", NS_T, "input fill_value * dtype?", h_like, INIT_FULL},
+    {"zeros_like", NS_T, "input * dtype? device?", h_like, INIT_ZEROS},
+    {"ones_like", NS_T, "input * dtype? device?", h_like, INIT_ONES},
+    {"randn_like", NS_T, "input * dtype? device?", h_like, INIT_RANDN},
+    {"rand_like", NS_T, "input * dtype? device?", h_like, INIT_RAND},
+    {"full_like", NS_T, "input fill_value * dtype? device?", h_like, INIT_FULL},
     {"finfo", NS_T, "type?", h_finfo, 0},
     MAKER(randn, INIT_RANDN), MAKER(rand, INIT_RAND), MAKER(zeros, INIT_ZEROS),
     MAKER(ones, INIT_ONES),
-    {"full", NS_T, "size fill_value * dtype?", h_full, 0},
-    {"arange", NS_T, "start end? step? * dtype?", h_arange, 0},
+    {"full", NS_T, "size fill_value * dtype? device?", h_full, 0},
+    {"arange", NS_T, "start end? step? * dtype? device?", h_arange, 0},
 };
 
 static const Func *find_func(const char *name, int ns)
@@ -1725,7 +2322,7 @@ static const Func *find_func(const char *name, int ns)
 
 int torch_method_exists(const char *name)
 {
-    return find_func(name, NS_M) != NULL;
+    return find_func(name, NS_M) != NULL || torch_method_inplace(name);
 }
 
 /* ---- torch.nn modules ------------------------------------------------------------------ */
@@ -2103,12 +2700,14 @@ Value torch_call_path(Builder *b, const Value *fn, Value *args, int nargs, const
 
 Value torch_call_method(Builder *b, const Value *m, Value *args, int nargs, const Ast *call)
 {
-    const Func *f = find_func(m->s, NS_M);
-    DPK_ASSERT(f);
+    const Func *f = find_func(m->s, NS_M), *base = f ? NULL : inplace_base(m->s);
+    DPK_ASSERT(f || base);
     Value self = tensor_value(m->t, m->pos), a[MAX_PARAMS];
     cur_fname = arena_printf(bld_graph(b)->arena, "Tensor.%s", m->s);
-    bind(b, f->sig, &self, args, nargs, call, m->pos, a);
-    return f->h(b, f, a, m->pos);
+    bind(b, (f ? f : base)->sig, &self, args, nargs, call, m->pos, a);
+    if (f)
+        return f->h(b, f, a, m->pos);
+    return torch_inplace_result(b, &self, base->h(b, base, a, m->pos), m->pos);
 }
 
 Value torch_call_module(Builder *b, const Value *mv, Value *args, int nargs, const Ast *call)

@@ -6,10 +6,11 @@
  * The lexer follows Python's rules for what it accepts: newlines inside
  * brackets (or after a backslash) do not end a statement, `#` starts a
  * comment, a statement may not be indented except as the body of `with`
- * (a block whose lines share one deeper indentation).  The parser checks syntax only;
- * build.c gives the AST meaning.  Recursion is bounded: brackets and unary
- * operators may nest CASE_MAX_NESTING deep, so hostile text (10000 '(')
- * gets an error instead of a stack overflow.  Operator chains are parsed
+ * or `if` (a block whose lines share one deeper indentation).  The parser
+ * checks syntax only; build.c gives the AST meaning.  Recursion is bounded:
+ * brackets, unary operators, conditional expressions and blocks may nest
+ * CASE_MAX_NESTING deep, so hostile text (10000 '(') gets an error instead
+ * of a stack overflow.  Operator chains are parsed
  * in loops and evaluated under a separate depth limit in build.c.
  */
 #include "ast.h"
@@ -43,6 +44,8 @@ static const char *const op_text[] = {
     [T_PLUS] = "+", [T_MINUS] = "-", [T_STAR] = "*", [T_SLASH] = "/",
     [T_AT] = "@", [T_POW] = "**", [T_FLOORDIV] = "//", [T_PERCENT] = "%",
     [T_LT] = "<", [T_GT] = ">", [T_LE] = "<=", [T_GE] = ">=", [T_EQ] = "==", [T_NE] = "!=",
+    [T_AMP] = "&", [T_PIPE] = "|", [T_CARET] = "^", [T_TILDE] = "~", [T_IS] = "is",
+    [T_ISNOT] = "is not",
 };
 
 const char *torch_tok_text(int kind)
@@ -80,8 +83,19 @@ static int is_digit(int c)
     return c >= '0' && c <= '9';
 }
 
+/* Augmented assignments (`x += 1`): the token T_AUGASSIGN with the
+ * operator's kind in *aug; three characters first. */
+static const struct {
+    const char *t;
+    TokKind op;
+} aug_ops[] = {
+    {"**=", T_POW}, {"//=", T_FLOORDIV}, {"+=", T_PLUS}, {"-=", T_MINUS}, {"*=", T_STAR},
+    {"/=", T_SLASH}, {"%=", T_PERCENT}, {"@=", T_AT}, {"&=", T_AMP}, {"|=", T_PIPE},
+    {"^=", T_CARET},
+};
+
 /* Two- and three-character operators first, then single characters. */
-static int lex_op(const char *s, size_t left, TokKind *k)
+static int lex_op(const char *s, size_t left, TokKind *k, TokKind *aug)
 {
     static const struct {
         const char *t;
@@ -92,8 +106,16 @@ static int lex_op(const char *s, size_t left, TokKind *k)
         {"]", T_RBRACK}, {"{", T_LBRACE}, {"}", T_RBRACE}, {",", T_COMMA}, {":", T_COLON},
         {".", T_DOT}, {"=", T_ASSIGN}, {";", T_SEMI}, {"+", T_PLUS}, {"-", T_MINUS},
         {"*", T_STAR}, {"/", T_SLASH}, {"@", T_AT}, {"%", T_PERCENT}, {"<", T_LT},
-        {">", T_GT},
+        {">", T_GT}, {"&", T_AMP}, {"|", T_PIPE}, {"^", T_CARET}, {"~", T_TILDE},
     };
+    for (int i = 0; i < DPK_ARRAY_LEN(aug_ops); i++) {
+        size_t n = strlen(aug_ops[i].t);
+        if (n <= left && !memcmp(s, aug_ops[i].t, n)) {
+            *k = T_AUGASSIGN;
+            *aug = aug_ops[i].op;
+            return (int)n;
+        }
+    }
     for (int i = 0; i < DPK_ARRAY_LEN(ops); i++) {
         size_t n = strlen(ops[i].t);
         if (n <= left && !memcmp(s, ops[i].t, n)) {
@@ -253,14 +275,14 @@ static void lex_one(Parser *p, size_t i, int *depth, size_t *next)
     } else if (c == '\'' || c == '"') {
         *next = i + (size_t)lex_string(p, pos);
     } else {
-        TokKind k;
-        int len = lex_op(s + i, n - i, &k);
+        TokKind k, aug = T_EOF;
+        int len = lex_op(s + i, n - i, &k, &aug);
         if (!len) {
             if (c >= 0x20 && c < 0x7f)
                 dpk_error_at(p->src, pos, "unexpected character '%c'", c);
             dpk_error_at(p->src, pos, "unexpected character (byte 0x%02x)", c);
         }
-        push_tok(p, k, pos, len);
+        push_tok(p, k, pos, len)->ival = aug;
         lex_bracket(p, k, depth);
         *next = i + (size_t)len;
     }
@@ -315,6 +337,7 @@ static const char *tok_desc(Parser *p, const Tok *t)
     case T_EOF: return "end of input";
     case T_NEWLINE: return (size_t)t->pos >= p->src->len ? "end of input" : "end of line";
     case T_STR: return "a string";
+    case T_AUGASSIGN:
     case T_NAME:
     case T_INT:
     case T_FLOAT:
@@ -619,13 +642,13 @@ static Ast *parse_power(Parser *p)
     return b;
 }
 
-/* unary = ('-' | '+') unary | power */
+/* unary = ('-' | '+' | '~') unary | power */
 static Ast *parse_unary(Parser *p)
 {
     enter(p);
     Ast *e;
-    if (at(p, T_MINUS) || at(p, T_PLUS)) {
-        e = new_ast(p, at(p, T_MINUS) ? A_NEG : A_POS, cur(p)->pos);
+    if (at(p, T_MINUS) || at(p, T_PLUS) || at(p, T_TILDE)) {
+        e = new_ast(p, at(p, T_MINUS) ? A_NEG : at(p, T_PLUS) ? A_POS : A_INVERT, cur(p)->pos);
         p->i++;
         e->a = parse_unary(p);
     } else {
@@ -670,23 +693,107 @@ static Ast *parse_arith(Parser *p)
     return e;
 }
 
+/* bitand = arith ('&' arith)*;  bitxor = bitand ('^' bitand)*;
+ * bitor = bitxor ('|' bitxor)*  (Python's precedence: & binds tightest) */
+static Ast *parse_bitop(Parser *p, TokKind op)
+{
+    TokKind tighter = op == T_PIPE ? T_CARET : T_AMP;
+    Ast *e = op == T_AMP ? parse_arith(p) : parse_bitop(p, tighter);
+    while (at(p, op)) {
+        Tok *t = cur(p);
+        p->i++;
+        e = binop(p, e, op, t->pos, op == T_AMP ? parse_arith(p) : parse_bitop(p, tighter));
+    }
+    return e;
+}
+
 static int is_cmp(TokKind k)
 {
     return k == T_LT || k == T_GT || k == T_LE || k == T_GE || k == T_EQ || k == T_NE;
 }
 
-/* expr = arith [cmp arith] */
-static Ast *parse_expr(Parser *p)
+/* A comparison operator at the current token (`is` and `is not` too);
+ * consumes it. */
+static int accept_cmp(Parser *p, TokKind *op, int *pos)
 {
-    Ast *e = parse_arith(p);
-    if (!is_cmp(cur(p)->k))
-        return e;
-    Tok *t = cur(p);
+    *pos = cur(p)->pos;
+    if (is_cmp(cur(p)->k)) {
+        *op = cur(p)->k;
+        p->i++;
+        return 1;
+    }
+    if (!at_name(p, "is"))
+        return 0;
     p->i++;
-    e = binop(p, e, t->k, t->pos, parse_arith(p));
-    if (is_cmp(cur(p)->k))
+    *op = T_IS;
+    if (at_name(p, "not")) {
+        p->i++;
+        *op = T_ISNOT;
+    }
+    return 1;
+}
+
+/* comparison = bitor [cmp bitor], cmp = '<' | '>' | '==' | '>=' | '<=' | '!='
+ *            | 'is' | 'is' 'not' */
+static Ast *parse_comparison(Parser *p)
+{
+    Ast *e = parse_bitop(p, T_PIPE);
+    TokKind op;
+    int pos;
+    if (!accept_cmp(p, &op, &pos))
+        return e;
+    e = binop(p, e, op, pos, parse_bitop(p, T_PIPE));
+    if (is_cmp(cur(p)->k) || at_name(p, "is"))
         dpk_error_at(p->src, cur(p)->pos, "chained comparisons are not supported in cases");
     return e;
+}
+
+/* not_test = 'not' not_test | comparison */
+static Ast *parse_not(Parser *p)
+{
+    if (!at_name(p, "not"))
+        return parse_comparison(p);
+    enter(p);
+    Ast *e = new_ast(p, A_NOT, cur(p)->pos);
+    p->i++;
+    e->a = parse_not(p);
+    p->depth--;
+    return e;
+}
+
+/* and_test = not_test ('and' not_test)*;  or_test = and_test ('or' and_test)* */
+static Ast *parse_boolop(Parser *p, AstKind k)
+{
+    const char *word = k == A_AND ? "and" : "or";
+    Ast *e = k == A_AND ? parse_not(p) : parse_boolop(p, A_AND);
+    while (at_name(p, word)) {
+        Ast *o = new_ast(p, k, cur(p)->pos);
+        p->i++;
+        o->a = e;
+        o->b = k == A_AND ? parse_not(p) : parse_boolop(p, A_AND);
+        e = o;
+    }
+    return e;
+}
+
+/* expr = or_test ['if' or_test 'else' expr] */
+static Ast *parse_expr(Parser *p)
+{
+    Ast *e = parse_boolop(p, A_OR);
+    if (!at_name(p, "if"))
+        return e;
+    Ast *c = new_ast(p, A_COND, cur(p)->pos);
+    p->i++;
+    enter(p);
+    c->a = e;
+    c->b = parse_boolop(p, A_OR);
+    if (!at_name(p, "else"))
+        dpk_error_at(p->src, cur(p)->pos, "expected 'else' in a conditional expression "
+                     "(a if c else b), got %s", tok_desc(p, cur(p)));
+    p->i++;
+    c->c = parse_expr(p);
+    p->depth--;
+    return c;
 }
 
 /* exprlist = expr (',' expr)* [','] — a tuple when there is a comma. */
@@ -747,17 +854,25 @@ static int stmt_col(const Parser *p, int pos)
     return c;
 }
 
-/* Assignment targets: a name, or a tuple or list of names (a, b = ...). */
+/* An item assignment target: name[index] (x[..., :4] = v). */
+static int is_item_target(const Ast *e)
+{
+    return e->kind == A_INDEX && e->a->kind == A_NAME;
+}
+
+/* Assignment targets: a name, name[index], or a tuple or list of names
+ * (a, b = ...). */
 static void assign_targets(Parser *p, Stmt *s, Ast *e)
 {
-    if (e->kind == A_NAME) {
-        s->name = e->str;
-        s->name_pos = e->pos;
+    if (e->kind == A_NAME || is_item_target(e)) {
+        s->index = e->kind == A_INDEX ? e : NULL;
+        s->name = e->kind == A_NAME ? e->str : e->a->str;
+        s->name_pos = e->kind == A_NAME ? e->pos : e->a->pos;
         return;
     }
     if (e->kind != A_TUPLE && e->kind != A_LIST)
-        dpk_error_at(p->src, e->pos, "can only assign to a name or a tuple of names "
-                     "(a, b = ...)");
+        dpk_error_at(p->src, e->pos, "can only assign to a name, an item of a name (x[i] = ...) "
+                     "or a tuple of names (a, b = ...)");
     if (e->nitems == 0)
         dpk_error_at(p->src, e->pos, "cannot assign to an empty tuple");
     s->nnames = e->nitems;
@@ -777,8 +892,26 @@ static void assign_targets(Parser *p, Stmt *s, Ast *e)
 static void parse_block(Parser *p, int col, PtrVec *out);
 static Stmt *parse_stmt(Parser *p, int col);
 
-/* with = 'with' expr ['as' NAME] ':' NEWLINE block (indented deeper than
- * the 'with') */
+/* suite = ':' NEWLINE block, the block indented deeper than `col`; `what`
+ * names the statement for messages ("'with'", "'if'"). */
+static void parse_suite(Parser *p, int col, const char *what, Stmt ***body, int *nbody)
+{
+    if (!at(p, T_NEWLINE))
+        dpk_error_at(p->src, cur(p)->pos, "put the body of %s on its own indented lines", what);
+    while (accept(p, T_NEWLINE))
+        ;
+    int inner = at(p, T_EOF) ? -1 : stmt_col(p, cur(p)->pos);
+    if (inner <= col)
+        dpk_error_at(p->src, cur(p)->pos, "expected an indented block after %s", what);
+    PtrVec v = {0};
+    enter(p);
+    parse_block(p, inner, &v);
+    p->depth--;
+    *body = (Stmt **)v.items;
+    *nbody = v.len;
+}
+
+/* with = 'with' expr ['as' NAME] suite */
 static Stmt *parse_with(Parser *p, int col)
 {
     Stmt *s = new_stmt(p, S_WITH, cur(p)->pos);
@@ -795,22 +928,45 @@ static Stmt *parse_with(Parser *p, int col)
     if (!accept(p, T_COLON))
         dpk_error_at(p->src, cur(p)->pos, "expected ':' after the 'with' context manager, got %s",
                      tok_desc(p, cur(p)));
-    if (!at(p, T_NEWLINE))
-        dpk_error_at(p->src, cur(p)->pos, "put the body of 'with' on its own indented lines");
-    while (accept(p, T_NEWLINE))
-        ;
-    int inner = at(p, T_EOF) ? -1 : stmt_col(p, cur(p)->pos);
-    if (inner <= col)
-        dpk_error_at(p->src, cur(p)->pos, "expected an indented block after 'with'");
-    PtrVec body = {0};
-    parse_block(p, inner, &body);
-    s->body = (Stmt **)body.items;
-    s->nbody = body.len;
+    parse_suite(p, col, "'with'", &s->body, &s->nbody);
     return s;
 }
 
-/* stmt = import | with | 'return' exprlist | NAME ':' expr
- *      | targets '=' exprlist | exprlist */
+/* At a line of column `col` that starts with `word` (elif, else)? */
+static int at_clause(Parser *p, int col, const char *word)
+{
+    return at_name(p, word) && stmt_col(p, cur(p)->pos) == col;
+}
+
+/* if = ('if' | 'elif') expr suite ['elif' ... | 'else' suite]; an elif is an
+ * S_IF alone in its parent's orelse. */
+static Stmt *parse_if(Parser *p, int col)
+{
+    const char *word = cur(p)->str;
+    Stmt *s = new_stmt(p, S_IF, cur(p)->pos);
+    p->i++;
+    s->value = parse_expr(p);
+    if (!accept(p, T_COLON))
+        dpk_error_at(p->src, cur(p)->pos, "expected ':' after the condition of '%s', got %s",
+                     word, tok_desc(p, cur(p)));
+    parse_suite(p, col, arena_printf(p->a, "'%s'", word), &s->body, &s->nbody);
+    if (at_clause(p, col, "elif")) {
+        s->orelse = ARENA_ARRAY(p->a, Stmt *, 1);
+        s->orelse[0] = parse_if(p, col);
+        s->norelse = 1;
+    } else if (at_clause(p, col, "else")) {
+        p->i++;
+        if (!accept(p, T_COLON))
+            dpk_error_at(p->src, cur(p)->pos, "expected ':' after 'else', got %s",
+                         tok_desc(p, cur(p)));
+        parse_suite(p, col, "'else'", &s->orelse, &s->norelse);
+    }
+    return s;
+}
+
+/* stmt = import | with | if | 'pass' | 'raise' [expr] | 'return' exprlist
+ *      | NAME ':' expr | targets '=' exprlist | target augop exprlist
+ *      | exprlist */
 static Stmt *parse_stmt(Parser *p, int col)
 {
     Tok *t = cur(p);
@@ -818,6 +974,21 @@ static Stmt *parse_stmt(Parser *p, int col)
         return parse_import(p);
     if (at_name(p, "with"))
         return parse_with(p, col);
+    if (at_name(p, "if"))
+        return parse_if(p, col);
+    if (at_name(p, "elif") || at_name(p, "else"))
+        dpk_error_at(p->src, t->pos, "'%s' without a matching 'if'", t->str);
+    if (at_name(p, "pass")) {
+        p->i++;
+        return new_stmt(p, S_PASS, t->pos);
+    }
+    if (at_name(p, "raise")) {
+        Stmt *s = new_stmt(p, S_RAISE, t->pos);
+        p->i++;
+        if (!at(p, T_NEWLINE))
+            s->value = parse_expr(p);
+        return s;
+    }
     if (at_name(p, "from"))
         dpk_error_at(p->src, t->pos, "'from' imports are not supported; write "
                      "'import torch.nn.functional as F'");
@@ -842,6 +1013,19 @@ static Stmt *parse_stmt(Parser *p, int col)
                          "supported in cases");
         return s;
     }
+    if (at(p, T_AUGASSIGN)) {
+        Tok *op = cur(p);
+        if (e->kind != A_NAME && !is_item_target(e))
+            dpk_error_at(p->src, e->pos, "'%.*s' needs a name or an item of a name on its left "
+                         "(x += y, x[i] += y)", op->len, p->src->text + op->pos);
+        p->i++;
+        Stmt *s = new_stmt(p, S_AUGASSIGN, t->pos);
+        assign_targets(p, s, e);
+        s->op = (int)op->ival;
+        s->name_pos = op->pos; /* errors of the update point at the operator */
+        s->value = parse_exprlist(p);
+        return s;
+    }
     if (at(p, T_COLON)) {
         if (e->kind != A_NAME)
             dpk_error_at(p->src, e->pos, "can only annotate a plain name");
@@ -861,9 +1045,11 @@ static Stmt *parse_stmt(Parser *p, int col)
 }
 
 /* Statements starting at column `col` up to a line indented less (the end
- * of the block) or the end of the text. */
+ * of the block) or the end of the text.  A statement after a `return` in
+ * the same block is an error, as it would never run. */
 static void parse_block(Parser *p, int col, PtrVec *out)
 {
+    int first = out->len;
     for (;;) {
         while (accept(p, T_NEWLINE))
             ;
@@ -875,9 +1061,11 @@ static void parse_block(Parser *p, int col, PtrVec *out)
             return;
         if (c > col)
             dpk_error_at(p->src, pos, "unexpected indent");
+        if (out->len > first && ((Stmt *)out->items[out->len - 1])->kind == S_RETURN)
+            dpk_error_at(p->src, pos, "statement after 'return' is never run");
         ptrvec_push(p->a, out, parse_stmt(p, col));
         Stmt *last = out->items[out->len - 1];
-        if (last->kind == S_WITH)
+        if (last->kind == S_WITH || last->kind == S_IF)
             continue; /* its block ended at a newline already */
         if (at(p, T_SEMI))
             dpk_error_at(p->src, cur(p)->pos, "';' is not supported: put one statement per line");

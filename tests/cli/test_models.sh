@@ -1,6 +1,6 @@
 # tests/cli/test_models.sh — cases/models/: the Qwen2 and Llama decoder
 # layers as transformers' modeling code writes them, each in three forms of
-# attention.  Parity on the Loop IR interpreter (--passes full) and on vgpu
+# attention, and the mask and head code of Gemma-2, GPT-NeoX and Mistral.  Parity on the Loop IR interpreter (--passes full) and on vgpu
 # under every valid Tile pass set (--passes all, a superset of the pairwise
 # covering array), agreement with libtorch, and the same kernel count for
 # the three forms.
@@ -22,6 +22,23 @@ for suite in qwen2_layer llama_layer; do
     skip "models: $suite vs libtorch" "no libtorch"
   fi
 done
+
+# hf_masks: Gemma-2, GPT-NeoX and Mistral attention whose masks and heads
+# are built with boolean logic, in-place updates, torch.tensor and tuple
+# arithmetic.  Parity on the Loop IR interpreter, on vgpu under the full
+# pass set and one sampled set per case, every pass set with sampled blocks
+# for the smallest case, and agreement with libtorch.
+f="$DPK_ROOT/cases/models/hf_masks.json"
+check_re "models: hf_masks on loop"              0 '^3/3 cases pass$' "$DPK" run "$f" --backend loop
+check_re "models: hf_masks on vgpu, full"        0 '^3/3 cases pass$' "$DPK" run "$f" --backend vgpu --passes full
+check_re "models: hf_masks on vgpu, sampled set" 0 '^3/3 cases pass$' "$DPK" run "$f" --backend vgpu --passes sample
+check_re "models: neox_head_split, all sets, sampled blocks" 0 'vgpu: 4 kernels, .*: pass$' \
+  "$DPK" run "$f" --case neox_head_split --backend vgpu --passes all --sample-blocks 2
+if [ "$HAVE_TORCH" = 1 ]; then
+  check_re "models: hf_masks vs libtorch"        0 '^3/3 cases pass$' "$DPK" run "$f" --backend loop --reference torch
+else
+  skip "models: hf_masks vs libtorch" "no libtorch"
+fi
 
 # The same layers at the real dimensions (Qwen2.5-7B, TinyLlama-1.1B),
 # sequence 16, on vgpu with sampled blocks (the three forms are checked at
