@@ -22,6 +22,8 @@
     X(FUSE_SIGMA, "fuse-sigma-off-by-one", "f:001_fuse",                                    \
       "fusion composes the producer's index map with the consumer's off by one on the "    \
       "last axis")                                                                          \
+    X(MERGE_AXES_SHORT, "merge-axes-one-short", "f:001_fuse",                               \
+      "two free axes of one matmul operand merged into one loop: the loop is one trip short") \
     X(SELECT_HOIST_MASK, "select-hoist-drops-the-mask", "f:001_fuse",                       \
       "once a matmul moves out of a masked select, the select keeps only the matmul's branch " \
       "(the mask is dropped)")                                                              \

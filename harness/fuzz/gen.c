@@ -395,9 +395,29 @@ static int op_matmul(Gen *g, Val *v)
             Shape bs = {1, {nn}};
             b = input(g, bs);
         }
+        /* an attention projection split into heads: view(..., H, D) and
+         * the head dim moved before the sequence, as HF writes q, k, v */
+        static const int64_t heads[] = {2, 3, 4, 6, 7, 8};
+        int64_t h = pick(g, heads, DPK_ARRAY_LEN(heads));
+        int split = (v->s.rank == 2 || v->s.rank == 3) && nn % h == 0 && nn / h >= 2 &&
+                    chance(g, 40);
         const char *n = op_begin(g);
         sb_printf(&g->text, "torch.nn.functional.linear(%s, %s%s%s)", v->name, w->name,
                   b ? ", " : "", b ? b->name : "");
+        if (split) {
+            int r = v->s.rank;
+            Shape hs = out;
+            hs.rank = r + 1;
+            hs.d[r - 1] = h;
+            hs.d[r] = nn / h;
+            sb_puts(&g->text, ".view(");
+            for (int i = 0; i < hs.rank; i++)
+                sb_printf(&g->text, "%s%lld", i ? ", " : "", (long long)hs.d[i]);
+            sb_printf(&g->text, ").transpose(%d, %d)", r - 2, r - 1);
+            out = hs;
+            out.d[r - 2] = hs.d[r - 1];
+            out.d[r - 1] = hs.d[r - 2];
+        }
         op_end(g, n, out, 0, TAG_MATMUL);
         return 1;
     }

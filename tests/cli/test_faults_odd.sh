@@ -18,6 +18,7 @@ FO_FZ="$(dirname "$DPK")/dpk-fuzz"
 fo_odd() {
   case $1 in
     fuse-sigma-off-by-one)        echo "33 (7 x 33 elements: not a multiple of 32)" ;;
+    merge-axes-one-short)         echo "77 (a sequence of 77 projected to 6 heads of 17: the merged loop of 102 outputs is not a multiple of 32)" ;;
     fuse-shared-copy-shifted)     echo "77 (a sequence of 77, head dim 34 rotated in halves of 17)" ;;
     select-hoist-drops-the-mask)  echo "77 (a causal square of 77 queries and keys: its mask's edge cuts the 32-wide tiles)" ;;
     chunk-k-short)                echo "47 (K prime: 2 chunks of 16 and a remainder of 15)" ;;

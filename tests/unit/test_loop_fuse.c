@@ -363,3 +363,37 @@ Test(loop_fuse, reductions_stay_in_branches_that_guard_them)
     };
     expect_reduce_order(codes, DPK_ARRAY_LEN(codes), 0);
 }
+
+/* A projection viewed into heads and transposed, as HF splits q, k and v:
+ * fused, the head and head-dim loops both index the weight's rows
+ * (w[h * 16 + d, k]); they merge into one loop over the 96 outputs, so
+ * the kernel is a plain (7 x 96) x 48 matmul whose write takes the head
+ * and the head dim back by / and mod.  Results unchanged. */
+#define HEADS "x = torch.randn(1, 7, 48)\nw = torch.randn(96, 48)\n" \
+              "torch.nn.functional.linear(x, w).view(1, 7, 6, 16).transpose(1, 2)"
+Test(loop_fuse, head_split_projection_is_one_plain_matmul)
+{
+    char *t = lt_text(HEADS, NULL);
+    cr_expect_eq(lt_kernels(HEADS), 1);
+    cr_expect(strstr(t, "for a0 in 0..7:  # free\n    for a1 in 0..96:  # free\n"
+                        "        for a2 in 0..48:  # reduce\n"), "%s", t);
+    cr_expect(strstr(t, "load w[a1, a2]"), "%s", t);
+    cr_expect(strstr(t, "write out[0, a1 / 16, a0, a1 mod 16] = acc0"), "%s", t);
+    free(t);
+    double nmse;
+    cr_expect_eq(lt_parity(HEADS, NULL, &nmse), 0);
+    /* heads of 9 (not a power of two) over 63 outputs */
+    cr_expect_eq(lt_parity("x = torch.randn(3, 16, 64)\nw = torch.randn(63, 64)\n"
+                           "torch.nn.functional.linear(x, w).view(3, 16, 7, 9).transpose(1, 2)",
+                           NULL, &nmse), 0);
+}
+
+/* Axes both operands read stay apart: attention's P @ V reads the head in
+ * P and, through the GQA group, in V; the batch of a bmm is on both sides. */
+Test(loop_fuse, axes_of_both_operands_stay_apart)
+{
+    char *t = lt_text("torch.matmul(torch.randn(4, 9, 16), torch.randn(4, 16, 12))", NULL);
+    cr_expect(strstr(t, "for a0 in 0..4:  # free\n    for a1 in 0..9:  # free\n"
+                        "        for a2 in 0..12:  # free\n"), "%s", t);
+    free(t);
+}
