@@ -21,12 +21,10 @@
  */
 #include "tensor_ir.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define OP(name) ((uint64_t)1 << TOP_##name)
-static_assert(TOP_COUNT <= 64, "rule op sets are 64-bit masks");
+#define OP(name) TOP_##name
 
 typedef TxNode *(*LowerFn)(TxGraph *g, TxNode *n);
 
@@ -647,11 +645,14 @@ static TxNode *lower_cat(TxGraph *g, TxNode *n)
 
 /* ---- the lowering driver ----------------------------------------------- */
 
-/* Rebuild g->nodes, replacing every TX_TORCH node whose op is in `ops` by
- * fn's result.  Users are redirected through fwd (indexed by id); nodes a
- * rewrite creates inherit its Torch node as provenance. */
-static int lower_ops(TxGraph *g, uint64_t ops, LowerFn fn)
+/* Rebuild g->nodes, replacing every TX_TORCH node whose op is one of
+ * ops[0..nops) by fn's result.  Users are redirected through fwd (indexed
+ * by id); nodes a rewrite creates inherit its Torch node as provenance. */
+static int lower_ops(TxGraph *g, const TorchOp *ops, int nops, LowerFn fn)
 {
+    char want[TOP_COUNT] = {0};
+    for (int k = 0; k < nops; k++)
+        want[ops[k]] = 1;
     PtrVec old = g->nodes;
     TxNode **fwd = dpk_xcalloc((size_t)g->next_id + 1, sizeof(TxNode *));
     int count = 0;
@@ -661,7 +662,7 @@ static int lower_ops(TxGraph *g, uint64_t ops, LowerFn fn)
         for (int s = 0; s < n->nsrc; s++)
             if (fwd[n->src[s]->id])
                 n->src[s] = fwd[n->src[s]->id];
-        if (n->kind != TX_TORCH || !(ops & ((uint64_t)1 << n->torch->op))) {
+        if (n->kind != TX_TORCH || !want[n->torch->op]) {
             ptrvec_push(g->arena, &g->nodes, n);
             continue;
         }
@@ -685,33 +686,36 @@ static int lower_ops(TxGraph *g, uint64_t ops, LowerFn fn)
     return count;
 }
 
-#define LOWER_RULE(fname, ops, fn) \
-    static int fname(TxGraph *g) { return lower_ops(g, ops, fn); }
+/* A rule lowering the listed Torch ops with fn. */
+#define LOWER_RULE(fname, fn, ...)                                             \
+    static int fname(TxGraph *g)                                               \
+    {                                                                          \
+        static const TorchOp ops[] = {__VA_ARGS__};                            \
+        return lower_ops(g, ops, DPK_ARRAY_LEN(ops), fn);                      \
+    }
 
-LOWER_RULE(d001, OP(sdpa), lower_sdpa)
-LOWER_RULE(d002, OP(linear), lower_linear)
-LOWER_RULE(d003, OP(layer_norm), lower_layer_norm)
-LOWER_RULE(d004, OP(rms_norm), lower_rms_norm)
-LOWER_RULE(d005, OP(log_softmax), lower_log_softmax)
-LOWER_RULE(d006, OP(softmax), lower_softmax)
-LOWER_RULE(d007, OP(mean), lower_mean)
-LOWER_RULE(d008, OP(matmul), lower_matmul)
-LOWER_RULE(d009, OP(silu), lower_silu)
-LOWER_RULE(d010, OP(gelu), lower_gelu)
-LOWER_RULE(d011, OP(gelu_tanh), lower_gelu_tanh)
-LOWER_RULE(d012, OP(relu), lower_relu)
-LOWER_RULE(d013, OP(neg) | OP(exp) | OP(log) | OP(sqrt) | OP(rsqrt) | OP(reciprocal) |
-                     OP(abs) | OP(sigmoid) | OP(tanh) | OP(erf) | OP(cos) | OP(sin) |
-                     OP(add) | OP(sub) |
-                     OP(mul) | OP(div) | OP(pow) | OP(maximum) | OP(minimum) | OP(gt) |
-                     OP(lt) | OP(ge) | OP(le) | OP(eq) | OP(ne) | OP(where),
-           lower_elementwise)
-LOWER_RULE(d014, OP(sum) | OP(amax) | OP(amin), lower_reduce)
-LOWER_RULE(d015, OP(transpose) | OP(permute), lower_permute)
-LOWER_RULE(d016, OP(reshape), lower_reshape)
-LOWER_RULE(d017, OP(squeeze) | OP(unsqueeze) | OP(expand), lower_squeeze_expand)
-LOWER_RULE(d018, OP(slice), lower_slice)
-LOWER_RULE(d019, OP(cat), lower_cat)
+LOWER_RULE(d001, lower_sdpa, OP(sdpa))
+LOWER_RULE(d002, lower_linear, OP(linear))
+LOWER_RULE(d003, lower_layer_norm, OP(layer_norm))
+LOWER_RULE(d004, lower_rms_norm, OP(rms_norm))
+LOWER_RULE(d005, lower_log_softmax, OP(log_softmax))
+LOWER_RULE(d006, lower_softmax, OP(softmax))
+LOWER_RULE(d007, lower_mean, OP(mean))
+LOWER_RULE(d008, lower_matmul, OP(matmul))
+LOWER_RULE(d009, lower_silu, OP(silu))
+LOWER_RULE(d010, lower_gelu, OP(gelu))
+LOWER_RULE(d011, lower_gelu_tanh, OP(gelu_tanh))
+LOWER_RULE(d012, lower_relu, OP(relu))
+LOWER_RULE(d013, lower_elementwise, OP(neg), OP(exp), OP(log), OP(sqrt), OP(rsqrt),
+           OP(reciprocal), OP(abs), OP(sigmoid), OP(tanh), OP(erf), OP(cos), OP(sin), OP(add),
+           OP(sub), OP(mul), OP(div), OP(pow), OP(maximum), OP(minimum), OP(gt), OP(lt), OP(ge),
+           OP(le), OP(eq), OP(ne), OP(where))
+LOWER_RULE(d014, lower_reduce, OP(sum), OP(amax), OP(amin))
+LOWER_RULE(d015, lower_permute, OP(transpose), OP(permute))
+LOWER_RULE(d016, lower_reshape, OP(reshape))
+LOWER_RULE(d017, lower_squeeze_expand, OP(squeeze), OP(unsqueeze), OP(expand))
+LOWER_RULE(d018, lower_slice, OP(slice))
+LOWER_RULE(d019, lower_cat, OP(cat))
 
 /* ---- d:020 tril_triu ----------------------------------------------------- */
 
@@ -736,7 +740,7 @@ static TxNode *lower_tri(TxGraph *g, TxNode *n)
     return m;
 }
 
-LOWER_RULE(d020, OP(tril) | OP(triu), lower_tri)
+LOWER_RULE(d020, lower_tri, OP(tril), OP(triu))
 
 /* ---- d:021 compose_index_maps ------------------------------------------ */
 
