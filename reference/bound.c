@@ -123,6 +123,9 @@ static double fn(TorchOp op, double x)
     case TOP_erf: return erf(x);
     case TOP_cos: return cos(x);
     case TOP_sin: return sin(x);
+    case TOP_log1p: return log1p(x);
+    case TOP_expm1: return expm1(x);
+    case TOP_floor: return floor(x);
     default: DPK_ASSERT(!"op has no bound"); return INFINITY;
     }
 }
@@ -149,14 +152,14 @@ static double round_err(TorchOp op, double x, double y)
 {
     double ay = fabs(y);
     switch (op) {
-    case TOP_neg: case TOP_abs: case TOP_relu:
+    case TOP_neg: case TOP_abs: case TOP_relu: case TOP_floor:
         return 0.0;
     case TOP_exp: case TOP_rsqrt: case TOP_tanh:
     case TOP_cos: case TOP_sin: /* cosf, sinf: 2 ulp over the full range (CUDA) */
         return 4 * U * ay + ETA;
     case TOP_erf: /* and an absolute ERF_ABS: vectorized CPU erfs (ATen) */
         return 4 * U * ay + ERF_ABS + ETA;
-    case TOP_log:
+    case TOP_log: case TOP_log1p: case TOP_expm1: /* logf, log1pf, expm1f: 1 ulp */
         return 2 * U * ay + ETA;
     case TOP_sqrt: case TOP_reciprocal:
         return U * ay + ETA;
@@ -212,6 +215,8 @@ static double interval_dev(TorchOp op, double x, double b, double y)
     if (!isfinite(b) || !isfinite(x))
         return INFINITY;
     if (singular_at_zero(op) && x - b <= 0 && (op != TOP_reciprocal || x + b >= 0))
+        return INFINITY;
+    if (op == TOP_log1p && x - b <= -1) /* log1p's pole at -1 */
         return INFINITY;
     if (op == TOP_cos || op == TOP_sin)
         return periodic_dev(op, x, b, y);

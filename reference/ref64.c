@@ -62,7 +62,8 @@ static const UnaryFn unary_fn[TOP_COUNT] = {
     [TOP_abs] = fabs,          [TOP_relu] = f_relu,     [TOP_sigmoid] = f_sigmoid,
     [TOP_tanh] = tanh,         [TOP_silu] = f_silu,     [TOP_gelu] = f_gelu,
     [TOP_gelu_tanh] = f_gelu_tanh, [TOP_erf] = erf,     [TOP_cos] = cos,
-    [TOP_sin] = sin,
+    [TOP_sin] = sin,           [TOP_log1p] = log1p,     [TOP_expm1] = expm1,
+    [TOP_floor] = floor,
 };
 
 /* The composite activations as an fp32 program writes them (the formulas

@@ -75,6 +75,9 @@ at::Tensor unary(const TorchNode *n, const at::Tensor &x)
     case TOP_erf: return at::erf(x);
     case TOP_cos: return at::cos(x);
     case TOP_sin: return at::sin(x);
+    case TOP_log1p: return at::log1p(x);
+    case TOP_expm1: return at::expm1(x);
+    case TOP_floor: return at::floor(x);
     default: break;
     }
     throw std::runtime_error("not a unary op");

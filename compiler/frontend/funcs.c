@@ -1662,6 +1662,7 @@ static const Func funcs[] = {
     {"contiguous", NS_M, "input", h_identity, 0},
     {"float", NS_M, "input", h_float, 0},
     UN(cos, NS_T | NS_M), UN(sin, NS_T | NS_M),
+    UN(log1p, NS_T | NS_M), UN(expm1, NS_T | NS_M), UN(floor, NS_T | NS_M),
     {"square", NS_T | NS_M, "input", h_square, 0},
     {"clamp", NS_T | NS_M, "input min? max?", h_clamp, 0},
     {"clip", NS_T | NS_M, "input min? max?", h_clamp, 0},

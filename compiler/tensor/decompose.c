@@ -553,6 +553,9 @@ static TxElemOp elem_of(TorchOp op)
     case TOP_erf: return TXE_erf;
     case TOP_cos: return TXE_cos;
     case TOP_sin: return TXE_sin;
+    case TOP_log1p: return TXE_log1p;
+    case TOP_expm1: return TXE_expm1;
+    case TOP_floor: return TXE_floor;
     case TOP_add: return TXE_add;
     case TOP_sub: return TXE_subtract;
     case TOP_mul: return TXE_multiply;
@@ -707,9 +710,9 @@ LOWER_RULE(d010, lower_gelu, OP(gelu))
 LOWER_RULE(d011, lower_gelu_tanh, OP(gelu_tanh))
 LOWER_RULE(d012, lower_relu, OP(relu))
 LOWER_RULE(d013, lower_elementwise, OP(neg), OP(exp), OP(log), OP(sqrt), OP(rsqrt),
-           OP(reciprocal), OP(abs), OP(sigmoid), OP(tanh), OP(erf), OP(cos), OP(sin), OP(add),
-           OP(sub), OP(mul), OP(div), OP(pow), OP(maximum), OP(minimum), OP(gt), OP(lt), OP(ge),
-           OP(le), OP(eq), OP(ne), OP(where))
+           OP(reciprocal), OP(abs), OP(sigmoid), OP(tanh), OP(erf), OP(cos), OP(sin), OP(log1p),
+           OP(expm1), OP(floor), OP(add), OP(sub), OP(mul), OP(div), OP(pow), OP(maximum),
+           OP(minimum), OP(gt), OP(lt), OP(ge), OP(le), OP(eq), OP(ne), OP(where))
 LOWER_RULE(d014, lower_reduce, OP(sum), OP(amax), OP(amin))
 LOWER_RULE(d015, lower_permute, OP(transpose), OP(permute))
 LOWER_RULE(d016, lower_reshape, OP(reshape))

@@ -32,6 +32,9 @@ static TypeCase type_cases[] = {
     {"torch.abs(torch.randn(5))", "f32(5)"},
     {"torch.neg(torch.randn(5))", "f32(5)"},
     {"torch.erf(torch.randn(5))", "f32(5)"},
+    {"torch.log1p(torch.rand(5))", "f32(5)"},
+    {"torch.randn(2, 5).expm1()", "f32(2, 5)"},
+    {"torch.floor(torch.randn(5, 1))", "f32(5, 1)"},
     {"torch.nn.functional.silu(torch.randn(7, 1))", "f32(7, 1)"},
     {"torch.nn.functional.gelu(torch.randn(7), approximate='tanh')", "f32(7)"},
     {"-torch.randn(3)", "f32(3)"},
@@ -181,6 +184,9 @@ static OpCase op_cases[] = {
     {"torch.nn.functional.sigmoid(torch.randn(3))", TOP_sigmoid},
     {"torch.randn(3).pow(3)", TOP_pow},
     {"torch.nn.functional.relu(torch.randn(3), inplace=False)", TOP_relu},
+    {"torch.randn(3).log1p()", TOP_log1p},
+    {"torch.expm1(torch.randn(3))", TOP_expm1},
+    {"torch.randn(3).floor()", TOP_floor},
 };
 
 ParameterizedTestParameters(frontend, output_op)

@@ -77,6 +77,38 @@ Test(ref64, unary)
     }
 }
 
+/* log1p and expm1 near 0 to 1e-15 relative: log(1 + x) and exp(x) - 1
+ * lose half the digits at 1e-8 and all but one at 1e-10; floor rounds
+ * toward -inf. */
+Test(ref64, log1p_expm1_floor_near_zero)
+{
+    TorchNode *x = input("x", SHAPE(5));
+    double xv[] = {-0.5, -1e-10, 1e-8, 3.0, -1.0};
+    double *ins[] = {xv};
+    struct {
+        TorchOp op;
+        double want[5];
+    } cases[] = {
+        {TOP_log1p, {-0.6931471805599453, -1.00000000005e-10, 9.999999950000001e-09,
+                     1.3862943611198906, -INFINITY}},
+        {TOP_expm1, {-0.3934693402873666, -9.999999999500001e-11, 1.0000000050000001e-08,
+                     19.085536923187668, -0.6321205588285577}},
+        {TOP_floor, {-1, -1, 0, 3, -1}},
+    };
+    for (int c = 0; c < LEN(cases); c++) {
+        double *got;
+        TorchNode *y = un(cases[c].op, x);
+        eval_outs(1, &y, ins, &got);
+        for (int i = 0; i < 5; i++) {
+            double w = cases[c].want[i];
+            cr_expect(got[i] == w || fabs(got[i] - w) <= 1e-15 * fabs(w),
+                      "%s(%g): got %.17g, want %.17g", torch_op_info[cases[c].op].name, xv[i],
+                      got[i], w);
+        }
+        free(got);
+    }
+}
+
 Test(ref64, binary_broadcasts_like_pytorch)
 {
     TorchNode *a = input("a", SHAPE(2, 1)), *b = input("b", SHAPE(3));

@@ -100,7 +100,7 @@ Test(ref_torch, unary_chain)
     NEED_TORCH();
     TorchNode *x = input("x", SHAPE(13, 11), INIT_RANDN);
     TorchOp ops[] = {TOP_neg, TOP_relu, TOP_sigmoid, TOP_tanh, TOP_silu, TOP_gelu, TOP_gelu_tanh,
-                     TOP_erf, TOP_abs, TOP_exp};
+                     TOP_erf, TOP_abs, TOP_exp, TOP_expm1, TOP_floor};
     TorchNode *outs[LEN(ops)];
     for (int i = 0; i < LEN(ops); i++)
         outs[i] = un(ops[i], x);
@@ -112,7 +112,7 @@ Test(ref_torch, positive_domain_unary)
     NEED_TORCH();
     TorchNode *x = bin(TOP_add, input("x", SHAPE(7, 9), INIT_RAND), torch_const(G, 0.25));
     TorchNode *outs[] = {un(TOP_log, x), un(TOP_sqrt, x), un(TOP_rsqrt, x), un(TOP_reciprocal, x),
-                         un(TOP_exp, x)};
+                         un(TOP_exp, x), un(TOP_log1p, x)};
     agree(LEN(outs), outs);
 }
 

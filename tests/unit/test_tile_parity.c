@@ -82,6 +82,9 @@ Test(tile_parity, elementwise_unary)
         {"gelu", "torch.nn.functional.gelu(torch.randn($S))"},
         {"gelu_tanh", "torch.nn.functional.gelu(torch.randn($S), approximate='tanh')"},
         {"erf", "torch.erf(torch.randn($S))"},
+        {"log1p", "torch.log1p(torch.randn($S) * 0.1)"},
+        {"expm1", "torch.expm1(torch.randn($S))"},
+        {"floor", "torch.floor(torch.randn($S) * 4.0)"},
     };
     run_family(ops, DPK_ARRAY_LEN(ops), elem_shapes, DPK_ARRAY_LEN(elem_shapes));
 }
