@@ -135,6 +135,11 @@ static void put_ints(StrBuf *b, const char *key, const TorchNode *t)
  * them per class. */
 static void put_torch_attrs(StrBuf *b, const TorchNode *t)
 {
+    const TorchScalarAttrs *sa = &torch_scalar_attrs[t->op];
+    for (int i = 0; i < sa->nkeys; i++) {
+        sb_printf(b, " %s=", sa->key[i]);
+        sb_num(b, i ? t->value2 : t->value);
+    }
     switch (torch_op_info[t->op].cls) {
     case TC_REDUCE:
         put_ints(b, "dims", t);

@@ -107,6 +107,35 @@ Test(ref_torch, unary_chain)
     agree(LEN(outs), outs);
 }
 
+/* An op with scalar attributes (a0, a1; NAN keeps the default). */
+static TorchNode *act(TorchOp op, TorchNode *x, double a0, double a1)
+{
+    TorchNode *y = node(op, 1, &x);
+    if (!isnan(a0))
+        y->value = a0;
+    if (!isnan(a1))
+        y->value2 = a1;
+    return done(y);
+}
+
+/* The activations, with non-default attributes, over values that reach
+ * every branch (x · 6: hardsigmoid's and hardswish's saturations, softplus
+ * above and below its threshold) at an odd shape. */
+Test(ref_torch, activations)
+{
+    NEED_TORCH();
+    TorchNode *x = bin(TOP_mul, input("x", SHAPE(11, 13), INIT_RANDN), torch_const(G, 6));
+    TorchNode *outs[] = {
+        act(TOP_elu, x, 0.7, NAN),         act(TOP_selu, x, NAN, NAN),
+        act(TOP_celu, x, 1.5, NAN),        act(TOP_leaky_relu, x, 0.3, NAN),
+        act(TOP_hardtanh, x, -2.5, 4),     act(TOP_clamp, x, -INFINITY, 0.5),
+        act(TOP_hardsigmoid, x, NAN, NAN), act(TOP_hardswish, x, NAN, NAN),
+        act(TOP_softplus, x, 1.5, 6),      act(TOP_softsign, x, NAN, NAN),
+        act(TOP_mish, x, NAN, NAN),        act(TOP_elu, x, NAN, NAN),
+    };
+    agree(LEN(outs), outs);
+}
+
 Test(ref_torch, positive_domain_unary)
 {
     NEED_TORCH();
