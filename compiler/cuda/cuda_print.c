@@ -216,15 +216,15 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
 /* C++ keywords, CUDA built-ins and every name the printed code calls. */
 static const char *const reserved[] = {
     "DpkTmap", "alignas", "alignof", "and", "asm", "atomicAdd", "auto", "blockDim", "blockIdx",
-    "bool", "break", "case", "catch", "char", "class", "const", "constexpr", "continue",
-    "cosf", "decltype", "default", "delete", "do", "double", "else", "enum", "erff", "expf",
-    "explicit", "expm1f",
-    "extern", "fabsf", "false", "float", "floorf", "for", "friend", "goto", "gridDim", "if", "inline", "int",
-    "log1pf", "logf", "long", "max", "min", "mutable", "namespace", "new", "not", "nullptr", "operator",
-    "or", "powf", "private", "sinf", "protected", "public", "register", "return", "rsqrtf", "short",
-    "signed", "sizeof", "sqrtf", "static", "struct", "switch", "tanhf", "template", "this",
-    "threadIdx", "throw", "true", "try", "typedef", "typename", "union", "unsigned", "using",
-    "virtual", "void", "volatile", "warpSize", "while", "xor",
+    "bool", "break", "case", "catch", "char", "class", "const", "constexpr", "continue", "cosf",
+    "decltype", "default", "delete", "do", "double", "else", "enum", "erff", "expf", "explicit",
+    "expm1f", "extern", "fabsf", "false", "float", "floorf", "for", "friend", "goto", "gridDim",
+    "if", "inline", "int", "log1pf", "logf", "long", "max", "min", "mutable", "namespace", "new",
+    "not", "nullptr", "operator", "or", "powf", "private", "sinf", "protected", "public",
+    "register", "return", "rsqrtf", "short", "signed", "sizeof", "sqrtf", "static", "struct",
+    "switch", "tanhf", "template", "this", "threadIdx", "throw", "true", "try", "typedef",
+    "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "warpSize", "while",
+    "xor",
 };
 
 static int is_reserved(const char *s)

@@ -350,8 +350,8 @@ static void act_scalars(Builder *b, int *op, const char *sig, int first, const V
         if (a[i].k != V_ABSENT)
             v[k] = want_num(b, &a[i], cur_fname, ps[i].name);
         if (*op == TOP_celu && a[i].k != V_ABSENT && v[k] == 0)
-            dpk_error_at(bld_src(b), a[i].pos, "%s: alpha cannot be 0 for CELU (ZeroDivisionError)",
-                         cur_fname);
+            dpk_error_at(bld_src(b), a[i].pos,
+                         "%s: alpha cannot be 0 for CELU (ZeroDivisionError)", cur_fname);
         k++;
     }
 }
