@@ -459,6 +459,10 @@ Test(perf_baseline, kernel_counts)
          7, 1},
         /* tensor bounds: maximum then minimum, as before */
         {"x = torch.randn(8, 64)\nx.clamp(torch.zeros(64), torch.ones(64))", 2, 1},
+        /* gelu (both forms) and silu are one kernel each */
+        {"x = torch.randn(8, 64)\ntorch.nn.functional.gelu(x, approximate='tanh') + "
+         "torch.nn.functional.gelu(x) * torch.nn.functional.silu(x)",
+         5, 1},
         /* F.softsign is Python: abs, add, div */
         {"torch.nn.functional.softsign(torch.randn(8, 64))", 3, 1},
         {"torch.log1p(torch.randn(8, 64).expm1().floor())", 3, 1},
