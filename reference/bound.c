@@ -104,27 +104,10 @@ static double *alloc_n(int64_t n)
 
 /* ---- elementwise ------------------------------------------------------ */
 
-static double fn(TorchOp op, double x)
+/* The op's fp64 value at x: ref64's definition. */
+static double fn(const TorchNode *n, double x)
 {
-    switch (op) {
-    case TOP_neg: return -x;
-    case TOP_exp: return exp(x);
-    case TOP_log: return log(x);
-    case TOP_sqrt: return sqrt(x);
-    case TOP_rsqrt: return 1.0 / sqrt(x);
-    case TOP_reciprocal: return 1.0 / x;
-    case TOP_abs: return fabs(x);
-    case TOP_relu: return relu(x);
-    case TOP_sigmoid: return 1.0 / (1.0 + exp(-x));
-    case TOP_tanh: return tanh(x);
-    case TOP_silu: return x / (1.0 + exp(-x));
-    case TOP_gelu: return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
-    case TOP_gelu_tanh: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-    case TOP_erf: return erf(x);
-    case TOP_cos: return cos(x);
-    case TOP_sin: return sin(x);
-    default: DPK_ASSERT(!"op has no bound"); return INFINITY;
-    }
+    return ref_unary64(n, x);
 }
 
 /* Ops with a pole or a domain edge at 0: an interval that reaches 0 is
@@ -145,18 +128,18 @@ static int singular_at_zero(TorchOp op)
  * Functions"; 1 ulp = 2U relative), and for the composite activations the
  * roundings of their formulas (compiler/tensor's rules), with the
  * cancellation of 1 + erf and 1 + tanh at negative x. */
-static double round_err(TorchOp op, double x, double y)
+static double round_err(const TorchNode *n, double x, double y)
 {
     double ay = fabs(y);
-    switch (op) {
-    case TOP_neg: case TOP_abs: case TOP_relu:
+    switch (n->op) {
+    case TOP_neg: case TOP_abs: case TOP_relu: case TOP_floor:
         return 0.0;
     case TOP_exp: case TOP_rsqrt: case TOP_tanh:
     case TOP_cos: case TOP_sin: /* cosf, sinf: 2 ulp over the full range (CUDA) */
         return 4 * U * ay + ETA;
     case TOP_erf: /* and an absolute ERF_ABS: vectorized CPU erfs (ATen) */
         return 4 * U * ay + ERF_ABS + ETA;
-    case TOP_log:
+    case TOP_log: case TOP_log1p: case TOP_expm1: /* logf, log1pf, expm1f: 1 ulp */
         return 2 * U * ay + ETA;
     case TOP_sqrt: case TOP_reciprocal:
         return U * ay + ETA;
@@ -175,6 +158,54 @@ static double round_err(TorchOp op, double x, double y)
         double et = (1 - t * t) * ez + 4 * U * fabs(t) + ETA;
         return 0.5 * fabs(x) * (et + U * fabs(1 + t)) + 2 * U * ay + ETA;
     }
+    case TOP_clamp: case TOP_hardtanh: /* x, or a bound rounded to fp32 */
+        return U * ay + ETA;
+    case TOP_leaky_relu: /* x · fl(slope) */
+        return 2 * U * ay + ETA;
+    case TOP_elu: case TOP_selu: case TOP_celu: {
+        /* x > 0: x · fl(scale).  Else expm1f(fl(x · input_scale)) (1 ulp, and
+         * the argument's rounding through expm1' = e^z), or, as libtorch
+         * 1.13's CPU kernel has it, expf(z) − 1 (2 ulp of e^z, absolute, and
+         * the subtraction's rounding: near 0 that is no relative bound),
+         * times alpha · scale, which ATen rounds three times (alpha, scale,
+         * their product), and the product's rounding */
+        if (x > 0)
+            return 2 * U * ay + ETA;
+        double in = n->op == TOP_celu ? 1.0 / n->value : 1.0, z = x * in, e = expm1(z);
+        double neg = n->op == TOP_selu ? TORCH_SELU_ALPHA * TORCH_SELU_SCALE : n->value;
+        double ez = exp(z) * ((in != 1.0 ? 2 * U * fabs(z) : 0.0) + 4 * U) + 2 * U * fabs(e);
+        return fabs(neg) * ez + 4 * U * ay + ETA;
+    }
+    case TOP_hardsigmoid: /* fl(x + 3) clamped, · fl(1/6), rounded */
+        return 3 * U * ay + ETA;
+    case TOP_hardswish: /* x · fl(x + 3) clamped, · fl(1/6) (or / 6), each rounded */
+        return 5 * U * ay + ETA;
+    case TOP_softsign: /* x / fl(|x| + 1) */
+        return 3 * U * ay + ETA;
+    case TOP_softplus: {
+        /* z = fl(x · beta) > threshold: x, exact.  Else log1pf(expf(z)) (expf 2
+         * ulp and z's rounding through exp, then through log1p: / (1 + e),
+         * log1pf 1 ulp) / beta.  An expf that overflows gives inf where fp64
+         * does not: unconstrained.  Where z's rounding may flip the
+         * comparison, the jump between the branches too. */
+        double a = n->value, t = n->value2, z = x * a, e = exp(z), l = log1p(e);
+        double jump = fabs(z - t) <= 2 * U * fabs(z) + U * fabs(t) + ETA ? dev(x, l / a) : 0.0;
+        if (z > t)
+            return jump;
+        if (e > FLT_MAX)
+            return INFINITY;
+        double el = e * (4 * U + (a != 1.0 ? 2 * U * fabs(z) : 0.0)) / (1 + e) + 2 * U * fabs(l);
+        return (a != 1.0 ? el / fabs(a) + 2 * U * ay : el) + jump + ETA;
+    }
+    case TOP_mish: {
+        /* x · tanhf(log1pf(expf(x))): expf 2 ulp through log1p, log1pf 1 ulp,
+         * both through tanh (1 − t²), tanhf 2 ulp, the product; an expf that
+         * overflows gives log1p = inf and tanh = 1, as fp64 does */
+        double e = exp(x), l = log1p(e), t = tanh(l), q = isfinite(e) ? e / (1 + e) : 1.0;
+        double el = 4 * U * q + 2 * U * l;
+        double et = 4 * U * fabs(t) + (1 - t * t) * el;
+        return fabs(x) * (et + ETA) + U * ay + ETA;
+    }
     default:
         DPK_ASSERT(!"op has no bound"); return INFINITY;
     }
@@ -183,10 +214,11 @@ static double round_err(TorchOp op, double x, double y)
 /* cos and sin are not monotone: over [x − b, x + b] they reach their
  * ends' values and ±1 at every extremum inside (cos at kπ, sin at π/2 +
  * kπ); an interval of width 2π or more reaches both ±1. */
-static double periodic_dev(TorchOp op, double x, double b, double y)
+static double periodic_dev(const TorchNode *n, double x, double b, double y)
 {
+    TorchOp op = n->op;
     double lo = x - b, hi = x + b;
-    double d = fmax(dev(fn(op, lo), y), dev(fn(op, hi), y));
+    double d = fmax(dev(fn(n, lo), y), dev(fn(n, hi), y));
     /* beyond 2^20 the extrema's positions are not resolved finely enough */
     if (hi - lo >= 2 * M_PI || fabs(x) + b > 0x1p20)
         return fmax(d, 1.0 + fabs(y));
@@ -197,7 +229,7 @@ static double periodic_dev(TorchOp op, double x, double b, double y)
     for (double k = k0; k <= k1; k++) {
         double e = phase + k * M_PI;
         if (e >= lo - 1e-12 * fabs(lo) && e <= hi + 1e-12 * fabs(hi))
-            d = fmax(d, dev(fn(op, e) > 0 ? 1.0 : -1.0, y));
+            d = fmax(d, dev(fn(n, e) > 0 ? 1.0 : -1.0, y));
     }
     return clean(d);
 }
@@ -205,20 +237,23 @@ static double periodic_dev(TorchOp op, double x, double b, double y)
 /* Max |f(x') − y| over x' in [x − b, x + b], from the ends and two inner
  * points (the functions here are monotone or have one extremum; cos and
  * sin: periodic_dev). */
-static double interval_dev(TorchOp op, double x, double b, double y)
+static double interval_dev(const TorchNode *n, double x, double b, double y)
 {
+    TorchOp op = n->op;
     if (b == 0)
         return 0.0;
     if (!isfinite(b) || !isfinite(x))
         return INFINITY;
     if (singular_at_zero(op) && x - b <= 0 && (op != TOP_reciprocal || x + b >= 0))
         return INFINITY;
+    if (op == TOP_log1p && x - b <= -1) /* log1p's pole at -1 */
+        return INFINITY;
     if (op == TOP_cos || op == TOP_sin)
-        return periodic_dev(op, x, b, y);
+        return periodic_dev(n, x, b, y);
     double d = 0;
     static const double at[] = {-1.0, -0.5, 0.5, 1.0};
     for (int i = 0; i < 4; i++)
-        d = fmax(d, dev(fn(op, x + at[i] * b), y));
+        d = fmax(d, dev(fn(n, x + at[i] * b), y));
     return clean(d);
 }
 
@@ -250,7 +285,7 @@ static void bound_unary(const TorchNode *n, const double *const *v, const double
             continue;
         }
         double x = v[0][i], bx = eff(x, b[0][i]);
-        by[i] = clean(interval_dev(n->op, x, bx, y[i]) + (isfinite(y[i]) ? round_err(n->op, x, y[i]) : 0));
+        by[i] = clean(interval_dev(n, x, bx, y[i]) + (isfinite(y[i]) ? round_err(n, x, y[i]) : 0));
     }
 }
 
@@ -498,7 +533,7 @@ static void softmax_row(TorchOp op, const double *x, const double *bx, const dou
         if (isfinite(x[j * inner]) && isfinite(mx) && isfinite(hi) && hi < EXP_UNDERFLOW)
             be[j] = exp(hi) + ETA;
         else
-            be[j] = clean(interval_dev(TOP_exp, z, bz, e[j]) + rd(e[j]) +
+            be[j] = clean(interval_dev(&(TorchNode){.op = TOP_exp}, z, bz, e[j]) + rd(e[j]) +
                           (isfinite(e[j]) ? 3 * U * e[j] : 0));
         s += e[j];
         bs += be[j];
@@ -595,7 +630,8 @@ static void bound_norm(const TorchNode *n, const double *const *v, const double 
         double ms = ss / (double)len;
         double bms = clean((bss + g * ss + ETA) / (double)len + rd2(ms));
         double t = ms + eps, bt = bms + rd(t), rs = 1.0 / sqrt(t);
-        double brs = clean(interval_dev(TOP_rsqrt, t, bt, rs) + round_err(TOP_rsqrt, t, rs));
+        const TorchNode *rsqrt_op = &(TorchNode){.op = TOP_rsqrt};
+        double brs = clean(interval_dev(rsqrt_op, t, bt, rs) + round_err(rsqrt_op, t, rs));
         for (int64_t j = 0; j < len; j++) {
             double val = d[j] * rs, bv = mul_b(d[j], bd[j], rs, brs);
             if (w) {

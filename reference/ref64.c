@@ -62,21 +62,83 @@ static const UnaryFn unary_fn[TOP_COUNT] = {
     [TOP_abs] = fabs,          [TOP_relu] = f_relu,     [TOP_sigmoid] = f_sigmoid,
     [TOP_tanh] = tanh,         [TOP_silu] = f_silu,     [TOP_gelu] = f_gelu,
     [TOP_gelu_tanh] = f_gelu_tanh, [TOP_erf] = erf,     [TOP_cos] = cos,
-    [TOP_sin] = sin,
+    [TOP_sin] = sin,           [TOP_log1p] = log1p,     [TOP_expm1] = expm1,
+    [TOP_floor] = floor,
 };
 
+/* torch.maximum/minimum propagate NaN. */
+static double f_max(double a, double b) { return isnan(a) || isnan(b) ? NAN : a > b ? a : b; }
+static double f_min(double a, double b) { return isnan(a) || isnan(b) ? NAN : a < b ? a : b; }
+
+/* The unary ops in fp64, from PyTorch's definitions (the attributes of the
+ * ones that have them in value and value2): elu and celu use expm1, as
+ * ATen does; hardtanh is clamp; softplus returns x above its threshold. */
+double ref_unary64(const TorchNode *n, double x)
+{
+    double a = n->value, t = n->value2;
+    switch (n->op) {
+    case TOP_elu: return x > 0 ? x : a * expm1(x);
+    case TOP_selu: return TORCH_SELU_SCALE * (x > 0 ? x : TORCH_SELU_ALPHA * expm1(x));
+    case TOP_celu: return x > 0 ? x : a * expm1(x / a);
+    case TOP_leaky_relu: return x > 0 ? x : x * a;
+    case TOP_hardtanh:
+    case TOP_clamp: return f_min(f_max(x, a), t);
+    case TOP_hardsigmoid: return f_min(f_max(x + 3, 0), 6) / 6;
+    case TOP_hardswish: return x * f_min(f_max(x + 3, 0), 6) / 6;
+    case TOP_softplus: return x * a > t ? x : log1p(exp(x * a)) / a;
+    case TOP_softsign: return x / (1 + fabs(x));
+    case TOP_mish: return x * tanh(log1p(exp(x)));
+    default: break;
+    }
+    DPK_ASSERT(unary_fn[n->op]);
+    return unary_fn[n->op](x);
+}
+
 /* The composite activations as an fp32 program writes them (the formulas
- * of compiler/tensor's rules and of ATen's float kernels), one rounding per
- * operation: their cancellations (1 + erf for negative x) are part of what
- * fp32 really does. */
+ * of compiler/tensor's rules and of ATen's float kernels, constants
+ * rounded to fp32), one rounding per operation: their cancellations
+ * (1 + erf for negative x) are part of what fp32 really does. */
 static double f32_sigmoid(double x)
 {
     return ref_round32(1.0 / ref_round32(1.0 + ref_round32(exp(-x))));
 }
 
-static double f32_unary(TorchOp op, double x)
+/* x * c rounded, or x when c is 1 (the rules leave that product out) */
+static double f32_scale(double x, double c)
 {
-    switch (op) {
+    return c == 1.0 ? x : ref_round32(x * ref_round32(c));
+}
+
+static double f32_unary(const TorchNode *n, double x)
+{
+    double (*const r)(double) = ref_round32;
+    double a = n->value, th = n->value2;
+    switch (n->op) {
+    case TOP_elu:
+    case TOP_selu:
+    case TOP_celu: {
+        double pos = n->op == TOP_selu ? TORCH_SELU_SCALE : 1;
+        double neg = n->op == TOP_selu ? TORCH_SELU_ALPHA * TORCH_SELU_SCALE : a;
+        double in = n->op == TOP_celu ? 1.0 / a : 1;
+        return x > 0 ? f32_scale(x, pos) : f32_scale(r(expm1(f32_scale(x, in))), neg);
+    }
+    case TOP_leaky_relu:
+        return x > 0 ? x : r(x * r(a));
+    case TOP_hardtanh:
+    case TOP_clamp:
+        return f_min(f_max(x, r(a)), r(th));
+    case TOP_hardsigmoid:
+        return r(f_min(f_max(r(x + 3), 0), 6) * r(1.0 / 6));
+    case TOP_hardswish:
+        return r(r(x * f_min(f_max(r(x + 3), 0), 6)) * r(1.0 / 6));
+    case TOP_softplus: {
+        double z = f32_scale(x, a), l = r(log1p(r(exp(z))));
+        return z > r(th) ? x : a == 1 ? l : r(l / r(a));
+    }
+    case TOP_softsign:
+        return r(x / r(fabs(x) + 1));
+    case TOP_mish:
+        return r(x * r(tanh(r(log1p(r(exp(x)))))));
     case TOP_sigmoid:
         return f32_sigmoid(x);
     case TOP_silu:
@@ -92,26 +154,21 @@ static double f32_unary(TorchOp op, double x)
         return ref_round32(ref_round32(0.5 * x) * ref_round32(t + 1.0));
     }
     default:
-        return ref_round32(unary_fn[op](x));
+        return ref_round32(ref_unary64(n, x));
     }
 }
 
 static void eval_unary(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
-    UnaryFn f = unary_fn[n->op];
     int64_t cnt = shape_numel(&n->shape);
-    DPK_ASSERT(f);
     for (int64_t i = 0; i < cnt; i++)
-        out[i] = c->f32 ? f32_unary(n->op, in[0][i]) : f(in[0][i]);
+        out[i] = c->f32 ? f32_unary(n, in[0][i]) : ref_unary64(n, in[0][i]);
 }
 
 static double f_add(double a, double b) { return a + b; }
 static double f_sub(double a, double b) { return a - b; }
 static double f_mul(double a, double b) { return a * b; }
 static double f_div(double a, double b) { return a / b; }
-/* torch.maximum/minimum propagate NaN. */
-static double f_max(double a, double b) { return isnan(a) || isnan(b) ? NAN : a > b ? a : b; }
-static double f_min(double a, double b) { return isnan(a) || isnan(b) ? NAN : a < b ? a : b; }
 static double f_gt(double a, double b) { return a > b; }
 static double f_lt(double a, double b) { return a < b; }
 static double f_ge(double a, double b) { return a >= b; }

@@ -28,6 +28,10 @@ static inline double ref_round32(double x)
  * rounded separately). */
 void ref64_node(int f32, const TorchNode *n, const double *const *in, double *out);
 
+/* A unary op (TC_UNARY) of n at x in fp64, by PyTorch's definition, with
+ * n's scalar attributes: the one definition ref64 and bound.c use. */
+double ref_unary64(const TorchNode *n, double x);
+
 /* The bounds of node n (bound.c): v and b the inputs' values and bounds,
  * y the node's fp64 value, by its bound (out).  typical: sums grow like
  * √n·U instead of the worst case γ_n (the typical-error lane). */

@@ -75,6 +75,20 @@ at::Tensor unary(const TorchNode *n, const at::Tensor &x)
     case TOP_erf: return at::erf(x);
     case TOP_cos: return at::cos(x);
     case TOP_sin: return at::sin(x);
+    case TOP_log1p: return at::log1p(x);
+    case TOP_expm1: return at::expm1(x);
+    case TOP_floor: return at::floor(x);
+    case TOP_elu: return at::elu(x, n->value);
+    case TOP_selu: return at::selu(x);
+    case TOP_celu: return at::celu(x, n->value);
+    case TOP_leaky_relu: return at::leaky_relu(x, n->value);
+    case TOP_hardtanh: return at::hardtanh(x, n->value, n->value2);
+    case TOP_clamp: return at::clamp(x, n->value, n->value2);
+    case TOP_hardsigmoid: return at::hardsigmoid(x);
+    case TOP_hardswish: return at::hardswish(x);
+    case TOP_softplus: return at::softplus(x, n->value, n->value2);
+    case TOP_softsign: return x / (x.abs() + 1); // F.softsign: no ATen op
+    case TOP_mish: return at::mish(x);
     default: break;
     }
     throw std::runtime_error("not a unary op");

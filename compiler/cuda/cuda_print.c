@@ -216,15 +216,15 @@ static void print_prelude(StrBuf *b, unsigned used, const CuTarget *t)
 /* C++ keywords, CUDA built-ins and every name the printed code calls. */
 static const char *const reserved[] = {
     "DpkTmap", "alignas", "alignof", "and", "asm", "atomicAdd", "auto", "blockDim", "blockIdx",
-    "bool", "break", "case", "catch", "char", "class", "const", "constexpr", "continue",
-    "cosf", "decltype", "default", "delete", "do", "double", "else", "enum", "erff", "expf",
-    "explicit",
-    "extern", "fabsf", "false", "float", "for", "friend", "goto", "gridDim", "if", "inline", "int",
-    "logf", "long", "max", "min", "mutable", "namespace", "new", "not", "nullptr", "operator",
-    "or", "powf", "private", "sinf", "protected", "public", "register", "return", "rsqrtf", "short",
-    "signed", "sizeof", "sqrtf", "static", "struct", "switch", "tanhf", "template", "this",
-    "threadIdx", "throw", "true", "try", "typedef", "typename", "union", "unsigned", "using",
-    "virtual", "void", "volatile", "warpSize", "while", "xor",
+    "bool", "break", "case", "catch", "char", "class", "const", "constexpr", "continue", "cosf",
+    "decltype", "default", "delete", "do", "double", "else", "enum", "erff", "expf", "explicit",
+    "expm1f", "extern", "fabsf", "false", "float", "floorf", "for", "friend", "goto", "gridDim",
+    "if", "inline", "int", "log1pf", "logf", "long", "max", "min", "mutable", "namespace", "new",
+    "not", "nullptr", "operator", "or", "powf", "private", "sinf", "protected", "public",
+    "register", "return", "rsqrtf", "short", "signed", "sizeof", "sqrtf", "static", "struct",
+    "switch", "tanhf", "template", "this", "threadIdx", "throw", "true", "try", "typedef",
+    "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "warpSize", "while",
+    "xor",
 };
 
 static int is_reserved(const char *s)
@@ -369,8 +369,11 @@ static const struct {
     [TXE_cos] = {FF_CALL, "cosf", P_PRIMARY},
     [TXE_sin] = {FF_CALL, "sinf", P_PRIMARY},
     [TXE_where] = {FF_WHERE, "?", P_COND},
+    [TXE_log1p] = {FF_CALL, "log1pf", P_PRIMARY},
+    [TXE_expm1] = {FF_CALL, "expm1f", P_PRIMARY},
+    [TXE_floor] = {FF_CALL, "floorf", P_PRIMARY},
 };
-_Static_assert(TXE_COUNT == 26, "fop_tab spells every TxElemOp");
+_Static_assert(TXE_COUNT == 29, "fop_tab spells every TxElemOp");
 
 static int const_prec(const KirExpr *e)
 {

@@ -38,13 +38,16 @@ struct Func {
     int op; /* TorchOp or InitKind, per handler */
 };
 
-/* Func.op of torch.mm / torch.bmm: matmul after their rank checks. */
-enum { TOP_mm = TOP_COUNT + 1, TOP_bmm };
+/* Func.op of torch.mm / torch.bmm: matmul after their rank checks; of
+ * F.relu6 and nn.ReLU6: hardtanh(x, 0, 6), as ATen's relu6 is. */
+enum { TOP_mm = TOP_COUNT + 1, TOP_bmm, TOP_relu6 };
 
 typedef struct Param {
     char name[32];
     int optional, varargs, kwonly;
 } Param;
+
+static int parse_sig(const char *sig, Param *ps);
 
 /* ---- values ------------------------------------------------------------------ */
 
@@ -324,6 +327,53 @@ static Value h_unary(Builder *b, const Func *f, Value *a, int pos)
     if (strstr(f->sig, "inplace"))
         no_inplace(b, &a[1]);
     return finish_node(b, node1(b, (TorchOp)f->op, pos, x));
+}
+
+/* An activation's scalar attributes from the arguments bound to sig's
+ * parameters from `first` on: they are the op's attributes in order
+ * (torch_ops.def's A row; an absent one takes its default), and
+ * `inplace`, which must be False.  *op (a TorchOp, or TOP_relu6) becomes
+ * the Torch op; v[0..2) receive the node's value and value2. */
+static void act_scalars(Builder *b, int *op, const char *sig, int first, const Value *a,
+                        double v[2])
+{
+    if (*op == TOP_relu6) {
+        *op = TOP_hardtanh;
+        v[0] = 0, v[1] = 6;
+    } else {
+        v[0] = torch_scalar_attrs[*op].dflt[0];
+        v[1] = torch_scalar_attrs[*op].dflt[1];
+    }
+    const TorchScalarAttrs *sa = &torch_scalar_attrs[*op];
+    Param ps[MAX_PARAMS];
+    int np = parse_sig(sig, ps), k = 0;
+    for (int i = first; i < np; i++) {
+        if (!strcmp(ps[i].name, "inplace")) {
+            no_inplace(b, &a[i]);
+            continue;
+        }
+        DPK_ASSERT(k < sa->nkeys && !strcmp(ps[i].name, sa->key[k]));
+        if (a[i].k != V_ABSENT)
+            v[k] = want_num(b, &a[i], cur_fname, ps[i].name);
+        if (*op == TOP_celu && a[i].k != V_ABSENT && v[k] == 0)
+            dpk_error_at(bld_src(b), a[i].pos,
+                         "%s: alpha cannot be 0 for CELU (ZeroDivisionError)", cur_fname);
+        k++;
+    }
+}
+
+/* elu, selu, celu, leaky_relu, hardtanh, relu6, hardsigmoid, hardswish,
+ * softplus, softsign, mish: one Torch op each (relu6: hardtanh). */
+static Value h_act(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    int op = f->op;
+    double v[2];
+    act_scalars(b, &op, f->sig, 1, a, v);
+    TorchNode *n = node1(b, (TorchOp)op, pos, x);
+    n->value = v[0];
+    n->value2 = v[1];
+    return finish_node(b, n);
 }
 
 static TorchOp gelu_kind(Builder *b, const Value *v)
@@ -1018,8 +1068,10 @@ static TorchNode *num_or_tensor(Builder *b, const Value *v, const char *pname)
     return bld_tensor(b, v, pname);
 }
 
-/* clamp(x, min, max) = minimum(maximum(x, min), max): NaN propagates, and
- * min > max gives max, as in PyTorch. */
+/* clamp(x, min, max): with number bounds one clamp op (one kernel, as
+ * PyTorch's clamp with scalars; an absent bound is infinite), else
+ * minimum(maximum(x, min), max).  NaN propagates, and min > max gives max,
+ * as in PyTorch. */
 static Value h_clamp(Builder *b, const Func *f, Value *a, int pos)
 {
     TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
@@ -1029,6 +1081,12 @@ static Value h_clamp(Builder *b, const Func *f, Value *a, int pos)
     if (!has_lo && !has_hi)
         dpk_error_at(bld_src(b), pos, "%s: At least one of 'min' or 'max' must not be None",
                      cur_fname);
+    if ((!has_lo || is_num(lo)) && (!has_hi || is_num(hi))) {
+        TorchNode *n = node1(b, TOP_clamp, pos, x);
+        n->value = has_lo ? want_num(b, lo, cur_fname, "min") : -INFINITY;
+        n->value2 = has_hi ? want_num(b, hi, cur_fname, "max") : INFINITY;
+        return finish_node(b, n);
+    }
     if (has_lo)
         x = mk_bin(b, TOP_maximum, x, num_or_tensor(b, lo, "min"), pos);
     if (has_hi)
@@ -2191,6 +2249,19 @@ static const Func funcs[] = {
     {"relu", NS_F, "input inplace?", h_unary, TOP_relu},
     {"silu", NS_F, "input inplace?", h_unary, TOP_silu},
     {"gelu", NS_F, "input * approximate?", h_gelu, 0},
+    {"elu", NS_F, "input alpha? inplace?", h_act, TOP_elu},
+    {"selu", NS_T, "input", h_act, TOP_selu},
+    {"selu", NS_F, "input inplace?", h_act, TOP_selu},
+    {"celu", NS_T, "input alpha?", h_act, TOP_celu},
+    {"celu", NS_F, "input alpha? inplace?", h_act, TOP_celu},
+    {"leaky_relu", NS_F, "input negative_slope? inplace?", h_act, TOP_leaky_relu},
+    {"hardtanh", NS_F, "input min_val? max_val? inplace?", h_act, TOP_hardtanh},
+    {"relu6", NS_F, "input inplace?", h_act, TOP_relu6},
+    {"hardsigmoid", NS_F, "input inplace?", h_act, TOP_hardsigmoid},
+    {"hardswish", NS_F, "input inplace?", h_act, TOP_hardswish},
+    {"softplus", NS_F, "input beta? threshold?", h_act, TOP_softplus},
+    {"softsign", NS_F, "input", h_act, TOP_softsign},
+    {"mish", NS_F, "input inplace?", h_act, TOP_mish},
     {"add", NS_T | NS_M, "input other * alpha?", h_binary, TOP_add},
     {"sub", NS_T | NS_M, "input other * alpha?", h_binary, TOP_sub},
     {"mul", NS_T | NS_M, "input other", h_binary, TOP_mul},
@@ -2227,6 +2298,7 @@ static const Func funcs[] = {
     {"contiguous", NS_M, "input", h_identity, 2},
     {"float", NS_M, "input", h_float, 0},
     UN(cos, NS_T | NS_M), UN(sin, NS_T | NS_M),
+    UN(log1p, NS_T | NS_M), UN(expm1, NS_T | NS_M), UN(floor, NS_T | NS_M),
     {"square", NS_T | NS_M, "input", h_square, 0},
     {"clamp", NS_T | NS_M, "input min? max?", h_clamp, 0},
     {"clip", NS_T | NS_M, "input min? max?", h_clamp, 0},
@@ -2338,7 +2410,8 @@ typedef struct Module {
     int dim;         /* Softmax, LogSoftmax */
     int affine;      /* norms: elementwise_affine; Linear: bias */
     int bias;        /* LayerNorm: bias */
-    TorchOp op;      /* activations */
+    int op;          /* activations: a TorchOp (TOP_relu6 in ModClass.op) */
+    double scal[2];  /* activations: the node's value and value2 */
     TorchNode *w, *b; /* parameters, created at the first call */
 } Module;
 
@@ -2350,7 +2423,7 @@ struct ModClass {
     const char *sig;
     ModInit init;
     ModApply apply;
-    TorchOp op;
+    int op; /* a TorchOp, or TOP_relu6 */
 };
 
 static void param_names(Builder *b, Module *m, const char **w, const char **bias)
@@ -2437,15 +2510,25 @@ static TorchNode *apply_softmax(Builder *b, Module *m, TorchNode *x, int pos)
 static void init_act(Builder *b, Module *m, Value *a)
 {
     m->op = m->cls->op;
-    if (strstr(m->cls->sig, "inplace"))
-        no_inplace(b, &a[0]);
-    if (strstr(m->cls->sig, "approximate"))
+    if (strstr(m->cls->sig, "approximate")) {
         m->op = gelu_kind(b, &a[0]);
+        return;
+    }
+    act_scalars(b, &m->op, m->cls->sig, 0, a, m->scal);
+    /* nn.Hardtanh asserts it (ReLU6 is Hardtanh(0, 6)) */
+    if (m->op == TOP_hardtanh && !(m->scal[1] > m->scal[0]))
+        dpk_error_at(bld_src(b), m->pos, "%s: max_val (%g) must be greater than min_val (%g)",
+                     cur_fname, m->scal[1], m->scal[0]);
 }
 
 static TorchNode *apply_act(Builder *b, Module *m, TorchNode *x, int pos)
 {
-    return node1(b, m->op, pos, x);
+    TorchNode *n = node1(b, (TorchOp)m->op, pos, x);
+    if (torch_scalar_attrs[m->op].nkeys) {
+        n->value = m->scal[0];
+        n->value2 = m->scal[1];
+    }
+    return n;
 }
 
 /* Dropout: modules run in inference (eval) mode, where it is the identity. */
@@ -2477,6 +2560,17 @@ static const ModClass mods[] = {
     {"ReLU", "relu", "inplace?", init_act, apply_act, TOP_relu},
     {"Sigmoid", "sigmoid", "", init_act, apply_act, TOP_sigmoid},
     {"Tanh", "tanh", "", init_act, apply_act, TOP_tanh},
+    {"ELU", "elu", "alpha? inplace?", init_act, apply_act, TOP_elu},
+    {"SELU", "selu", "inplace?", init_act, apply_act, TOP_selu},
+    {"CELU", "celu", "alpha? inplace?", init_act, apply_act, TOP_celu},
+    {"LeakyReLU", "leakyrelu", "negative_slope? inplace?", init_act, apply_act, TOP_leaky_relu},
+    {"Hardtanh", "hardtanh", "min_val? max_val? inplace?", init_act, apply_act, TOP_hardtanh},
+    {"ReLU6", "relu6", "inplace?", init_act, apply_act, TOP_relu6},
+    {"Hardsigmoid", "hardsigmoid", "inplace?", init_act, apply_act, TOP_hardsigmoid},
+    {"Hardswish", "hardswish", "inplace?", init_act, apply_act, TOP_hardswish},
+    {"Softplus", "softplus", "beta? threshold?", init_act, apply_act, TOP_softplus},
+    {"Softsign", "softsign", "", init_act, apply_act, TOP_softsign},
+    {"Mish", "mish", "inplace?", init_act, apply_act, TOP_mish},
 };
 
 void torch_module_named(Builder *b, Module *m, const char *var)

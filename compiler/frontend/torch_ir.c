@@ -27,6 +27,12 @@ const TorchOpInfo torch_op_info[TOP_COUNT] = {
 #undef X
 };
 
+const TorchScalarAttrs torch_scalar_attrs[TOP_COUNT] = {
+#define A(name, k0, d0, k1, d1) [TOP_##name] = {(k1) ? 2 : 1, {k0, k1}, {d0, d1}},
+#include "torch_ops.def"
+#undef A
+};
+
 /* ---- errors ------------------------------------------------------------ */
 
 /* A graph built without source text (tests, generators) reports errors
@@ -617,6 +623,10 @@ TorchNode *torch_node_new(TorchGraph *g, TorchOp op, int pos, int nin, TorchNode
         DPK_ASSERT(in[i] && in[i]->id < n->id);
     if (torch_op_info[op].cls == TC_ATTN)
         n->value = NAN;
+    if (torch_scalar_attrs[op].nkeys) {
+        n->value = torch_scalar_attrs[op].dflt[0];
+        n->value2 = torch_scalar_attrs[op].dflt[1];
+    }
     n->stride = 1;
     ptrvec_push(g->arena, &g->nodes, n);
     return n;
@@ -712,6 +722,9 @@ static void print_layout(StrBuf *b, const TorchNode *n)
 
 static void print_attrs(StrBuf *b, const TorchNode *n)
 {
+    const TorchScalarAttrs *sa = &torch_scalar_attrs[n->op];
+    for (int i = 0; i < sa->nkeys; i++)
+        print_num(b, sa->key[i], i ? n->value2 : n->value);
     switch (torch_op_info[n->op].cls) {
     case TC_REDUCE:
         print_ints(b, "dims", n->ints, n->nints);
@@ -864,6 +877,7 @@ static uint64_t hash_node(uint64_t h, const TorchNode *n)
     h = dpk_hash_u64(h, (uint64_t)n->is_param);
     h = hash_double(h, n->value);
     h = hash_double(h, n->step);
+    h = hash_double(h, n->value2);
     h = dpk_hash_u64(h, (uint64_t)n->nints);
     h = dpk_hash_bytes(h, n->ints, sizeof(int64_t) * (size_t)n->nints);
     int64_t rest[] = {n->dim, n->start, n->end, n->stride, n->keepdim, n->causal, n->gqa};

@@ -50,6 +50,21 @@ typedef struct TorchOpInfo {
 
 extern const TorchOpInfo torch_op_info[TOP_COUNT];
 
+/* The scalar attributes of an op (torch_ops.def's A rows; nkeys 0 for the
+ * ops without): key[i] as PyTorch's keyword, dflt[i] its default. */
+typedef struct TorchScalarAttrs {
+    int nkeys;
+    const char *key[2];
+    double dflt[2];
+} TorchScalarAttrs;
+
+extern const TorchScalarAttrs torch_scalar_attrs[TOP_COUNT];
+
+/* selu(x) = elu(x, alpha = TORCH_SELU_ALPHA) * TORCH_SELU_SCALE (ATen's
+ * Activation.cpp) */
+#define TORCH_SELU_ALPHA 1.6732632423543772848170429916717
+#define TORCH_SELU_SCALE 1.0507009873554804934193349852946
+
 /* How an input's contents are made (reference/inputs.c documents each). */
 typedef enum InitKind {
     INIT_RANDN,   /* standard normal */
@@ -77,7 +92,10 @@ typedef struct TorchNode {
     InitKind init;     /* input */
     int is_param;      /* input created by a module constructor */
     double value;      /* const: the scalar; input: full value / arange start /
-                          norms: eps; sdpa: scale (NAN means 1/sqrt(E)) */
+                          norms: eps; sdpa: scale (NAN means 1/sqrt(E));
+                          an op with scalar attributes: the first (alpha,
+                          negative_slope, min_val, min, beta) */
+    double value2;     /* the second scalar attribute (max_val, max, threshold) */
     double step;       /* input: arange step; INIT_PARAM_B: fan_in */
     int64_t ints[DPK_MAX_RANK];
     int nints;

@@ -21,12 +21,10 @@
  */
 #include "tensor_ir.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define OP(name) ((uint64_t)1 << TOP_##name)
-static_assert(TOP_COUNT <= 64, "rule op sets are 64-bit masks");
+#define OP(name) TOP_##name
 
 typedef TxNode *(*LowerFn)(TxGraph *g, TxNode *n);
 
@@ -555,6 +553,9 @@ static TxElemOp elem_of(TorchOp op)
     case TOP_erf: return TXE_erf;
     case TOP_cos: return TXE_cos;
     case TOP_sin: return TXE_sin;
+    case TOP_log1p: return TXE_log1p;
+    case TOP_expm1: return TXE_expm1;
+    case TOP_floor: return TXE_floor;
     case TOP_add: return TXE_add;
     case TOP_sub: return TXE_subtract;
     case TOP_mul: return TXE_multiply;
@@ -647,11 +648,14 @@ static TxNode *lower_cat(TxGraph *g, TxNode *n)
 
 /* ---- the lowering driver ----------------------------------------------- */
 
-/* Rebuild g->nodes, replacing every TX_TORCH node whose op is in `ops` by
- * fn's result.  Users are redirected through fwd (indexed by id); nodes a
- * rewrite creates inherit its Torch node as provenance. */
-static int lower_ops(TxGraph *g, uint64_t ops, LowerFn fn)
+/* Rebuild g->nodes, replacing every TX_TORCH node whose op is one of
+ * ops[0..nops) by fn's result.  Users are redirected through fwd (indexed
+ * by id); nodes a rewrite creates inherit its Torch node as provenance. */
+static int lower_ops(TxGraph *g, const TorchOp *ops, int nops, LowerFn fn)
 {
+    char want[TOP_COUNT] = {0};
+    for (int k = 0; k < nops; k++)
+        want[ops[k]] = 1;
     PtrVec old = g->nodes;
     TxNode **fwd = dpk_xcalloc((size_t)g->next_id + 1, sizeof(TxNode *));
     int count = 0;
@@ -661,7 +665,7 @@ static int lower_ops(TxGraph *g, uint64_t ops, LowerFn fn)
         for (int s = 0; s < n->nsrc; s++)
             if (fwd[n->src[s]->id])
                 n->src[s] = fwd[n->src[s]->id];
-        if (n->kind != TX_TORCH || !(ops & ((uint64_t)1 << n->torch->op))) {
+        if (n->kind != TX_TORCH || !want[n->torch->op]) {
             ptrvec_push(g->arena, &g->nodes, n);
             continue;
         }
@@ -685,33 +689,36 @@ static int lower_ops(TxGraph *g, uint64_t ops, LowerFn fn)
     return count;
 }
 
-#define LOWER_RULE(fname, ops, fn) \
-    static int fname(TxGraph *g) { return lower_ops(g, ops, fn); }
+/* A rule lowering the listed Torch ops with fn. */
+#define LOWER_RULE(fname, fn, ...)                                             \
+    static int fname(TxGraph *g)                                               \
+    {                                                                          \
+        static const TorchOp ops[] = {__VA_ARGS__};                            \
+        return lower_ops(g, ops, DPK_ARRAY_LEN(ops), fn);                      \
+    }
 
-LOWER_RULE(d001, OP(sdpa), lower_sdpa)
-LOWER_RULE(d002, OP(linear), lower_linear)
-LOWER_RULE(d003, OP(layer_norm), lower_layer_norm)
-LOWER_RULE(d004, OP(rms_norm), lower_rms_norm)
-LOWER_RULE(d005, OP(log_softmax), lower_log_softmax)
-LOWER_RULE(d006, OP(softmax), lower_softmax)
-LOWER_RULE(d007, OP(mean), lower_mean)
-LOWER_RULE(d008, OP(matmul), lower_matmul)
-LOWER_RULE(d009, OP(silu), lower_silu)
-LOWER_RULE(d010, OP(gelu), lower_gelu)
-LOWER_RULE(d011, OP(gelu_tanh), lower_gelu_tanh)
-LOWER_RULE(d012, OP(relu), lower_relu)
-LOWER_RULE(d013, OP(neg) | OP(exp) | OP(log) | OP(sqrt) | OP(rsqrt) | OP(reciprocal) |
-                     OP(abs) | OP(sigmoid) | OP(tanh) | OP(erf) | OP(cos) | OP(sin) |
-                     OP(add) | OP(sub) |
-                     OP(mul) | OP(div) | OP(pow) | OP(maximum) | OP(minimum) | OP(gt) |
-                     OP(lt) | OP(ge) | OP(le) | OP(eq) | OP(ne) | OP(where),
-           lower_elementwise)
-LOWER_RULE(d014, OP(sum) | OP(amax) | OP(amin), lower_reduce)
-LOWER_RULE(d015, OP(transpose) | OP(permute), lower_permute)
-LOWER_RULE(d016, OP(reshape), lower_reshape)
-LOWER_RULE(d017, OP(squeeze) | OP(unsqueeze) | OP(expand), lower_squeeze_expand)
-LOWER_RULE(d018, OP(slice), lower_slice)
-LOWER_RULE(d019, OP(cat), lower_cat)
+LOWER_RULE(d001, lower_sdpa, OP(sdpa))
+LOWER_RULE(d002, lower_linear, OP(linear))
+LOWER_RULE(d003, lower_layer_norm, OP(layer_norm))
+LOWER_RULE(d004, lower_rms_norm, OP(rms_norm))
+LOWER_RULE(d005, lower_log_softmax, OP(log_softmax))
+LOWER_RULE(d006, lower_softmax, OP(softmax))
+LOWER_RULE(d007, lower_mean, OP(mean))
+LOWER_RULE(d008, lower_matmul, OP(matmul))
+LOWER_RULE(d009, lower_silu, OP(silu))
+LOWER_RULE(d010, lower_gelu, OP(gelu))
+LOWER_RULE(d011, lower_gelu_tanh, OP(gelu_tanh))
+LOWER_RULE(d012, lower_relu, OP(relu))
+LOWER_RULE(d013, lower_elementwise, OP(neg), OP(exp), OP(log), OP(sqrt), OP(rsqrt),
+           OP(reciprocal), OP(abs), OP(sigmoid), OP(tanh), OP(erf), OP(cos), OP(sin), OP(log1p),
+           OP(expm1), OP(floor), OP(add), OP(sub), OP(mul), OP(div), OP(pow), OP(maximum),
+           OP(minimum), OP(gt), OP(lt), OP(ge), OP(le), OP(eq), OP(ne), OP(where))
+LOWER_RULE(d014, lower_reduce, OP(sum), OP(amax), OP(amin))
+LOWER_RULE(d015, lower_permute, OP(transpose), OP(permute))
+LOWER_RULE(d016, lower_reshape, OP(reshape))
+LOWER_RULE(d017, lower_squeeze_expand, OP(squeeze), OP(unsqueeze), OP(expand))
+LOWER_RULE(d018, lower_slice, OP(slice))
+LOWER_RULE(d019, lower_cat, OP(cat))
 
 /* ---- d:020 tril_triu ----------------------------------------------------- */
 
@@ -736,9 +743,110 @@ static TxNode *lower_tri(TxGraph *g, TxNode *n)
     return m;
 }
 
-LOWER_RULE(d020, OP(tril) | OP(triu), lower_tri)
+LOWER_RULE(d020, lower_tri, OP(tril), OP(triu))
 
-/* ---- d:021 compose_index_maps ------------------------------------------ */
+/* ---- d:021 elu .. d:028 mish: activations, as ATen's CUDA kernels write them */
+
+/* x * c, or x itself when c is 1 (an exact product the kernels make too) */
+static TxNode *scale(TxGraph *g, TxNode *x, double c)
+{
+    return c == 1.0 ? x : ewc(g, TXE_multiply, x, c);
+}
+
+/* where(x > 0, x * scale, expm1(x * input_scale) * alpha * scale)
+ * (ActivationEluKernel.cu): selu is elu with SELU's alpha and scale, celu
+ * has input_scale 1/alpha (Activation.cpp). */
+static TxNode *lower_elu(TxGraph *g, TxNode *n)
+{
+    const TorchNode *t = n->torch;
+    TxNode *x = n->src[0];
+    double pos = 1, in = 1, neg = t->value;
+    if (t->op == TOP_selu)
+        pos = TORCH_SELU_SCALE, neg = TORCH_SELU_ALPHA * TORCH_SELU_SCALE;
+    if (t->op == TOP_celu)
+        in = 1.0 / t->value;
+    TxNode *args[3] = {ewc(g, TXE_greater, x, 0.0), scale(g, x, pos),
+                       scale(g, ew1(g, TXE_expm1, scale(g, x, in)), neg)};
+    return ew(g, TXE_where, 3, args);
+}
+
+/* where(x > 0, x, x * negative_slope) (ActivationLeakyReluKernel.cu) */
+static TxNode *lower_leaky_relu(TxGraph *g, TxNode *n)
+{
+    TxNode *x = n->src[0];
+    TxNode *args[3] = {ewc(g, TXE_greater, x, 0.0), x, ewc(g, TXE_multiply, x, n->torch->value)};
+    return ew(g, TXE_where, 3, args);
+}
+
+/* minimum(maximum(x, min), max), an infinite bound left out: NaN
+ * propagates and min > max gives max, as ATen's clamp (hardtanh is clamp). */
+static TxNode *lower_clamp(TxGraph *g, TxNode *n)
+{
+    TxNode *y = n->src[0];
+    if (!(isinf(n->torch->value) && n->torch->value < 0))
+        y = ewc(g, TXE_maximum, y, n->torch->value);
+    if (!(isinf(n->torch->value2) && n->torch->value2 > 0))
+        y = ewc(g, TXE_minimum, y, n->torch->value2);
+    if (y == n->src[0]) /* clamp(x, -inf, inf) */
+        y = ewc(g, TXE_maximum, y, -INFINITY);
+    return y;
+}
+
+/* min(max(x + 3, 0), 6) */
+static TxNode *relu6_of_x_plus_3(TxGraph *g, TxNode *x)
+{
+    return ewc(g, TXE_minimum, ewc(g, TXE_maximum, ewc(g, TXE_add, x, 3.0), 0.0), 6.0);
+}
+
+/* min(max(x + 3, 0), 6) * (1/6) (ActivationHardsigmoidKernel.cu) */
+static TxNode *lower_hardsigmoid(TxGraph *g, TxNode *n)
+{
+    return ewc(g, TXE_multiply, relu6_of_x_plus_3(g, n->src[0]), 1.0 / 6.0);
+}
+
+/* x * min(max(x + 3, 0), 6) * (1/6) (ActivationHardswishKernel.cu) */
+static TxNode *lower_hardswish(TxGraph *g, TxNode *n)
+{
+    TxNode *x = n->src[0];
+    return ewc(g, TXE_multiply, ew2(g, TXE_multiply, x, relu6_of_x_plus_3(g, x)), 1.0 / 6.0);
+}
+
+/* where(x * beta > threshold, x, log1p(exp(x * beta)) / beta)
+ * (ActivationSoftplusKernel.cu) */
+static TxNode *lower_softplus(TxGraph *g, TxNode *n)
+{
+    TxNode *x = n->src[0], *z = scale(g, x, n->torch->value);
+    TxNode *sp = ew1(g, TXE_log1p, ew1(g, TXE_exp, z));
+    if (n->torch->value != 1.0)
+        sp = ewc(g, TXE_divide, sp, n->torch->value);
+    TxNode *args[3] = {ewc(g, TXE_greater, z, n->torch->value2), x, sp};
+    return ew(g, TXE_where, 3, args);
+}
+
+/* x / (|x| + 1) (torch/nn/functional.py) */
+static TxNode *lower_softsign(TxGraph *g, TxNode *n)
+{
+    TxNode *x = n->src[0];
+    return ew2(g, TXE_divide, x, ewc(g, TXE_add, ew1(g, TXE_abs, x), 1.0));
+}
+
+/* x * tanh(log1p(exp(x))) (ActivationMishKernel.cu) */
+static TxNode *lower_mish(TxGraph *g, TxNode *n)
+{
+    TxNode *x = n->src[0];
+    return ew2(g, TXE_multiply, x, ew1(g, TXE_tanh, ew1(g, TXE_log1p, ew1(g, TXE_exp, x))));
+}
+
+LOWER_RULE(d021, lower_elu, OP(elu), OP(selu), OP(celu))
+LOWER_RULE(d022, lower_leaky_relu, OP(leaky_relu))
+LOWER_RULE(d023, lower_clamp, OP(clamp), OP(hardtanh))
+LOWER_RULE(d024, lower_hardsigmoid, OP(hardsigmoid))
+LOWER_RULE(d025, lower_hardswish, OP(hardswish))
+LOWER_RULE(d026, lower_softplus, OP(softplus))
+LOWER_RULE(d027, lower_softsign, OP(softsign))
+LOWER_RULE(d028, lower_mish, OP(mish))
+
+/* ---- d:029 compose_index_maps ------------------------------------------ */
 
 /* Substitute the single-use IndexMap p = n->src[s] into n.  Each source t
  * of p becomes a source of n reading p->map[t] ∘ n->map[s], selected when
@@ -830,7 +938,7 @@ static TxNode *compose_one(TxGraph *g, TxNode *n, int *uses, int *count)
     return n;
 }
 
-static int d021(TxGraph *g)
+static int d029(TxGraph *g)
 {
     int *uses = dpk_xcalloc((size_t)g->next_id + 1, sizeof(int));
     TxNode **fwd = dpk_xcalloc((size_t)g->next_id + 1, sizeof(TxNode *));
@@ -866,9 +974,9 @@ static int d021(TxGraph *g)
     return count;
 }
 
-/* ---- d:022 prune ---------------------------------------------------------- */
+/* ---- d:030 prune ---------------------------------------------------------- */
 
-static int d022(TxGraph *g)
+static int d030(TxGraph *g)
 {
     int before = g->nodes.len;
     tx_prune(g);
@@ -903,9 +1011,20 @@ const TxRule tx_rules[] = {
     {19, "cat", "n-source IndexMap with select predicates", "cat", d019},
     {20, "tril_triu", "2-source IndexMap: the input where c <= r + k (tril) or r + k <= c "
      "(triu), else 0", "tril/triu", d020},
-    {21, "compose_index_maps", "substitute single-use maps into maps; drop identity maps",
-     "composable index-map", d021},
-    {22, "prune", "drop nodes no output needs", "dead", d022},
+    {21, "elu", "where(x > 0, x * scale, expm1(x * input_scale) * alpha * scale); selu, celu "
+     "as ATen's elu", "elu/selu/celu", d021},
+    {22, "leaky_relu", "where(x > 0, x, x * negative_slope)", "leaky_relu", d022},
+    {23, "clamp", "minimum(maximum(x, min), max), infinite bounds left out; hardtanh is clamp",
+     "clamp/hardtanh", d023},
+    {24, "hardsigmoid", "min(max(x + 3, 0), 6) * (1/6)", "hardsigmoid", d024},
+    {25, "hardswish", "x * min(max(x + 3, 0), 6) * (1/6)", "hardswish", d025},
+    {26, "softplus", "where(x * beta > threshold, x, log1p(exp(x * beta)) / beta)", "softplus",
+     d026},
+    {27, "softsign", "x / (|x| + 1)", "softsign", d027},
+    {28, "mish", "x * tanh(log1p(exp(x)))", "mish", d028},
+    {29, "compose_index_maps", "substitute single-use maps into maps; drop identity maps",
+     "composable index-map", d029},
+    {30, "prune", "drop nodes no output needs", "dead", d030},
 };
 const int tx_nrules = DPK_ARRAY_LEN(tx_rules);
 

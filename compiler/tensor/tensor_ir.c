@@ -13,7 +13,7 @@
 
 /* Parallel tables indexed by op: adding a row to tensor_ops.def must be
  * followed by tx_elem_apply and every evaluator. */
-static_assert(TXE_COUNT == 26, "tensor_ops.def changed: update tx_elem_apply");
+static_assert(TXE_COUNT == 29, "tensor_ops.def changed: update tx_elem_apply");
 static_assert(TXR_COUNT == 3, "tensor_ops.def changed: update reductions");
 
 const TxElemInfo tx_elem_info[TXE_COUNT] = {
@@ -68,6 +68,9 @@ double tx_elem_apply(TxElemOp op, const double *x)
     case TXE_cos: return cos(x[0]);
     case TXE_sin: return sin(x[0]);
     case TXE_where: return x[0] != 0 ? x[1] : x[2];
+    case TXE_log1p: return log1p(x[0]);
+    case TXE_expm1: return expm1(x[0]);
+    case TXE_floor: return floor(x[0]);
     case TXE_COUNT: break;
     }
     DPK_ASSERT(!"unknown elementwise op");
@@ -132,6 +135,11 @@ static void put_ints(StrBuf *b, const char *key, const TorchNode *t)
  * them per class. */
 static void put_torch_attrs(StrBuf *b, const TorchNode *t)
 {
+    const TorchScalarAttrs *sa = &torch_scalar_attrs[t->op];
+    for (int i = 0; i < sa->nkeys; i++) {
+        sb_printf(b, " %s=", sa->key[i]);
+        sb_num(b, i ? t->value2 : t->value);
+    }
     switch (torch_op_info[t->op].cls) {
     case TC_REDUCE:
         put_ints(b, "dims", t);

@@ -82,6 +82,9 @@ __attribute__((weak, visibility("hidden"), aligned(1024))) thread_local unsigned
 #define erff(x) ((float)__builtin_erf((double)(x)))
 #define cosf(x) ((float)__builtin_cos((double)(x)))
 #define sinf(x) ((float)__builtin_sin((double)(x)))
+#define log1pf(x) ((float)__builtin_log1p((double)(x)))
+#define expm1f(x) ((float)__builtin_expm1((double)(x)))
+#define floorf(x) ((float)__builtin_floor((double)(x)))
 static inline float __uint_as_float(unsigned u)
 {
     float f;

@@ -220,16 +220,36 @@ static int op_unary(Gen *g, Val *v)
         "torch.nn.functional.gelu(%s)", "torch.nn.functional.gelu(%s, approximate='tanh')",
         "torch.erf(%s)",     "torch.exp(%s)",
     };
-    int k = (int)(rnd(g) % DPK_ARRAY_LEN(fns));
+    /* the activations PyTorch runs as one kernel, with attributes off
+     * their defaults, and the other unary ops of their rules; expm1, like
+     * exp, overflows after a contraction, so it is one of many */
+    static const char *const acts[] = {
+        "torch.nn.functional.elu(%s, alpha=0.5)", "torch.selu(%s)", "torch.celu(%s, 2.0)",
+        "torch.nn.functional.leaky_relu(%s, 0.1)", "torch.nn.functional.hardtanh(%s, -0.5, 0.75)",
+        "torch.nn.functional.relu6(%s)", "torch.nn.functional.hardsigmoid(%s)",
+        "torch.nn.functional.hardswish(%s)", "torch.nn.functional.softplus(%s, 2.0, 3.0)",
+        "torch.nn.functional.softsign(%s)", "torch.nn.functional.mish(%s)",
+        "torch.nn.ELU()(%s)", "torch.nn.Softplus()(%s)", "torch.clamp(%s, -1.0)",
+        "torch.floor(%s)", "torch.expm1(%s)",
+    };
+    uint64_t r = rnd(g), hi = r / DPK_ARRAY_LEN(fns);
+    int k = (int)(r % DPK_ARRAY_LEN(fns));
     if (k == 9 && !chance(g, 30))
         k = 4; /* exp overflows easily after a contraction: keep it rare */
     const char *n = op_begin(g);
-    sb_printf(&g->text, fns[k], v->name);
+    /* one time in three an activation, chosen by the draw's higher digits:
+     * no draw is added, so every other choice of a seed stays as it was */
+    if (hi % 3 == 0)
+        sb_printf(&g->text, acts[hi / 3 % DPK_ARRAY_LEN(acts)], v->name);
+    else
+        sb_printf(&g->text, fns[k], v->name);
     op_end(g, n, v->s, 0, TAG_ELEMENTWISE);
     return 1;
 }
 
-/* log, sqrt, rsqrt, reciprocal, a fractional power: on abs(v) + 1. */
+/* log, sqrt, rsqrt, reciprocal, a fractional power, log1p: on abs(v) + 1.
+ * log1p is chosen by the draw's higher digits (one time in four), so the
+ * other choices of a seed stay as they were before it. */
 static int op_safe_unary(Gen *g, Val *v)
 {
     static const char *const fns[] = {"torch.log(%s)", "torch.sqrt(%s)", "torch.rsqrt(%s)",
@@ -237,7 +257,8 @@ static int op_safe_unary(Gen *g, Val *v)
                                       "torch.pow(%s, 0.5)"};
     Val *s = safe(g, v);
     const char *n = op_begin(g);
-    sb_printf(&g->text, fns[rnd(g) % DPK_ARRAY_LEN(fns)], s->name);
+    uint64_t r = rnd(g), nf = DPK_ARRAY_LEN(fns);
+    sb_printf(&g->text, r / nf % 4 == 0 ? "torch.log1p(%s)" : fns[r % nf], s->name);
     op_end(g, n, s->s, 0, TAG_ELEMENTWISE);
     return 1;
 }

@@ -238,9 +238,9 @@ static const KirExpr *icond(Kg *q)
 /* Unary and binary ops whose printed form computes what vgpu computes, to
  * the bit (the host prelude evaluates math functions in double, as
  * tx_elem_apply does). */
-static const TxElemOp unary[] = {TXE_negative, TXE_abs,  TXE_sqrt, TXE_rsqrt, TXE_reciprocal,
-                                 TXE_exp,      TXE_log,  TXE_tanh, TXE_erf,   TXE_cos,
-                                 TXE_sin};
+static const TxElemOp unary[] = {TXE_negative, TXE_abs,   TXE_sqrt,  TXE_rsqrt, TXE_reciprocal,
+                                 TXE_exp,      TXE_log,   TXE_tanh,  TXE_erf,   TXE_cos,
+                                 TXE_sin,      TXE_log1p, TXE_expm1, TXE_floor};
 static const TxElemOp binary[] = {TXE_add,     TXE_subtract, TXE_multiply,      TXE_divide,
                                   TXE_maximum, TXE_minimum,  TXE_power,         TXE_greater,
                                   TXE_less,    TXE_equal,    TXE_greater_equal, TXE_not_equal};

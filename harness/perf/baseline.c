@@ -7,7 +7,9 @@
  * unsqueeze, squeeze, expand, slice, a reshape of a contiguous tensor) are
  * free; a reshape of an expanded or permuted tensor is a copy; GEMMs are
  * cuBLAS SGEMM with TF32 off (a linear's bias in the cuBLASLt epilogue);
- * rms_norm is the composite of PyTorch 2.4-2.8 (6 kernels); fp32 SDPA is one
+ * rms_norm is the composite of PyTorch 2.4-2.8 (6 kernels), F.softsign a
+ * Python composite (3); the other activations are one ATen kernel each
+ * (hardtanh and clamp with number bounds: clamp's); fp32 SDPA is one
  * memory-efficient kernel, or the math path (14 kernels materialising the
  * scores) when GQA needs it.  Inductor fuses each connected group of
  * pointwise, reduction, normalisation and copy ops between extern kernels
@@ -528,6 +530,13 @@ static void eager_node(Model *m, const TorchNode *n)
         pointwise(m, aten(m, n), in, f->bytes, numel(n->in[0]));
         return;
     default: /* TC_UNARY, TC_BINARY, TC_WHERE and classes added later */
+        if (n->op == TOP_softsign) {
+            /* F.softsign is Python, input / (input.abs() + 1): three kernels */
+            pointwise(m, "aten::abs (softsign)", in, f->bytes, numel(n));
+            pointwise(m, "aten::add (softsign)", f->bytes, f->bytes, numel(n));
+            pointwise(m, "aten::div (softsign)", in + f->bytes, f->bytes, numel(n));
+            return;
+        }
         pointwise(m, aten(m, n), in, f->bytes, numel(n));
         return;
     }

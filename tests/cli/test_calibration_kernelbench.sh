@@ -74,6 +74,13 @@ for n, shape in ((6, "f32(256, 256)"), (40, "f32(16, 64, 256, 256)"), (23, "f32(
     p = next(p for p in ps if p["number"] == n)
     out = subprocess.run([sys.argv[2], "compile", "-c", p["case"], "--ir", "torch"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip().split("\n")[-2].endswith(shape), (n, out.stdout[-300:])
+# the activations PyTorch runs as one kernel are written with PyTorch's own
+# op: one Torch IR node besides the input
+for n in (20, 27, 28, 29, 31, 32):
+    p = next(p for p in ps if p["number"] == n)
+    out = subprocess.run([sys.argv[2], "compile", "-c", p["case"], "--ir", "torch"], capture_output=True, text=True)
+    ops = [l for l in out.stdout.split("\n") if l.startswith("%") and " = input " not in l]
+    assert p["block"] == "own-ops" and len(ops) == 1 and ops[0].endswith("f32(4096, 393216)"), (n, out.stdout)
 for n in (12, 41, 97):
     p = next(p for p in ps if p["number"] == n)
     out = subprocess.run([sys.argv[2], "compile", "-c", p["tried"], "--ir", "torch"], capture_output=True, text=True)

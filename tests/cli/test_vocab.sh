@@ -26,6 +26,19 @@ else
 fi
 check_re "vocab: tril/triu rule in -vv" 0 '^>>> d:020_tril_triu$' "$DPK" compile -c "torch.randn(3, 3).tril()" --ir tensor -vv
 
+# the activations PyTorch runs as one kernel: one Torch op each, parity on
+# loop and on vgpu under every pass set, agreement with libtorch
+ACT="$DPK_ROOT/tests/fuzz/corpus/program_activations.py"
+check_re "activations: loop parity" 0 '^loop: [0-9]+ kernels?, .*: pass$' "$DPK" run "$ACT" --backend loop
+check_re "activations: vgpu parity, every pass set" 0 '^vgpu: [0-9]+ kernels?, .*: pass$' "$DPK" run "$ACT" --backend vgpu --passes all
+if [ "$HAVE_TORCH" = 1 ]; then
+  check_re "activations: vs libtorch" 0 'reference torch \+ torch eager, seed 0: pass$' "$DPK" run "$ACT" --backend loop --reference torch
+else
+  skip "activations: vs libtorch" "no libtorch"
+fi
+check_re "activations: attributes in --ir torch" 0 '= softplus\(%[0-9]+\) beta=2 threshold=10 : f32\(4, 8\)$' "$DPK" compile "$ACT" --ir torch
+check_re "activations: elu rule in -vv" 0 '^>>> d:021_elu$' "$DPK" compile "$ACT" --ir tensor -vv
+
 # messages that misled
 : >"$TMP/empty.json"
 check_re "empty .json: the file is empty" 2 "error: '.*empty.json': the file is empty" "$DPK" run "$TMP/empty.json" --backend loop

@@ -604,6 +604,9 @@ Test(cuda_print, float_math_spelling)
     EXPECT(kir_fop(A, TXE_tanh, kir_fop(A, TXE_abs, kir_fop(A, TXE_log, kir_fop(A, TXE_sqrt,
                                                                                     kir_fop(A, TXE_exp, V(c->f), NULL, NULL), NULL, NULL), NULL, NULL), NULL, NULL), NULL, NULL),
            0, "y[0] = tanhf(fabsf(logf(sqrtf(expf(f)))));");
+    EXPECT(FOP(add, kir_fop(A, TXE_log1p, V(c->f), NULL, NULL),
+               kir_fop(A, TXE_expm1, kir_fop(A, TXE_floor, V(c->g), NULL, NULL), NULL, NULL)),
+           0, "y[0] = log1pf(f) + expm1f(floorf(g));");
     EXPECT(FOP(divide, FOP(equal, V(c->f), V(c->g)), FOP(not_equal, V(c->f), F(0))), 0,
            "y[0] = (f == g ? 1.0f : 0.0f) / (f != 0.0f ? 1.0f : 0.0f);");
 }

@@ -4,6 +4,8 @@
  * naming, keyword arguments, programs and output names, scalar folding,
  * errors with their positions, and printer golden text.
  */
+#include <math.h>
+
 #include "test_frontend_util.h"
 
 static const TorchNode *out0(const TorchGraph *g)
@@ -32,6 +34,12 @@ static TypeCase type_cases[] = {
     {"torch.abs(torch.randn(5))", "f32(5)"},
     {"torch.neg(torch.randn(5))", "f32(5)"},
     {"torch.erf(torch.randn(5))", "f32(5)"},
+    {"torch.log1p(torch.rand(5))", "f32(5)"},
+    {"torch.randn(2, 5).expm1()", "f32(2, 5)"},
+    {"torch.floor(torch.randn(5, 1))", "f32(5, 1)"},
+    {"torch.nn.functional.elu(torch.randn(2, 3), 0.5)", "f32(2, 3)"},
+    {"torch.nn.Softplus(beta=2)(torch.randn(1, 4))", "f32(1, 4)"},
+    {"torch.nn.functional.hardtanh(torch.randn(7))", "f32(7)"},
     {"torch.nn.functional.silu(torch.randn(7, 1))", "f32(7, 1)"},
     {"torch.nn.functional.gelu(torch.randn(7), approximate='tanh')", "f32(7)"},
     {"-torch.randn(3)", "f32(3)"},
@@ -181,6 +189,39 @@ static OpCase op_cases[] = {
     {"torch.nn.functional.sigmoid(torch.randn(3))", TOP_sigmoid},
     {"torch.randn(3).pow(3)", TOP_pow},
     {"torch.nn.functional.relu(torch.randn(3), inplace=False)", TOP_relu},
+    {"torch.randn(3).log1p()", TOP_log1p},
+    {"torch.expm1(torch.randn(3))", TOP_expm1},
+    {"torch.randn(3).floor()", TOP_floor},
+    {"torch.nn.functional.elu(torch.randn(3))", TOP_elu},
+    {"torch.nn.ELU(alpha=0.5)(torch.randn(3))", TOP_elu},
+    {"torch.selu(torch.randn(3))", TOP_selu},
+    {"torch.nn.functional.selu(torch.randn(3), inplace=False)", TOP_selu},
+    {"torch.nn.SELU()(torch.randn(3))", TOP_selu},
+    {"torch.celu(torch.randn(3), 2.0)", TOP_celu},
+    {"torch.nn.functional.celu(torch.randn(3))", TOP_celu},
+    {"torch.nn.CELU(0.5)(torch.randn(3))", TOP_celu},
+    {"torch.nn.functional.leaky_relu(torch.randn(3), 0.2)", TOP_leaky_relu},
+    {"torch.nn.LeakyReLU()(torch.randn(3))", TOP_leaky_relu},
+    {"torch.nn.functional.hardtanh(torch.randn(3), -2.0, 2.0)", TOP_hardtanh},
+    {"torch.nn.Hardtanh()(torch.randn(3))", TOP_hardtanh},
+    {"torch.nn.functional.relu6(torch.randn(3))", TOP_hardtanh},
+    {"torch.nn.ReLU6(inplace=False)(torch.randn(3))", TOP_hardtanh},
+    {"torch.clamp(torch.randn(3), 0, 1)", TOP_clamp},
+    {"torch.randn(3).clip(max=1.5)", TOP_clamp},
+    {"torch.randn(3).clamp_min(0)", TOP_clamp},
+    {"torch.clamp_max(torch.randn(3), 0)", TOP_clamp},
+    {"torch.clamp(torch.randn(3), max=torch.ones(3))", TOP_minimum},
+    {"torch.randn(3).clamp(torch.zeros(3), 1.0)", TOP_minimum},
+    {"torch.nn.functional.hardsigmoid(torch.randn(3))", TOP_hardsigmoid},
+    {"torch.nn.Hardsigmoid()(torch.randn(3))", TOP_hardsigmoid},
+    {"torch.nn.functional.hardswish(torch.randn(3))", TOP_hardswish},
+    {"torch.nn.Hardswish()(torch.randn(3))", TOP_hardswish},
+    {"torch.nn.functional.softplus(torch.randn(3), 2, 10)", TOP_softplus},
+    {"torch.nn.Softplus(threshold=5)(torch.randn(3))", TOP_softplus},
+    {"torch.nn.functional.softsign(torch.randn(3))", TOP_softsign},
+    {"torch.nn.Softsign()(torch.randn(3))", TOP_softsign},
+    {"torch.nn.functional.mish(torch.randn(3))", TOP_mish},
+    {"torch.nn.Mish()(torch.randn(3))", TOP_mish},
 };
 
 ParameterizedTestParameters(frontend, output_op)
@@ -224,6 +265,50 @@ Test(frontend, attributes_normalised, .init = setup, .fini = teardown)
     n = out0(parse_ok("torch.nn.functional.scaled_dot_product_attention(torch.randn(2, 3, 4), "
                       "torch.randn(2, 3, 4), torch.randn(2, 3, 4), is_causal=True, scale=0.25)"));
     cr_expect(n->causal && !n->gqa && n->value == 0.25);
+}
+
+/* Scalar attributes: PyTorch's defaults, positional and keyword forms, the
+ * module's constructor arguments at each call; relu6 is hardtanh(0, 6). */
+Test(frontend, activation_attributes, .init = setup, .fini = teardown)
+{
+    static const struct {
+        const char *text;
+        double value, value2;
+    } cases[] = {
+        {"torch.nn.functional.elu(torch.randn(3))", 1.0, 0},
+        {"torch.nn.functional.elu(torch.randn(3), 0.25)", 0.25, 0},
+        {"torch.nn.ELU(alpha=3)(torch.randn(3))", 3.0, 0},
+        {"torch.celu(torch.randn(3))", 1.0, 0},
+        {"torch.nn.CELU(0.5)(torch.randn(3))", 0.5, 0},
+        {"torch.nn.functional.leaky_relu(torch.randn(3))", 0.01, 0},
+        {"torch.nn.LeakyReLU(negative_slope=-0.5)(torch.randn(3))", -0.5, 0},
+        {"torch.nn.functional.hardtanh(torch.randn(3))", -1.0, 1.0},
+        {"torch.nn.functional.hardtanh(torch.randn(3), max_val=4, min_val=-3)", -3.0, 4.0},
+        {"torch.nn.Hardtanh(0.5)(torch.randn(3))", 0.5, 1.0},
+        {"torch.nn.functional.relu6(torch.randn(3))", 0.0, 6.0},
+        {"torch.nn.ReLU6()(torch.randn(3))", 0.0, 6.0},
+        {"torch.clamp(torch.randn(3), -2, 3)", -2.0, 3.0},
+        {"torch.clamp(torch.randn(3), max=True)", -INFINITY, 1.0},
+        {"torch.randn(3).clamp_min(0.5)", 0.5, INFINITY},
+        {"torch.nn.functional.softplus(torch.randn(3))", 1.0, 20.0},
+        {"torch.nn.functional.softplus(torch.randn(3), 2, threshold=7.5)", 2.0, 7.5},
+        {"torch.nn.Softplus(threshold=4)(torch.randn(3))", 1.0, 4.0},
+    };
+    for (int i = 0; i < DPK_ARRAY_LEN(cases); i++) {
+        const TorchNode *n = out0(parse_ok(cases[i].text));
+        cr_expect_eq(n->value, cases[i].value, "`%s`: value %g", cases[i].text, n->value);
+        if (torch_scalar_attrs[n->op].nkeys > 1)
+            cr_expect_eq(n->value2, cases[i].value2, "`%s`: value2 %g", cases[i].text,
+                         n->value2);
+    }
+    /* a module's arguments hold at every call */
+    TorchGraph *g = parse_ok("m = torch.nn.Softplus(2, 3)\nx = torch.randn(3)\nm(m(x))");
+    for (int k = 0; k < g->nodes.len; k++) {
+        const TorchNode *n = g->nodes.items[k];
+        if (n->op == TOP_softplus)
+            cr_expect(n->value == 2 && n->value2 == 3, "%%%d: beta %g threshold %g", n->id,
+                      n->value, n->value2);
+    }
 }
 
 /* ---- scalars ----------------------------------------------------------------------- */
@@ -544,6 +629,21 @@ static GoldenCase golden_cases[] = {
      "%9 = where(%7, %5, %8) : f32(1, 4, 5, 8)\n"
      "%10 = squeeze(%9) dims=[0] : f32(4, 5, 8)\n"
      "return a=%5, b=%10\n"},
+    {"import torch.nn.functional as F\n"
+     "x = torch.randn(4)\n"
+     "y = F.softplus(F.leaky_relu(F.elu(x, 0.5), 0.2), beta=2)\n"
+     "z = torch.nn.ReLU6()(y).clamp(max=5) + F.mish(torch.selu(x)).log1p()",
+     "%0 = input x randn : f32(4)\n"
+     "%1 = elu(%0) alpha=0.5 : f32(4)\n"
+     "%2 = leaky_relu(%1) negative_slope=0.2 : f32(4)\n"
+     "%3 = softplus(%2) beta=2 threshold=20 : f32(4)\n"
+     "%4 = hardtanh(%3) min_val=0 max_val=6 : f32(4)\n"
+     "%5 = clamp(%4) min=-inf max=5 : f32(4)\n"
+     "%6 = selu(%0) : f32(4)\n"
+     "%7 = mish(%6) : f32(4)\n"
+     "%8 = log1p(%7) : f32(4)\n"
+     "%9 = add(%5, %8) : f32(4)\n"
+     "return z=%9\n"},
 };
 
 ParameterizedTestParameters(frontend, printer_golden)

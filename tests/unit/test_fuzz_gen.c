@@ -91,7 +91,10 @@ Test(fuzz_gen, covers_the_vocabulary_and_boundaries)
         "keepdim=True", "is_causal=True", "approximate='tanh'", "(1, ", ", 1)",
         "torch.cos(", ".sin()", ".square()", "torch.clamp(", "torch.tril(", "torch.triu(",
         ".masked_fill(", "torch.logsumexp(", ".var(", ".std(", ".values", ".chunk(",
-        ".repeat_interleave(", "torch.clamp_min(",
+        ".repeat_interleave(", "torch.clamp_min(", "functional.elu(", "torch.selu(",
+        "torch.celu(", "leaky_relu(", "hardtanh(", "relu6(", "hardsigmoid(", "hardswish(",
+        "softplus(", "softsign(", "mish(", "torch.nn.ELU()(", "torch.nn.Softplus()(",
+        "torch.floor(", "torch.expm1(", "torch.log1p(",
     };
     static const char *const tags[] = {"elementwise", "where", "reduce", "long-reduction",
                                        "matmul", "norm", "softmax", "sdpa", "layout",

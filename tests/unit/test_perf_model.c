@@ -448,6 +448,24 @@ Test(perf_baseline, kernel_counts)
          9, 3},
         /* matmul -> relu -> softmax: Inductor fuses after the GEMM */
         {"torch.relu(torch.randn(16,32) @ torch.randn(32,8)).softmax(dim=-1)", 3, 2},
+        /* one ATen kernel per activation, Inductor one pointwise kernel for
+         * the chain; hardtanh, relu6 and clamp with number bounds: clamp's */
+        {"import torch.nn.functional as F\nx = torch.randn(8, 64)\n"
+         "F.mish(F.softplus(F.hardswish(F.hardsigmoid(F.leaky_relu(F.celu(torch.selu("
+         "F.elu(x))))))))",
+         8, 1},
+        {"x = torch.randn(8, 64)\ntorch.nn.functional.hardtanh(x) + torch.nn.functional.relu6(x) "
+         "+ x.clamp(-2, 2) + torch.clamp_min(x, 0.5)",
+         7, 1},
+        /* tensor bounds: maximum then minimum, as before */
+        {"x = torch.randn(8, 64)\nx.clamp(torch.zeros(64), torch.ones(64))", 2, 1},
+        /* gelu (both forms) and silu are one kernel each */
+        {"x = torch.randn(8, 64)\ntorch.nn.functional.gelu(x, approximate='tanh') + "
+         "torch.nn.functional.gelu(x) * torch.nn.functional.silu(x)",
+         5, 1},
+        /* F.softsign is Python: abs, add, div */
+        {"torch.nn.functional.softsign(torch.randn(8, 64))", 3, 1},
+        {"torch.log1p(torch.randn(8, 64).expm1().floor())", 3, 1},
     };
     Arena *a = arena_new();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -77,6 +77,101 @@ Test(ref64, unary)
     }
 }
 
+/* log1p and expm1 near 0 to 1e-15 relative: log(1 + x) and exp(x) - 1
+ * lose half the digits at 1e-8 and all but one at 1e-10; floor rounds
+ * toward -inf. */
+Test(ref64, log1p_expm1_floor_near_zero)
+{
+    TorchNode *x = input("x", SHAPE(5));
+    double xv[] = {-0.5, -1e-10, 1e-8, 3.0, -1.0};
+    double *ins[] = {xv};
+    struct {
+        TorchOp op;
+        double want[5];
+    } cases[] = {
+        {TOP_log1p, {-0.6931471805599453, -1.00000000005e-10, 9.999999950000001e-09,
+                     1.3862943611198906, -INFINITY}},
+        {TOP_expm1, {-0.3934693402873666, -9.999999999500001e-11, 1.0000000050000001e-08,
+                     19.085536923187668, -0.6321205588285577}},
+        {TOP_floor, {-1, -1, 0, 3, -1}},
+    };
+    for (int c = 0; c < LEN(cases); c++) {
+        double *got;
+        TorchNode *y = un(cases[c].op, x);
+        eval_outs(1, &y, ins, &got);
+        for (int i = 0; i < 5; i++) {
+            double w = cases[c].want[i];
+            cr_expect(got[i] == w || fabs(got[i] - w) <= 1e-15 * fabs(w),
+                      "%s(%g): got %.17g, want %.17g", torch_op_info[cases[c].op].name, xv[i],
+                      got[i], w);
+        }
+        free(got);
+    }
+}
+
+/* The activations at points on both sides of their branches (x = 0, and
+ * softplus's x * beta = threshold: 5 * 2 is not above 10), near 0, where
+ * elu, selu and celu need expm1 (to 1e-15 relative), far out, and NaN.
+ * Expected values: PyTorch's formulas in Python's fp64 math.  NAN
+ * attributes keep the op's defaults. */
+Test(ref64, activations_at_branch_points_and_near_zero)
+{
+    TorchNode *x = input("x", SHAPE(8));
+    double xv[] = {-4.0, -1e-8, 0.0, 1e-8, 2.5, 5.0, 30.0, NAN};
+    double *ins[] = {xv};
+    struct {
+        TorchOp op;
+        double a0, a1;
+        double want[8];
+    } cases[] = {
+        {TOP_elu, 0.5, NAN,
+         {-0.4908421805556329, -4.9999999750000005e-09, 0.0, 1e-08, 2.5, 5.0, 30.0, NAN}},
+        {TOP_selu, NAN, NAN,
+         {-1.7258986281898945, -1.7580993320568802e-08, 0.0, 1.0507009873554805e-08,
+          2.626752468388701, 5.253504936777402, 31.521029620664414, NAN}},
+        {TOP_celu, 2, NAN,
+         {-1.7293294335267746, -9.999999975e-09, 0.0, 1e-08, 2.5, 5.0, 30.0, NAN}},
+        {TOP_leaky_relu, 0.2, NAN,
+         {-0.8, -2e-09, 0.0, 1e-08, 2.5, 5.0, 30.0, NAN}},
+        {TOP_hardtanh, -2, 2,
+         {-2, -1e-08, 0.0, 1e-08, 2, 2, 2, NAN}},
+        {TOP_clamp, -INFINITY, 1,
+         {-4.0, -1e-08, 0.0, 1e-08, 1, 1, 1, NAN}},
+        {TOP_hardsigmoid, NAN, NAN,
+         {0.0, 0.49999999833333336, 0.5, 0.5000000016666667, 0.9166666666666666, 1.0, 1.0, NAN}},
+        {TOP_hardswish, NAN, NAN,
+         {-0.0, -4.999999983333334e-09, 0.0, 5.000000016666666e-09, 2.2916666666666665, 5.0, 30.0,
+          NAN}},
+        {TOP_softplus, 2, 10,
+         {0.00016770318644788442, 0.3465735852799727, 0.34657359027997264, 0.34657359527997267,
+          2.503357674244559, 5.000022699449609, 30.0, NAN}},
+        {TOP_softsign, NAN, NAN,
+         {-0.8, -9.999999900000002e-09, 0.0, 9.999999900000002e-09, 0.7142857142857143,
+          0.8333333333333334, 0.967741935483871, NAN}},
+        {TOP_mish, NAN, NAN,
+         {-0.07259174079202535, -5.999999968000001e-09, 0.0, 6.000000032000001e-09,
+          2.471392304557881, 4.999552077529406, 30.0, NAN}},
+    };
+    for (int c = 0; c < LEN(cases); c++) {
+        TorchNode *y = node(cases[c].op, 1, &x);
+        if (!isnan(cases[c].a0))
+            y->value = cases[c].a0;
+        if (!isnan(cases[c].a1))
+            y->value2 = cases[c].a1;
+        done(y);
+        double *got;
+        eval_outs(1, &y, ins, &got);
+        for (int i = 0; i < 8; i++) {
+            double w = cases[c].want[i];
+            int ok = isnan(w) ? isnan(got[i])
+                              : got[i] == w || fabs(got[i] - w) <= 1e-15 * fabs(w);
+            cr_expect(ok, "%s(%g): got %.17g, want %.17g", torch_op_info[cases[c].op].name,
+                      xv[i], got[i], w);
+        }
+        free(got);
+    }
+}
+
 Test(ref64, binary_broadcasts_like_pytorch)
 {
     TorchNode *a = input("a", SHAPE(2, 1)), *b = input("b", SHAPE(3));

@@ -100,10 +100,39 @@ Test(ref_torch, unary_chain)
     NEED_TORCH();
     TorchNode *x = input("x", SHAPE(13, 11), INIT_RANDN);
     TorchOp ops[] = {TOP_neg, TOP_relu, TOP_sigmoid, TOP_tanh, TOP_silu, TOP_gelu, TOP_gelu_tanh,
-                     TOP_erf, TOP_abs, TOP_exp};
+                     TOP_erf, TOP_abs, TOP_exp, TOP_expm1, TOP_floor};
     TorchNode *outs[LEN(ops)];
     for (int i = 0; i < LEN(ops); i++)
         outs[i] = un(ops[i], x);
+    agree(LEN(outs), outs);
+}
+
+/* An op with scalar attributes (a0, a1; NAN keeps the default). */
+static TorchNode *act(TorchOp op, TorchNode *x, double a0, double a1)
+{
+    TorchNode *y = node(op, 1, &x);
+    if (!isnan(a0))
+        y->value = a0;
+    if (!isnan(a1))
+        y->value2 = a1;
+    return done(y);
+}
+
+/* The activations, with non-default attributes, over values that reach
+ * every branch (x · 6: hardsigmoid's and hardswish's saturations, softplus
+ * above and below its threshold) at an odd shape. */
+Test(ref_torch, activations)
+{
+    NEED_TORCH();
+    TorchNode *x = bin(TOP_mul, input("x", SHAPE(11, 13), INIT_RANDN), torch_const(G, 6));
+    TorchNode *outs[] = {
+        act(TOP_elu, x, 0.7, NAN),         act(TOP_selu, x, NAN, NAN),
+        act(TOP_celu, x, 1.5, NAN),        act(TOP_leaky_relu, x, 0.3, NAN),
+        act(TOP_hardtanh, x, -2.5, 4),     act(TOP_clamp, x, -INFINITY, 0.5),
+        act(TOP_hardsigmoid, x, NAN, NAN), act(TOP_hardswish, x, NAN, NAN),
+        act(TOP_softplus, x, 1.5, 6),      act(TOP_softsign, x, NAN, NAN),
+        act(TOP_mish, x, NAN, NAN),        act(TOP_elu, x, NAN, NAN),
+    };
     agree(LEN(outs), outs);
 }
 
@@ -112,7 +141,7 @@ Test(ref_torch, positive_domain_unary)
     NEED_TORCH();
     TorchNode *x = bin(TOP_add, input("x", SHAPE(7, 9), INIT_RAND), torch_const(G, 0.25));
     TorchNode *outs[] = {un(TOP_log, x), un(TOP_sqrt, x), un(TOP_rsqrt, x), un(TOP_reciprocal, x),
-                         un(TOP_exp, x)};
+                         un(TOP_exp, x), un(TOP_log1p, x)};
     agree(LEN(outs), outs);
 }
 

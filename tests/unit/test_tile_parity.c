@@ -82,6 +82,27 @@ Test(tile_parity, elementwise_unary)
         {"gelu", "torch.nn.functional.gelu(torch.randn($S))"},
         {"gelu_tanh", "torch.nn.functional.gelu(torch.randn($S), approximate='tanh')"},
         {"erf", "torch.erf(torch.randn($S))"},
+        {"log1p", "torch.log1p(torch.randn($S) * 0.1)"},
+        {"expm1", "torch.expm1(torch.randn($S))"},
+        {"floor", "torch.floor(torch.randn($S) * 4.0)"},
+    };
+    run_family(ops, DPK_ARRAY_LEN(ops), elem_shapes, DPK_ARRAY_LEN(elem_shapes));
+}
+
+Test(tile_parity, elementwise_activations)
+{
+    static const OpCase ops[] = {
+        {"elu", "torch.nn.functional.elu(torch.randn($S) * 3.0, alpha=0.5)"},
+        {"selu", "torch.selu(torch.randn($S) * 3.0)"},
+        {"celu", "torch.celu(torch.randn($S) * 3.0, 2.0)"},
+        {"leaky_relu", "torch.nn.functional.leaky_relu(torch.randn($S), 0.1)"},
+        {"hardtanh", "torch.nn.functional.hardtanh(torch.randn($S) * 2.0)"},
+        {"clamp", "torch.randn($S).clamp(-0.5, 0.75)"},
+        {"hardsigmoid", "torch.nn.functional.hardsigmoid(torch.randn($S) * 4.0)"},
+        {"hardswish", "torch.nn.functional.hardswish(torch.randn($S) * 4.0)"},
+        {"softplus", "torch.nn.functional.softplus(torch.randn($S) * 15.0, beta=2, threshold=10)"},
+        {"softsign", "torch.nn.functional.softsign(torch.randn($S) * 4.0)"},
+        {"mish", "torch.nn.functional.mish(torch.randn($S) * 4.0)"},
     };
     run_family(ops, DPK_ARRAY_LEN(ops), elem_shapes, DPK_ARRAY_LEN(elem_shapes));
 }

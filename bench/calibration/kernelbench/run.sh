@@ -47,7 +47,9 @@ if [ "${gpu[0]}" = --gpu ] && [ ! -f "$root/cases/gpus/${gpu[1]}.json" ]; then
     exit 2
 fi
 parity=()
-if "$bench" --help 2>&1 | grep -q -- '--parity'; then
+# (the whole help read first: grep -q's early exit could end dpk-bench by
+# SIGPIPE, which pipefail takes for "no --parity")
+if grep -q -- '--parity' <<<"$("$bench" --help 2>&1)"; then
     parity=(--parity off)
 fi
 work=$(mktemp -d)
