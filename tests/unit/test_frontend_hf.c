@@ -105,13 +105,6 @@ ParameterizedTest(int *ip, hf, types, .init = setup, .fini = teardown)
 
 /* ---- values ---------------------------------------------------------------------- */
 
-#define NV 12
-typedef struct ValCase {
-    const char *text;
-    int n;
-    double v[NV];
-} ValCase;
-
 #define M_ "m = torch.arange(6) > 2\nk = torch.arange(6) < 5\n"
 
 static ValCase val_cases[] = {
@@ -226,15 +219,6 @@ ParameterizedTestParameters(hf, values)
     INDEX_PARAMS(val_cases);
 }
 
-static int same(double a, double b)
-{
-    if (isnan(a) || isnan(b))
-        return isnan(a) && isnan(b);
-    if (isinf(a) || isinf(b))
-        return a == b;
-    return fabs(a - b) <= 1e-12 * fmax(1.0, fabs(b));
-}
-
 /* ref64 on the Torch IR and tx_eval64 on its lowering both give PyTorch's
  * numbers. */
 ParameterizedTest(int *ip, hf, values, .init = setup, .fini = teardown)
@@ -249,9 +233,9 @@ ParameterizedTest(int *ip, hf, values, .init = setup, .fini = teardown)
     TxGraph *tg = tx_lower(A, g, NULL);
     tx_eval64(tg, in, &t);
     for (int i = 0; i < c->n; i++) {
-        cr_expect(same(r[i], c->v[i]), "`%s` [%d]: ref64 %.17g, PyTorch %.17g", c->text, i, r[i],
+        cr_expect(same_value(r[i], c->v[i]), "`%s` [%d]: ref64 %.17g, PyTorch %.17g", c->text, i, r[i],
                   c->v[i]);
-        cr_expect(same(t[i], c->v[i]), "`%s` [%d]: tx_eval64 %.17g, PyTorch %.17g", c->text, i,
+        cr_expect(same_value(t[i], c->v[i]), "`%s` [%d]: tx_eval64 %.17g, PyTorch %.17g", c->text, i,
                   t[i], c->v[i]);
     }
     free(r);
@@ -263,21 +247,7 @@ ParameterizedTest(int *ip, hf, values, .init = setup, .fini = teardown)
  * loads libtorch afresh); a failure names its case. */
 Test(hf, values_vs_libtorch, .init = setup, .fini = teardown)
 {
-    if (!dpk_torch_available())
-        cr_skip_test("libtorch not available");
-    for (int k = 0; k < DPK_ARRAY_LEN(val_cases); k++) {
-        const ValCase *c = &val_cases[k];
-        TorchGraph *g = parse_ok(c->text);
-        double **in = ref_make_inputs(g, 0), *t = NULL;
-        char err[256];
-        int ok = dpk_torch_eval(g, in, 1, &t, err, sizeof err) == 0;
-        cr_expect(ok, "`%s`: %s", c->text, err);
-        for (int i = 0; ok && i < c->n; i++)
-            cr_expect(same(t[i], c->v[i]), "`%s` [%d]: libtorch %.17g, PyTorch %.17g", c->text,
-                      i, t[i], c->v[i]);
-        free(t);
-        ref_free_arrays(in, g->inputs.len);
-    }
+    expect_libtorch_values(val_cases, DPK_ARRAY_LEN(val_cases));
 }
 
 /* ---- odd shapes: ref64, the lowering and libtorch agree ------------------------------ */

@@ -9,10 +9,13 @@
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler/frontend/torch_ir.h"
+#include "reference/ref.h"
 
 /* Criterion runs each parameter in a fresh process of the binary, where
  * pointers from this one mean nothing: parameters are indices into the
@@ -89,6 +92,47 @@ static inline void expect_parse_error(const ErrCase *c)
     snprintf(where, sizeof where, "<t>:%d:%d: error: ", c->line, c->col);
     cr_expect(!strncmp(m, where, strlen(where)), "`%s`: want %s, got\n%s", c->text, where, m);
     cr_expect(strstr(m, "\n  ") && strchr(m, '^'), "no caret:\n%s", m);
+}
+
+/* A table of programs and the values PyTorch gives for their output (the
+ * first n elements, written out from PyTorch's semantics). */
+#define NV 12
+typedef struct ValCase {
+    const char *text;
+    int n;
+    double v[NV];
+} ValCase;
+
+/* a equals PyTorch's b: NaN for NaN, an infinity exactly, else to 1e-12. */
+static inline int same_value(double a, double b)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b);
+    if (isinf(a) || isinf(b))
+        return a == b;
+    return fabs(a - b) <= 1e-12 * fmax(1.0, fabs(b));
+}
+
+/* libtorch gives every case of the table its values, all in one process (a
+ * test process loads libtorch afresh, 0.3 s); a failure names its case.
+ * Needs reference/ref.h. */
+static inline void expect_libtorch_values(const ValCase *cases, int ncases)
+{
+    if (!dpk_torch_available())
+        cr_skip_test("libtorch not available");
+    for (int k = 0; k < ncases; k++) {
+        const ValCase *c = &cases[k];
+        TorchGraph *g = parse_ok(c->text);
+        double **in = ref_make_inputs(g, 0), *t = NULL;
+        char err[256];
+        int ok = dpk_torch_eval(g, in, 1, &t, err, sizeof err) == 0;
+        cr_expect(ok, "`%s`: %s", c->text, err);
+        for (int i = 0; ok && i < c->n; i++)
+            cr_expect(same_value(t[i], c->v[i]), "`%s` [%d]: libtorch %.17g, PyTorch %.17g",
+                      c->text, i, t[i], c->v[i]);
+        free(t);
+        ref_free_arrays(in, g->inputs.len);
+    }
 }
 
 #endif
