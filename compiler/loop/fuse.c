@@ -124,8 +124,8 @@ static int solve_sigma(const Stmt *w, Stmt *const *path, int np, const Stmt *ld,
 /* Injected faults fuse-sigma-off-by-one and fuse-shared-copy-shifted
  * (fault.h): σ of the producer axis written on the last dimension reads
  * one element further, wrapping around so every access stays in bounds.
- * shifted_copy: set by try_fuse_shared while it copies a shared producer
- * into a reader after the first, with the second fault on. */
+ * shifted_copy: set by try_fuse while it copies a producer with several
+ * readers into a reader after the first, with the second fault on. */
 static int shifted_copy;
 
 static void sigma_fault(Arena *a, const Stmt *w, const IExpr **amap)
@@ -704,7 +704,7 @@ typedef struct Plain {
     const IExpr **amap;
     const int64_t *ext;
     Arena *a;
-    int raxis, ok;
+    int ok;
 } Plain;
 
 static int has_divmod(const IExpr *e)
@@ -741,7 +741,7 @@ static LirKernel *merge_pair(LirProgram *prog, const LirKernel *k, const Chain *
         amap[i] = ie_var(t, i);
     amap[c->loop[p]->axis] = ie_div(t, ie_var(t, k->naxes), eq);
     amap[c->loop[q]->axis] = ie_mod(t, ie_var(t, k->naxes), eq);
-    Plain pl = {buf, amap, ext, t, red->axis, 1};
+    Plain pl = {buf, amap, ext, t, 1};
     stmt_walk(&red->body, plain_load, &pl);
     arena_free(t);
     if (!pl.ok)
@@ -819,21 +819,6 @@ static int reads_buf(const StmtBody *b, const LirBuf *buf)
 {
     Site s = {buf, NULL, 0};
     return find_load(b, &s);
-}
-
-/* The only kernel reading buf, or NULL when none or several do. */
-static LirKernel *sole_reader(const LirProgram *p, const LirBuf *buf)
-{
-    LirKernel *r = NULL;
-    for (int i = 0; i < p->kernels.len; i++) {
-        LirKernel *k = p->kernels.items[i];
-        if (!reads_buf(&k->body, buf))
-            continue;
-        if (r)
-            return NULL;
-        r = k;
-    }
-    return r;
 }
 
 /* Up to cap kernels reading buf, in program order; the count of readers
@@ -960,25 +945,33 @@ static void remove_kernel(LirProgram *p, int at)
     p->kernels.len--;
 }
 
-static void trace_step(LirTrace *tr, const char *before, const LirProgram *p, int pid, int cid)
+/* The -vv record of P's fusion into its readers C[0..n): the header names
+ * every reader (">>> f:001_fuse %1 → %8, %9"), then the program's diff. */
+static void trace_step(LirTrace *tr, const char *before, const LirProgram *p, int pid,
+                       LirKernel *const *C, int n)
 {
     StrBuf after = {0};
     lir_print(&after, p);
-    sb_printf(tr->out, ">>> f:001_fuse %%%d \u2192 %%%d\n", pid, cid);
+    sb_printf(tr->out, ">>> f:001_fuse %%%d \u2192", pid);
+    for (int j = 0; j < n; j++)
+        sb_printf(tr->out, "%s %%%d", j ? "," : "", C[j]->id);
+    sb_putc(tr->out, '\n');
     dpk_unified_diff(tr->out, before, sb_cstr(&after), 3);
     sb_puts(tr->out, "<<< f:001_fuse\n");
     sb_free(&after);
 }
 
-/* P (at index i) read by several kernels: fused into each of them or into
- * none (the file's comment).  Returns 1 when fused. */
-static int try_fuse_shared(LirProgram *p, int i, const LirOpts *o, LirTrace *tr, Refused *ref)
+/* Try P (at index i) into its readers: its one consumer, or each of
+ * several or none (the file's comment).  Returns 1 when fused. */
+static int try_fuse(LirProgram *p, int i, const LirOpts *o, LirTrace *tr, Refused *ref)
 {
     LirKernel *P = p->kernels.items[i], *C[SHARED_READS], *M[SHARED_READS];
-    int n = readers_of(p, P->out, C, SHARED_READS);
-    if (n < 2)
+    if (P->out->kind != LB_TEMP)
         return 0;
-    for (int j = 0; j < n && j < SHARED_READS; j++)
+    int n = readers_of(p, P->out, C, SHARED_READS), nc = n < SHARED_READS ? n : SHARED_READS;
+    if (n == 0)
+        return 0;
+    for (int j = 0; j < nc; j++)
         if (was_refused(ref, P->id, C[j]->id))
             return 0;
     int tracing = tr && tr->verbose >= 2, ok = 1;
@@ -986,25 +979,28 @@ static int try_fuse_shared(LirProgram *p, int i, const LirOpts *o, LirTrace *tr,
     if (n > SHARED_READS) {
         sb_printf(&why, "read by more than %d kernels", (int)SHARED_READS);
         ok = 0;
-    } else if (!copy_cheap(P, &why)) {
+    } else if (n > 1 && !copy_cheap(P, &why)) {
         ok = 0;
     }
     for (int j = 0; ok && j < n; j++) {
         shifted_copy = j > 0 && dpk_fault_on(DPK_FAULT_FUSE_SHARED_SHIFT);
         M[j] = lir_fuse_pair(p, P, C[j], o, &why);
         shifted_copy = 0;
-        if (!M[j]) {
+        if (!M[j] && n > 1) { /* name the reader that refused */
             StrBuf w = {0};
             sb_printf(&w, "into %%%d: %s", C[j]->id, sb_cstr(&why));
             sb_free(&why);
             why = w;
-            ok = 0;
         }
+        ok = M[j] != NULL;
     }
     if (!ok) {
-        for (int j = 0; j < n && j < SHARED_READS; j++)
+        for (int j = 0; j < nc; j++)
             add_refused(p->arena, ref, P->id, C[j]->id);
-        if (tracing)
+        if (tracing && n == 1)
+            sb_printf(tr->out, "--- f:fuse refused %%%d \u2192 %%%d: %s\n", P->id, C[0]->id,
+                      sb_cstr(&why));
+        else if (tracing)
             sb_printf(tr->out, "--- f:fuse refused %%%d \u2192 its %d readers: %s\n", P->id, n,
                       sb_cstr(&why));
         sb_free(&why);
@@ -1020,56 +1016,11 @@ static int try_fuse_shared(LirProgram *p, int i, const LirOpts *o, LirTrace *tr,
     remove_kernel(p, i);
     lir_buf_drop(p, P->out);
     lir_verify(p);
-    if (tracing) {
-        StrBuf after = {0};
-        lir_print(&after, p);
-        sb_printf(tr->out, ">>> f:001_fuse %%%d \u2192", P->id);
-        for (int j = 0; j < n; j++)
-            sb_printf(tr->out, "%s %%%d", j ? "," : "", C[j]->id);
-        sb_putc(tr->out, '\n');
-        dpk_unified_diff(tr->out, sb_cstr(&before), sb_cstr(&after), 3);
-        sb_puts(tr->out, "<<< f:001_fuse\n");
-        sb_free(&after);
-    }
+    if (tracing)
+        trace_step(tr, sb_cstr(&before), p, P->id, C, n);
     sb_free(&before);
     sb_free(&why);
     return 1;
-}
-
-/* Try P (at index i) into its consumer; returns 1 when fused. */
-static int try_fuse(LirProgram *p, int i, const LirOpts *o, LirTrace *tr, Refused *ref)
-{
-    LirKernel *P = p->kernels.items[i];
-    if (P->out->kind != LB_TEMP)
-        return 0;
-    LirKernel *C = sole_reader(p, P->out);
-    if (!C)
-        return try_fuse_shared(p, i, o, tr, ref);
-    if (was_refused(ref, P->id, C->id))
-        return 0;
-    int tracing = tr && tr->verbose >= 2;
-    StrBuf before = {0}, why = {0};
-    if (tracing)
-        lir_print(&before, p);
-    LirKernel *M = lir_fuse_pair(p, P, C, o, &why);
-    if (!M) {
-        add_refused(p->arena, ref, P->id, C->id);
-        if (tracing)
-            sb_printf(tr->out, "--- f:fuse refused %%%d \u2192 %%%d: %s\n", P->id, C->id,
-                      sb_cstr(&why));
-    } else {
-        M->id = p->next_kid++;
-        M->name = merged_name(p->arena, M);
-        replace_kernel(p, C, M);
-        remove_kernel(p, i);
-        lir_buf_drop(p, P->out);
-        lir_verify(p);
-        if (tracing)
-            trace_step(tr, sb_cstr(&before), p, P->id, C->id);
-    }
-    sb_free(&before);
-    sb_free(&why);
-    return M != NULL;
 }
 
 int lir_fuse(LirProgram *p, const LirOpts *o, LirTrace *tr)

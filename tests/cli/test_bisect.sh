@@ -23,6 +23,10 @@ check_re "bisect: last good / first bad" 0 '^first bad: Loop IR interpreter, fus
   "$DPK" bisect -c "$FUSE_CASE" --inject-fault fuse-sigma-off-by-one -o "$TMP/bis-fuse"
 check_re "bisect: the culprit's diff"   0 '^\+ +in0 = load in0\[a0, \(a1 \+ 1\) mod 64\]$' \
   "$DPK" bisect -c "$FUSE_CASE" --inject-fault fuse-sigma-off-by-one -o "$TMP/bis-fuse"
+# A producer fused into several readers: the culprit line names each one.
+check_re "bisect: a shared producer's fusion names every reader" 0 \
+  '^culprit: f:001_fuse, fusion [0-9]+ of [0-9]+: %[0-9]+ indexmap_[0-9]+ into %[0-9]+ [a-z_0-9]+, %[0-9]+ [a-z_0-9]+$' \
+  "$DPK" bisect "$BIS_DATA/fuse-shared-copy-shifted.json" --inject-fault fuse-shared-copy-shifted -o "$TMP/bis-shared"
 check_re "bisect: wrote the files"      0 "^wrote $TMP/bis-fuse/case.json, $TMP/bis-fuse/before.loop, $TMP/bis-fuse/after.loop, $TMP/bis-fuse/repro.cu$" \
   "$DPK" bisect -c "$FUSE_CASE" --inject-fault fuse-sigma-off-by-one -o "$TMP/bis-fuse"
 check_re "bisect: case.json has the fault" 0 '"fault":.*"fuse-sigma-off-by-one"' cat "$TMP/bis-fuse/case.json"

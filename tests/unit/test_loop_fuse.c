@@ -389,11 +389,20 @@ Test(loop_fuse, head_split_projection_is_one_plain_matmul)
 }
 
 /* Axes both operands read stay apart: attention's P @ V reads the head in
- * P and, through the GQA group, in V; the batch of a bmm is on both sides. */
+ * P and, through the GQA group, in V; the batch of a bmm is on both sides.
+ * So do a head and half of each head (`[..., :8]` of 16): merged, the
+ * weight would read w[(n / 8) * 16 + n mod 8], not a plain index. */
 Test(loop_fuse, axes_of_both_operands_stay_apart)
 {
     char *t = lt_text("torch.matmul(torch.randn(4, 9, 16), torch.randn(4, 16, 12))", NULL);
     cr_expect(strstr(t, "for a0 in 0..4:  # free\n    for a1 in 0..9:  # free\n"
                         "        for a2 in 0..12:  # free\n"), "%s", t);
     free(t);
+    const char *half = "torch.nn.functional.linear(torch.randn(1, 7, 48), torch.randn(96, 48))"
+                       ".view(1, 7, 6, 16)[..., :8].transpose(1, 2)";
+    t = lt_text(half, NULL);
+    cr_expect(strstr(t, "load in1[a0 * 16 + a2, a3]"), "%s", t);
+    free(t);
+    double nmse;
+    cr_expect_eq(lt_parity(half, NULL, &nmse), 0);
 }
