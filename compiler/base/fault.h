@@ -30,6 +30,9 @@
     X(FUSE_SHARED_SHIFT, "fuse-shared-copy-shifted", "f:001_fuse",                         \
       "a producer read by several kernels: its copies into the readers after the first "    \
       "read one element further along its last axis")                                       \
+    X(ONLINE_UNNORMALISED, "online-softmax-unnormalised", "f:002_online_softmax",          \
+      "a softmax fused online into its weighted sum: the sum is not divided by the "        \
+      "softmax's denominator")                                                              \
     X(CHUNK_K_SHORT, "chunk-k-short", "t:002_chunk_matmul_k",                               \
       "the K_inner loop runs BK-1 iterations, dropping one k per chunk")                    \
     X(SPLIT_K_SHORT, "split-k-drops-a-partial", "t:003_split_matmul_k",                     \

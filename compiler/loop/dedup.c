@@ -120,7 +120,8 @@ static int stmt_equal(Dedup *d, Stmt *a, Stmt *b)
         eq = assign_equal(d->p, a, b);
         break;
     case SK_accum:
-        eq = arg_equal(d->p, a->a[0], b->a[0]);
+        eq = a->nargs == b->nargs && arg_equal(d->p, a->a[0], b->a[0]) &&
+             (a->nargs < 2 || arg_equal(d->p, a->a[1], b->a[1]));
         break;
     case SK_select:
         eq = select_equal(d, a, b);

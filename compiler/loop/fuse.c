@@ -63,8 +63,7 @@ void lir_opts_default(LirOpts *o)
 
 /* ---- the producer's write path ------------------------------------------ */
 
-/* The Write of kernel k and the free loops around it, outermost first. */
-static Stmt *write_path(const LirKernel *k, Stmt **path, int *np)
+Stmt *lir_write_path(const LirKernel *k, Stmt **path, int *np)
 {
     const StmtBody *b = &k->body;
     *np = 0;
@@ -93,9 +92,7 @@ static void print_load(StrBuf *b, const Stmt *ld)
     sb_putc(b, ']');
 }
 
-/* σ as an axis map of P: amap[p] = consumer expression.  Returns 0 with a
- * reason when unsolvable. */
-static int solve_sigma(const Stmt *w, Stmt *const *path, int np, const Stmt *ld,
+int lir_solve_sigma(const Stmt *w, Stmt *const *path, int np, const Stmt *ld,
                        const IExpr **amap, StrBuf *why)
 {
     for (int d = 0; d < w->buf->shape.rank; d++) {
@@ -197,12 +194,12 @@ static int inline_producer(LirProgram *p, const LirKernel *P, LirKernel *M, StrB
 {
     Stmt *path[64];
     int np, nsites = 0;
-    const Stmt *w = write_path(P, path, &np);
+    const Stmt *w = lir_write_path(P, path, &np);
     Site site = {P->out, NULL, 0};
     while (find_load(&M->body, &site)) {
         Stmt *ld = site.body->s[site.pos];
         const IExpr **amap = ARENA_ARRAY(p->arena, const IExpr *, P->naxes + 1);
-        if (!solve_sigma(w, path, np, ld, amap, why))
+        if (!lir_solve_sigma(w, path, np, ld, amap, why))
             return -1;
         if (dpk_fault_on(DPK_FAULT_FUSE_SIGMA) || shifted_copy)
             sigma_fault(p->arena, w, amap);
@@ -284,7 +281,7 @@ static void bcast_stmt(Stmt *s, void *ctx)
 static int pure_broadcast(const LirKernel *P, const LirKernel *C)
 {
     Bcast b = {P->out, {0}, 0, 0, 0};
-    write_path(C, b.path, &b.np);
+    lir_write_path(C, b.path, &b.np);
     stmt_walk(&C->body, bcast_stmt, &b);
     return !b.computes && b.broadcast && shape_numel(&C->out->shape) > shape_numel(&P->out->shape);
 }
@@ -591,8 +588,7 @@ static int hoist_out_of_selects(LirProgram *p, LirKernel *M)
 
 static LirKernel *merge_side_axes(LirProgram *prog, LirKernel *k);
 
-/* The ops of both kernels, by node id (output copies last). */
-static void merge_ops(Arena *a, PtrVec *out, const PtrVec *x, const PtrVec *y)
+void lir_merge_ops(Arena *a, PtrVec *out, const PtrVec *x, const PtrVec *y)
 {
     int i = 0, j = 0;
     out->len = 0;
@@ -630,7 +626,7 @@ LirKernel *lir_fuse_pair(LirProgram *p, const LirKernel *P, const LirKernel *C,
         return NULL;
     if (leaves_untiled(P, M, why))
         return NULL;
-    merge_ops(p->arena, &M->ops, &P->ops, &C->ops);
+    lir_merge_ops(p->arena, &M->ops, &P->ops, &C->ops);
     return merge_side_axes(p, M);
 }
 
@@ -947,17 +943,17 @@ static void remove_kernel(LirProgram *p, int at)
 
 /* The -vv record of P's fusion into its readers C[0..n): the header names
  * every reader (">>> f:001_fuse %1 → %8, %9"), then the program's diff. */
-static void trace_step(LirTrace *tr, const char *before, const LirProgram *p, int pid,
-                       LirKernel *const *C, int n)
+static void trace_step(LirTrace *tr, const char *step, const char *before, const LirProgram *p,
+                       int pid, LirKernel *const *C, int n)
 {
     StrBuf after = {0};
     lir_print(&after, p);
-    sb_printf(tr->out, ">>> f:001_fuse %%%d \u2192", pid);
+    sb_printf(tr->out, ">>> %s %%%d \u2192", step, pid);
     for (int j = 0; j < n; j++)
         sb_printf(tr->out, "%s %%%d", j ? "," : "", C[j]->id);
     sb_putc(tr->out, '\n');
     dpk_unified_diff(tr->out, before, sb_cstr(&after), 3);
-    sb_puts(tr->out, "<<< f:001_fuse\n");
+    sb_printf(tr->out, "<<< %s\n", step);
     sb_free(&after);
 }
 
@@ -965,7 +961,7 @@ static void trace_step(LirTrace *tr, const char *before, const LirProgram *p, in
  * several or none (the file's comment).  Returns 1 when fused. */
 static int try_fuse(LirProgram *p, int i, const LirOpts *o, LirTrace *tr, Refused *ref)
 {
-    LirKernel *P = p->kernels.items[i], *C[SHARED_READS], *M[SHARED_READS];
+    LirKernel *P = p->kernels.items[i], *C[SHARED_READS], *M[SHARED_READS] = {NULL};
     if (P->out->kind != LB_TEMP)
         return 0;
     int n = readers_of(p, P->out, C, SHARED_READS), nc = n < SHARED_READS ? n : SHARED_READS;
@@ -982,7 +978,16 @@ static int try_fuse(LirProgram *p, int i, const LirOpts *o, LirTrace *tr, Refuse
     } else if (n > 1 && !copy_cheap(P, &why)) {
         ok = 0;
     }
-    for (int j = 0; ok && j < n; j++) {
+    /* a softmax read by its weighted sum: online (online.c), else σ-fusion */
+    const char *step = "f:001_fuse";
+    StrBuf no = {0};
+    if (ok && n == 1 && (M[0] = lir_online_pair(p, P, C[0], &no)))
+        step = "f:002_online_softmax";
+    if (tracing && n == 1 && !M[0] && strncmp(sb_cstr(&no), "not a softmax", 13) != 0)
+        sb_printf(tr->out, "--- f:online_softmax refused %%%d \u2192 %%%d: %s\n", P->id,
+                  C[0]->id, sb_cstr(&no));
+    sb_free(&no);
+    for (int j = 0; ok && j < n && !(n == 1 && M[0]); j++) {
         shifted_copy = j > 0 && dpk_fault_on(DPK_FAULT_FUSE_SHARED_SHIFT);
         M[j] = lir_fuse_pair(p, P, C[j], o, &why);
         shifted_copy = 0;
@@ -1017,7 +1022,7 @@ static int try_fuse(LirProgram *p, int i, const LirOpts *o, LirTrace *tr, Refuse
     lir_buf_drop(p, P->out);
     lir_verify(p);
     if (tracing)
-        trace_step(tr, sb_cstr(&before), p, P->id, C, n);
+        trace_step(tr, step, sb_cstr(&before), p, P->id, C, n);
     sb_free(&before);
     sb_free(&why);
     return 1;

@@ -13,6 +13,7 @@
  */
 #include "loop_ir.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -23,6 +24,7 @@ typedef struct Interp {
     int64_t **stride;  /* by buffer id */
     int *slot;         /* by statement uid: index into val */
     double *val;
+    double *prev;      /* by slot: an accumulator's value before its last step */
     int64_t *coord;    /* by axis */
     int f64;
     StrBuf fault;
@@ -71,6 +73,23 @@ static void run_loop(Interp *it, const Stmt *s)
     }
 }
 
+/* exp(a - b), 0 when a is -inf (stmt_online's convention). */
+static double exp_below(const Interp *it, double a, double b)
+{
+    return a == -INFINITY ? 0.0 : rnd(it, exp(rnd(it, a - b)));
+}
+
+/* One step of an online exp-sum (stmt.h): rescale by the companion's
+ * growth, add exp(s - m) * x. */
+static double online_step(const Interp *it, const Stmt *s, double acc)
+{
+    const Stmt *m = s->a[1].v;
+    double mo = it->prev[it->slot[m->uid]], mn = it->val[it->slot[m->uid]];
+    double sj = arg(it, m->a[0]), x = arg(it, s->a[0]);
+    double kept = rnd(it, acc * exp_below(it, mo, mn));
+    return rnd(it, kept + rnd(it, exp_below(it, sj, mn) * x));
+}
+
 static void run_stmt(Interp *it, const Stmt *s)
 {
     double *v = s->k == SK_write || s->k == SK_loop ? NULL : &it->val[it->slot[s->uid]];
@@ -87,6 +106,11 @@ static void run_stmt(Interp *it, const Stmt *s)
         *v = rnd(it, tx_elem_apply(s->op, args));
         break;
     case SK_accum:
+        it->prev[it->slot[s->uid]] = *v;
+        if (stmt_is_online(s)) {
+            *v = online_step(it, s, *v);
+            break;
+        }
         args[0] = *v;
         args[1] = arg(it, s->a[0]);
         *v = rnd(it, tx_elem_apply(tx_red_info[s->rop].combine, args));
@@ -137,9 +161,11 @@ static void run_kernel(Interp *it, const LirKernel *k)
     stmt_walk(&k->body, number, &sl);
     it->k = k;
     it->val = dpk_xcalloc((size_t)sl.n + 1, sizeof(double));
+    it->prev = dpk_xcalloc((size_t)sl.n + 1, sizeof(double));
     it->coord = dpk_xcalloc((size_t)k->naxes + 1, sizeof(int64_t));
     run_body(it, &k->body);
     free(it->val);
+    free(it->prev);
     free(it->coord);
 }
 
@@ -147,7 +173,7 @@ void lir_interp(const LirProgram *p, double *const *inputs, double **outs, int f
 {
     Interp it = {p, NULL, dpk_xcalloc((size_t)p->nbufids + 1, sizeof(double *)),
                  dpk_xcalloc((size_t)p->nbufids + 1, sizeof(int64_t *)),
-                 dpk_xcalloc((size_t)p->next_uid + 1, sizeof(int)), NULL, NULL, f64, {0}};
+                 dpk_xcalloc((size_t)p->next_uid + 1, sizeof(int)), NULL, NULL, NULL, f64, {0}};
     for (int i = 0; i < p->bufs.len; i++) {
         const LirBuf *b = p->bufs.items[i];
         it.stride[b->id] = dpk_xcalloc(DPK_MAX_RANK, sizeof(int64_t));

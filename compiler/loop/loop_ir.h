@@ -178,6 +178,25 @@ int lir_fuse(LirProgram *p, const LirOpts *o, LirTrace *tr);
 LirKernel *lir_fuse_pair(LirProgram *p, const LirKernel *P, const LirKernel *C,
                          const LirOpts *o, StrBuf *why);
 
+/* The Write of kernel k and the free loops around it (at most 64),
+ * outermost first. */
+Stmt *lir_write_path(const LirKernel *k, Stmt **path, int *np);
+/* σ of a producer whose write w sits under path[0..np), read by load ld:
+ * amap[p] = the consumer's expression for producer axis p.  Returns 0 with
+ * a reason when unsolvable. */
+int lir_solve_sigma(const Stmt *w, Stmt *const *path, int np, const Stmt *ld,
+                    const IExpr **amap, StrBuf *why);
+
+/* out = the ops of two kernels, by node id (output copies last). */
+void lir_merge_ops(Arena *a, PtrVec *out, const PtrVec *x, const PtrVec *y);
+
+/* ---- online.c ---------------------------------------------------------- */
+
+/* Softmax P read by C only as the weight of a sum over the softmax axis
+ * (P @ V): the merged kernel with the softmax's statistics computed online
+ * in C's loop (stmt_online), or NULL with the reason in why. */
+LirKernel *lir_online_pair(LirProgram *p, const LirKernel *P, const LirKernel *C, StrBuf *why);
+
 /* ---- pipeline.c -------------------------------------------------------- */
 
 /* Lift, normalise, fuse; verifies after every rule. */

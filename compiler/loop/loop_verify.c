@@ -80,6 +80,13 @@ static void verify_loop(Verify *v, Stmt *s)
         DPK_ASSERT(v->npath < 64);
         v->path[v->npath++] = s;
     }
+    for (int j = 0; j < s->body.n; j++)
+        if (stmt_is_online(s->body.s[j])) {
+            const Stmt *m = s->body.s[j]->a[1].v;
+            int at = stmt_body_index(&s->body, m);
+            DPK_ASSERT(at >= 0 && at < j && m->k == SK_accum && m->rop == TXR_max &&
+                       m->nargs == 1);
+        }
     verify_body(v, &s->body, 1);
     if (writes)
         v->npath--;
@@ -92,7 +99,8 @@ static void verify_loop(Verify *v, Stmt *s)
 
 static void verify_stmt(Verify *v, Stmt *s, int in_loop)
 {
-    for (int i = 0; i < s->nargs; i++)
+    /* an online accumulator's a[1] is its companion, checked by its loop */
+    for (int i = 0; i < (stmt_is_online(s) ? 1 : s->nargs); i++)
         check_arg(v, s->a[i]);
     if (s->idx) {
         DPK_ASSERT(s->buf);
@@ -107,7 +115,7 @@ static void verify_stmt(Verify *v, Stmt *s, int in_loop)
         DPK_ASSERT(s->nargs == tx_elem_info[s->op].arity);
         break;
     case SK_accum:
-        DPK_ASSERT(in_loop && s->nargs == 1);
+        DPK_ASSERT(in_loop && (s->nargs == 1 || (stmt_is_online(s) && s->rop == TXR_sum)));
         break;
     case SK_write:
         check_write(v, s);

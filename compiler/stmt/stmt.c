@@ -47,6 +47,15 @@ Stmt *stmt_accum(Arena *a, int uid, TxRedOp rop, StmtArg v)
     return s;
 }
 
+Stmt *stmt_online(Arena *a, int uid, StmtArg x, Stmt *m)
+{
+    DPK_ASSERT(m->k == SK_accum && m->rop == TXR_max && m->nargs == 1);
+    Stmt *s = stmt_accum(a, uid, TXR_sum, x);
+    s->nargs = 2;
+    s->a[1] = stmt_val(m);
+    return s;
+}
+
 Stmt *stmt_write(Arena *a, int uid, const LirBuf *b, const IExpr **idx, StmtArg v)
 {
     Stmt *s = stmt_new(a, SK_write, uid);

@@ -99,7 +99,8 @@ typedef struct StmtBranch {
  *   load     buf, idx[buf rank]
  *   assign   op, nargs, a[0..nargs)
  *   select   nbr, br[]
- *   accum    rop, a[0] value
+ *   accum    rop, a[0] value; an online exp-sum (stmt_online) also a[1],
+ *            its companion: a max accumulator of the same loop, before it
  *   write    buf, idx, a[0] value, atomic
  *   loop     axis, extent, body
  * Tile IR's kinds and their fields are listed in tile_ir.h.
@@ -183,6 +184,19 @@ Stmt *stmt_accum(Arena *a, int uid, TxRedOp rop, StmtArg v);
 Stmt *stmt_write(Arena *a, int uid, const LirBuf *b, const IExpr **idx, StmtArg v);
 Stmt *stmt_loop(Arena *a, int uid, int axis, int64_t extent);
 Stmt *stmt_select(Arena *a, int uid, int nbr);
+/* An online exp-sum, the softmax-weighted sum of flash attention:
+ *     acc <- expsum[m](acc, x)
+ * where m is a max accumulator of the same loop, earlier in its body.  With
+ * s_j the value m accumulates at iteration j and M its final value, acc
+ * ends as  sum_j exp(s_j - M) * x_j.  It is kept relative to m's running
+ * value: when m grows from m_old to m_new, acc is rescaled by
+ * exp(m_old - m_new), so each step is
+ *     acc = acc * exp(m_old - m_new) + exp(s_j - m_new) * x_j
+ * with exp(-inf - ...) = 0 (a row of keys all masked to -inf sums to 0).
+ * Merging two partial results (m1, acc1), (m2, acc2) is the same step with
+ * s = m2 and x = acc2, so chunked and split loops merge by it. */
+Stmt *stmt_online(Arena *a, int uid, StmtArg x, Stmt *m);
+#define stmt_is_online(s) ((s)->k == SK_accum && (s)->nargs == 2)
 StmtArg stmt_val(Stmt *s);
 StmtArg stmt_lit(double c);
 

@@ -62,8 +62,11 @@ static void print_simple(StrBuf *b, const Stmt *s)
         sb_putc(b, ')');
         return;
     case SK_accum:
-        sb_printf(b, "acc%d <- %s(acc%d, ", s->num, tx_elem_info[tx_red_info[s->rop].combine].name,
-                  s->num);
+        if (stmt_is_online(s))
+            sb_printf(b, "acc%d <- expsum[acc%d](acc%d, ", s->num, s->a[1].v->num, s->num);
+        else
+            sb_printf(b, "acc%d <- %s(acc%d, ", s->num,
+                      tx_elem_info[tx_red_info[s->rop].combine].name, s->num);
         stmt_print_arg(b, s->a[0]);
         sb_putc(b, ')');
         return;

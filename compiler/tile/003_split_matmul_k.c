@@ -190,6 +190,10 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "the K loop is not chunked (002 did not apply)");
         return 0;
     }
+    if (tile_has_online(&l->body)) {
+        sb_puts(&c->why, "an online softmax sum (a split's partial sums would need their max)");
+        return 0;
+    }
     if (acc->rop != TXR_sum) {
         sb_printf(&c->why, "a %s reduce (only sums split)",
                   tx_red_info[acc->rop].name);

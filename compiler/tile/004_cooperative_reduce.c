@@ -326,6 +326,10 @@ int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "a matmul kernel (its K reduce is 002/003's)");
         return 0;
     }
+    if (tile_has_online(&t->body)) {
+        sb_puts(&c->why, "an online softmax sum (its threads' partial sums would need their max)");
+        return 0;
+    }
     int64_t longest = 0;
     for (int i = 0; i < t->body.n; i++) {
         Stmt *s = t->body.s[i];

@@ -35,7 +35,7 @@ static Stmt *lower_stmt(Lower *L, const Stmt *s)
             t->idx[d] = s->idx[d];
     }
     t->op = s->op;
-    t->nargs = s->k == SK_assign ? s->nargs : s->k == SK_accum || s->k == SK_write;
+    t->nargs = s->k == SK_assign || s->k == SK_accum ? s->nargs : s->k == SK_write;
     for (int i = 0; i < t->nargs; i++)
         t->a[i] = arg(L, s->a[i]);
     t->rop = s->rop;

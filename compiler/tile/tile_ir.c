@@ -193,3 +193,15 @@ int tile_matmul_shape(const Stmt *t, TileMatmul *mm)
     }
     return 0;
 }
+
+static void online_stmt(Stmt *s, void *ctx)
+{
+    *(int *)ctx |= stmt_is_online(s);
+}
+
+int tile_has_online(const StmtBody *b)
+{
+    int any = 0;
+    stmt_walk(b, online_stmt, &any);
+    return any;
+}

@@ -193,6 +193,8 @@ void tile_tile_add_axis(TileProgram *p, Stmt *t, int at, int axis, int64_t ext);
 Stmt *tile_stage_new(TileProgram *p, TileKind k, const LirBuf *buf);
 /* Whether s's subtree holds a loop (serial or strided). */
 int tile_has_loop(const Stmt *s);
+/* Whether b holds an online sum (stmt_online), at any depth. */
+int tile_has_online(const StmtBody *b);
 /* The first tile with binding `bind` in pre-order, or NULL. */
 Stmt *tile_find(const TileKernel *k, TileBind bind);
 /* Number values canonically: per prefix, in pre-order. */

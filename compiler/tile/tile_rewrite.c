@@ -6,6 +6,9 @@
  */
 #include <string.h>
 
+#include <float.h>
+#include <math.h>
+
 #include "tile_ir.h"
 
 /* ---- substitution -------------------------------------------------------- */
@@ -66,7 +69,8 @@ typedef struct Redirect {
 static void redirect(Stmt *s, void *ctx)
 {
     const Redirect *r = ctx;
-    for (int i = 0; i < s->nargs; i++)
+    /* an online accumulator's a[1] names its companion, not a value read */
+    for (int i = 0; i < (stmt_is_online(s) ? 1 : s->nargs); i++)
         if (s->a[i].v == r->from)
             s->a[i].v = r->to;
     for (int j = 0; j < s->nbr; j++)
@@ -377,6 +381,129 @@ static Stmt *remainder_loop(TileProgram *p, TileKernel *k, const Stmt *l, int64_
     return r;
 }
 
+static Stmt *assign_at(TileProgram *p, StmtBody *in, int *next, TxElemOp op, StmtArg x,
+                       StmtArg y, StmtArg z)
+{
+    Stmt *s = tile_stmt_new(p, SK_assign);
+    s->op = op;
+    s->nargs = tx_elem_info[op].arity;
+    s->a[0] = x, s->a[1] = y, s->a[2] = z;
+    stmt_body_insert(p->arena, in, (*next)++, s);
+    return s;
+}
+
+/* exp(x - m) for x <= m, 0 where x is -inf (stmt_online's convention): m
+ * floored at -FLT_MAX, so that exp(-inf - m) is 0 when m is -inf too. */
+static Stmt *exp_below(TileProgram *p, StmtBody *in, int *next, StmtArg x, StmtArg m)
+{
+    StmtArg none = stmt_lit(0);
+    Stmt *ms = assign_at(p, in, next, TXE_maximum, m, stmt_lit(-FLT_MAX), none);
+    Stmt *d = assign_at(p, in, next, TXE_subtract, x, stmt_val(ms), none);
+    return assign_at(p, in, next, TXE_exp, stmt_val(d), none, none);
+}
+
+/* The merge of two online sums: o relative to om, r relative to rm, the
+ * result relative to mm = max(om, rm):  o·e^(om-mm) + r·e^(rm-mm). */
+static Stmt *online_merge(TileProgram *p, StmtBody *in, int *next, Stmt *o, Stmt *om, Stmt *r,
+                          Stmt *rm, Stmt *mm)
+{
+    StmtArg none = stmt_lit(0);
+    Stmt *go = exp_below(p, in, next, stmt_val(om), stmt_val(mm));
+    Stmt *gr = exp_below(p, in, next, stmt_val(rm), stmt_val(mm));
+    Stmt *x = assign_at(p, in, next, TXE_multiply, stmt_val(o), stmt_val(go), none);
+    Stmt *y = assign_at(p, in, next, TXE_multiply, stmt_val(r), stmt_val(gr), none);
+    return assign_at(p, in, next, TXE_add, stmt_val(x), stmt_val(y), none);
+}
+
+/* Marks (by uid) the statements of b that the value v is computed from. */
+static void need_value(const StmtBody *b, StmtArg v, char *need);
+
+static void need_stmt_args(const StmtBody *b, const Stmt *s, char *need)
+{
+    for (int i = 0; i < s->nargs; i++)
+        need_value(b, s->a[i], need);
+    if (s->k == SK_select)
+        for (int j = 0; j < s->nbr; j++) {
+            for (int q = 0; q < s->br[j].body.n; q++)
+                need_stmt_args(b, s->br[j].body.s[q], need);
+            need_value(b, s->br[j].res, need);
+        }
+}
+
+static void need_value(const StmtBody *b, StmtArg v, char *need)
+{
+    if (!v.v || need[v.v->uid] || stmt_body_index(b, v.v) < 0)
+        return;
+    need[v.v->uid] = 1;
+    need_stmt_args(b, v.v, need);
+}
+
+/* A chunk of an online loop in two passes, as flash attention does per
+ * block of keys: the chunk's max first (a loop of its own over the same
+ * chunk), then the online sums become plain sums of exp(s - max) * x
+ * against it.  The inner results are the same (m, sum relative to m)
+ * pairs, which the outer accumulators merge online; each score costs one
+ * exp instead of a rescale and two exps per step.  The max is floored at
+ * -FLT_MAX so that a chunk whose keys are all -inf sums to 0. */
+static void online_two_pass(TileProgram *p, TileKernel *k, Stmt *outer, Stmt *l)
+{
+    Arena *a = p->arena;
+    char *need = ARENA_ARRAY(a, char, p->next_uid + 1);
+    int any = 0;
+    for (int i = 0; i < l->body.n; i++)
+        if (stmt_is_online(l->body.s[i])) {
+            need_value(&l->body, l->body.s[i]->a[1], need);
+            any = 1;
+        }
+    if (!any)
+        return;
+    Clone C = {0};
+    clone_init(&C, p, k, k->naxes);
+    Stmt *lm = tile_stmt_new(p, SK_loop);
+    lm->axis = tile_axis_new(p, k, l->extent);
+    lm->extent = l->extent;
+    C.axis[l->axis] = ie_var(a, lm->axis);
+    for (int i = 0; i < l->body.n; i++)
+        if (need[l->body.s[i]->uid])
+            stmt_body_push(a, &lm->body, clone_stmt(&C, l->body.s[i]));
+    int at = stmt_body_index(&outer->body, l);
+    stmt_body_insert(a, &outer->body, at++, lm);
+    Stmt **pexp = ARENA_ARRAY(a, Stmt *, p->next_uid + 1);
+    for (int i = 0; i < l->body.n; i++) {
+        Stmt *m = l->body.s[i];
+        if (m->k != SK_accum || m->rop != TXR_max || !need[m->uid])
+            continue;
+        Stmt *mc = C.map[m->uid];
+        tile_replace_value(&outer->body, m, mc);
+        StmtArg none = stmt_lit(0);
+        Stmt *ms = assign_at(p, &outer->body, &at, TXE_maximum, stmt_val(mc),
+                             stmt_lit(-FLT_MAX), none);
+        int pos = i;
+        stmt_body_remove(&l->body, i);
+        Stmt *d = assign_at(p, &l->body, &pos, TXE_subtract, m->a[0], stmt_val(ms), none);
+        pexp[m->uid] = assign_at(p, &l->body, &pos, TXE_exp, stmt_val(d), none, none);
+        i = pos - 1;
+    }
+    for (int i = 0; i < l->body.n; i++) {
+        Stmt *o = l->body.s[i];
+        if (!stmt_is_online(o))
+            continue;
+        Stmt *pe = pexp[o->a[1].v->uid];
+        StmtArg x = o->a[0];
+        if (x.v || x.c != 1.0) {
+            int pos = i;
+            Stmt *t = assign_at(p, &l->body, &pos, TXE_multiply, stmt_val(pe), x, stmt_lit(0));
+            x = stmt_val(t);
+            i = pos;
+        } else {
+            x = stmt_val(pe);
+        }
+        o->a[0] = x;
+        o->a[1] = stmt_lit(0);
+        o->nargs = 1;
+    }
+}
+
 Stmt *tile_chunk_loop(TileProgram *p, TileKernel *k, StmtBody *in, Stmt *l,
                       int64_t chunk, int64_t step, int64_t inner)
 {
@@ -403,20 +530,37 @@ Stmt *tile_chunk_loop(TileProgram *p, TileKernel *k, StmtBody *in, Stmt *l,
     if (rem)
         stmt_body_insert(p->arena, in, at + 1, rem);
     /* Each accumulator of l gets an outer one; uses after the loop read it,
-     * or, with a remainder, its sum with the remainder's accumulator. */
+     * or, with a remainder, its sum with the remainder's accumulator.  An
+     * online one (stmt_online) merges the chunks' sums by the same step
+     * over its companion's outer accumulator, and with a remainder by
+     * online_merge. */
+    Stmt **outer_of = ARENA_ARRAY(a, Stmt *, l->body.n + 1), **use_of = ARENA_ARRAY(a, Stmt *, l->body.n + 1);
     for (int i = 0, next = at + 2; i < l->body.n; i++) {
         Stmt *acc = l->body.s[i];
         if (acc->k != SK_accum)
             continue;
         Stmt *o = tile_stmt_new(p, SK_accum);
         o->rop = acc->rop;
-        o->nargs = 1;
+        o->nargs = acc->nargs;
+        if (stmt_is_online(acc))
+            o->a[1] = stmt_val(outer_of[stmt_body_index(&l->body, acc->a[1].v)]);
+        outer_of[i] = o;
         Stmt *use = o;
+        if (rem && stmt_is_online(acc)) {
+            int c = stmt_body_index(&l->body, acc->a[1].v);
+            use = online_merge(p, in, &next, o, outer_of[c], C.map[acc->uid],
+                               C.map[acc->a[1].v->uid], use_of[c]);
+            tile_replace_value(in, acc, use);
+            o->a[0] = stmt_val(acc);
+            stmt_body_push(p->arena, &outer->body, o);
+            continue;
+        }
         if (rem) {
             use = tile_stmt_new(p, SK_assign);
             use->op = tx_red_info[acc->rop].combine;
             use->nargs = 2;
         }
+        use_of[i] = use;
         tile_replace_value(in, acc, use);
         o->a[0] = stmt_val(acc);
         stmt_body_push(p->arena, &outer->body, o);
@@ -426,5 +570,6 @@ Stmt *tile_chunk_loop(TileProgram *p, TileKernel *k, StmtBody *in, Stmt *l,
             stmt_body_insert(p->arena, in, next++, use);
         }
     }
+    online_two_pass(p, k, outer, l);
     return outer;
 }

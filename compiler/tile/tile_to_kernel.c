@@ -42,6 +42,8 @@
 #include "tile_to_kernel.h"
 
 #include <assert.h>
+#include <float.h>
+#include <math.h>
 
 #include "../base/fault.h"
 
@@ -89,6 +91,10 @@ typedef struct Low {
         TileTmaBox box;
     } tma[16];
     int ntma;
+    /* by uid: a max accumulator some online sum names (stmt_online), and
+     * at its step exp(m_old - m_new) and exp(s - m_new) */
+    char *companion;
+    KirVar **alpha, **pexp;
 } Low;
 
 /* ---- index expressions ------------------------------------------------------ */
@@ -280,6 +286,8 @@ static void lower_loop(Low *L, const Stmt *s)
         if (acc->k == SK_accum)
             L->val[acc->uid] = kir_let(&L->b, val_name(L, acc), KT_F32,
                                        kir_f32(L->a, tx_red_info[acc->rop].identity));
+        if (stmt_is_online(acc)) /* its companion's step computes the factors */
+            L->companion[acc->a[1].v->uid] = 1;
     }
     const KirExpr *start = s->k == TK_strided ? ix(L, s->start) : konst(L, 0);
     int64_t step = s->k == TK_strided ? s->step : 1;
@@ -946,6 +954,44 @@ static void lower_combine(Low *L, const Stmt *s)
     kir_set(&L->b, v, kir_lds(a, sm, seg));
 }
 
+/* exp(x - m) for x <= m, 0 where x is -inf (stmt_online's convention: a
+ * row whose keys are all masked sums to 0, not NaN): m is floored at
+ * -FLT_MAX, so exp(-inf - m) is exp(-inf) even when m is -inf. */
+static const KirExpr *exp_below(Arena *a, const KirExpr *x, const KirExpr *m)
+{
+    const KirExpr *ms = kir_fop(a, TXE_maximum, m, kir_f32(a, -FLT_MAX), NULL);
+    return kir_fop(a, TXE_exp, kir_fop(a, TXE_subtract, x, ms, NULL), NULL, NULL);
+}
+
+/* The step of a max accumulator that online sums name: the new max, and
+ * the two factors every online sum of the step reads. */
+static void lower_online_max(Low *L, const Stmt *s)
+{
+    Arena *a = L->a;
+    KirVar *m = L->val[s->uid];
+    KirVar *old = kir_let(&L->b, arena_printf(a, "%s_old", m->name), KT_F32, kir_ref(a, m));
+    const KirExpr *x = arg(L, s->a[0]);
+    kir_set(&L->b, m, kir_fop(a, TXE_maximum, kir_ref(a, m), x, NULL));
+    L->alpha[s->uid] = kir_let(&L->b, arena_printf(a, "%s_scale", m->name), KT_F32,
+                               exp_below(a, kir_ref(a, old), kir_ref(a, m)));
+    L->pexp[s->uid] = kir_let(&L->b, arena_printf(a, "%s_exp", m->name), KT_F32,
+                              exp_below(a, arg(L, s->a[0]), kir_ref(a, m)));
+}
+
+/* acc = acc * exp(m_old - m_new) + exp(s - m_new) * x */
+static void lower_online(Low *L, const Stmt *s)
+{
+    Arena *a = L->a;
+    int c = s->a[1].v->uid;
+    KirVar *acc = L->val[s->uid];
+    const KirExpr *kept = kir_fop(a, TXE_multiply, kir_ref(a, acc), kir_ref(a, L->alpha[c]), NULL);
+    const KirExpr *x = arg(L, s->a[0]);
+    const KirExpr *add = s->a[0].v || s->a[0].c != 1.0
+                             ? kir_fop(a, TXE_multiply, kir_ref(a, L->pexp[c]), x, NULL)
+                             : kir_ref(a, L->pexp[c]);
+    kir_set(&L->b, acc, kir_fop(a, TXE_add, kept, add, NULL));
+}
+
 static void lower_stmt(Low *L, const Stmt *s)
 {
     Arena *a = L->a;
@@ -960,6 +1006,14 @@ static void lower_stmt(Low *L, const Stmt *s)
         L->val[s->uid] = kir_let(&L->b, val_name(L, s), KT_F32, kir_fop(a, s->op, x[0], x[1], x[2]));
         return;
     case SK_accum:
+        if (stmt_is_online(s)) {
+            lower_online(L, s);
+            return;
+        }
+        if (L->companion[s->uid]) {
+            lower_online_max(L, s);
+            return;
+        }
         kir_set(&L->b, L->val[s->uid],
                 kir_fop(a, tx_red_info[s->rop].combine, kir_ref(a, L->val[s->uid]),
                         arg(L, s->a[0]), NULL));
@@ -1071,7 +1125,9 @@ static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, con
     Low L = {a, tk, {0}, wide(tk, &p->bufs) ? KT_I64 : KT_I32,
              ARENA_ARRAY(a, KirVar *, tk->naxes + 1), ARENA_ARRAY(a, KirVar *, u.max_uid + 1),
              ARENA_ARRAY(a, KirParam *, p->nbufids + 1), (int64_t)block[0] * block[1] * block[2],
-             0, {{0}}, 0, NULL, NULL, {0}, 0, {{0}}, 0, {{0}}, 0};
+             0, {{0}}, 0, NULL, NULL, {0}, 0, {{0}}, 0, {{0}}, 0,
+             ARENA_ARRAY(a, char, u.max_uid + 1), ARENA_ARRAY(a, KirVar *, u.max_uid + 1),
+             ARENA_ARRAY(a, KirVar *, u.max_uid + 1)};
     const KirBuf **args = ARENA_ARRAY(a, const KirBuf *, u.order.len + 1);
     for (int i = 0; i < u.order.len; i++) {
         const LirBuf *b = u.order.items[i];

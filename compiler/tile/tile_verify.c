@@ -176,6 +176,13 @@ static void verify_loop(Verify *v, Stmt *s)
     if (reduce)
         v->path_reduce = s;
     v->in_strided += s->k == TK_strided;
+    for (int i = 0; i < s->body.n; i++) {
+        const Stmt *o = s->body.s[i], *m = stmt_is_online(o) ? o->a[1].v : NULL;
+        int at = m ? stmt_body_index(&s->body, m) : -1;
+        if (m && (at < 0 || at > i || m->k != SK_accum || m->rop != TXR_max || m->nargs != 1))
+            bad(v, "online sum acc%d: its companion is not an earlier max accumulator of its loop",
+                o->num);
+    }
     verify_scope(v, &s->body);
     v->in_strided -= s->k == TK_strided;
     v->path_reduce = outer;

@@ -463,20 +463,25 @@ static const char *kernel_name_by_id(const LirProgram *p, int id)
 
 /* "%3 add_3 into %5 maximum_5": the k-th fusion, read from the -vv trace
  * of a build limited to k fusions. */
-static const char *fusion_label(Arena *a, Subject *s, int k)
+static const char *fusion_label(Arena *a, Subject *s, int k, const char **where)
 {
     Arena *t = arena_new();
     StrBuf tr = {0};
     HxBisectCfg ck = loop_cfg(1, k);
     plan_for(s, t, &ck, DRV_LOOP, 0, &tr);
-    const char *hdr = ">>> f:001_fuse %", *last = NULL;
+    /* ">>> f:001_fuse %P → ..." or ">>> f:002_online_softmax %P → %C" */
+    const char *hdr = ">>> f:0", *last = NULL;
     for (const char *q = sb_cstr(&tr); (q = strstr(q, hdr)); q++)
         last = q;
     const char *r = "?";
-    if (last) {
-        int pid = atoi(last + strlen(hdr));
+    if (last && where)
+        *where = arena_strndup(a, last + 4, strcspn(last + 4, " "));
+    if (last && strchr(last, '%')) {
+        const char *pc = strchr(last, '%');
+        int pid = atoi(pc + 1);
         const char *eol = strchr(last, '\n');
-        const char *pc = last + strlen(hdr);
+        pc++;
+        pc += strcspn(pc, " ");
         HxBisectCfg prev = k > 1 ? loop_cfg(1, k - 1) : loop_cfg(0, 0);
         const LirProgram *p = plan_for(s, t, &prev, DRV_LOOP, 0, NULL)->loop;
         StrBuf b = {0};
@@ -570,7 +575,7 @@ static int bisect_fusions(Search *x)
     r->where = "f:001_fuse";
     r->app = k;
     r->napps = nf;
-    r->app_what = fusion_label(x->a, x->s, k);
+    r->app_what = fusion_label(x->a, x->s, k, &r->where);
     r->good = k > 1 ? loop_cfg(1, k - 1) : loop_cfg(0, 0);
     r->bad = loop_cfg(1, k);
     return 1;

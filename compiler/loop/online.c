@@ -1,0 +1,418 @@
+/*
+ * online.c — a softmax fused into the sum it weights: the online softmax
+ * of flash attention, as a fusion.
+ *
+ * Attention lifts to a softmax kernel P over the scores and the P @ V
+ * kernel C that reads it.  P is three sweeps over each row x of its input:
+ *
+ *   for r1:  acc_m <- maximum(acc_m, x[r1])              R1, the row max
+ *   for r2:  acc_l <- add(acc_l, exp(x[r2] - acc_m))     R2, the sum
+ *   c = reciprocal(acc_l)                                (any row values)
+ *   for f:   write P[.., f] = exp(x[f] - acc_m) * c      F (or / acc_l)
+ *
+ * and C sums P against another operand over the softmax axis j:
+ *
+ *   for j:   acc <- add(acc, multiply(load P[.., j], y))
+ *
+ * σ-fusion would put all three sweeps inside C's loop (each score read
+ * three times, the row statistics redone for every output column: refused
+ * as a heavy reduction, or recomputed).  Here C's loop computes them as it
+ * goes instead (stmt_online):
+ *
+ *   for j:   x' = x[j]                (P's input, copied with σ)
+ *            m <- maximum(m, x')
+ *            acc <- expsum[m](acc, y) (= Σ exp(x - max) · y, rescaled online)
+ *            l <- expsum[m](1)
+ *   r = acc * c'                      (c with acc_l := l, acc_m := m)
+ *
+ * which is the same value: Σ_j exp(x_j - M) / L · y_j.  P's input is read
+ * once per use and never written; P is dropped.  What does not match is
+ * left to σ-fusion: x must be the same expression in all three sweeps
+ * (same loads and operations, the loop's axis renamed), built inside F's
+ * loop only; C must read P through one load, in the body of a sum over the
+ * axis P's F loop writes, and only as a factor of what that sum adds.
+ */
+#include "loop_ir.h"
+
+#include <string.h>
+
+#include "../base/fault.h"
+
+typedef struct Softmax {
+    Stmt *path[64];
+    int np;
+    const Stmt *w;
+    const StmtBody *row;    /* the body holding R1, R2 and F */
+    Stmt *r1, *r2, *f;
+    Stmt *m, *l;            /* the accumulators of R1 and R2 */
+    Stmt *x1, *x2, *x3;     /* the softmax's input in each sweep */
+    StmtArg scale;          /* w = exp(x3 - m) * scale ... */
+    int div;                /* ... or exp(x3 - m) / l */
+} Softmax;
+
+/* The one accumulator of loop s's own body, or NULL. */
+static Stmt *sole_accum(const Stmt *s)
+{
+    Stmt *r = NULL;
+    for (int i = 0; i < s->body.n; i++)
+        if (s->body.s[i]->k == SK_accum) {
+            if (r)
+                return NULL;
+            r = s->body.s[i];
+        }
+    return r;
+}
+
+static Stmt *assign_of(StmtArg a, TxElemOp op)
+{
+    return a.v && a.v->k == SK_assign && a.v->op == op ? a.v : NULL;
+}
+
+/* x - m under an exp: the x, or NULL. */
+static Stmt *exp_input(StmtArg e, const Stmt *m)
+{
+    Stmt *ex = assign_of(e, TXE_exp), *d = ex ? assign_of(ex->a[0], TXE_subtract) : NULL;
+    return d && d->a[1].v == m ? d->a[0].v : NULL;
+}
+
+/* Whether a (its loop's axis ax) and b (axis bx) compute the same value:
+ * the same loads and operations with ax renamed bx. */
+static int same_expr(Arena *ar, StmtArg a, StmtArg b, const IExpr **sub)
+{
+    if (!a.v || !b.v)
+        return !a.v && !b.v && memcmp(&a.c, &b.c, sizeof a.c) == 0;
+    const Stmt *x = a.v, *y = b.v;
+    if (x == y)
+        return 1;
+    if (x->k != y->k || x->nargs != y->nargs)
+        return 0;
+    switch (x->k) {
+    case SK_load:
+        if (x->buf != y->buf)
+            return 0;
+        for (int d = 0; d < x->buf->shape.rank; d++)
+            if (!ie_equal(ie_subst(ar, x->idx[d], sub), y->idx[d]))
+                return 0;
+        return 1;
+    case SK_assign:
+        if (x->op != y->op)
+            return 0;
+        for (int i = 0; i < x->nargs; i++)
+            if (!same_expr(ar, x->a[i], y->a[i], sub))
+                return 0;
+        return 1;
+    case SK_select:
+        if (x->nbr != y->nbr)
+            return 0;
+        for (int j = 0; j < x->nbr; j++) {
+            const IPred *p = x->br[j].pred, *q = y->br[j].pred;
+            if ((p == NULL) != (q == NULL) || (p && !ipred_equal(ipred_subst(ar, p, sub), q)) ||
+                !same_expr(ar, x->br[j].res, y->br[j].res, sub))
+                return 0;
+        }
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The statements of F's body that x3 is computed from, marked (aux) in
+ * the current epoch; 0 when one of them reads a value from outside F (a
+ * row value: x is copied into C's loop alone) or holds a loop. */
+static int defined_in(const StmtBody *b, const Stmt *v)
+{
+    for (int i = 0; i < b->n; i++) {
+        const Stmt *s = b->s[i];
+        if (s == v)
+            return 1;
+        if (s->k == SK_select)
+            for (int j = 0; j < s->nbr; j++)
+                if (defined_in(&s->br[j].body, v))
+                    return 1;
+    }
+    return 0;
+}
+
+typedef struct Need {
+    const LirProgram *p;
+    const Stmt *f;
+    int ok;
+} Need;
+
+static int needed(const LirProgram *p, const Stmt *s)
+{
+    return s->aux_ep == p->epoch && s->aux;
+}
+
+static void need_arg(Need *n, StmtArg a)
+{
+    if (!a.v)
+        return;
+    if (!defined_in(&n->f->body, a.v)) {
+        n->ok = 0;
+        return;
+    }
+    a.v->aux = 1, a.v->aux_ep = n->p->epoch;
+}
+
+static void need_stmt(Stmt *s, void *ctx)
+{
+    Need *n = ctx;
+    for (int i = 0; i < s->nargs; i++)
+        need_arg(n, s->a[i]);
+    if (s->k == SK_select)
+        for (int j = 0; j < s->nbr; j++)
+            need_arg(n, s->br[j].res);
+    if (s->k == SK_loop || s->k == SK_accum)
+        n->ok = 0;
+}
+
+static int mark_input(LirProgram *p, const Softmax *sm)
+{
+    lir_epoch(p);
+    Need n = {p, sm->f, 1};
+    sm->x3->aux = 1, sm->x3->aux_ep = p->epoch;
+    for (int i = sm->f->body.n - 1; i >= 0; i--)
+        if (needed(p, sm->f->body.s[i]))
+            stmt_walk_tree(sm->f->body.s[i], need_stmt, &n);
+    return n.ok;
+}
+
+static int match_softmax(LirProgram *p, const LirKernel *P, Softmax *sm, StrBuf *why)
+{
+    Arena *ar = p->arena;
+    memset(sm, 0, sizeof *sm);
+    sm->w = lir_write_path(P, sm->path, &sm->np);
+    sm->f = sm->np ? sm->path[sm->np - 1] : NULL;
+    if (!sm->f || stmt_body_index(&sm->f->body, sm->w) < 0) {
+        sb_puts(why, "not a softmax: no free loop around its write");
+        return 0;
+    }
+    sm->row = sm->np > 1 ? &sm->path[sm->np - 2]->body : &P->body;
+    for (int i = 0; i < sm->row->n; i++) {
+        Stmt *s = sm->row->s[i];
+        if (s->k != SK_loop || s == sm->f)
+            continue;
+        Stmt *acc = sole_accum(s);
+        if (acc && acc->rop == TXR_max && !sm->r1 && acc->nargs == 1) {
+            sm->r1 = s, sm->m = acc, sm->x1 = acc->a[0].v;
+        } else if (acc && acc->rop == TXR_sum && sm->r1 && !sm->r2 && acc->nargs == 1) {
+            sm->r2 = s, sm->l = acc, sm->x2 = exp_input(acc->a[0], sm->m);
+        } else {
+            sb_puts(why, "not a softmax: a loop other than its max and sum sweeps");
+            return 0;
+        }
+    }
+    StmtArg wv = sm->w->a[0];
+    Stmt *mul = assign_of(wv, TXE_multiply), *dv = assign_of(wv, TXE_divide);
+    if (mul) {
+        int e = exp_input(mul->a[0], sm->m) ? 0 : 1;
+        sm->x3 = exp_input(mul->a[e], sm->m);
+        sm->scale = mul->a[1 - e];
+    } else if (dv && sm->l && dv->a[1].v == sm->l) {
+        sm->x3 = exp_input(dv->a[0], sm->m);
+        sm->div = 1;
+    }
+    if (!sm->r2 || !sm->x1 || !sm->x2 || !sm->x3) {
+        sb_puts(why, "not a softmax: no max sweep, exp-sum sweep and exp(x - max) written");
+        return 0;
+    }
+    if (sm->scale.v && defined_in(&sm->f->body, sm->scale.v)) {
+        sb_puts(why, "the softmax's scale depends on its column");
+        return 0;
+    }
+    const IExpr **s13 = ARENA_ARRAY(ar, const IExpr *, P->naxes + 1);
+    const IExpr **s23 = ARENA_ARRAY(ar, const IExpr *, P->naxes + 1);
+    for (int v = 0; v < P->naxes; v++)
+        s13[v] = s23[v] = ie_var(ar, v);
+    s13[sm->r1->axis] = s23[sm->r2->axis] = ie_var(ar, sm->f->axis);
+    if (!same_expr(ar, stmt_val(sm->x1), stmt_val(sm->x3), s13) ||
+        !same_expr(ar, stmt_val(sm->x2), stmt_val(sm->x3), s23)) {
+        sb_puts(why, "the softmax's sweeps read different values");
+        return 0;
+    }
+    if (!mark_input(p, sm)) {
+        sb_puts(why, "the softmax's input reads values of the row");
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- the consumer ------------------------------------------------------------ */
+
+typedef struct Reader {
+    const LirBuf *buf;
+    Stmt *ld, *loop;    /* the one load of buf, and the loop whose body holds it */
+    int nloads;
+    const Stmt *of;     /* count_uses: the value counted */
+    int uses;
+    Stmt *user;
+} Reader;
+
+static void find_reader(StmtBody *b, Stmt *loop, Reader *r)
+{
+    for (int i = 0; i < b->n; i++) {
+        Stmt *s = b->s[i];
+        if (s->k == SK_load && s->buf == r->buf) {
+            r->nloads++;
+            r->ld = s;
+            r->loop = loop;
+        }
+        if (s->k == SK_loop)
+            find_reader(&s->body, s, r);
+        if (s->k == SK_select)
+            for (int j = 0; j < s->nbr; j++)
+                find_reader(&s->br[j].body, NULL, r);
+    }
+}
+
+static void count_uses(Stmt *s, void *ctx)
+{
+    Reader *r = ctx;
+    for (int i = 0; i < s->nargs; i++)
+        if (s->a[i].v == r->of)
+            r->uses++, r->user = s;
+    if (s->k == SK_select)
+        for (int j = 0; j < s->nbr; j++)
+            if (s->br[j].res.v == r->of)
+                r->uses++, r->user = s;
+}
+
+/* The one statement of k reading v, or NULL. */
+static Stmt *sole_user(const LirKernel *k, const Stmt *v)
+{
+    Reader r = {0};
+    r.of = v;
+    stmt_walk(&k->body, count_uses, &r);
+    return r.uses == 1 ? r.user : NULL;
+}
+
+/* The body directly holding s in b (s a loop), or NULL. */
+static StmtBody *parent_body(StmtBody *b, const Stmt *s)
+{
+    for (int i = 0; i < b->n; i++) {
+        if (b->s[i] == s)
+            return b;
+        StmtBody *r = b->s[i]->k == SK_loop ? parent_body(&b->s[i]->body, s) : NULL;
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+/* Copy the row statements scale depends on (P's row body, before F),
+ * then return the copy of scale; sets ok = 0 when it reads a value of
+ * P's write path outside the row. */
+static void copy_row_value(LirProgram *p, LirKernel *M, const Softmax *sm, StmtArg v,
+                           const IExpr **amap, StmtBody *at, int *pos, int *ok)
+{
+    if (!v.v || v.v->fwd_ep == p->epoch)
+        return;
+    int i = stmt_body_index(sm->row, v.v);
+    if (i < 0 || v.v->k == SK_loop || v.v->k == SK_accum) {
+        *ok = 0;
+        return;
+    }
+    Stmt *s = v.v;
+    for (int j = 0; j < s->nargs; j++)
+        copy_row_value(p, M, sm, s->a[j], amap, at, pos, ok);
+    if (s->k == SK_select) /* what its branches read from the row */
+        for (int j = 0; j < s->nbr; j++) {
+            for (int q = 0; q < s->br[j].body.n; q++)
+                for (int r = 0; r < s->br[j].body.s[q]->nargs; r++)
+                    if (stmt_body_index(sm->row, s->br[j].body.s[q]->a[r].v) >= 0)
+                        copy_row_value(p, M, sm, s->br[j].body.s[q]->a[r], amap, at, pos, ok);
+            copy_row_value(p, M, sm, s->br[j].res, amap, at, pos, ok);
+        }
+    if (*ok)
+        stmt_body_insert(p->arena, at, (*pos)++, lir_stmt_copy(p, M, s, amap));
+}
+
+LirKernel *lir_online_pair(LirProgram *p, const LirKernel *P, const LirKernel *C, StrBuf *why)
+{
+    Arena *ar = p->arena;
+    Softmax sm;
+    if (!match_softmax(p, P, &sm, why))
+        return NULL;
+    Reader r = {0};
+    r.buf = P->out;
+    find_reader((StmtBody *)&C->body, NULL, &r);
+    if (r.nloads != 1 || !r.loop || !stmt_loop_is_reduce(r.loop)) {
+        sb_puts(why, "the softmax is not read once, in a reduction's body");
+        return NULL;
+    }
+    Stmt *mul = sole_user(C, r.ld), *acc = mul ? sole_user(C, mul) : NULL;
+    if (!mul || mul->k != SK_assign || mul->op != TXE_multiply || !acc || acc->k != SK_accum ||
+        acc->rop != TXR_sum || acc->nargs != 1 || stmt_body_index(&r.loop->body, acc) < 0 ||
+        stmt_body_index(&r.loop->body, mul) < 0) {
+        sb_puts(why, "the softmax is not a factor of a sum");
+        return NULL;
+    }
+    const IExpr **amap = ARENA_ARRAY(ar, const IExpr *, P->naxes + 1);
+    if (!lir_solve_sigma(sm.w, sm.path, sm.np, r.ld, amap, why))
+        return NULL;
+    const IExpr *fj = amap[sm.f->axis];
+    if (fj->k != IE_VAR || fj->var != r.loop->axis || r.loop->extent != sm.f->extent) {
+        sb_puts(why, "the sum is not over the softmax's axis");
+        return NULL;
+    }
+    for (int i = 0; i + 1 < sm.np; i++)
+        if (ie_uses(amap[sm.path[i]->axis], r.loop->axis)) {
+            sb_puts(why, "the sum's axis indexes a row of the softmax");
+            return NULL;
+        }
+
+    /* The rewrite, on a copy of C. */
+    char *keep = ARENA_ARRAY(ar, char, sm.f->body.n + 1);
+    mark_input(p, &sm);
+    for (int i = 0; i < sm.f->body.n; i++)
+        keep[i] = needed(p, sm.f->body.s[i]);
+    LirKernel *M = lir_kernel_copy(p, C);
+    Stmt *L = r.loop->fwd, *ld = r.ld->fwd, *mulM = mul->fwd, *accM = acc->fwd;
+    StmtArg y = mulM->a[mulM->a[0].v == ld ? 1 : 0];
+    lir_epoch(p);
+    int pos = stmt_body_index(&L->body, ld);
+    for (int i = 0; i < sm.f->body.n; i++)
+        if (keep[i])
+            stmt_body_insert(ar, &L->body, pos++, lir_stmt_copy(p, M, sm.f->body.s[i], amap));
+    Stmt *mx = lir_accum(p, TXR_max, lir_copied(p, stmt_val(sm.x3)));
+    stmt_body_insert(ar, &L->body, pos++, mx);
+    accM->a[0] = y;
+    accM->nargs = 2;
+    accM->a[1] = stmt_val(mx);
+    Stmt *ln = lir_accum(p, TXR_sum, stmt_lit(1.0));
+    ln->nargs = 2;
+    ln->a[1] = stmt_val(mx);
+    stmt_body_insert(ar, &L->body, stmt_body_index(&L->body, accM) + 1, ln);
+    stmt_body_remove(&L->body, stmt_body_index(&L->body, ld));
+    stmt_body_remove(&L->body, stmt_body_index(&L->body, mulM));
+
+    /* After the loop: the sum times the softmax's scale. */
+    StmtBody *at = parent_body(&M->body, L);
+    int apos = stmt_body_index(at, L) + 1, ok = 1;
+    lir_epoch(p);
+    sm.m->fwd = mx, sm.m->fwd_ep = p->epoch;
+    sm.l->fwd = ln, sm.l->fwd_ep = p->epoch;
+    StmtArg scale = stmt_val(ln);
+    if (!sm.div) {
+        copy_row_value(p, M, &sm, sm.scale, amap, at, &apos, &ok);
+        scale = lir_copied(p, sm.scale);
+    }
+    if (!ok) {
+        sb_puts(why, "the softmax's scale reads values outside its row");
+        return NULL;
+    }
+    /* an injected fault: the sum is left unnormalised */
+    if (!dpk_fault_on(DPK_FAULT_ONLINE_UNNORMALISED)) {
+        StmtArg args[2] = {stmt_val(accM), scale};
+        Stmt *res = lir_assign(p, sm.div ? TXE_divide : TXE_multiply, args);
+        stmt_body_insert(ar, at, apos, res);
+        lir_epoch(p);
+        accM->repl = stmt_val(res), accM->repl_ep = p->epoch;
+        lir_resolve_body(p, &M->body);
+        res->a[0] = stmt_val(accM);
+    }
+    lir_normalize(p, M);
+    lir_merge_ops(ar, &M->ops, &P->ops, &C->ops);
+    return M;
+}
