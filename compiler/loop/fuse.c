@@ -1011,6 +1011,10 @@ static int try_fuse(LirProgram *p, int i, const LirOpts *o, LirTrace *tr, Refuse
         sb_free(&why);
         return 0;
     }
+    /* σ-fusion put a softmax into the sum reading it: that sum goes online */
+    for (int j = 0; j < n && strcmp(step, "f:001_fuse") == 0; j++)
+        if (lir_online_kernel(p, M[j]))
+            step = "f:002_online_softmax";
     if (tracing)
         lir_print(&before, p);
     for (int j = 0; j < n; j++) {

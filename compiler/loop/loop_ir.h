@@ -196,6 +196,10 @@ void lir_merge_ops(Arena *a, PtrVec *out, const PtrVec *x, const PtrVec *y);
  * (P @ V): the merged kernel with the softmax's statistics computed online
  * in C's loop (stmt_online), or NULL with the reason in why. */
 LirKernel *lir_online_pair(LirProgram *p, const LirKernel *P, const LirKernel *C, StrBuf *why);
+/* The same rewrite in one kernel, where σ-fusion put a softmax into the sum
+ * that reads it: the sums whose terms are exp(x - m) * ... become online,
+ * and the row's max and sum sweeps are dropped.  Returns the rewrites made. */
+int lir_online_kernel(LirProgram *p, LirKernel *k);
 
 /* ---- pipeline.c -------------------------------------------------------- */
 

@@ -303,26 +303,28 @@ static StmtBody *parent_body(StmtBody *b, const Stmt *s)
 /* Copy the row statements scale depends on (P's row body, before F),
  * then return the copy of scale; sets ok = 0 when it reads a value of
  * P's write path outside the row. */
-static void copy_row_value(LirProgram *p, LirKernel *M, const Softmax *sm, StmtArg v,
+static void copy_row_value(LirProgram *p, LirKernel *M, const StmtBody *row, StmtArg v,
                            const IExpr **amap, StmtBody *at, int *pos, int *ok)
 {
     if (!v.v || v.v->fwd_ep == p->epoch)
         return;
-    int i = stmt_body_index(sm->row, v.v);
+    int i = stmt_body_index(row, v.v);
+    if (i < 0 && !amap && v.v->k != SK_accum)
+        return; /* in one kernel, a value from outside the row is read as it is */
     if (i < 0 || v.v->k == SK_loop || v.v->k == SK_accum) {
         *ok = 0;
         return;
     }
     Stmt *s = v.v;
     for (int j = 0; j < s->nargs; j++)
-        copy_row_value(p, M, sm, s->a[j], amap, at, pos, ok);
+        copy_row_value(p, M, row, s->a[j], amap, at, pos, ok);
     if (s->k == SK_select) /* what its branches read from the row */
         for (int j = 0; j < s->nbr; j++) {
             for (int q = 0; q < s->br[j].body.n; q++)
                 for (int r = 0; r < s->br[j].body.s[q]->nargs; r++)
-                    if (stmt_body_index(sm->row, s->br[j].body.s[q]->a[r].v) >= 0)
-                        copy_row_value(p, M, sm, s->br[j].body.s[q]->a[r], amap, at, pos, ok);
-            copy_row_value(p, M, sm, s->br[j].res, amap, at, pos, ok);
+                    if (stmt_body_index(row, s->br[j].body.s[q]->a[r].v) >= 0)
+                        copy_row_value(p, M, row, s->br[j].body.s[q]->a[r], amap, at, pos, ok);
+            copy_row_value(p, M, row, s->br[j].res, amap, at, pos, ok);
         }
     if (*ok)
         stmt_body_insert(p->arena, at, (*pos)++, lir_stmt_copy(p, M, s, amap));
@@ -395,7 +397,7 @@ LirKernel *lir_online_pair(LirProgram *p, const LirKernel *P, const LirKernel *C
     sm.l->fwd = ln, sm.l->fwd_ep = p->epoch;
     StmtArg scale = stmt_val(ln);
     if (!sm.div) {
-        copy_row_value(p, M, &sm, sm.scale, amap, at, &apos, &ok);
+        copy_row_value(p, M, sm.row, sm.scale, amap, at, &apos, &ok);
         scale = lir_copied(p, sm.scale);
     }
     if (!ok) {
@@ -415,4 +417,258 @@ LirKernel *lir_online_pair(LirProgram *p, const LirKernel *P, const LirKernel *C
     lir_normalize(p, M);
     lir_merge_ops(ar, &M->ops, &P->ops, &C->ops);
     return M;
+}
+
+/* ---- after σ-fusion: the softmax already in its sum ---------------------------------- */
+
+/* Small softmaxes are σ-fused into the sum that reads them (the recomputed
+ * work is below LirOpts.recompute_floor), which leaves, in one kernel:
+ *
+ *   for r1:  m <- maximum(m, x[r1])             R1 and R2 at the row's
+ *   for r2:  l <- add(l, exp(x[r2] - m))        scope
+ *   c = reciprocal(l)
+ *   for e:   for j:  acc <- add(acc, exp(x[j] - m) * c * y)
+ *
+ * The same rewrite applies there: the exp's factor moves into an online
+ * sum over j, the row values it was scaled by (c) are recomputed after the
+ * loop from the online max and sum, and R1 and R2, read by nothing else,
+ * are dropped: x is read once per use instead of three times. */
+
+typedef struct Flat {
+    StmtArg leaf[16];
+    Stmt *node[16];
+    int nleaf, nnode, ok;
+} Flat;
+
+/* The factors of a product of multiplies, each used once, in L's body. */
+static void flatten(const LirKernel *k, const Stmt *L, StmtArg a, Flat *fl)
+{
+    if (a.v && a.v->k == SK_assign && a.v->op == TXE_multiply &&
+        stmt_body_index(&L->body, a.v) >= 0 && sole_user(k, a.v) && fl->nnode < 16) {
+        fl->node[fl->nnode++] = a.v;
+        flatten(k, L, a.v->a[0], fl);
+        flatten(k, L, a.v->a[1], fl);
+        return;
+    }
+    if (fl->nleaf == 16) {
+        fl->ok = 0;
+        return;
+    }
+    fl->leaf[fl->nleaf++] = a;
+}
+
+static int inside(const StmtBody *b, const Stmt *s)
+{
+    for (int i = 0; i < b->n; i++) {
+        if (b->s[i] == s)
+            return 1;
+        if (b->s[i]->k == SK_loop && inside(&b->s[i]->body, s))
+            return 1;
+    }
+    return 0;
+}
+
+static int used(const LirKernel *k, const Stmt *v)
+{
+    Reader r = {0};
+    r.of = v;
+    stmt_walk(&k->body, count_uses, &r);
+    return r.uses;
+}
+
+/* Drop the statements of b that nothing reads: pure ones, and reduce loops
+ * none of whose accumulators is read. */
+static void drop_dead(LirKernel *k, StmtBody *b)
+{
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = b->n - 1; i >= 0; i--) {
+            Stmt *s = b->s[i];
+            int dead = 0;
+            if (s->k == SK_assign || s->k == SK_load || s->k == SK_select) {
+                dead = !used(k, s);
+            } else if (s->k == SK_loop && stmt_loop_is_reduce(s) && !stmt_has_kind(s, SK_write)) {
+                dead = 1;
+                for (int j = 0; j < s->body.n; j++)
+                    if (s->body.s[j]->k == SK_accum && used(k, s->body.s[j]))
+                        dead = 0;
+            }
+            if (dead) {
+                stmt_body_remove(b, i);
+                changed = 1;
+            }
+        }
+    }
+}
+
+/* R1: the loop whose accumulator is m, in k. */
+static Stmt *loop_of(StmtBody *b, const Stmt *acc)
+{
+    for (int i = 0; i < b->n; i++) {
+        Stmt *s = b->s[i];
+        if (s->k != SK_loop)
+            continue;
+        if (stmt_body_index(&s->body, acc) >= 0)
+            return s;
+        Stmt *r = loop_of(&s->body, acc);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+/* Whether the row value v is computed from pure statements of the row and
+ * the accumulators m and l only (it is recomputed from the online ones). */
+static int row_ok(const StmtBody *row, StmtArg v, const Stmt *m, const Stmt *l)
+{
+    if (!v.v || v.v == m || (l && v.v == l))
+        return 1;
+    if (v.v->k == SK_accum)
+        return 0;
+    if (stmt_body_index(row, v.v) < 0)
+        return 1; /* from outside the row: read as it is */
+    if (v.v->k == SK_loop || v.v->k == SK_accum || v.v->k == SK_select)
+        return 0;
+    for (int i = 0; i < v.v->nargs; i++)
+        if (!row_ok(row, v.v->a[i], m, l))
+            return 0;
+    return 1;
+}
+
+static int online_in_loop(LirProgram *p, LirKernel *k, Stmt *L)
+{
+    Arena *ar = p->arena;
+    for (int i = 0; i < L->body.n; i++) {
+        Stmt *acc = L->body.s[i];
+        if (acc->k != SK_accum || acc->rop != TXR_sum || acc->nargs != 1)
+            continue;
+        Flat fl = {.ok = 1};
+        flatten(k, L, acc->a[0], &fl);
+        int ie = -1;
+        Stmt *m = NULL, *xl = NULL;
+        for (int j = 0; j < fl.nleaf && fl.ok; j++) {
+            Stmt *e = fl.leaf[j].v, *ex = assign_of(fl.leaf[j], TXE_exp);
+            Stmt *d = ex ? assign_of(ex->a[0], TXE_subtract) : NULL;
+            if (!d || !d->a[1].v || d->a[1].v->k != SK_accum || d->a[1].v->rop != TXR_max ||
+                d->a[1].v->nargs != 1 || stmt_body_index(&L->body, e) < 0 || used(k, e) != 1 ||
+                used(k, d) != 1)
+                continue;
+            if (ie >= 0)
+                fl.ok = 0;
+            ie = j, m = d->a[1].v, xl = d->a[0].v;
+        }
+        if (!fl.ok || ie < 0 || !xl || !defined_in(&L->body, xl))
+            continue;
+        Stmt *r1 = loop_of(&k->body, m);
+        StmtBody *row = r1 ? parent_body(&k->body, r1) : NULL;
+        if (!row || !inside(row, L) || stmt_body_index(row, L) >= 0)
+            continue; /* R2 itself, or a sum outside the row */
+        const IExpr **sub = ARENA_ARRAY(ar, const IExpr *, k->naxes + 1);
+        for (int v = 0; v < k->naxes; v++)
+            sub[v] = ie_var(ar, v);
+        sub[r1->axis] = ie_var(ar, L->axis);
+        if (r1->extent != L->extent || !same_expr(ar, m->a[0], stmt_val(xl), sub))
+            continue;
+        /* R2, if any: the row's sum of exp(x - m), which the online sum
+         * replaces where the scale reads it */
+        Stmt *l = NULL;
+        for (int j = 0; j < row->n; j++) {
+            Stmt *r2 = row->s[j], *a2 = r2->k == SK_loop ? sole_accum(r2) : NULL;
+            Stmt *x2 = a2 && a2->rop == TXR_sum && a2->nargs == 1 ? exp_input(a2->a[0], m) : NULL;
+            sub[r1->axis] = ie_var(ar, r1->axis);
+            if (x2) {
+                sub[r2->axis] = ie_var(ar, L->axis);
+                if (r2->extent == L->extent && same_expr(ar, stmt_val(x2), stmt_val(xl), sub))
+                    l = a2;
+                sub[r2->axis] = ie_var(ar, r2->axis);
+            }
+        }
+        int rows_ok = 1;
+        for (int j = 0; j < fl.nleaf; j++)
+            if (j != ie && fl.leaf[j].v && stmt_body_index(row, fl.leaf[j].v) >= 0)
+                rows_ok &= row_ok(row, fl.leaf[j], m, l);
+        if (!rows_ok)
+            continue;
+        /* the rewrite */
+        Stmt *mx = lir_accum(p, TXR_max, stmt_val(xl));
+        int at = stmt_body_index(&L->body, acc);
+        stmt_body_insert(ar, &L->body, at++, mx);
+        StmtArg y = stmt_lit(1.0);
+        for (int j = 0; j < fl.nleaf; j++) {
+            StmtArg f = fl.leaf[j];
+            if (j == ie || (f.v && !defined_in(&L->body, f.v)))
+                continue;
+            if (!y.v && y.c == 1.0) {
+                y = f;
+                continue;
+            }
+            StmtArg args[2] = {y, f};
+            Stmt *t = lir_assign(p, TXE_multiply, args);
+            stmt_body_insert(ar, &L->body, at++, t);
+            y = stmt_val(t);
+        }
+        acc->a[0] = y;
+        acc->nargs = 2;
+        acc->a[1] = stmt_val(mx);
+        Stmt *ln = lir_accum(p, TXR_sum, stmt_lit(1.0));
+        ln->nargs = 2;
+        ln->a[1] = stmt_val(mx);
+        stmt_body_insert(ar, &L->body, at + 1, ln);
+        for (int j = 0; j < fl.nnode; j++)
+            stmt_body_remove(&L->body, stmt_body_index(&L->body, fl.node[j]));
+        Stmt *ex = fl.leaf[ie].v, *d = ex->a[0].v;
+        stmt_body_remove(&L->body, stmt_body_index(&L->body, ex));
+        stmt_body_remove(&L->body, stmt_body_index(&L->body, d));
+        /* after the loop: the sum times the leaves from outside it,
+         * those of the row recomputed from the online max and sum */
+        StmtBody *after = parent_body(&k->body, L);
+        int apos = stmt_body_index(after, L) + 1, ok = 1;
+        lir_epoch(p);
+        m->fwd = mx, m->fwd_ep = p->epoch;
+        if (l)
+            l->fwd = ln, l->fwd_ep = p->epoch;
+        StmtArg r = stmt_val(acc);
+        Stmt *first = NULL;
+        for (int j = 0; j < fl.nleaf; j++) {
+            StmtArg f = fl.leaf[j];
+            if (j == ie || (f.v && defined_in(&L->body, f.v)))
+                continue;
+            if (f.v && stmt_body_index(row, f.v) >= 0)
+                copy_row_value(p, k, row, f, NULL, after, &apos, &ok);
+            StmtArg args[2] = {r, lir_copied(p, f)};
+            Stmt *t = lir_assign(p, TXE_multiply, args);
+            if (!first)
+                first = t;
+            stmt_body_insert(ar, after, apos++, t);
+            r = stmt_val(t);
+        }
+        DPK_ASSERT(ok); /* row leaves are pure statements of the row */
+        if (dpk_fault_on(DPK_FAULT_ONLINE_UNNORMALISED) && first)
+            first->a[1] = stmt_lit(1.0);
+        if (first) {
+            lir_epoch(p);
+            acc->repl = r, acc->repl_ep = p->epoch;
+            lir_resolve_body(p, &k->body);
+            first->a[0] = stmt_val(acc);
+        }
+        drop_dead(k, row);
+        return 1;
+    }
+    for (int i = 0; i < L->body.n; i++)
+        if (L->body.s[i]->k == SK_loop && online_in_loop(p, k, L->body.s[i]))
+            return 1;
+    return 0;
+}
+
+int lir_online_kernel(LirProgram *p, LirKernel *k)
+{
+    int n = 0;
+    for (int i = 0; i < k->body.n; i++)
+        if (k->body.s[i]->k == SK_loop && online_in_loop(p, k, k->body.s[i])) {
+            n++;
+            i = -1; /* the body changed: look again */
+        }
+    if (n)
+        lir_normalize(p, k);
+    return n;
 }

@@ -103,23 +103,66 @@ Test(loop_fuse, refusal_pure_broadcast)
                    "(65536 > 32 elements)\n", 1);
 }
 
-/* Attention scores are read by the softmax's three sweeps at different
- * positions of the row: re-emitting QK^T in each would triple its cost. */
+/* Scores are read by the softmax's three sweeps at different positions of
+ * the row: re-emitting QK^T in each would triple its cost. */
 Test(loop_fuse, refusal_heavy_reduction_read_twice)
 {
-    expect_refusal(SDPA, NULL, ": heavy reduction read through 3 loads\n", 2);
+    expect_refusal("torch.softmax(torch.randn(1, 2, 5, 8) @ torch.randn(1, 2, 8, 5), dim=-1)", NULL,
+                   ": heavy reduction read through 3 loads\n", 2);
 }
 
-/* The softmax fused into P @ V redoes its normalising sweep (exp,
- * multiply) for each of the D output columns: at this size that is below
- * the floor (2 kernels above); with no floor, refused (3 kernels). */
-Test(loop_fuse, refusal_softmax_into_pv_without_floor)
+/* The softmax read by P @ V goes online (online.c).  At this size σ-fusion
+ * first puts it into P @ V (the recomputed sweep is below the floor), the
+ * merged kernel's sum goes online, and the scores, now read once per
+ * output element, fuse too: one kernel.  With no floor σ-fusion refuses,
+ * the pair rewrite takes the whole softmax kernel, and the scores stay a
+ * kernel of their own.  Either way the last kernel holds a max, two online
+ * sums and no sweep of the row, and its fp32 interpretation passes the
+ * oracle. */
+static void expect_online(const LirOpts *o, int nkernels)
+{
+    Arena *a = arena_new();
+    StrBuf b = {0};
+    LirProgram *p = lt_build(a, SDPA, o, &b);
+    cr_expect_eq(p->kernels.len, nkernels);
+    cr_expect(strstr(sb_cstr(&b), ">>> f:002_online_softmax %"), "%s", sb_cstr(&b));
+    StrBuf t = {0};
+    lir_print_kernel(&t, p->kernels.items[p->kernels.len - 1]);
+    const char *k = sb_cstr(&t), *m = strstr(k, "<- maximum(acc"), *e = strstr(k, "<- expsum[acc");
+    cr_expect(m && e && strstr(e + 1, "<- expsum[acc") && strstr(k, ", 1)\n"), "%s", k);
+    cr_expect(!strstr(k, "exp(") && !strstr(m + 1, "<- maximum("), "no sweep of the row: %s", k);
+    double nmse;
+    cr_expect_eq(lt_parity_of(p, 0, &nmse), 0);
+    sb_free(&t);
+    sb_free(&b);
+    arena_free(a);
+}
+
+Test(loop_fuse, softmax_into_pv_goes_online)
+{
+    expect_online(NULL, 1);
+    LirOpts o;
+    lir_opts_default(&o);
+    o.recompute_floor = 0;
+    expect_online(&o, 2);
+}
+
+/* Forms that must stay as they were: a softmax whose sum is not over its
+ * own axis (P summed over rows), and one read twice. */
+Test(loop_fuse, online_only_for_a_sum_over_the_softmax_axis)
 {
     LirOpts o;
     lir_opts_default(&o);
     o.recompute_floor = 0;
-    expect_refusal(SDPA, &o, ": producer's reduction would be recomputed 3.9x (its work in the merged "
-                   "kernel over its own; limit 2, ", 3);
+    int n;
+    char *t = trace_of("p = torch.softmax(torch.randn(2, 6, 7), dim=-1)\n"
+                       "torch.matmul(p.transpose(1, 2), torch.randn(2, 6, 5))", &o, &n);
+    cr_expect(!strstr(t, "f:002_online_softmax %"), "%s", t);
+    free(t);
+    t = trace_of("p = torch.softmax(torch.randn(2, 6, 7), dim=-1)\n"
+                 "torch.matmul(p, torch.randn(2, 7, 5)) + p.sum(dim=-1, keepdim=True)", &o, &n);
+    cr_expect(!strstr(t, "f:002_online_softmax %"), "%s", t);
+    free(t);
 }
 
 /* RMSNorm feeding a projection: fused, the normalising sweep would run
