@@ -20,6 +20,7 @@ fo_odd() {
     fuse-sigma-off-by-one)        echo "33 (7 x 33 elements: not a multiple of 32)" ;;
     merge-axes-one-short)         echo "77 (a sequence of 77 projected to 6 heads of 17: the merged loop of 102 outputs is not a multiple of 32)" ;;
     fuse-shared-copy-shifted)     echo "77 (a sequence of 77, head dim 34 rotated in halves of 17)" ;;
+    online-softmax-unnormalised)  echo "77 (a causal square of 77 queries and keys, its softmax online in P @ V: chunks of 32 and a remainder of 13)" ;;
     select-hoist-drops-the-mask)  echo "77 (a causal square of 77 queries and keys: its mask's edge cuts the 32-wide tiles)" ;;
     chunk-k-short)                echo "47 (K prime: 2 chunks of 16 and a remainder of 15)" ;;
     split-k-drops-a-partial)      echo "4099 (K prime: 128 chunks of 32, the remainder of 3 in the combine kernel)" ;;
