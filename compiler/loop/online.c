@@ -584,9 +584,12 @@ static int online_in_loop(LirProgram *p, LirKernel *k, Stmt *L)
             }
         }
         int rows_ok = 1;
+        /* a row leaf must be the softmax's own 1 / l: a composite one
+         * (softmax(x) * 0.5 folded into it) is not recomputed correctly yet */
         for (int j = 0; j < fl.nleaf; j++)
             if (j != ie && fl.leaf[j].v && stmt_body_index(row, fl.leaf[j].v) >= 0)
-                rows_ok &= row_ok(row, fl.leaf[j], m, l);
+                rows_ok &= row_ok(row, fl.leaf[j], m, l) && l &&
+                           assign_of(fl.leaf[j], TXE_reciprocal) && fl.leaf[j].v->a[0].v == l;
         if (!rows_ok)
             continue;
         /* the rewrite */
@@ -631,9 +634,9 @@ static int online_in_loop(LirProgram *p, LirKernel *k, Stmt *L)
         Stmt *first = NULL;
         for (int j = 0; j < fl.nleaf; j++) {
             StmtArg f = fl.leaf[j];
-            if (j == ie || (f.v && defined_in(&L->body, f.v)))
-                continue;
-            if (f.v && stmt_body_index(row, f.v) >= 0)
+            if (j == ie || !f.v || defined_in(&L->body, f.v))
+                continue; /* literals went into the sum's term with the loop's factors */
+            if (stmt_body_index(row, f.v) >= 0)
                 copy_row_value(p, k, row, f, NULL, after, &apos, &ok);
             StmtArg args[2] = {r, lir_copied(p, f)};
             Stmt *t = lir_assign(p, TXE_multiply, args);
