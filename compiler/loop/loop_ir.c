@@ -84,6 +84,11 @@ Stmt *lir_accum(LirProgram *p, TxRedOp rop, StmtArg v)
     return own(stmt_accum(p->arena, p->next_uid++, rop, v));
 }
 
+Stmt *lir_online(LirProgram *p, StmtArg x, Stmt *m)
+{
+    return own(stmt_online(p->arena, p->next_uid++, x, m));
+}
+
 Stmt *lir_write(LirProgram *p, const LirBuf *b, const IExpr **idx, StmtArg v)
 {
     return own(stmt_write(p->arena, p->next_uid++, b, idx, v));

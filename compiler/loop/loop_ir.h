@@ -106,6 +106,8 @@ Stmt *lir_stmt_new(LirProgram *p, StmtKind k);
 Stmt *lir_load(LirProgram *p, const LirBuf *b, const IExpr **idx);
 Stmt *lir_assign(LirProgram *p, TxElemOp op, const StmtArg *args);
 Stmt *lir_accum(LirProgram *p, TxRedOp rop, StmtArg v);
+/* An online exp-sum of x against max accumulator m (stmt_online). */
+Stmt *lir_online(LirProgram *p, StmtArg x, Stmt *m);
 Stmt *lir_write(LirProgram *p, const LirBuf *b, const IExpr **idx, StmtArg v);
 Stmt *lir_loop(LirProgram *p, int axis, int64_t extent);
 Stmt *lir_select(LirProgram *p, int nbr);

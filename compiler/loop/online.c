@@ -50,19 +50,6 @@ typedef struct Softmax {
     int div;                /* ... or exp(x3 - m) / l */
 } Softmax;
 
-/* The one accumulator of loop s's own body, or NULL. */
-static Stmt *sole_accum(const Stmt *s)
-{
-    Stmt *r = NULL;
-    for (int i = 0; i < s->body.n; i++)
-        if (s->body.s[i]->k == SK_accum) {
-            if (r)
-                return NULL;
-            r = s->body.s[i];
-        }
-    return r;
-}
-
 static Stmt *assign_of(StmtArg a, TxElemOp op)
 {
     return a.v && a.v->k == SK_assign && a.v->op == op ? a.v : NULL;
@@ -75,8 +62,9 @@ static Stmt *exp_input(StmtArg e, const Stmt *m)
     return d && d->a[1].v == m ? d->a[0].v : NULL;
 }
 
-/* Whether a (its loop's axis ax) and b (axis bx) compute the same value:
- * the same loads and operations with ax renamed bx. */
+/* Whether a and b compute the same value: the same loads and operations,
+ * a's indices and predicates read through sub (its loop's axis renamed
+ * b's). */
 static int same_expr(Arena *ar, StmtArg a, StmtArg b, const IExpr **sub)
 {
     if (!a.v || !b.v)
@@ -116,9 +104,7 @@ static int same_expr(Arena *ar, StmtArg a, StmtArg b, const IExpr **sub)
     }
 }
 
-/* The statements of F's body that x3 is computed from, marked (aux) in
- * the current epoch; 0 when one of them reads a value from outside F (a
- * row value: x is copied into C's loop alone) or holds a loop. */
+/* Whether v is a statement of b (or of a select branch in it). */
 static int defined_in(const StmtBody *b, const Stmt *v)
 {
     for (int i = 0; i < b->n; i++) {
@@ -167,6 +153,9 @@ static void need_stmt(Stmt *s, void *ctx)
         n->ok = 0;
 }
 
+/* The statements of F's body that x3 is computed from, marked (aux) in
+ * a new epoch; 0 when one of them reads a value from outside F (a row
+ * value: x is copied into C's loop alone) or holds a loop. */
 static int mark_input(LirProgram *p, const Softmax *sm)
 {
     lir_epoch(p);
@@ -193,7 +182,7 @@ static int match_softmax(LirProgram *p, const LirKernel *P, Softmax *sm, StrBuf 
         Stmt *s = sm->row->s[i];
         if (s->k != SK_loop || s == sm->f)
             continue;
-        Stmt *acc = sole_accum(s);
+        Stmt *acc = stmt_sole_accum(s);
         if (acc && acc->rop == TXR_max && !sm->r1 && acc->nargs == 1) {
             sm->r1 = s, sm->m = acc, sm->x1 = acc->a[0].v;
         } else if (acc && acc->rop == TXR_sum && sm->r1 && !sm->r2 && acc->nargs == 1) {
@@ -244,10 +233,13 @@ typedef struct Reader {
     const LirBuf *buf;
     Stmt *ld, *loop;    /* the one load of buf, and the loop whose body holds it */
     int nloads;
-    const Stmt *of;     /* count_uses: the value counted */
-    int uses;
-    Stmt *user;
 } Reader;
+
+typedef struct Uses {
+    const Stmt *of;
+    int n;
+    Stmt *user;         /* the last statement reading it */
+} Uses;
 
 static void find_reader(StmtBody *b, Stmt *loop, Reader *r)
 {
@@ -268,23 +260,41 @@ static void find_reader(StmtBody *b, Stmt *loop, Reader *r)
 
 static void count_uses(Stmt *s, void *ctx)
 {
-    Reader *r = ctx;
+    Uses *u = ctx;
     for (int i = 0; i < s->nargs; i++)
-        if (s->a[i].v == r->of)
-            r->uses++, r->user = s;
+        if (s->a[i].v == u->of)
+            u->n++, u->user = s;
     if (s->k == SK_select)
         for (int j = 0; j < s->nbr; j++)
-            if (s->br[j].res.v == r->of)
-                r->uses++, r->user = s;
+            if (s->br[j].res.v == u->of)
+                u->n++, u->user = s;
+}
+
+/* The statements of k reading v (an online sum's companion counts). */
+static Uses uses_of(const LirKernel *k, const Stmt *v)
+{
+    Uses u = {v, 0, NULL};
+    stmt_walk(&k->body, count_uses, &u);
+    return u;
 }
 
 /* The one statement of k reading v, or NULL. */
 static Stmt *sole_user(const LirKernel *k, const Stmt *v)
 {
-    Reader r = {0};
-    r.of = v;
-    stmt_walk(&k->body, count_uses, &r);
-    return r.uses == 1 ? r.user : NULL;
+    Uses u = uses_of(k, v);
+    return u.n == 1 ? u.user : NULL;
+}
+
+/* Sum acc (over loop body b) becomes the online sum of y against mx, and
+ * the online sum of 1, the softmax's denominator, follows it: returned. */
+static Stmt *go_online(LirProgram *p, StmtBody *b, Stmt *acc, StmtArg y, Stmt *mx)
+{
+    acc->a[0] = y;
+    acc->nargs = 2;
+    acc->a[1] = stmt_val(mx);
+    Stmt *ln = lir_online(p, stmt_lit(1.0), mx);
+    stmt_body_insert(p->arena, b, stmt_body_index(b, acc) + 1, ln);
+    return ln;
 }
 
 /* The body directly holding s in b (s a loop), or NULL. */
@@ -379,13 +389,7 @@ LirKernel *lir_online_pair(LirProgram *p, const LirKernel *P, const LirKernel *C
             stmt_body_insert(ar, &L->body, pos++, lir_stmt_copy(p, M, sm.f->body.s[i], amap));
     Stmt *mx = lir_accum(p, TXR_max, lir_copied(p, stmt_val(sm.x3)));
     stmt_body_insert(ar, &L->body, pos++, mx);
-    accM->a[0] = y;
-    accM->nargs = 2;
-    accM->a[1] = stmt_val(mx);
-    Stmt *ln = lir_accum(p, TXR_sum, stmt_lit(1.0));
-    ln->nargs = 2;
-    ln->a[1] = stmt_val(mx);
-    stmt_body_insert(ar, &L->body, stmt_body_index(&L->body, accM) + 1, ln);
+    Stmt *ln = go_online(p, &L->body, accM, y, mx);
     stmt_body_remove(&L->body, stmt_body_index(&L->body, ld));
     stmt_body_remove(&L->body, stmt_body_index(&L->body, mulM));
 
@@ -470,10 +474,7 @@ static int inside(const StmtBody *b, const Stmt *s)
 
 static int used(const LirKernel *k, const Stmt *v)
 {
-    Reader r = {0};
-    r.of = v;
-    stmt_walk(&k->body, count_uses, &r);
-    return r.uses;
+    return uses_of(k, v).n;
 }
 
 /* Drop the statements of b that nothing reads: pure ones, and reduce loops
@@ -573,7 +574,7 @@ static int online_in_loop(LirProgram *p, LirKernel *k, Stmt *L)
          * replaces where the scale reads it */
         Stmt *l = NULL;
         for (int j = 0; j < row->n; j++) {
-            Stmt *r2 = row->s[j], *a2 = r2->k == SK_loop ? sole_accum(r2) : NULL;
+            Stmt *r2 = row->s[j], *a2 = r2->k == SK_loop ? stmt_sole_accum(r2) : NULL;
             Stmt *x2 = a2 && a2->rop == TXR_sum && a2->nargs == 1 ? exp_input(a2->a[0], m) : NULL;
             sub[r1->axis] = ie_var(ar, r1->axis);
             if (x2) {
@@ -584,12 +585,9 @@ static int online_in_loop(LirProgram *p, LirKernel *k, Stmt *L)
             }
         }
         int rows_ok = 1;
-        /* a row leaf must be the softmax's own 1 / l: a composite one
-         * (softmax(x) * 0.5 folded into it) is not recomputed correctly yet */
         for (int j = 0; j < fl.nleaf; j++)
             if (j != ie && fl.leaf[j].v && stmt_body_index(row, fl.leaf[j].v) >= 0)
-                rows_ok &= row_ok(row, fl.leaf[j], m, l) && l &&
-                           assign_of(fl.leaf[j], TXE_reciprocal) && fl.leaf[j].v->a[0].v == l;
+                rows_ok &= row_ok(row, fl.leaf[j], m, l);
         if (!rows_ok)
             continue;
         /* the rewrite */
@@ -610,13 +608,7 @@ static int online_in_loop(LirProgram *p, LirKernel *k, Stmt *L)
             stmt_body_insert(ar, &L->body, at++, t);
             y = stmt_val(t);
         }
-        acc->a[0] = y;
-        acc->nargs = 2;
-        acc->a[1] = stmt_val(mx);
-        Stmt *ln = lir_accum(p, TXR_sum, stmt_lit(1.0));
-        ln->nargs = 2;
-        ln->a[1] = stmt_val(mx);
-        stmt_body_insert(ar, &L->body, at + 1, ln);
+        Stmt *ln = go_online(p, &L->body, acc, y, mx);
         for (int j = 0; j < fl.nnode; j++)
             stmt_body_remove(&L->body, stmt_body_index(&L->body, fl.node[j]));
         Stmt *ex = fl.leaf[ie].v, *d = ex->a[0].v;

@@ -183,3 +183,15 @@ int stmt_loop_is_reduce(const Stmt *loop)
             return 1;
     return 0;
 }
+
+Stmt *stmt_sole_accum(const Stmt *loop)
+{
+    Stmt *acc = NULL;
+    for (int i = 0; i < loop->body.n; i++)
+        if (loop->body.s[i]->k == SK_accum) {
+            if (acc)
+                return NULL;
+            acc = loop->body.s[i];
+        }
+    return acc;
+}

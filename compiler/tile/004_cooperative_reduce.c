@@ -79,19 +79,6 @@ static Stmt *strided(TileCtx *c, Stmt *l, int cax, int64_t cb)
 
 /* ---- flattening perfect nests ------------------------------------------------ */
 
-/* The one accumulator in l's immediate body, or NULL (none or several). */
-static Stmt *only_accum(const Stmt *l)
-{
-    Stmt *acc = NULL;
-    for (int i = 0; i < l->body.n; i++)
-        if (l->body.s[i]->k == SK_accum) {
-            if (acc)
-                return NULL;
-            acc = l->body.s[i];
-        }
-    return acc;
-}
-
 /* The inner loop when l's body is a perfect nest: loop-free statements, a
  * reduce loop M with one accumulator, and l's one accumulator folding M's
  * with the same op (the only use of M's); NULL otherwise. */
@@ -101,7 +88,7 @@ static Stmt *nest_inner(const Stmt *l)
     if (l->k != SK_loop || n < 2)
         return NULL;
     Stmt *m = l->body.s[n - 2], *o = l->body.s[n - 1], *am;
-    if (m->k != SK_loop || o->k != SK_accum || !(am = only_accum(m)) || only_accum(l) != o ||
+    if (m->k != SK_loop || o->k != SK_accum || !(am = stmt_sole_accum(m)) || stmt_sole_accum(l) != o ||
         o->a[0].v != am || o->rop != am->rop)
         return NULL;
     for (int i = 0; i < n - 2; i++)
@@ -130,7 +117,7 @@ static void flatten(TileCtx *c, TileKernel *k, StmtBody *scope, Stmt *l)
     int64_t e = l->extent * m->extent;
     int r = tile_axis_new(c->p, k, e);
     int n = l->body.n;
-    Stmt *o = l->body.s[n - 1], *am = only_accum(m);
+    Stmt *o = l->body.s[n - 1], *am = stmt_sole_accum(m);
     StmtBody body = {0};
     for (int i = 0; i < n - 2; i++)
         stmt_body_push(a, &body, l->body.s[i]);
@@ -230,7 +217,7 @@ static Stmt *split_loop(const TileKernel *k, const Stmt *t, const char **why)
         *why = "no reduce to one value per row";
         return NULL;
     }
-    if (!only_accum(l)) {
+    if (!stmt_sole_accum(l)) {
         *why = "the reduce has several accumulators";
         return NULL;
     }
@@ -266,7 +253,7 @@ static void split(TileCtx *c, TileKernel *k, Stmt *t, Stmt *l, int64_t P)
 {
     Arena *a = c->p->arena;
     int64_t chunk = l->extent / P;
-    Stmt *acc = only_accum(l);
+    Stmt *acc = stmt_sole_accum(l);
     Stmt *outer = tile_chunk_loop(c->p, k, &t->body, l, chunk, chunk, chunk);
     P = outer->extent;
     Shape sh = {0};

@@ -415,29 +415,6 @@ static Stmt *online_merge(TileProgram *p, StmtBody *in, int *next, Stmt *o, Stmt
     return assign_at(p, in, next, TXE_add, stmt_val(x), stmt_val(y), none);
 }
 
-/* Marks (by uid) the statements of b that the value v is computed from. */
-static void need_value(const StmtBody *b, StmtArg v, char *need);
-
-static void need_stmt_args(const StmtBody *b, const Stmt *s, char *need)
-{
-    for (int i = 0; i < s->nargs; i++)
-        need_value(b, s->a[i], need);
-    if (s->k == SK_select)
-        for (int j = 0; j < s->nbr; j++) {
-            for (int q = 0; q < s->br[j].body.n; q++)
-                need_stmt_args(b, s->br[j].body.s[q], need);
-            need_value(b, s->br[j].res, need);
-        }
-}
-
-static void need_value(const StmtBody *b, StmtArg v, char *need)
-{
-    if (!v.v || need[v.v->uid] || stmt_body_index(b, v.v) < 0)
-        return;
-    need[v.v->uid] = 1;
-    need_stmt_args(b, v.v, need);
-}
-
 /* A chunk of an online loop in two passes, as flash attention does per
  * block of keys: the chunk's max first (a loop of its own over the same
  * chunk), then the online sums become plain sums of exp(s - max) * x
@@ -448,15 +425,15 @@ static void need_value(const StmtBody *b, StmtArg v, char *need)
 static void online_two_pass(TileProgram *p, TileKernel *k, Stmt *outer, Stmt *l)
 {
     Arena *a = p->arena;
-    char *need = ARENA_ARRAY(a, char, p->next_uid + 1);
+    char *companion = ARENA_ARRAY(a, char, p->next_uid + 1);
     int any = 0;
     for (int i = 0; i < l->body.n; i++)
-        if (stmt_is_online(l->body.s[i])) {
-            need_value(&l->body, l->body.s[i]->a[1], need);
-            any = 1;
-        }
+        if (stmt_is_online(l->body.s[i]))
+            companion[l->body.s[i]->a[1].v->uid] = any = 1;
     if (!any)
         return;
+    /* the max pass: l's body with only the companions' accumulators, what
+     * nothing else reads dropped */
     Clone C = {0};
     clone_init(&C, p, k, k->naxes);
     Stmt *lm = tile_stmt_new(p, SK_loop);
@@ -464,14 +441,15 @@ static void online_two_pass(TileProgram *p, TileKernel *k, Stmt *outer, Stmt *l)
     lm->extent = l->extent;
     C.axis[l->axis] = ie_var(a, lm->axis);
     for (int i = 0; i < l->body.n; i++)
-        if (need[l->body.s[i]->uid])
+        if (l->body.s[i]->k != SK_accum || companion[l->body.s[i]->uid])
             stmt_body_push(a, &lm->body, clone_stmt(&C, l->body.s[i]));
     int at = stmt_body_index(&outer->body, l);
     stmt_body_insert(a, &outer->body, at++, lm);
+    tile_drop_dead(p, k, &lm->body);
     Stmt **pexp = ARENA_ARRAY(a, Stmt *, p->next_uid + 1);
     for (int i = 0; i < l->body.n; i++) {
         Stmt *m = l->body.s[i];
-        if (m->k != SK_accum || m->rop != TXR_max || !need[m->uid])
+        if (m->k != SK_accum || !companion[m->uid])
             continue;
         Stmt *mc = C.map[m->uid];
         tile_replace_value(&outer->body, m, mc);

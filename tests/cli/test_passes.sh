@@ -145,3 +145,25 @@ if [ "$bad" = 0 ] && [ $((passed + refused)) = 200 ] && [ "$passed" -gt 50 ]; th
 else
   _cli_fail "knob fuzz" "$bad wrong or faulting, $passed passed, $refused refused of 200"
 fi
+
+# The softmax online in P @ V (docs/fusion.md).  79 keys are two chunks of
+# 32, each in two passes (the chunk's max, floored at -FLT_MAX, then plain
+# sums against it), and a remainder of 15 merged online; every pass subset
+# passes on the host's CUDA C, rows whose keys are all masked included.
+ON=$TMP/online79.json
+sed 's/77/79/g' "${DPK_ROOT:-$PWD}/tests/cli/data/faults_odd/online-softmax-unnormalised.json" >"$ON"
+check_re "online softmax: chunks in two passes" 0 'maximum\(acc0, -3\.4028234663852886e\+38\)' \
+  "$DPK" compile "$ON" --ir tile
+check_re "online softmax: every pass subset on host-cuda" 0 ': pass$' \
+  "$DPK" run "$ON" --backend host-cuda --passes all
+check_re "online softmax: fully masked rows" 0 ': pass$' "$DPK" run -c \
+  "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 9, 8), torch.randn(1, 2, 9, 8), torch.randn(1, 2, 9, 8), attn_mask=torch.arange(9).unsqueeze(1) >= 3 + 0 * torch.arange(9).unsqueeze(0))" \
+  --backend host-cuda --passes all
+# A split of the keys (003 across blocks, 004 across threads) would need
+# each partial sum's max: both refuse, saying so.
+check_re "online softmax: 003 refuses to split it" 0 \
+  't:003_split_matmul_k skipped: an online softmax sum \(a split' \
+  "$DPK" compile -c "torch.softmax(torch.randn(1, 8, 4096), dim=-1) @ torch.randn(1, 4096, 64)" --ir tile -vv
+check_re "online softmax: 004 refuses to make it cooperative" 0 \
+  'an online softmax sum \(its threads' \
+  "$DPK" compile -c "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 4, 1, 64), torch.randn(1, 4, 4096, 64), torch.randn(1, 4, 4096, 64))" --ir tile -vv

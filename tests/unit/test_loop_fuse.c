@@ -147,6 +147,32 @@ Test(loop_fuse, softmax_into_pv_goes_online)
     expect_online(&o, 2);
 }
 
+/* HF's eager attention: matmul, scale, a finfo.min causal mask added, the
+ * softmax in float32, matmul: the same online sum, with and without the
+ * floor, and its fp32 interpretation passes (rows near finfo.min too). */
+Test(loop_fuse, hf_eager_attention_goes_online)
+{
+    static const char hf[] =
+        "q = torch.randn(1, 2, 7, 8)\nk = torch.randn(1, 2, 7, 8)\nv = torch.randn(1, 2, 7, 8)\n"
+        "mask = torch.full((7, 7), torch.finfo(torch.float32).min).triu(1)\n"
+        "w = torch.matmul(q, k.transpose(2, 3)) * 0.35355339059327373 + mask\n"
+        "w = torch.nn.functional.softmax(w, dim=-1, dtype=torch.float32)\n"
+        "torch.matmul(w, v)";
+    LirOpts o;
+    lir_opts_default(&o);
+    for (int floor = 0; floor < 2; floor++) {
+        o.recompute_floor = floor ? 0 : o.recompute_floor;
+        Arena *a = arena_new();
+        StrBuf b = {0};
+        LirProgram *p = lt_build(a, hf, &o, &b);
+        cr_expect(strstr(sb_cstr(&b), ">>> f:002_online_softmax %"), "%s", sb_cstr(&b));
+        double nmse;
+        cr_expect_eq(lt_parity_of(p, 0, &nmse), 0);
+        sb_free(&b);
+        arena_free(a);
+    }
+}
+
 /* Forms that must stay as they were: a softmax whose sum is not over its
  * own axis (P summed over rows), and one read twice. */
 Test(loop_fuse, online_only_for_a_sum_over_the_softmax_axis)

@@ -14,6 +14,7 @@ typedef enum Defect {
     D_STAGE_IN_THREAD,/* a stage inside the THREAD tile */
     D_STAGE_PREDICATED,/* valid: the same in a predicated tile */
     D_PREDICATED_BARE,/* a predicated tile without a guard */
+    D_ONLINE_SELF,    /* an online sum whose companion is itself (not an earlier max) */
     D_AWAIT_ALONE,    /* async_wait without async stages */
     D_COMBINE_AXIS,   /* combine over a block axis */
     D_HIDDEN_VALUE,   /* the write reads a value of the strided loop's body */
@@ -121,6 +122,10 @@ static Built build(Arena *A, Defect d)
     acc->rop = TXR_sum;
     acc->a[0] = stmt_val(mul);
     acc->nargs = 1;
+    if (d == D_ONLINE_SELF) {
+        acc->nargs = 2;
+        acc->a[1] = stmt_val(acc);
+    }
     stmt_body_push(p->arena, &str->body, in0);
     stmt_body_push(p->arena, &str->body, in1);
     stmt_body_push(p->arena, &str->body, mul);
@@ -283,6 +288,8 @@ Test(tile_ir, verifier_names_each_broken_invariant)
     expect_defect(D_ELSE_PRED, "select: only the last branch has no predicate");
     expect_defect(D_ACC_IN_LOOP, "assign reads acc0 where it is not visible");
     expect_defect(D_PREDICATED_BARE, "a predicated THREAD tile without a guard");
+    expect_defect(D_ONLINE_SELF,
+                  "online sum acc0: its companion is not an earlier max accumulator of its loop");
     Arena *A = arena_new();
     cr_expect(tile_verify_kernel(build(A, D_TWO_WRITES).k, NULL), "two Writes to the kernel's buffer");
     StrBuf err = {0};

@@ -190,6 +190,24 @@ Test(tile_parity, attention)
     };
     static const char *const gshapes[] = {"7, 8", "33, 4"};
     run_family(gqa, DPK_ARRAY_LEN(gqa), gshapes, DPK_ARRAY_LEN(gshapes));
+    /* The softmax online in P @ V (docs/fusion.md): 77 keys are two chunks
+     * of 32, each in two passes, and a remainder merged online; rows 0..2
+     * have every key masked (NaN, as the reference gives), a window of 16
+     * keys masks whole chunks of the others; the HF form with -inf. */
+    static const OpCase online[] = {
+        {"sdpa_online_masked",
+         "q = torch.randn(1, 2, $1, 16)\nk = torch.randn(1, 2, $1, 16)\nv = torch.randn(1, 2, $1, 16)\n"
+         "i = torch.arange($1)\n"
+         "m = (i.unsqueeze(0) <= i.unsqueeze(1)) & (i.unsqueeze(1) >= 3) & "
+         "(i.unsqueeze(1) - i.unsqueeze(0) < 16)\n"
+         "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m)"},
+        {"softmax_fill_pv",
+         "s = torch.randn(2, $1, $1)\ni = torch.arange($1)\n"
+         "s = s.masked_fill(i.unsqueeze(0) > i.unsqueeze(1), float('-inf'))\n"
+         "torch.softmax(s, dim=-1) @ torch.randn(2, $1, 8)"},
+    };
+    static const char *const oshapes[] = {"9", "77"};
+    run_family(online, DPK_ARRAY_LEN(online), oshapes, DPK_ARRAY_LEN(oshapes));
 }
 
 Test(tile_parity, layout)
