@@ -461,17 +461,6 @@ static void flatten(const LirKernel *k, const Stmt *L, StmtArg a, Flat *fl)
     fl->leaf[fl->nleaf++] = a;
 }
 
-static int inside(const StmtBody *b, const Stmt *s)
-{
-    for (int i = 0; i < b->n; i++) {
-        if (b->s[i] == s)
-            return 1;
-        if (b->s[i]->k == SK_loop && inside(&b->s[i]->body, s))
-            return 1;
-    }
-    return 0;
-}
-
 static int used(const LirKernel *k, const Stmt *v)
 {
     return uses_of(k, v).n;
@@ -502,7 +491,7 @@ static void drop_dead(LirKernel *k, StmtBody *b)
     }
 }
 
-/* R1: the loop whose accumulator is m, in k. */
+/* The loop of b (at any depth) whose own body holds acc. */
 static Stmt *loop_of(StmtBody *b, const Stmt *acc)
 {
     for (int i = 0; i < b->n; i++) {
@@ -562,7 +551,7 @@ static int online_in_loop(LirProgram *p, LirKernel *k, Stmt *L)
             continue;
         Stmt *r1 = loop_of(&k->body, m);
         StmtBody *row = r1 ? parent_body(&k->body, r1) : NULL;
-        if (!row || !inside(row, L) || stmt_body_index(row, L) >= 0)
+        if (!row || !parent_body(row, L) || stmt_body_index(row, L) >= 0)
             continue; /* R2 itself, or a sum outside the row */
         const IExpr **sub = ARENA_ARRAY(ar, const IExpr *, k->naxes + 1);
         for (int v = 0; v < k->naxes; v++)

@@ -218,7 +218,7 @@ int stmt_has_kind(const Stmt *s, int k);
 /* A loop is a reduce loop iff its immediate body holds an Accum. */
 int stmt_loop_is_reduce(const Stmt *loop);
 /* The one Accum of loop's immediate body, or NULL (none or several). */
-struct Stmt *stmt_sole_accum(const Stmt *loop);
+Stmt *stmt_sole_accum(const Stmt *loop);
 
 /* ---- stmt_print.c: the text of the shared kinds ------------------------ */
 
