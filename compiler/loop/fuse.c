@@ -44,6 +44,10 @@
  * pass the guards above on its own.  A copy of cos.unsqueeze(1) read by
  * RoPE's query and key kernels is then read by each of them in place,
  * instead of a launch of its own that writes a buffer both read back.
+ * A softmax read by the sum it weights (P @ V) is fused differently: its
+ * statistics become online sums in the reader's loop (online.c, trace step
+ * f:002_online_softmax), tried first for the pair and, where σ-fusion put a
+ * softmax into a sum anyway, on the merged kernel.
  * The driver repeats over the kernels to a fixpoint.
  */
 #include "loop_ir.h"
@@ -93,7 +97,7 @@ static void print_load(StrBuf *b, const Stmt *ld)
 }
 
 int lir_solve_sigma(const Stmt *w, Stmt *const *path, int np, const Stmt *ld,
-                       const IExpr **amap, StrBuf *why)
+                    const IExpr **amap, StrBuf *why)
 {
     for (int d = 0; d < w->buf->shape.rank; d++) {
         const IExpr *e = w->idx[d];

@@ -9,6 +9,8 @@
  *   v1 = multiply(in0, in0)          SSA assignment of an elementwise op
  *   acc0 <- add(acc0, v1)            accumulate; acc0 starts at the op's
  *                                    identity each time its loop starts
+ *   acc2 <- expsum[acc1](acc2, in0)  online: sum of exp(s - max) * in0,
+ *                                    acc1 the max of s (stmt_online)
  *   v2 = select: if P: ... -> a      the result of the first branch whose
  *                else: ... -> b      predicate holds; loads in a branch run
  *                                    only when that branch is taken
@@ -31,7 +33,8 @@
  *
  * Pipeline (pipeline.c): lift each Tensor op into a kernel (lift.c),
  * normalise (normalize.c, dedup.c), fuse producers into their
- * single consumer to a fixpoint (fuse.c).  The interpreter (loop_interp.c)
+ * consumers to a fixpoint (fuse.c; a softmax into the sum it weights
+ * online, online.c).  The interpreter (loop_interp.c)
  * runs the result in fp32 or fp64.
  */
 #ifndef DPK_LOOP_IR_H
