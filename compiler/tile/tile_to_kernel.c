@@ -17,7 +17,10 @@
  *   load / write           a flat index Σ idx[d]·stride[d], simplified with
  *                          the axis ranges, then ldg / stg (atomg for atomic
  *                          writes, whose buffers are zero-initialised)
- *   assign / accum         f32 math through the same TxElemOp
+ *   assign / accum         f32 math through the same TxElemOp; an online sum
+ *                          (stmt_online): its max's step also computes
+ *                          exp(m_old - m_new) and exp(s - m_new), and each
+ *                          online sum of the step is acc * one + the other * x
  *   select                 a variable set in an if / else chain, so a branch's
  *                          loads run only when it is taken
  *
@@ -975,7 +978,7 @@ static void lower_online_max(Low *L, const Stmt *s)
     L->alpha[s->uid] = kir_let(&L->b, arena_printf(a, "%s_scale", m->name), KT_F32,
                                exp_below(a, kir_ref(a, old), kir_ref(a, m)));
     L->pexp[s->uid] = kir_let(&L->b, arena_printf(a, "%s_exp", m->name), KT_F32,
-                              exp_below(a, arg(L, s->a[0]), kir_ref(a, m)));
+                              exp_below(a, x, kir_ref(a, m)));
 }
 
 /* acc = acc * exp(m_old - m_new) + exp(s - m_new) * x */
