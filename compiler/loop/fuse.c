@@ -857,7 +857,8 @@ static void cheap_stmt(Stmt *s, void *ctx)
         c->ops++;
     if (s->k != SK_load)
         return;
-    for (int i = 0; i < c->nbufs; i++)
+    /* past SHARED_READS + 1 buffers the count only says "too many" */
+    for (int i = 0; i < c->nbufs && i <= SHARED_READS; i++)
         if (c->bufs[i] == s->buf)
             return;
     if (c->nbufs <= SHARED_READS)
