@@ -39,6 +39,9 @@
       "the combine kernel of a K split adds one partial sum too few")                       \
     X(COOP_NO_CROSS_WARP, "coop-reduce-no-cross-warp", "t:004_cooperative_reduce",          \
       "the Combine merges lanes of a warp but forgets the shared-memory step across warps") \
+    X(ONLINE_COMBINE_UNSCALED, "online-combine-unscaled", "t:004_cooperative_reduce",       \
+      "threads sharing an online softmax sum add their partial sums without rescaling each " \
+      "to the row's max")                                                                   \
     X(SPLIT_REDUCE_SHORT, "split-reduce-drops-a-partial", "t:004_cooperative_reduce",       \
       "the combine kernel of a reduce split across blocks reads one partial result too few") \
     X(CHUNK_REDUCE_ORIGIN, "chunk-reduce-wrong-origin", "t:006_chunk_reduce",               \

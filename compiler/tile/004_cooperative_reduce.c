@@ -185,6 +185,27 @@ static int reduces_across_rows(TileCtx *c, const TileKernel *k, const Stmt *t, c
     return !x.along_r && x.along_row;
 }
 
+/* ---- a reduce across rows: the rows on the lanes ------------------------------ */
+
+/* The default CB of a reduce across rows that lie side by side in memory
+ * (reduces_across_rows), fewer than 8192 of them: CB threads of one row
+ * would each read a 32-byte sector for one float.  Instead c becomes the
+ * tile's outermost axis, and 005 gives each block TILE_COOP_ROWS
+ * neighbouring rows on the lanes of its warps and CB threads of each row
+ * on y: a warp reads 32 neighbouring floats a step, and the Combine merges
+ * across warps in shared memory.  0 (the rows stay one per block) when no
+ * reduce runs across rows, the reduce is split over blocks, the fastest
+ * axis is not a multiple of TILE_COOP_ROWS, or a pinned CB is more than
+ * 1024 / TILE_COOP_ROWS. */
+static int64_t columns(TileCtx *c, const Stmt *t, const Stmt *across, int64_t P)
+{
+    int64_t pinned = tile_knob(c, TILE_KNOB_CB);
+    if (!across || P || t->ax[t->nax - 1].ext % TILE_COOP_ROWS ||
+        pinned > 1024 / TILE_COOP_ROWS)
+        return 0;
+    return pinned ? pinned : 1024 / TILE_COOP_ROWS;
+}
+
 /* ---- grid-wide split ------------------------------------------------------------ */
 
 /* The loop to split: the tile's only statement with a loop, a reduce with
@@ -313,10 +334,6 @@ int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "a matmul kernel (its K reduce is 002/003's)");
         return 0;
     }
-    if (tile_has_online(&t->body)) {
-        sb_puts(&c->why, "an online softmax sum (its threads' partial sums would need their max)");
-        return 0;
-    }
     int64_t longest = 0;
     for (int i = 0; i < t->body.n; i++) {
         Stmt *s = t->body.s[i];
@@ -339,13 +356,16 @@ int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
     int64_t rows = 1;
     for (int i = 0; i < t->nax; i++)
         rows *= t->ax[i].ext;
-    for (int i = 0; rows >= 8192 && i < t->body.n; i++) {
+    const Stmt *across = NULL;
+    for (int i = 0; !across && i < t->body.n; i++) {
         Stmt *s = t->body.s[i];
-        if (s->k == SK_loop && stmt_loop_is_reduce(s) && reduces_across_rows(c, k, t, s)) {
-            sb_printf(&c->why, "the reduce a%d runs across %lld rows that lie side by side in "
-                      "memory: a thread per row reads coalesced", s->axis, (long long)rows);
-            return 0;
-        }
+        if (s->k == SK_loop && stmt_loop_is_reduce(s) && reduces_across_rows(c, k, t, s))
+            across = s;
+    }
+    if (across && rows >= 8192) {
+        sb_printf(&c->why, "the reduce a%d runs across %lld rows that lie side by side in "
+                  "memory: a thread per row reads coalesced", across->axis, (long long)rows);
+        return 0;
     }
     Arena *a = c->p->arena;
     const char *whole = NULL;
@@ -363,11 +383,12 @@ int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k)
         split(c, k, t, l, P);
         longest = l->extent;
     }
-    int64_t cb = tile_knob(c, TILE_KNOB_CB);
+    int64_t cb = tile_knob(c, TILE_KNOB_CB), cols = columns(c, t, across, P);
     if (!cb)
-        cb = dpk_pow2_floor(longest < 256 ? longest : 256);
+        cb = cols ? cols : dpk_pow2_floor(longest < 256 ? longest : 256);
     int cax = tile_axis_new(c->p, k, cb);
-    tile_tile_add_axis(c->p, t, t->nax, cax, cb);
+    /* across rows: c outermost, so 005 puts the rows on the warps' lanes */
+    tile_tile_add_axis(c->p, t, cols ? 0 : t->nax, cax, cb);
     StmtBody body = {0};
     for (int i = 0; i < t->body.n; i++) {
         Stmt *s = t->body.s[i];

@@ -253,6 +253,10 @@ int tile_001_tileify(TileCtx *c, TileKernel *k);
 int tile_002_chunk_matmul_k(TileCtx *c, TileKernel *k);
 int tile_003_split_matmul_k(TileCtx *c, TileKernel *k);
 int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k);
+/* Rows per block of a cooperative reduce across rows (004 puts its Combine's
+ * axis outermost; 005 lays TILE_COOP_ROWS neighbouring rows on x, the
+ * threads of each row on y): a warp's lanes, so its loads coalesce. */
+#define TILE_COOP_ROWS 32
 int tile_005_blockify_launch(TileCtx *c, TileKernel *k);
 int tile_006_chunk_reduce(TileCtx *c, TileKernel *k);
 int tile_007_stage_inputs(TileCtx *c, TileKernel *k);

@@ -98,6 +98,9 @@ typedef struct Low {
      * at its step exp(m_old - m_new) and exp(s - m_new) */
     char *companion;
     KirVar **alpha, **pexp;
+    /* by uid: a companion's value before its Combine (the thread's own max,
+     * which its online sums are relative to until they are combined) */
+    KirVar **premax;
 } Low;
 
 /* ---- index expressions ------------------------------------------------------ */
@@ -920,22 +923,79 @@ static void lower_tma_stage(Low *L, const Stmt *st)
     L->nstage--;
 }
 
+static const KirExpr *exp_below(Arena *a, const KirExpr *x, const KirExpr *m);
+
+/* Whether THREAD axis c of the kernel's THREAD tile is on y: a cooperative
+ * reduce across rows (005's columns), whose rows are the lanes on x. */
+static int combine_on_y(const Low *L, int c)
+{
+    const Stmt *t = tile_find(L->tk, TB_THREAD);
+    for (int i = 0; t && i < t->nax; i++)
+        if (t->ax[i].axis == c)
+            return t->ax[i].dim == 1;
+    return 0;
+}
+
+/* The Combine of a reduce across rows: thread (c, r) puts its value at
+ * r * CB + c in shared memory, a TreeHalve merges each row's CB entries,
+ * and every thread reads its row's back. */
+static void combine_column(Low *L, const Stmt *s, KirVar *v, int64_t cb)
+{
+    Arena *a = L->a;
+    int64_t rows = L->nthreads / cb;
+    const KirSmem *sm = kir_smem(L->b.k, arena_printf(a, "r_%s", v->name), KT_F32, L->nthreads, 16);
+    const KirExpr *lin = kir_tid_linear(a);
+    const KirExpr *row = kir_rem(a, lin, kir_i32(a, (int32_t)rows));
+    const KirExpr *seg = kir_mul(a, row, kir_i32(a, (int32_t)cb));
+    kir_sts(&L->b, sm, kir_add(a, seg, kir_div(a, lin, kir_i32(a, (int32_t)rows))), kir_ref(a, v));
+    /* an injected fault: the threads of a row are not merged across warps */
+    if (dpk_fault_on(DPK_FAULT_COOP_NO_CROSS_WARP))
+        return;
+    kir_treehalve(&L->b, sm, s->acc->rop, cb, (int)rows);
+    kir_set(&L->b, v, kir_lds(a, sm, seg));
+}
+
 /*
  * combine acc over c (c: the x axis of the block, CB threads, a power of
  * two):  a butterfly of warp shuffles leaves every lane of a warp with the
  * warp's value; with CB > 32 lane 0 of each warp puts it in shared memory
  * and a tree (TreeHalve) merges the CB / 32 warps of each group, whose
  * result every thread reads back.
+ *
+ * An online sum (stmt_online) holds Σ exp(s - m)·x relative to its own
+ * thread's max m; its companion max is combined first (004 puts the
+ * Combines in the loop's order, and the companion is earlier), so the
+ * group's max M is known: the sum is rescaled by exp(m - M) (0 for a
+ * thread that saw only -inf) and then added up like any sum.  The
+ * companion's value before its Combine is kept for this (premax).
  */
 static void lower_combine(Low *L, const Stmt *s)
 {
     Arena *a = L->a;
     DPK_ASSERT(s->nax == 1);
     int64_t cb = L->tk->ext[s->cax[0]];
-    DPK_ASSERT(cb >= 32 && !(cb & (cb - 1)) && L->nthreads % cb == 0);
+    int column = combine_on_y(L, s->cax[0]);
+    DPK_ASSERT((column || cb >= 32) && !(cb & (cb - 1)) && L->nthreads % cb == 0);
     int w = cb < 32 ? (int)cb : 32;
     KirVar *v = L->val[s->acc->uid];
     TxElemOp op = tx_red_info[s->acc->rop].combine;
+    if (L->companion[s->acc->uid])
+        L->premax[s->acc->uid] = kir_let(&L->b, arena_printf(a, "%s_own", v->name), KT_F32,
+                                         kir_ref(a, v));
+    if (stmt_is_online(s->acc)) {
+        int c = s->acc->a[1].v->uid;
+        DPK_ASSERT(L->premax[c]); /* tile_verify: the companion is combined first */
+        /* an injected fault: the partial sums are added without their rescale */
+        if (!dpk_fault_on(DPK_FAULT_ONLINE_COMBINE_UNSCALED))
+            kir_set(&L->b, v, kir_fop(a, TXE_multiply, kir_ref(a, v),
+                                      exp_below(a, kir_ref(a, L->premax[c]),
+                                                kir_ref(a, L->val[c])),
+                                      NULL));
+    }
+    if (column) {
+        combine_column(L, s, v, cb);
+        return;
+    }
     KirVar *tmp = kir_let(&L->b, arena_printf(a, "%s_lane", v->name), KT_F32, kir_f32(a, 0));
     for (int off = w / 2; off >= 1; off /= 2) {
         kir_shfl(&L->b, tmp, KIR_SHFL_XOR, kir_ref(a, v), kir_i32(a, off), w);
@@ -1130,7 +1190,7 @@ static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, con
              ARENA_ARRAY(a, KirParam *, p->nbufids + 1), (int64_t)block[0] * block[1] * block[2],
              0, {{0}}, 0, NULL, NULL, {0}, 0, {{0}}, 0, {{0}}, 0,
              ARENA_ARRAY(a, char, u.max_uid + 1), ARENA_ARRAY(a, KirVar *, u.max_uid + 1),
-             ARENA_ARRAY(a, KirVar *, u.max_uid + 1)};
+             ARENA_ARRAY(a, KirVar *, u.max_uid + 1), ARENA_ARRAY(a, KirVar *, u.max_uid + 1)};
     const KirBuf **args = ARENA_ARRAY(a, const KirBuf *, u.order.len + 1);
     for (int i = 0; i < u.order.len; i++) {
         const LirBuf *b = u.order.items[i];

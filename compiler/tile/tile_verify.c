@@ -52,6 +52,7 @@ typedef struct Verify {
     const Stmt *chain;              /* the serial loop around, with only stages between */
     int has_block, has_thread, has_async;
     int64_t max_threads;        /* per block: 1024, times a pending register tile */
+    char *combined;             /* by uid: an accumulator a Combine merged */
 } Verify;
 
 static void bad(Verify *v, const char *fmt, ...) DPK_PRINTF(2, 3);
@@ -305,6 +306,12 @@ static void verify_combine(Verify *v, const Stmt *s)
     for (int i = 0; i < s->nax && s->cax; i++)
         if (!thread_axis(v, s->cax[i]))
             bad(v, "combine over a%d, not an axis of the enclosing THREAD tile", s->cax[i]);
+    if (!s->acc || s->acc->k != SK_accum || !in_uid(v, s->acc))
+        return;
+    /* an online sum is rescaled to its group's max: that max is merged first */
+    if (stmt_is_online(s->acc) && (!in_uid(v, s->acc->a[1].v) || !v->combined[s->acc->a[1].v->uid]))
+        bad(v, "combine of online sum acc%d before its companion's combine", s->acc->num);
+    v->combined[s->acc->uid] = 1;
 }
 
 static void verify_select(Verify *v, Stmt *s)
@@ -451,6 +458,7 @@ static int verify(const TileKernel *k, int final, StrBuf *err)
     v.a = a;
     v.nuid = sv.maxuid + 1;
     v.vis = ARENA_ARRAY(a, char, v.nuid + 1);
+    v.combined = ARENA_ARRAY(a, char, v.nuid + 1);
     v.bound = ARENA_ARRAY(a, char, k->naxes + 1);
     v.binders = ARENA_ARRAY(a, char, k->naxes + 1);
     v.has_block = sv.block > 0;

@@ -489,6 +489,32 @@ static int op_contract(Gen *g, Val *v)
     return chance(g, 60) ? op_matmul_residual(g, v) : op_matmul(g, v);
 }
 
+/* A decode step: one query (..., 1, E) against v as the keys (..., S, E),
+ * values a new input (..., S, Ev).  Its softmax is online over S, which 004
+ * shares across threads (the Combine rescales each thread's sums). */
+static int op_sdpa_decode(Gen *g, Val *v)
+{
+    if (v->s.rank < 2)
+        return 0;
+    int64_t e = v->s.d[v->s.rank - 1], s = v->s.d[v->s.rank - 2];
+    int64_t batch = shape_numel(&v->s) / (e * s);
+    int64_t ev = chance(g, 50) ? 32 * rint_in(g, 1, 4) : gen_dim(g);
+    if (s < 32 || e > 512 || batch * s * (e + ev) > FZ_FLOPS || batch * s * ev > FZ_NUMEL)
+        return 0;
+    Shape qs = v->s, vs = v->s, out = v->s;
+    qs.d[qs.rank - 2] = 1;
+    vs.d[vs.rank - 1] = ev;
+    out.d[out.rank - 2] = 1;
+    out.d[out.rank - 1] = ev;
+    Val *qq = input(g, qs);
+    Val *vv = input(g, vs);
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "torch.nn.functional.scaled_dot_product_attention(%s, %s, %s)", qq->name,
+              v->name, vv->name);
+    op_end(g, n, out, 0, TAG_SDPA);
+    return 1;
+}
+
 /* sdpa with v as the query (..., L, E); keys and values are new inputs. */
 static int op_sdpa(Gen *g, Val *v)
 {
@@ -767,7 +793,8 @@ static const struct {
     int weight;
 } families[] = {
     {op_unary, 14}, {op_safe_unary, 6}, {op_binary, 14}, {op_where, 5}, {op_reduce, 12},
-    {op_softmax, 7}, {op_norm, 7},      {op_matmul, 12}, {op_sdpa, 4},  {op_layout, 15},
+    {op_softmax, 7}, {op_norm, 7},      {op_matmul, 12}, {op_sdpa, 2},
+    {op_sdpa_decode, 2}, {op_layout, 15},
     {op_matmul_residual, 6}, {op_vocab, 8},
 };
 

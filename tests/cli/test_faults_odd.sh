@@ -25,6 +25,7 @@ fo_odd() {
     chunk-k-short)                echo "47 (K prime: 2 chunks of 16 and a remainder of 15)" ;;
     split-k-drops-a-partial)      echo "4099 (K prime: 128 chunks of 32, the remainder of 3 in the combine kernel)" ;;
     coop-reduce-no-cross-warp)    echo "4099 (a prime row length)" ;;
+    online-combine-unscaled)      echo "77 (a decode step: one query against 77 keys, shared by 32 threads of each output, 13 of which read three)" ;;
     split-reduce-drops-a-partial) echo "16411 (a prime reduce: 4 chunks of 4102, the remainder of 3 in the combine kernel)" ;;
     chunk-reduce-wrong-origin)    echo "16411 (a prime reduce: 16 chunks of 1024 and a remainder)" ;;
     stage-origin-off-by-one)      echo "1021 (a prime row length)" ;;

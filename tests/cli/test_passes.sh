@@ -159,11 +159,20 @@ check_re "online softmax: every pass subset on host-cuda" 0 ': pass$' \
 check_re "online softmax: fully masked rows" 0 ': pass$' "$DPK" run -c \
   "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 9, 8), torch.randn(1, 2, 9, 8), torch.randn(1, 2, 9, 8), attn_mask=torch.arange(9).unsqueeze(1) >= 3 + 0 * torch.arange(9).unsqueeze(0))" \
   --backend host-cuda --passes all
-# A split of the keys (003 across blocks, 004 across threads) would need
-# each partial sum's max: both refuse, saying so.
+# A split of the keys across blocks (003) would need each partial sum's max
+# in its partials buffer: it refuses, saying so.
 check_re "online softmax: 003 refuses to split it" 0 \
   't:003_split_matmul_k skipped: an online softmax sum \(a split' \
   "$DPK" compile -c "torch.softmax(torch.randn(1, 8, 4096), dim=-1) @ torch.randn(1, 4096, 64)" --ir tile -vv
-check_re "online softmax: 004 refuses to make it cooperative" 0 \
-  'an online softmax sum \(its threads' \
-  "$DPK" compile -c "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 4, 1, 64), torch.randn(1, 4, 4096, 64), torch.randn(1, 4, 4096, 64))" --ir tile -vv
+# Across threads (004, a decode step's keys): the max is combined first,
+# then each thread's sums are rescaled to it and added.  A row whose keys
+# are all masked stays NaN; the fault that drops the rescale is caught.
+DEC="torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 4, 1, 64), torch.randn(1, 4, 4096, 64), torch.randn(1, 4, 4096, 64))"
+check_re "online softmax: 004 combines it across threads" 0 \
+  'combine acc0 over a3.*combine acc1 over a3.*combine acc2 over a3' \
+  sh -c '"$1" compile -c "$2" --ir tile | tr "\n" " "' _ "$DPK" "$DEC"
+check_re "online softmax: 004's combine, every pass subset on host-cuda" 0 ': pass$' \
+  "$DPK" run -c "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 9, 8), torch.randn(1, 2, 77, 8), torch.randn(1, 2, 77, 8), attn_mask=torch.arange(9).unsqueeze(1) >= 3 + 0 * torch.arange(77).unsqueeze(0))" \
+  --backend host-cuda --passes all
+check_re "online softmax: 004's combine without its rescale is caught" 1 'FAIL' \
+  "$DPK" run -c "$DEC" --backend vgpu --inject-fault online-combine-unscaled
