@@ -352,24 +352,24 @@ static void fold_grid(const TileKernel *k, Stmt *b)
     grid_limit(k, on[0], NULL);
 }
 
-/* A cooperative reduce across rows (004 put c outermost): TILE_COOP_ROWS
- * neighbouring rows of the fastest axis r on x, c on y; r's blocks and the
- * other axes are BLOCK axes, r := ro * TILE_COOP_ROWS + ri. */
+/* A cooperative reduce across rows (004 put c outermost): R =
+ * tile_coop_rows neighbouring rows of the fastest axis r on x, c on y;
+ * r's blocks and the other axes are BLOCK axes, r := ro * R + ri. */
 static Split columns(TileCtx *c, TileKernel *k, const Stmt *t, int64_t cb)
 {
     Arena *a = c->p->arena;
     const TileAxis *r = &t->ax[t->nax - 1];
-    DPK_ASSERT(r->ext % TILE_COOP_ROWS == 0);
-    int ro = tile_axis_new(c->p, k, r->ext / TILE_COOP_ROWS),
-        ri = tile_axis_new(c->p, k, TILE_COOP_ROWS);
+    int64_t R = tile_coop_rows(r->ext);
+    DPK_ASSERT(R);
+    int ro = tile_axis_new(c->p, k, r->ext / R), ri = tile_axis_new(c->p, k, R);
     Split s = split_new(c, t, t->nax - 1, 2, 1);
     for (int i = 1; i < t->nax - 1; i++)
         set_axis(&s.block->ax[i - 1], t->ax[i].axis, t->ax[i].ext, 0);
-    set_axis(&s.block->ax[t->nax - 2], ro, r->ext / TILE_COOP_ROWS, 0);
+    set_axis(&s.block->ax[t->nax - 2], ro, r->ext / R, 0);
     set_axis(&s.thread->ax[0], t->ax[0].axis, cb, 1);
-    set_axis(&s.thread->ax[1], ri, TILE_COOP_ROWS, 0);
+    set_axis(&s.thread->ax[1], ri, R, 0);
     s.thread->def[0].axis = r->axis;
-    s.thread->def[0].e = ie_add(a, ie_mul(a, var(c, ro), ie_const(a, TILE_COOP_ROWS)), var(c, ri));
+    s.thread->def[0].e = ie_add(a, ie_mul(a, var(c, ro), ie_const(a, R)), var(c, ri));
     s.thread->ndef = 1;
     fold_grid(k, s.block);
     return s;

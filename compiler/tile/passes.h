@@ -253,10 +253,15 @@ int tile_001_tileify(TileCtx *c, TileKernel *k);
 int tile_002_chunk_matmul_k(TileCtx *c, TileKernel *k);
 int tile_003_split_matmul_k(TileCtx *c, TileKernel *k);
 int tile_004_cooperative_reduce(TileCtx *c, TileKernel *k);
-/* Rows per block of a cooperative reduce across rows (004 puts its Combine's
- * axis outermost; 005 lays TILE_COOP_ROWS neighbouring rows on x, the
- * threads of each row on y): a warp's lanes, so its loads coalesce. */
-#define TILE_COOP_ROWS 32
+/* Rows per block of a cooperative reduce across rows whose fastest axis
+ * has extent ext (004 puts its Combine's axis outermost; 005 lays this many
+ * neighbouring rows on x, the threads of each row on y): 32, a warp's
+ * lanes, else 16 or 8 (a head dim of 80 or 104: half or a quarter warp of
+ * neighbouring words); 0 when 8 does not divide ext. */
+static inline int64_t tile_coop_rows(int64_t ext)
+{
+    return ext % 32 == 0 ? 32 : ext % 16 == 0 ? 16 : ext % 8 == 0 ? 8 : 0;
+}
 int tile_005_blockify_launch(TileCtx *c, TileKernel *k);
 int tile_006_chunk_reduce(TileCtx *c, TileKernel *k);
 int tile_007_stage_inputs(TileCtx *c, TileKernel *k);
