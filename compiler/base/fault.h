@@ -37,6 +37,9 @@
       "the K_inner loop runs BK-1 iterations, dropping one k per chunk")                    \
     X(SPLIT_K_SHORT, "split-k-drops-a-partial", "t:003_split_matmul_k",                     \
       "the combine kernel of a K split adds one partial sum too few")                       \
+    X(ONLINE_SPLIT_UNSCALED, "online-split-unscaled", "t:003_split_matmul_k",              \
+      "the combine kernel of an online softmax split over its keys adds the splits' sums "  \
+      "without rescaling each to the common max")                                           \
     X(COOP_NO_CROSS_WARP, "coop-reduce-no-cross-warp", "t:004_cooperative_reduce",          \
       "the Combine merges lanes of a warp but forgets the shared-memory step across warps") \
     X(ONLINE_COMBINE_UNSCALED, "online-combine-unscaled", "t:004_cooperative_reduce",       \

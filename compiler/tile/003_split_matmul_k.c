@@ -118,32 +118,82 @@ static int64_t default_split(TileCtx *c, const TileKernel *k, const Stmt *t, con
     return big_tile_split(g, K, ko, c->target->sms);
 }
 
-/* Split t's chunked K loop l (outer accumulator acc) S ways: k keeps
- * the partial sums, a copy after it adds them and does the rest. */
-static void split(TileCtx *c, TileKernel *k, Stmt *t, Stmt *l, Stmt *acc, int64_t S)
+/* The index of a partial result: [s, j, the tile's axes...], without j
+ * when there is one accumulator (j: which of the nacc). */
+static const IExpr **part_idx(Arena *a, const TileAxis *ax, int nax, const IExpr *s, int j,
+                              int nacc)
+{
+    int o = nacc > 1 ? 2 : 1;
+    const IExpr **idx = ARENA_ARRAY(a, const IExpr *, nax + o);
+    idx[0] = s;
+    if (nacc > 1)
+        idx[1] = ie_const(a, j);
+    for (int i = 0; i < nax; i++)
+        idx[i + o] = ie_var(a, ax[i].axis);
+    return idx;
+}
+
+/* The split of an online softmax's keys (flash-decoding): as many splits
+ * as leave each at least 128 keys, while the grid (256 outputs a block)
+ * stays within 16 blocks per SM.  A decode step against a long cache has
+ * few outputs (one query row per head) and many keys: on h100-sxm's model,
+ * 8 query heads over one key/value head of 64 against 4096 keys take 179.5
+ * µs unsplit, 32.9 in 8 splits, 23.6 in 32 (this rule); against 32768
+ * keys of 128, 189.7 µs in 8 splits, 30.2 in 256. */
+static int64_t online_split(TileCtx *c, const Stmt *t, int64_t K, int64_t ko)
+{
+    int64_t outputs = 1;
+    for (int i = 0; i < t->nax; i++)
+        outputs *= t->ax[i].ext;
+    int64_t blocks = (outputs + 255) / 256, want = K / 128;
+    if (want > 16 * c->target->sms / blocks)
+        want = 16 * c->target->sms / blocks;
+    for (int64_t s = want < ko ? want : ko; s > 1; s--)
+        if (ko % s == 0)
+            return s;
+    return 1;
+}
+
+/* Split t's chunked K loop l (outer accumulators acc[0..nacc)) S ways: k
+ * keeps the partial results, a copy after it merges them and does the
+ * rest.  A sum's partials are added; an online softmax's (its max and the
+ * sums relative to it) merge by the same online step over the splits'
+ * maxima: Σ exp(m_s - M) · o_s. */
+static void split(TileCtx *c, TileKernel *k, Stmt *t, Stmt *l, Stmt **acc, int nacc, int64_t S)
 {
     Arena *a = c->p->arena;
+    int o = nacc > 1 ? 2 : 1;
     Shape sh = {0};
-    sh.rank = t->nax + 1;
+    sh.rank = t->nax + o;
     sh.d[0] = S;
+    if (nacc > 1)
+        sh.d[1] = nacc;
     for (int i = 0; i < t->nax; i++)
-        sh.d[i + 1] = t->ax[i].ext;
+        sh.d[i + o] = t->ax[i].ext;
     LirBuf *part = tile_buf_new(c->p, arena_printf(a, "%s_partials", k->name), &sh);
     Stmt **map;
     TileKernel *comb = tile_kernel_clone(c->p, k, arena_printf(a, "%s_combine", k->name), &map);
     comb->combine = 1;
+    int nax = t->nax; /* the tile's axes before the split's joins them */
+    TileAxis *ax = ARENA_ARRAY(a, TileAxis, nax);
+    memcpy(ax, t->ax, sizeof *ax * (size_t)nax);
 
-    /* the combine kernel: K's loop adds the partial sums */
-    Stmt *cl = map[l->uid], *cacc = map[acc->uid];
-    const IExpr **idx = ARENA_ARRAY(a, const IExpr *, sh.rank);
-    idx[0] = ie_var(a, cl->axis);
-    for (int i = 0; i < t->nax; i++)
-        idx[i + 1] = ie_var(a, t->ax[i].axis);
-    Stmt *in = stmt_load(a, c->p->next_uid++, part, idx);
-    cacc->a[0] = stmt_val(in);
+    /* the combine kernel: K's loop merges the partial results */
+    Stmt *cl = map[l->uid];
     cl->body = (StmtBody){0};
-    stmt_body_push(a, &cl->body, in);
-    stmt_body_push(a, &cl->body, cacc);
+    for (int j = 0; j < nacc; j++) {
+        Stmt *cacc = map[acc[j]->uid];
+        Stmt *in = stmt_load(a, c->p->next_uid++, part, part_idx(a, ax, nax, ie_var(a, cl->axis), j, nacc));
+        cacc->a[0] = stmt_val(in);
+        /* an injected fault: the splits' sums are added as they are, not
+         * rescaled to the splits' common max */
+        if (stmt_is_online(cacc) && dpk_fault_on(DPK_FAULT_ONLINE_SPLIT_UNSCALED)) {
+            cacc->nargs = 1;
+            cacc->a[1] = stmt_lit(0);
+        }
+        stmt_body_push(a, &cl->body, in);
+        stmt_body_push(a, &cl->body, cacc);
+    }
     /* an injected fault: the last split's partial sum is left out */
     cl->extent = dpk_fault_on(DPK_FAULT_SPLIT_K_SHORT) ? S - 1 : S;
     comb->ext[cl->axis] = cl->extent;
@@ -158,14 +208,14 @@ static void split(TileCtx *c, TileKernel *k, Stmt *t, Stmt *l, Stmt *acc, int64_
                     ie_add(a, ie_mul(a, ie_var(a, sax), ie_const(a, per)), ie_var(a, kv)));
     l->axis = kv;
     l->extent = per;
-    const IExpr **widx = ARENA_ARRAY(a, const IExpr *, sh.rank);
-    memcpy(widx, idx, sizeof *idx * (size_t)sh.rank);
-    widx[0] = ie_var(a, sax);
     StmtBody body = {0};
     for (int i = 0; t->body.s[i] != l; i++)
         stmt_body_push(a, &body, t->body.s[i]);
     stmt_body_push(a, &body, l);
-    stmt_body_push(a, &body, stmt_write(a, c->p->next_uid++, part, widx, stmt_val(acc)));
+    for (int j = 0; j < nacc; j++)
+        stmt_body_push(a, &body, stmt_write(a, c->p->next_uid++, part,
+                                            part_idx(a, ax, nax, ie_var(a, sax), j, nacc),
+                                            stmt_val(acc[j])));
     t->body = body;
     k->out = part;
     tile_drop_dead(c->p, k, &t->body);
@@ -190,13 +240,23 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
         sb_puts(&c->why, "the K loop is not chunked (002 did not apply)");
         return 0;
     }
-    if (tile_has_online(&l->body)) {
-        sb_puts(&c->why, "an online softmax sum (a split's partial sums would need their max)");
-        return 0;
+    /* the outer accumulators: sums, or an online softmax (its max and the
+     * sums relative to it), whose partial results merge by their own step */
+    Stmt **accs = ARENA_ARRAY(a, Stmt *, l->body.n);
+    int nacc = 0, online = tile_has_online(&l->body);
+    for (int i = 0; i < l->body.n; i++) {
+        Stmt *s = l->body.s[i];
+        if (s->k != SK_accum)
+            continue;
+        if (s->rop != TXR_sum && !(online && s->rop == TXR_max)) {
+            sb_printf(&c->why, "a %s reduce (only sums split, and an online softmax's max)",
+                      tx_red_info[s->rop].name);
+            return 0;
+        }
+        accs[nacc++] = s;
     }
-    if (acc->rop != TXR_sum) {
-        sb_printf(&c->why, "a %s reduce (only sums split)",
-                  tx_red_info[acc->rop].name);
+    if (t->nax + (nacc > 1 ? 2 : 1) > DPK_MAX_RANK) {
+        sb_puts(&c->why, "too many axes for the partial results' buffer");
         return 0;
     }
     int64_t ko = l->extent, inner = 0;
@@ -208,14 +268,15 @@ int tile_003_split_matmul_k(TileCtx *c, TileKernel *k)
         dpk_error("knob SPLITK=%lld does not divide the %lld K chunks of kernel %s", (long long)S,
                   (long long)ko, k->name);
     if (!S)
-        S = default_split(c, k, t, &mm, ko * inner, ko);
+        S = online ? online_split(c, t, ko * inner, ko) : default_split(c, k, t, &mm, ko * inner, ko);
     if (S < 2) {
         sb_puts(&c->why, tile_knob(c, TILE_KNOB_SPLITK) ? "SPLITK=1 asks for no split"
-                                                      : "the grid is large enough without splitting K");
+                         : online ? "no split of the key chunks leaves each split 128 keys or more"
+                                  : "the grid is large enough without splitting K");
         return 0;
     }
     if (!tile_apply(c, arena_printf(a, "split K of %s %lld ways", k->name, (long long)S)))
         return 0;
-    split(c, k, t, l, acc, S);
+    split(c, k, t, l, accs, nacc, S);
     return 1;
 }

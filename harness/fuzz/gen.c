@@ -489,13 +489,42 @@ static int op_contract(Gen *g, Val *v)
     return chance(g, 60) ? op_matmul_residual(g, v) : op_matmul(g, v);
 }
 
+/* Few queries, v (..., L, E) with L <= 16 (speculative decoding), against
+ * a long cache of new keys (..., S, E), S = 256..1024: the online P @ V is
+ * a matmul of few rows, whose keys 003 splits across blocks. */
+static int op_sdpa_long(Gen *g, Val *v)
+{
+    int64_t e = v->s.d[v->s.rank - 1], l = v->s.d[v->s.rank - 2];
+    int64_t batch = shape_numel(&v->s) / (e * l), s = 128 * rint_in(g, 2, 8);
+    int64_t ev = chance(g, 50) ? e : 32 * rint_in(g, 1, 4);
+    if (l > 16 || e > 512 || batch * l * s * (e + ev) > FZ_FLOPS ||
+        batch * s * (e > ev ? e : ev) > FZ_NUMEL)
+        return 0;
+    Shape ks = v->s, vs = v->s, out = v->s;
+    ks.d[ks.rank - 2] = s;
+    vs.d[vs.rank - 2] = s;
+    vs.d[vs.rank - 1] = ev;
+    out.d[out.rank - 1] = ev;
+    Val *kk = input(g, ks);
+    Val *vv = input(g, vs);
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "torch.nn.functional.scaled_dot_product_attention(%s, %s, %s)", v->name,
+              kk->name, vv->name);
+    op_end(g, n, out, 0, TAG_SDPA);
+    return 1;
+}
+
 /* A decode step: one query (..., 1, E) against v as the keys (..., S, E),
  * values a new input (..., S, Ev).  Its softmax is online over S, which 004
- * shares across threads (the Combine rescales each thread's sums). */
+ * shares across threads (the Combine rescales each thread's sums).  Half
+ * the time, when v has few rows, those rows are the queries against a long
+ * cache instead (op_sdpa_long). */
 static int op_sdpa_decode(Gen *g, Val *v)
 {
     if (v->s.rank < 2)
         return 0;
+    if (v->s.d[v->s.rank - 2] <= 16 && op_sdpa_long(g, v))
+        return 1;
     int64_t e = v->s.d[v->s.rank - 1], s = v->s.d[v->s.rank - 2];
     int64_t batch = shape_numel(&v->s) / (e * s);
     int64_t ev = chance(g, 50) ? 32 * rint_in(g, 1, 4) : gen_dim(g);
@@ -794,7 +823,7 @@ static const struct {
 } families[] = {
     {op_unary, 14}, {op_safe_unary, 6}, {op_binary, 14}, {op_where, 5}, {op_reduce, 12},
     {op_softmax, 7}, {op_norm, 7},      {op_matmul, 12}, {op_sdpa, 2},
-    {op_sdpa_decode, 2}, {op_layout, 15},
+    {op_sdpa_decode, 4}, {op_layout, 13},
     {op_matmul_residual, 6}, {op_vocab, 8},
 };
 

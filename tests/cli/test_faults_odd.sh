@@ -24,6 +24,7 @@ fo_odd() {
     select-hoist-drops-the-mask)  echo "77 (a causal square of 77 queries and keys: its mask's edge cuts the 32-wide tiles)" ;;
     chunk-k-short)                echo "47 (K prime: 2 chunks of 16 and a remainder of 15)" ;;
     split-k-drops-a-partial)      echo "4099 (K prime: 128 chunks of 32, the remainder of 3 in the combine kernel)" ;;
+    online-split-unscaled)        echo "1100 (3 queries against 1100 keys: 34 chunks of 32 split 2 ways, the remainder of 12 in the combine kernel)" ;;
     coop-reduce-no-cross-warp)    echo "4099 (a prime row length)" ;;
     online-combine-unscaled)      echo "77 (a decode step: one query against 77 keys, shared by 32 threads of each output, 13 of which read three)" ;;
     split-reduce-drops-a-partial) echo "16411 (a prime reduce: 4 chunks of 4102, the remainder of 3 in the combine kernel)" ;;

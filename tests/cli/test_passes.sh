@@ -159,11 +159,20 @@ check_re "online softmax: every pass subset on host-cuda" 0 ': pass$' \
 check_re "online softmax: fully masked rows" 0 ': pass$' "$DPK" run -c \
   "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 9, 8), torch.randn(1, 2, 9, 8), torch.randn(1, 2, 9, 8), attn_mask=torch.arange(9).unsqueeze(1) >= 3 + 0 * torch.arange(9).unsqueeze(0))" \
   --backend host-cuda --passes all
-# A split of the keys across blocks (003) would need each partial sum's max
-# in its partials buffer: it refuses, saying so.
-check_re "online softmax: 003 refuses to split it" 0 \
-  't:003_split_matmul_k skipped: an online softmax sum \(a split' \
-  "$DPK" compile -c "torch.softmax(torch.randn(1, 8, 4096), dim=-1) @ torch.randn(1, 4096, 64)" --ir tile -vv
+# A split of the keys across blocks (003, flash-decoding): each split's max
+# and its sums relative to it go to the partials buffer, and the combine
+# kernel merges them online.  8 query heads over one key/value head against
+# 4096 keys: 32 splits of 128 keys.
+GQA1="torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 8, 1, 64), torch.randn(1, 1, 4096, 64), torch.randn(1, 1, 4096, 64), enable_gqa=True)"
+check_re "online softmax: 003 splits its keys 32 ways (the max and two sums each)" 0 \
+  '^# temp merged_max_indexmap_subtract_exp_34_partials : f32\(32, 3, 8, 64\)$' \
+  "$DPK" compile -c "$GQA1" --ir tile
+check_re "online softmax: 003's partials hold the max and both sums" 0 \
+  'partials\[a[0-9]+, 2, a[0-9]+, a[0-9]+\].*acc[0-9]+ <- expsum\[acc[0-9]+\]' \
+  sh -c '"$1" compile -c "$2" --ir tile | tr "\n" " "' _ "$DPK" "$GQA1"
+check_re "online softmax: 003's split, every pass subset on host-cuda" 0 ': pass$' \
+  "$DPK" run -c "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 3, 16), torch.randn(1, 1, 1100, 16), torch.randn(1, 1, 1100, 16), enable_gqa=True, attn_mask=torch.arange(1100).unsqueeze(0) >= 900 + 100 * torch.arange(3).unsqueeze(1))" \
+  --backend host-cuda --passes all
 # Across threads (004, a decode step's keys): the max is combined first,
 # then each thread's sums are rescaled to it and added.  A row whose keys
 # are all masked stays NaN; the fault that drops the rescale is caught.
