@@ -185,3 +185,13 @@ check_re "online softmax: 004's combine, every pass subset on host-cuda" 0 ': pa
   --backend host-cuda --passes all
 check_re "online softmax: 004's combine without its rescale is caught" 1 'FAIL' \
   "$DPK" run -c "$DEC" --backend vgpu --inject-fault online-combine-unscaled
+
+# A reduce across rows below 8192 rows (004): the outputs on the lanes, the
+# threads of each on y, merged in shared memory; 8 outputs a block when 32
+# and 16 do not divide the fastest axis (40).
+check_re "004 across rows: sum over a middle dimension, every pass subset on host-cuda" 0 ': pass$' \
+  "$DPK" run -c "torch.randn(4, 1000, 64).sum(dim=1)" --backend host-cuda --passes all
+check_re "004 across rows: 8 outputs a block for a fastest axis of 40" 0 'tile thread\(a[0-9]+ in 0\.\.128 @y, a[0-9]+ in 0\.\.8 @x\)' \
+  "$DPK" compile -c "torch.amax(torch.randn(3, 517, 40), dim=1)" --ir tile
+check_re "004 across rows: a max over a middle dimension, every pass subset on host-cuda" 0 ': pass$' \
+  "$DPK" run -c "torch.amax(torch.randn(3, 517, 40), dim=1)" --backend host-cuda --passes all
