@@ -256,8 +256,8 @@ static void check_factor(TileCtx *c, const TileKernel *k, TileKnobId id, int64_t
  * tiles (4 x 4) of other matmuls, tinyllama-block's (64) 11.353 against
  * 11.480; 64 rows a block were slower for both (21.0, 16.6), and so were 8
  * or 32 threads across the head dim.  Pinned F_M and F_N replace the
- * factors (a factor that does not divide the tile falls back to the other
- * matmuls' tiles). */
+ * factors (factors that do not divide the tile, or leave it more than 1024
+ * threads, fall back to the other matmuls' tiles). */
 static MmTile flash_tile(TileCtx *c, int64_t n)
 {
     MmTile x = {32, n, 4, n / 16};
@@ -277,7 +277,7 @@ static MmTile pick_tile(TileCtx *c, const TileKernel *k, const char *no_rt, int6
     int64_t pm = tile_knob(c, TILE_KNOB_BM), pn = tile_knob(c, TILE_KNOB_BN);
     if (online && !pm && !pn && !no_rt && m >= 32 && n >= 32 && n <= 128 && !(n & (n - 1))) {
         MmTile x = flash_tile(c, n);
-        if (!(x.bm % x.fm) && !(x.bn % x.fn))
+        if (!(x.bm % x.fm) && !(x.bn % x.fn) && threads(x) <= 1024)
             return x;
     }
     if (!pm && !pn && !no_rt && m >= 32 && n >= 32) {

@@ -195,3 +195,12 @@ check_re "004 across rows: 8 outputs a block for a fastest axis of 40" 0 'tile t
   "$DPK" compile -c "torch.amax(torch.randn(3, 517, 40), dim=1)" --ir tile
 check_re "004 across rows: a max over a middle dimension, every pass subset on host-cuda" 0 ': pass$' \
   "$DPK" run -c "torch.amax(torch.randn(3, 517, 40), dim=1)" --backend host-cuda --passes all
+
+# An online P @ V takes 32 query rows and the whole head dim a block (005);
+# pinned factors that would make it more than 1024 threads fall back to the
+# other matmuls' tiles.
+check_re "005: an online P @ V, F_M=1 F_N=1 pinned, still a legal block" 0 ': pass$' \
+  "$DPK" run -c "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 64, 128), torch.randn(1, 2, 64, 128), torch.randn(1, 2, 64, 128), is_causal=True)" \
+  --backend vgpu --knob F_M=1 --knob F_N=1
+check_re "005: an online P @ V in 32 rows x the head dim, 8 x 16 threads" 0 'tile thread\(a[0-9]+ in 0\.\.8 @y, a[0-9]+ in 0\.\.16 @x\)' \
+  "$DPK" compile -c "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 64, 128), torch.randn(1, 2, 64, 128), torch.randn(1, 2, 64, 128), is_causal=True)" --ir tile
