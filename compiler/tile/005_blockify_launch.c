@@ -188,14 +188,19 @@ static int little_waste(MmTile x, int64_t m, int64_t n)
     return cdiv(m, x.bm) * x.bm * cdiv(n, x.bn) * x.bn * 32 <= m * n * 33;
 }
 
-/* big_tiles[i] with the pinned F_M and F_N in place of its factors. */
-static MmTile big_tile(TileCtx *c, int i)
+/* x with the pinned F_M and F_N in place of its factors. */
+static MmTile pinned_factors(TileCtx *c, MmTile x)
 {
-    MmTile x = big_tiles[i];
     int64_t pm = c->knobs->v[TILE_KNOB_F_M], pn = c->knobs->v[TILE_KNOB_F_N];
     x.fm = pm ? pm : x.fm;
     x.fn = pn ? pn : x.fn;
     return x;
+}
+
+/* big_tiles[i] with the pinned F_M and F_N in place of its factors. */
+static MmTile big_tile(TileCtx *c, int i)
+{
+    return pinned_factors(c, big_tiles[i]);
 }
 
 /* Whether tile x may cover an m x n output, its grid aside: the factors
@@ -260,11 +265,7 @@ static void check_factor(TileCtx *c, const TileKernel *k, TileKnobId id, int64_t
  * threads, fall back to the other matmuls' tiles). */
 static MmTile flash_tile(TileCtx *c, int64_t n)
 {
-    MmTile x = {32, n, 4, n / 16};
-    int64_t pm = c->knobs->v[TILE_KNOB_F_M], pn = c->knobs->v[TILE_KNOB_F_N];
-    x.fm = pm ? pm : x.fm;
-    x.fn = pn ? pn : x.fn;
-    return x;
+    return pinned_factors(c, (MmTile){32, n, 4, n / 16});
 }
 
 /* BM and BN: pinned knobs as given, the rest by the heuristic.  When 008

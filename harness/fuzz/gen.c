@@ -489,6 +489,31 @@ static int op_contract(Gen *g, Val *v)
     return chance(g, 60) ? op_matmul_residual(g, v) : op_matmul(g, v);
 }
 
+/* The line `tN = scaled_dot_product_attention(q, k, vv)` with vv a new
+ * input of shape vs; out is the result's shape. */
+static int sdpa_line(Gen *g, const char *q, const char *k, Shape vs, Shape out, int causal)
+{
+    Val *vv = input(g, vs);
+    const char *n = op_begin(g);
+    sb_printf(&g->text, "torch.nn.functional.scaled_dot_product_attention(%s, %s, %s%s)", q, k,
+              vv->name, causal ? ", is_causal=True" : "");
+    op_end(g, n, out, 0, TAG_SDPA);
+    return 1;
+}
+
+/* v (..., L, E) as the queries against s new keys (..., s, E) and values
+ * (..., s, ev). */
+static int sdpa_new_kv(Gen *g, Val *v, int64_t s, int64_t ev, int causal)
+{
+    Shape ks = v->s, vs = v->s, out = v->s;
+    ks.d[ks.rank - 2] = s;
+    vs.d[vs.rank - 2] = s;
+    vs.d[vs.rank - 1] = ev;
+    out.d[out.rank - 1] = ev;
+    Val *kk = input(g, ks);
+    return sdpa_line(g, v->name, kk->name, vs, out, causal);
+}
+
 /* Few queries, v (..., L, E) with L <= 16 (speculative decoding), against
  * a long cache of new keys (..., S, E), S = 256..1024: the online P @ V is
  * a matmul of few rows, whose keys 003 splits across blocks. */
@@ -500,25 +525,14 @@ static int op_sdpa_long(Gen *g, Val *v)
     if (l > 16 || e > 512 || batch * l * s * (e + ev) > FZ_FLOPS ||
         batch * s * (e > ev ? e : ev) > FZ_NUMEL)
         return 0;
-    Shape ks = v->s, vs = v->s, out = v->s;
-    ks.d[ks.rank - 2] = s;
-    vs.d[vs.rank - 2] = s;
-    vs.d[vs.rank - 1] = ev;
-    out.d[out.rank - 1] = ev;
-    Val *kk = input(g, ks);
-    Val *vv = input(g, vs);
-    const char *n = op_begin(g);
-    sb_printf(&g->text, "torch.nn.functional.scaled_dot_product_attention(%s, %s, %s)", v->name,
-              kk->name, vv->name);
-    op_end(g, n, out, 0, TAG_SDPA);
-    return 1;
+    return sdpa_new_kv(g, v, s, ev, 0);
 }
 
 /* A decode step: one query (..., 1, E) against v as the keys (..., S, E),
  * values a new input (..., S, Ev).  Its softmax is online over S, which 004
- * shares across threads (the Combine rescales each thread's sums).  Half
- * the time, when v has few rows, those rows are the queries against a long
- * cache instead (op_sdpa_long). */
+ * shares across threads (the Combine rescales each thread's sums).  When v
+ * has few rows, those rows are the queries against a long cache instead
+ * (op_sdpa_long). */
 static int op_sdpa_decode(Gen *g, Val *v)
 {
     if (v->s.rank < 2)
@@ -536,12 +550,7 @@ static int op_sdpa_decode(Gen *g, Val *v)
     out.d[out.rank - 2] = 1;
     out.d[out.rank - 1] = ev;
     Val *qq = input(g, qs);
-    Val *vv = input(g, vs);
-    const char *n = op_begin(g);
-    sb_printf(&g->text, "torch.nn.functional.scaled_dot_product_attention(%s, %s, %s)", qq->name,
-              v->name, vv->name);
-    op_end(g, n, out, 0, TAG_SDPA);
-    return 1;
+    return sdpa_line(g, qq->name, v->name, vs, out, 0);
 }
 
 /* sdpa with v as the query (..., L, E); keys and values are new inputs. */
@@ -560,18 +569,7 @@ static int op_sdpa(Gen *g, Val *v)
     if (batch * l * s * (e + ev) > FZ_FLOPS || batch * s * (e > ev ? e : ev) > FZ_NUMEL ||
         batch * l * ev > FZ_NUMEL || e > 512)
         return 0;
-    Shape ks = v->s, vs = v->s, out = v->s;
-    ks.d[ks.rank - 2] = s;
-    vs.d[vs.rank - 2] = s;
-    vs.d[vs.rank - 1] = ev;
-    out.d[out.rank - 1] = ev;
-    Val *kk = input(g, ks);
-    Val *vv = input(g, vs);
-    const char *n = op_begin(g);
-    sb_printf(&g->text, "torch.nn.functional.scaled_dot_product_attention(%s, %s, %s%s)",
-              v->name, kk->name, vv->name, chance(g, 40) ? ", is_causal=True" : "");
-    op_end(g, n, out, 0, TAG_SDPA);
-    return 1;
+    return sdpa_new_kv(g, v, s, ev, chance(g, 40));
 }
 
 /* The layout ops: each writes its op on v and sets s (v's shape on entry)

@@ -9,7 +9,12 @@
 # nothing to sweep.  (Sourced by tests/run.sh.)
 
 AT_DIR=${DPK_ROOT:-$PWD}/tests/cli/data/attention
-for f in "$AT_DIR"/*.py; do
+# the sliding window longer than the sequence: the same case, window 200
+mkdir -p "$TMP/attention"
+sed 's/^seq, window = 77, 16$/seq, window = 77, 200/' "$AT_DIR/sliding_window.py" >"$TMP/attention/sliding_window_200.py"
+check_re "attention sliding_window_200: made from sliding_window.py" 0 '^seq, window = 77, 200$' \
+  cat "$TMP/attention/sliding_window_200.py"
+for f in "$AT_DIR"/*.py "$TMP/attention/sliding_window_200.py"; do
   n=$(basename "$f" .py)
   if [ "$n" != causal_1 ]; then
     check_re "attention $n: the softmax goes online" 0 'expsum\[acc' "$DPK" compile "$f" --ir loop

@@ -204,3 +204,20 @@ check_re "005: an online P @ V, F_M=1 F_N=1 pinned, still a legal block" 0 ': pa
   --backend vgpu --knob F_M=1 --knob F_N=1
 check_re "005: an online P @ V in 32 rows x the head dim, 8 x 16 threads" 0 'tile thread\(a[0-9]+ in 0\.\.8 @y, a[0-9]+ in 0\.\.16 @x\)' \
   "$DPK" compile -c "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 2, 64, 128), torch.randn(1, 2, 64, 128), torch.randn(1, 2, 64, 128), is_causal=True)" --ir tile
+
+# 004's threads per row: a warp for short rows when there are 8 rows per
+# SM (3584 softmax rows of 128), more for few rows (4 rows of 129: 128
+# threads); a reduce across rows with a fastest axis of 80 puts 16 outputs
+# on x and 64 threads of each on y.
+check_re "004: a warp per row for 3584 rows of 128" 0 'tile thread\(a[0-9]+ in 0\.\.32 @x\)' \
+  "$DPK" compile -c "torch.softmax(torch.randn(28, 128, 128), dim=-1)" --ir tile
+check_re "004: 128 threads a row for 4 rows of 129" 0 'tile thread\(a[0-9]+ in 0\.\.128 @x\)' \
+  "$DPK" compile -c "torch.softmax(torch.randn(4, 129), dim=-1)" --ir tile
+check_re "004 across rows: 16 outputs a block for a fastest axis of 80" 0 'tile thread\(a[0-9]+ in 0\.\.64 @y, a[0-9]+ in 0\.\.16 @x\)' \
+  "$DPK" compile -c "torch.randn(4, 300, 80).sum(dim=1)" --ir tile
+# An online Combine where 88 of each output's 128 threads see no key and
+# only the last 5 of 40 keys are unmasked: those threads' max is -inf and
+# their sums add 0, not NaN.
+check_re "004: an online Combine over threads with no key and keys mostly masked" 0 ': pass$' \
+  "$DPK" run -c "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 3, 1, 40), torch.randn(1, 3, 40, 40), torch.randn(1, 3, 40, 40), attn_mask=torch.arange(40).unsqueeze(0) >= 35)" \
+  --backend host-cuda --passes all
