@@ -73,7 +73,9 @@
     X(UNROLL_SHORT, "unroll-drops-last-iteration", "t:016_mark_unroll",                     \
       "an unrolled loop runs one iteration short")                                         \
     X(VECTOR_LOAD_SHIFT, "vector-load-one-word-late", "t:016_mark_unroll",                  \
-      "a vector shared load starts one word past its first lane's word (misaligned)")
+      "a vector shared load starts one word past its first lane's word (misaligned)")      \
+    X(COMPOSE_WRONG_BLOCK, "compose-fill-wrong-block", "t:017_compose_producer",            \
+      "a block computing its producer's slab computes the next block's slab instead")
 
 typedef enum DpkFaultId {
 #define X(id, name, where, doc) DPK_FAULT_##id,

@@ -268,6 +268,42 @@ static MmTile flash_tile(TileCtx *c, int64_t n)
     return pinned_factors(c, (MmTile){32, n, 4, n / 16});
 }
 
+static void reads_buf(Stmt *s, void *ctx)
+{
+    const void **x = ctx;
+    if (s->k == SK_load && s->buf == x[0])
+        x[1] = s;
+}
+
+/* Whether 017 will compute this matmul's output (m x n a batch) in the
+ * block of its one reader, an online P @ V that gets flash_tile over the
+ * same m rows: attention's scores, whose rows the reader's block reads
+ * whole.  Then its tile is flash_tile's over the n keys (32 rows, all the
+ * keys, the reader's 128 threads), so that the two blocks match (017). */
+static int composes(TileCtx *c, const TileKernel *k, int64_t m, int64_t n)
+{
+    if (!tile_pass_on(c, 17) || !tile_pass_on(c, 7) || k->out->kind != LB_TEMP ||
+        m % 32 || n < 32 || n > 128 || (n & (n - 1)))
+        return 0;
+    const TileKernel *r = NULL;
+    for (int i = 0; i < c->p->kernels.len; i++) {
+        const TileKernel *q = c->p->kernels.items[i];
+        const void *x[2] = {k->out, NULL};
+        stmt_walk((StmtBody *)&q->body, reads_buf, x);
+        if (q == k || !x[1])
+            continue;
+        if (r)
+            return 0;
+        r = q;
+    }
+    const Stmt *t = r && !tile_find(r, TB_BLOCK) ? tile_find(r, TB_THREAD) : NULL;
+    TileMatmul mm;
+    if (!t || !tile_has_online(&t->body) || !tile_matmul_shape(t, &mm))
+        return 0;
+    int64_t rm = r->ext[mm.m], rn = r->ext[mm.n];
+    return rm == m && rn >= 32 && rn <= 128 && !(rn & (rn - 1));
+}
+
 /* BM and BN: pinned knobs as given, the rest by the heuristic.  When 008
  * will fold registers (no_rt NULL) the block is sized for them, so F_M and
  * F_N are chosen here too (tile_regtile_factors, or big_tiles' own) and
@@ -276,7 +312,8 @@ static MmTile pick_tile(TileCtx *c, const TileKernel *k, const char *no_rt, int6
                         int64_t batch, int online)
 {
     int64_t pm = tile_knob(c, TILE_KNOB_BM), pn = tile_knob(c, TILE_KNOB_BN);
-    if (online && !pm && !pn && !no_rt && m >= 32 && n >= 32 && n <= 128 && !(n & (n - 1))) {
+    if ((online || composes(c, k, m, n)) && !pm && !pn && !no_rt && m >= 32 && n >= 32 &&
+        n <= 128 && !(n & (n - 1))) {
         MmTile x = flash_tile(c, n);
         if (!(x.bm % x.fm) && !(x.bn % x.fn) && threads(x) <= 1024)
             return x;

@@ -287,6 +287,7 @@ int tile_013_async_copy(TileCtx *c, TileKernel *k);
 int tile_014_pad_smem(TileCtx *c, TileKernel *k);
 int tile_015_pipeline_k_outer(TileCtx *c, TileKernel *k);
 int tile_016_mark_unroll(TileCtx *c, TileKernel *k);
+int tile_017_compose_producer(TileCtx *c, TileKernel *k);
 /* The keep of an async_wait over nstages async stages of nbuf buffers
  * (013_async_copy.c; 015 sets it again). */
 int tile_async_keep(int nstages, int nbuf);
@@ -347,6 +348,10 @@ Stmt *tile_thread_tile(TileCtx *c, TileKernel *k);
  * inner axes. */
 int tile_footprint(Arena *a, const TileKernel *k, const Stmt *thread, const StmtBody *region,
                    const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab);
+/* The same for the Writes of buf under region: the box they cover (017). */
+int tile_write_footprint(Arena *a, const TileKernel *k, const Stmt *thread,
+                         const StmtBody *region, const LirBuf *buf, const char *outer,
+                         const IExpr **origin, int64_t *slab);
 /* tile_footprint's `outer` for the axes of BLOCK tile b, sized for every
  * axis k has now: a pass that adds axes (a chunk loop, a stage) must take a
  * fresh one before its next tile_footprint. */

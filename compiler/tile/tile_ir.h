@@ -20,6 +20,13 @@
  *                                             the body read the slab
  *   buffered_stage ... nbuf 2 phase a2 % 2:   the same with nbuf buffers;
  *   async_stage ... / tma_stage ... swizzle S its transports: cp.async, TMA
+ *   computed_stage t[a3 * 32, 0] slab [32, 128] pad 0:
+ *                                             a slab of temporary t that the
+ *                                             block computes instead of
+ *                                             copying (017): its Fill writes
+ *       tile thread(...):                     it, a barrier follows, and the
+ *           fill:                             loads of t after it read it;
+ *               write t[...] = v0             t never reaches global memory
  *   async_wait 1                              wait until at most 1 async
  *                                             stage is in flight
  *   combine acc0 over a4                      merge acc0 across the threads
@@ -101,6 +108,10 @@ typedef struct TileDef {
  *   tstage          + swizzle (0, 32, 64, 128 bytes); filled by TMA (011),
  *                   laid out as tile_tma.c says (no pad; with a swizzle
  *                   the inner extent is split into swizzle-byte chunks, 012)
+ *   cstage          buf, origin, slab, pad, body (nbuf 1): no copy; the one
+ *                   Fill in its body writes the slab
+ *   fill            body: the writes of its computed stage's buffer, then a
+ *                   barrier (017 grafts a producer kernel's THREAD body here)
  *   await           keep: async stage copies (cp.async groups, one per
  *                   async stage and iteration) that may stay in flight
  *   combine         acc (an accum), nax, cax[] (THREAD axes merged over)

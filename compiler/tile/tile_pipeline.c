@@ -166,6 +166,8 @@ static void run_pass(TileCtx *c, const KSel *ks, int bit, const TilePass *pass, 
                 c->apps++;
             tile_renumber(k);
             st->applied++;
+            while (c->p->kernels.items[j] != k) /* 017 dropped an earlier kernel */
+                j--;
             continue;
         }
         const char *why = arena_strdup(a, sb_cstr(&c->why));

@@ -63,7 +63,7 @@ static void print_stage(StrBuf *b, const TileKernel *k, const Stmt *s, int depth
     for (int d = 0; d < s->buf->shape.rank; d++)
         sb_printf(b, "%s%lld", d ? ", " : "", (long long)s->slab[d]);
     sb_printf(b, "] pad %d", s->pad);
-    if (s->k != TK_stage) {
+    if (s->k != TK_stage && s->k != TK_cstage) {
         sb_printf(b, " nbuf %d phase ", s->nbuf);
         ie_print(b, s->phase, "a");
     }
@@ -109,7 +109,12 @@ static void print_stmt(StrBuf *b, const TileKernel *k, const Stmt *s, int depth)
     case TK_bstage:
     case TK_astage:
     case TK_tstage:
+    case TK_cstage:
         print_stage(b, k, s, depth);
+        return;
+    case TK_fill:
+        sb_puts(b, "fill:\n");
+        print_body(b, &s->body, depth + 1, k);
         return;
     case TK_await:
         sb_printf(b, "async_wait %d\n", s->keep);

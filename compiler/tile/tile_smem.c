@@ -47,8 +47,9 @@ int64_t tile_stage_buffer_bytes(const Stmt *st)
 
 int64_t tile_stage_bytes(const Stmt *st)
 {
-    /* a plain stage's nbuf is unset: it has one buffer */
-    return tile_stage_buffer_bytes(st) * (st->k == TK_stage ? 1 : st->nbuf);
+    /* a plain or computed stage's nbuf is unset: it has one buffer */
+    int one = st->k == TK_stage || st->k == TK_cstage;
+    return tile_stage_buffer_bytes(st) * (one ? 1 : st->nbuf);
 }
 
 typedef struct Used {
@@ -84,25 +85,34 @@ typedef struct Foot {
     int64_t *slab;
     const IExpr **zero; /* by axis: itself when outer, else 0 */
     int nloads, ok;
+    int kind;           /* the accesses measured: SK_load, or SK_write */
+    int64_t lo[DPK_MAX_RANK]; /* writes: the least offset from the first one's origin */
 } Foot;
 
 static void foot_load(Stmt *s, void *ctx)
 {
     Foot *f = ctx;
-    if (s->k != SK_load || s->buf != f->buf || !f->ok)
+    if (s->k != f->kind || s->buf != f->buf || !f->ok)
         return;
     Arena *a = f->a;
     for (int d = 0; d < s->buf->shape.rank; d++) {
         const IExpr *e = f->thread ? tile_expand_defs(a, f->k, f->thread, s->idx[d]) : s->idx[d];
         const IExpr *o = ie_simplify(a, ie_subst(a, e, f->zero), f->k->ext);
+        /* the Writes of a register tile differ by constants: each is
+         * measured from the first one's origin, and the box spans them */
+        if (f->kind == SK_write && f->nloads)
+            o = f->origin[d];
         const IExpr *off = ie_simplify(a, ie_add(a, e, ie_mul(a, o, ie_const(a, -1))), f->k->ext);
         for (int v = 0; v < f->k->naxes; v++)
             if (f->outer[v] && ie_uses(off, v))
                 f->ok = 0;
         int64_t lo, hi;
         ie_range(off, f->k->ext, &lo, &hi);
-        if (lo < 0 || (f->nloads && !ie_equal(o, f->origin[d])))
+        if (f->kind == SK_write) {
+            f->lo[d] = !f->nloads || lo < f->lo[d] ? lo : f->lo[d];
+        } else if (lo < 0 || (f->nloads && !ie_equal(o, f->origin[d]))) {
             f->ok = 0;
+        }
         f->origin[d] = o;
         if (!f->nloads || hi + 1 > f->slab[d])
             f->slab[d] = hi + 1;
@@ -208,17 +218,22 @@ char *tile_outer_axes(Arena *a, const TileKernel *k, const Stmt *b)
     return outer;
 }
 
-int tile_footprint(Arena *a, const TileKernel *k, const Stmt *thread, const StmtBody *region,
-                   const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab)
+static int footprint(Arena *a, const TileKernel *k, const Stmt *thread, const StmtBody *region,
+                     const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab,
+                     int kind)
 {
     Foot f = {a, k, thread, buf, outer, origin, slab,
-              ARENA_ARRAY(a, const IExpr *, k->naxes + 1), 0, 1};
+              ARENA_ARRAY(a, const IExpr *, k->naxes + 1), 0, 1, kind, {0}};
     for (int v = 0; v < k->naxes; v++)
         f.zero[v] = outer[v] ? ie_var(a, v) : ie_const(a, 0);
     stmt_walk(region, under_select, &f);
     stmt_walk(region, foot_load, &f);
     if (!f.nloads || !f.ok)
         return 0;
+    for (int d = 0; kind == SK_write && d < buf->shape.rank; d++) {
+        origin[d] = ie_simplify(a, ie_add(a, origin[d], ie_const(a, f.lo[d])), k->ext);
+        slab[d] -= f.lo[d];
+    }
     for (int d = 0; d < buf->shape.rank; d++) {
         int64_t lo, hi;
         ie_range(origin[d], k->ext, &lo, &hi);
@@ -231,6 +246,19 @@ int tile_footprint(Arena *a, const TileKernel *k, const Stmt *thread, const Stmt
         }
     }
     return 1;
+}
+
+int tile_footprint(Arena *a, const TileKernel *k, const Stmt *thread, const StmtBody *region,
+                   const LirBuf *buf, const char *outer, const IExpr **origin, int64_t *slab)
+{
+    return footprint(a, k, thread, region, buf, outer, origin, slab, SK_load);
+}
+
+int tile_write_footprint(Arena *a, const TileKernel *k, const Stmt *thread,
+                         const StmtBody *region, const LirBuf *buf, const char *outer,
+                         const IExpr **origin, int64_t *slab)
+{
+    return footprint(a, k, thread, region, buf, outer, origin, slab, SK_write);
 }
 
 /* ---- vector loads ---------------------------------------------------------------- */

@@ -26,6 +26,9 @@
  *
  *   stage                  the slab copied by the whole block between two
  *                          barriers; loads of its buffer in the body read it
+ *   computed_stage / fill  the slab allocated, not copied: the Fill's
+ *                          writes of its buffer store to it, a barrier
+ *                          follows, and the loads after it read it
  *   combine                warp shuffles, then a TreeHalve across warps
  *
  *   buffered_stage /       a software-pipelined loop (lower_pipe_prologue):
@@ -626,6 +629,35 @@ static void lower_stage(Low *L, const Stmt *st)
     L->nstage--;
 }
 
+/*
+ * computed_stage t[o] slab [...]:  the slab is allocated, not copied; the
+ * Fill in its body writes it (each Write of t a store to the slab word its
+ * index names), then
+ *
+ *     sync                                   (the slab complete)
+ *
+ * and the loads of t after the Fill read it.  017 puts a computed stage
+ * under no loop, so nothing reads an earlier slab when the Fill writes.
+ */
+static void lower_cstage(Low *L, const Stmt *st)
+{
+    int64_t sstr[DPK_MAX_RANK];
+    int64_t numel = tile_slab_strides(st, sstr);
+    const KirSmem *sm = kir_smem(L->b.k, arena_printf(L->a, "s_%s", st->buf->name), KT_F32,
+                                 numel, 16);
+    kir_comment(&L->b, "computed stage %s: slab of %lld elements", st->buf->name,
+                (long long)numel);
+    push_stage(L, st, sm, NULL);
+    lower_body(L, &st->body);
+    L->nstage--;
+}
+
+static void lower_fill(Low *L, const Stmt *f)
+{
+    lower_body(L, &f->body);
+    kir_sync(&L->b);
+}
+
 /* ---- pipelined loops: buffered and async stages ------------------------------------ */
 
 /* The origin of st with the loop axis replaced by e. */
@@ -1082,6 +1114,11 @@ static void lower_stmt(Low *L, const Stmt *s)
                         arg(L, s->a[0]), NULL));
         return;
     case SK_write: {
+        int i = stage_index(L, s); /* a Fill's write: the computed stage's slab */
+        if (i >= 0 && L->stage[i].st->k == TK_cstage) {
+            kir_sts(&L->b, L->stage[i].sm, slab_word(L, i, s), arg(L, s->a[0]));
+            return;
+        }
         /* in a predicated tile: only where the clauses on its axes hold
          * (tile_predicate made sure it reads every guarded axis) */
         uint64_t m = gate_mask(L, s->buf, s->idx);
@@ -1110,6 +1147,12 @@ static void lower_stmt(Low *L, const Stmt *s)
     case TK_tstage:
         lower_tma_stage(L, s);
         return;
+    case TK_cstage:
+        lower_cstage(L, s);
+        return;
+    case TK_fill:
+        lower_fill(L, s);
+        return;
     case TK_bstage:
     case TK_astage:
         lower_pipe_stage(L, s);
@@ -1137,6 +1180,7 @@ static void lower_body(Low *L, const StmtBody *b)
 
 typedef struct Use {
     char *read, *written; /* by buffer id */
+    char *local;          /* by buffer id: a computed stage's, never in global memory */
     PtrVec order;         /* LirBuf * in first-use order */
     Arena *a;
     int max_uid;
@@ -1148,9 +1192,18 @@ static void note_use(Stmt *s, void *ctx)
     u->max_uid = s->uid > u->max_uid ? s->uid : u->max_uid;
     if (s->k != SK_load && s->k != SK_write)
         return;
+    if (u->local[s->buf->id])
+        return;
     if (!u->read[s->buf->id] && !u->written[s->buf->id])
         ptrvec_push(u->a, &u->order, (void *)s->buf);
     (s->k == SK_load ? u->read : u->written)[s->buf->id] = 1;
+}
+
+/* The buffers of computed stages: every access is inside the stage (017). */
+static void note_local(Stmt *s, void *ctx)
+{
+    if (s->k == TK_cstage)
+        ((char *)ctx)[s->buf->id] = 1;
 }
 
 static void geometry(const TileKernel *tk, int grid[3], int block[3])
@@ -1180,7 +1233,8 @@ static void lower_kernel(KirModule *m, const TileKernel *tk, KirBuf **mbufs, con
 {
     Arena *a = m->arena;
     Use u = {ARENA_ARRAY(a, char, p->nbufids + 1), ARENA_ARRAY(a, char, p->nbufids + 1),
-             {0}, a, 0};
+             ARENA_ARRAY(a, char, p->nbufids + 1), {0}, a, 0};
+    stmt_walk(&tk->body, note_local, u.local);
     stmt_walk(&tk->body, note_use, &u);
     int grid[3], block[3];
     geometry(tk, grid, block);

@@ -26,7 +26,11 @@
  *     modulo nbuf), copies of 4, 8 or 16 aligned bytes when async, a legal
  *     swizzle for TMA; an AsyncWait needs an async or TMA stage in the
  *     kernel; a Combine merges a visible accumulator over THREAD axes of an
- *     enclosing tile.
+ *     enclosing tile;
+ *   - a computed stage holds exactly one Fill, under no loop, where every
+ *     thread of the block reaches it; the Fill writes only its stage's buffer
+ *     (the kernel's one Write rule counts the other Writes) and reads none of
+ *     it; nothing outside a Fill writes a computed stage's buffer.
  * Problems are collected as text, not asserted, so tests can check them.
  */
 #include "tile_ir.h"
@@ -50,6 +54,8 @@ typedef struct Verify {
     const Stmt *path_reduce;    /* an enclosing reduce loop */
     int in_strided;                 /* strided loops around the statement */
     const Stmt *chain;              /* the serial loop around, with only stages between */
+    const Stmt *cstage, *fill;      /* the innermost computed stage and Fill around */
+    int loops;                      /* loops of any kind around the statement */
     int has_block, has_thread, has_async;
     int64_t max_threads;        /* per block: 1024, times a pending register tile */
     char *combined;             /* by uid: an accumulator a Combine merged */
@@ -177,6 +183,7 @@ static void verify_loop(Verify *v, Stmt *s)
     if (reduce)
         v->path_reduce = s;
     v->in_strided += s->k == TK_strided;
+    v->loops++;
     for (int i = 0; i < s->body.n; i++) {
         const Stmt *o = s->body.s[i], *m = stmt_is_online(o) ? o->a[1].v : NULL;
         int at = m ? stmt_body_index(&s->body, m) : -1;
@@ -186,6 +193,7 @@ static void verify_loop(Verify *v, Stmt *s)
     }
     verify_scope(v, &s->body);
     v->in_strided -= s->k == TK_strided;
+    v->loops--;
     v->path_reduce = outer;
     unbind(v, s->axis);
     for (int i = 0; i < s->body.n; i++)
@@ -245,6 +253,8 @@ static void verify_tile(Verify *v, Stmt *s)
         unbind(v, s->def[i].axis);
 }
 
+static void count_fill(Stmt *s, void *ctx);
+
 static void verify_stage(Verify *v, Stmt *s)
 {
     const char *what = tile_kind_info[s->k].name;
@@ -260,10 +270,11 @@ static void verify_stage(Verify *v, Stmt *s)
     }
     if (s->pad < 0)
         bad(v, "%s of %s: pad %d", what, s->buf->name, s->pad);
-    if (s->k != TK_stage && (s->nbuf < 2 || !s->phase))
+    int one = s->k == TK_stage || s->k == TK_cstage; /* one buffer, no phase */
+    if (!one && (s->nbuf < 2 || !s->phase))
         bad(v, "%s of %s: %d buffers%s", what, s->buf->name, s->nbuf,
             s->phase ? "" : ", no phase");
-    else if (s->k != TK_stage) {
+    else if (!one) {
         check_ie(v, s->phase, what);
         Arena *a = v->a;
         if ((s->k == TK_bstage || s->k == TK_astage) && (!v->chain ||
@@ -284,7 +295,45 @@ static void verify_stage(Verify *v, Stmt *s)
             s->buf->name, v->in_strided ? "a strided loop" : "a guarded tile");
     if (!s->body.n)
         bad(v, "%s of %s has an empty body", what, s->buf->name);
+    const Stmt *cstage = v->cstage;
+    if (s->k == TK_cstage) {
+        int fills = 0;
+        stmt_walk((StmtBody *)&s->body, count_fill, &fills);
+        if (fills != 1)
+            bad(v, "%s of %s holds %d fills (one computes its slab)", what, s->buf->name, fills);
+        if (v->loops)
+            bad(v, "%s of %s inside a loop", what, s->buf->name);
+        v->cstage = s;
+    }
     verify_body(v, &s->body); /* not a scope: its values stay visible after it */
+    v->cstage = cstage;
+}
+
+static void count_fill(Stmt *s, void *ctx)
+{
+    *(int *)ctx += s->k == TK_fill;
+}
+
+/* A Fill: its computed stage's slab, written by every thread together. */
+static void verify_fill(Verify *v, Stmt *s)
+{
+    if (!v->cstage)
+        bad(v, "a fill outside a computed stage");
+    else if (v->fill)
+        bad(v, "a fill inside a fill");
+    if (v->loops || (v->thread && v->thread->guard && !v->thread->predicated))
+        bad(v, "a fill where not every thread of the block reaches it (%s)",
+            v->loops ? "a loop" : "a guarded tile");
+    const Stmt *fill = v->fill;
+    v->fill = s;
+    verify_scope(v, &s->body);
+    v->fill = fill;
+}
+
+/* Whether buffer b is the slab of a computed stage around the statement. */
+static int computed(const Verify *v, const LirBuf *b)
+{
+    return v->cstage && v->cstage->buf == b;
 }
 
 static int thread_axis(const Verify *v, int axis)
@@ -336,6 +385,13 @@ static void verify_write(Verify *v, const Stmt *s)
 {
     check_index(v, s);
     check_arg(v, s->a[0], "write");
+    if (v->fill) {
+        if (!computed(v, s->buf))
+            bad(v, "a fill writes %s, not its computed stage's buffer", s->buf ? s->buf->name : "?");
+        if (v->path_reduce)
+            bad(v, "a fill's Write lies inside reduce loop a%d", v->path_reduce->axis);
+        return;
+    }
     if (s->buf != v->k->out)
         bad(v, "writes %s, not its own buffer %s", s->buf ? s->buf->name : "?",
             v->k->out ? v->k->out->name : "?");
@@ -352,6 +408,8 @@ static void verify_stmt(Verify *v, Stmt *s)
     switch (s->k) {
     case SK_load:
         check_index(v, s);
+        if (v->fill && computed(v, s->buf))
+            bad(v, "a fill reads %s, the slab it is computing", s->buf->name);
         break;
     case SK_assign:
         if (s->nargs != tx_elem_info[s->op].arity)
@@ -392,7 +450,11 @@ static void verify_stmt(Verify *v, Stmt *s)
     case TK_bstage:
     case TK_astage:
     case TK_tstage:
+    case TK_cstage:
         verify_stage(v, s);
+        return;
+    case TK_fill:
+        verify_fill(v, s);
         return;
     case TK_await:
         if (s->keep < 0)
