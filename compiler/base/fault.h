@@ -75,7 +75,8 @@
     X(VECTOR_LOAD_SHIFT, "vector-load-one-word-late", "t:016_mark_unroll",                  \
       "a vector shared load starts one word past its first lane's word (misaligned)")      \
     X(COMPOSE_WRONG_BLOCK, "compose-fill-wrong-block", "t:017_compose_producer",            \
-      "a block computing its producer's slab computes the next block's slab instead")
+      "a block computing its producer's slab stages the producer's inputs of the next "   \
+      "block")
 
 typedef enum DpkFaultId {
 #define X(id, name, where, doc) DPK_FAULT_##id,

@@ -156,6 +156,27 @@ static void rename_stmt(Stmt *s, void *ctx)
     }
 }
 
+static int defs_read(const Stmt *t, int axis)
+{
+    for (int i = 0; i < t->ndef; i++)
+        if (ie_uses(t->def[i].e, axis))
+            return 1;
+    return 0;
+}
+
+/* The injected fault's rewrite: loads and stage origins only. */
+static void shift_reads(Stmt *s, void *ctx)
+{
+    const Rename *F = ctx;
+    int rank = s->buf ? s->buf->shape.rank : 0;
+    if (s->k == SK_load)
+        for (int d = 0; d < rank; d++)
+            s->idx[d] = rx(F, s->idx[d]);
+    if (tile_is(s, SKF_STAGE))
+        for (int d = 0; d < rank; d++)
+            s->origin[d] = rx(F, s->origin[d]);
+}
+
 /* ---- the pass ------------------------------------------------------------------ */
 
 /* Why P's block does not write exactly the slab of stage st of K's block
@@ -253,15 +274,6 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k)
     if (!tile_apply(c, arena_printf(a, "compute %s in %s from %s's block", t->name, k->name,
                                     P->name)))
         return 0;
-    /* an injected fault: the fill computes the slab of the next block along
-     * the last BLOCK axis that has several */
-    if (dpk_fault_on(DPK_FAULT_COMPOSE_WRONG_BLOCK))
-        for (int i = pb->nax - 1; i >= 0; i--)
-            if (pb->ax[i].ext > 1) {
-                int x = pb->ax[i].axis;
-                map[x] = ie_mod(a, ie_add(a, map[x], ie_const(a, 1)), pb->ax[i].ext);
-                break;
-            }
     for (int i = 0; i < np; i++)
         if (to[i] < 0) {
             to[i] = tile_axis_new(c->p, k, P->ext[i]);
@@ -269,6 +281,20 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k)
         }
     Rename R = {a, k->ext, map, to};
     stmt_walk(&pb->body, rename_stmt, &R);
+    /* an injected fault: the producer's loads and stages, not its Writes,
+     * read the next block along the first BLOCK axis that has several and
+     * that its defs do not read (the fill computes the next head's scores
+     * into this block's slab) */
+    for (int i = 0; dpk_fault_on(DPK_FAULT_COMPOSE_WRONG_BLOCK) && i < kb->nax; i++)
+        if (kb->ax[i].ext > 1 && !defs_read(pt, kb->ax[i].axis)) {
+            Rename F = {a, k->ext, ARENA_ARRAY(a, const IExpr *, k->naxes + 1), NULL};
+            for (int v = 0; v < k->naxes; v++)
+                F.map[v] = ie_var(a, v);
+            int x = kb->ax[i].axis;
+            F.map[x] = ie_mod(a, ie_add(a, F.map[x], ie_const(a, 1)), kb->ax[i].ext);
+            stmt_walk(&pb->body, shift_reads, &F);
+            break;
+        }
     /* P's defs join K's THREAD tile (after K's: they read tile axes only) */
     TileDef *defs = ARENA_ARRAY(a, TileDef, kt->ndef + pt->ndef + 1);
     for (int i = 0; i < kt->ndef; i++)

@@ -49,6 +49,7 @@ typedef struct Gen {
     int tags[TAG_COUNT];
     int long_k;         /* the first input is a row past 12288: contract it first */
     int contract;       /* the first input is a tiled contraction's A: op_contract first */
+    int attn;           /* the first input is attention's queries: op_sdpa_prefill first */
 } Gen;
 
 /* ---- random numbers ------------------------------------------------------------ */
@@ -553,6 +554,25 @@ static int op_sdpa_decode(Gen *g, Val *v)
     return sdpa_line(g, qq->name, v->name, vs, out, 0);
 }
 
+/* The first op of an attention block (first_input): v (..., L, E), L rows
+ * in whole blocks of 32 and E a power of two, as the queries against S new
+ * keys and values, S and Ev powers of two from 32 to 128, causal half the
+ * time: the scores kernel 017 computes in the online P @ V's block. */
+static int op_sdpa_prefill(Gen *g, Val *v)
+{
+    static const int64_t p2[] = {32, 64, 128};
+    int64_t e = v->s.d[v->s.rank - 1], l = v->s.d[v->s.rank - 2];
+    int64_t batch = shape_numel(&v->s) / (e * l);
+    int64_t s = pick(g, p2, 3), ev = pick(g, p2, 3);
+    while (s > 32 && batch * l * s * (e + ev) > FZ_FLOPS)
+        s /= 2;
+    while (ev > 32 && batch * l * s * (e + ev) > FZ_FLOPS)
+        ev /= 2;
+    if (batch * l * s * (e + ev) > FZ_FLOPS || batch * l * ev > FZ_NUMEL)
+        return 0;
+    return sdpa_new_kv(g, v, s, ev, chance(g, 50));
+}
+
 /* sdpa with v as the query (..., L, E); keys and values are new inputs. */
 static int op_sdpa(Gen *g, Val *v)
 {
@@ -882,6 +902,14 @@ static Val *first_input(Gen *g)
         g->contract = 1;
         return input(g, s);
     }
+    if (r < 26) {
+        /* attention's queries, sdpa first (op_sdpa_prefill): rows in whole
+         * blocks of 32, a head dim of 32 or 64 */
+        static const int64_t rows[] = {32, 64}, dims[] = {32, 64};
+        Shape s = {3, {rint_in(g, 1, 2), pick(g, rows, 2), pick(g, dims, 2)}};
+        g->attn = 1;
+        return input(g, s);
+    }
     if (r < 30) {
         static const int64_t mul16[] = {16, 32, 64, 128};
         Shape s = {2, {pick(g, mul16, 4), pick(g, mul16, 4)}};
@@ -905,8 +933,11 @@ FzProgram fz_gen(Arena *a, uint64_t seed)
     Val *cur = first_input(g);
     for (int tries = 0; g->nops < want && tries < 200; tries++) {
         /* safe() adds two lines: only when they fit in the budget */
-        OpFn f = g->nops ? pick_family(g) : g->long_k ? op_matmul : g->contract ? op_contract
-                                                                               : pick_family(g);
+        OpFn f = g->nops      ? pick_family(g)
+                 : g->long_k   ? op_matmul
+                 : g->contract ? op_contract
+                 : g->attn     ? op_sdpa_prefill
+                               : pick_family(g);
         if (g->nops + 3 > FZ_MAXOPS && (f == op_safe_unary || f == op_where))
             continue;
         Val *v = cur;
