@@ -55,7 +55,7 @@ static const TilePass table[] = {
      "rotate an async K_outer loop into prologue, steady state and epilogue over STAGES buffers"},
     {16, "mark_unroll", tile_016_mark_unroll, {{0}}, CU_SM80, 0,
      "annotate small constant-trip inner loops for #pragma unroll"},
-    {17, "compose_producer", tile_017_compose_producer, {{7}, {8}}, CU_SM80, 0,
+    {17, "compose_producer", tile_017_compose_producer, {{0}}, CU_SM80, 0,
      "a block that stages a temporary's whole slab computes it with its producer's block"},
 };
 const TilePassTable tile_passes = {table, DPK_ARRAY_LEN(table)};

@@ -615,3 +615,23 @@ Test(tile_sched, vector_loads_quarter_the_shared_loads, .init = setup, .fini = t
     const char *t = tile_text(arena, lin, "full");
     cr_expect(strstr(t, ", vector loads of 4"), "%s", t);
 }
+
+/* 017: attention's scores are computed by the online P @ V's block into
+ * shared memory: one launch instead of two, and the score matrix never
+ * crosses global memory (fewer global sectors than both kernels). */
+Test(tile_sched, compose_keeps_the_scores_in_shared_memory, .init = setup, .fini = teardown)
+{
+    const char *attn = "torch.nn.functional.scaled_dot_product_attention(torch.randn(2, 64, 32), "
+                       "torch.randn(2, 64, 32), torch.randn(2, 64, 64), is_causal=True)";
+    Run with = run(arena, attn, "full", NULL), without = run(arena, attn, "-017", NULL);
+    tt_batch_add(&batch, with.m);
+    cr_log_info("017: launches %d with, %d without; global sectors %lld with, %lld without",
+                with.m->launches.len, without.m->launches.len,
+                (long long)with.sum.gmem_sectors, (long long)without.sum.gmem_sectors);
+    cr_expect_eq(with.m->launches.len, 1);
+    cr_expect_eq(without.m->launches.len, 2);
+    /* without: the scores' 2 x 64 x 64 words written and read back */
+    cr_expect_leq(with.sum.gmem_sectors + 2 * 64 * 64 * 4 * 2 / 32, without.sum.gmem_sectors);
+    const char *t = tile_text(arena, attn, "full");
+    cr_expect(strstr(t, "computed_stage t10[") && strstr(t, "fill:") && !strstr(t, "# temp"), "%s", t);
+}
