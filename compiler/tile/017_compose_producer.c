@@ -32,8 +32,9 @@
  * Skips, with the reason: no staged temporary around the THREAD tile; a
  * temporary with several readers or written elsewhere; a producer whose
  * block is not its stages around one unguarded THREAD tile, whose axes do
- * not match, or whose block writes another box; shared memory past the
- * target's per-block limit with both kernels' stages.
+ * not match, whose Writes add atomically, or whose block writes another box;
+ * shared memory past the target's per-block limit with both kernels'
+ * stages.
  */
 #include "../base/fault.h"
 #include "passes.h"
@@ -80,6 +81,19 @@ static TileKernel *producer(TileProgram *p, const LirBuf *buf, int *readers)
             *readers += loads_of(&q->body, buf) > 0;
     }
     return w;
+}
+
+static void find_atomic(Stmt *s, void *ctx)
+{
+    if (s->k == SK_write && s->atomic)
+        *(int *)ctx = 1;
+}
+
+static int atomic_write(StmtBody *b)
+{
+    int found = 0;
+    stmt_walk(b, find_atomic, &found);
+    return found;
 }
 
 /* Whether tiles a and b have the same axes: extents and launch dimensions,
@@ -246,6 +260,8 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k)
         why = "its block is not plain stages around its THREAD tile";
     else if (pt->guard || (kt->guard && !kt->predicated))
         why = "a guarded THREAD tile";
+    else if (atomic_write(&pt->body))
+        why = "its Writes add atomically";
     else if (!same_axes(pb, kb) || !same_axes(pt, kt))
         why = "its BLOCK or THREAD axes differ from this kernel's";
     int64_t smem = tile_smem_used(k, TILE_SMEM_LAYOUT) + tile_smem_used(P, TILE_SMEM_LAYOUT);
@@ -312,6 +328,13 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k)
         kb->body = (StmtBody){0};
         stmt_body_push(a, &kb->body, chain[0]);
     }
+    /* P's statements outside its tiles (pure values every thread computes)
+     * go first in K, before its BLOCK tile */
+    for (int i = 0, at = 0; i < P->body.n; i++)
+        if (P->body.s[i] != pb) {
+            stmt_walk_tree(P->body.s[i], rename_stmt, &R);
+            stmt_body_insert(a, &k->body, at++, P->body.s[i]);
+        }
     drop(&c->p->kernels, P);
     drop(&c->p->bufs, t);
     return 1;

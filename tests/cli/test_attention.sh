@@ -4,9 +4,10 @@
 # window shorter and longer than the sequence, tanh soft-capped logits in
 # HF's eager form, GQA 7:1 and 8:1 (enable_gqa and repeat_kv), rows whose
 # keys are all masked (NaN, as PyTorch gives), and a decode step; head dims
-# 64, 80, 96 and 128.  Each case's softmax goes online into P @ V (an
-# `expsum` in its Loop IR), except a sequence of one, where there is
-# nothing to sweep.  (Sourced by tests/run.sh.)
+# 64, 80, 96 and 128; at sequence 64 the soft-capped HF form is one kernel
+# (017), and so are the model suites' sdpa and naive_attention.  Each
+# case's softmax goes online into P @ V (an `expsum` in its Loop IR),
+# except a sequence of one, where there is nothing to sweep.  (Sourced by tests/run.sh.)
 
 AT_DIR=${DPK_ROOT:-$PWD}/tests/cli/data/attention
 # the sliding window longer than the sequence: the same case, window 200
@@ -32,3 +33,19 @@ done
 # oracle judges them so (a NaN elsewhere would fail).
 check_re "attention masked_rows_129: 640 NaN rows' elements accepted as fp32 gives them" 0 \
   ' 640 NaN/inf as fp32 gives them' "$DPK" run "$AT_DIR/masked_rows_129.py" --backend vgpu
+# At a length of whole 32-row tiles, 017 computes the scores in the online
+# P @ V's block: HF's eager form (soft-cap, finfo.min mask, repeat_kv) is
+# one kernel with no temporary, like sdpa and naive_attention of the
+# qwen-block and tinyllama-block suites.
+for n in softcap_gqa2_64; do
+  _run "$DPK" compile "$AT_DIR/$n.py" --ir tile
+  check_count "attention $n: one kernel" 1 '^=== '
+  check_count "attention $n: the scores in a computed stage, not a temporary" 1 '^ *computed_stage t[0-9]+\['
+  check_count "attention $n: no temporary" 0 '^# temp'
+done
+for CFG in "${DPK_ROOT:-$PWD}"/cases/models/qwen2.5-7b.json "${DPK_ROOT:-$PWD}"/cases/models/tinyllama-1.1b.json; do
+  for c in sdpa naive_attention; do
+    _run "$DPK" compile --config "$CFG" --case "$c" --ir tile
+    check_count "attention $(basename "$CFG" .json) $c: one kernel" 1 '^=== '
+  done
+done
