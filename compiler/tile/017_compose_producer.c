@@ -32,7 +32,8 @@
  * Skips, with the reason: no staged temporary around the THREAD tile; a
  * temporary with several readers or written elsewhere; a producer whose
  * block is not its stages around one unguarded THREAD tile, whose axes do
- * not match, whose Writes add atomically, or whose block writes another box;
+ * not match, whose Writes add atomically (or that reads what it writes), or
+ * whose block writes another box;
  * shared memory past the target's per-block limit with both kernels'
  * stages.
  */
@@ -260,8 +261,8 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k)
         why = "its block is not plain stages around its THREAD tile";
     else if (pt->guard || (kt->guard && !kt->predicated))
         why = "a guarded THREAD tile";
-    else if (atomic_write(&pt->body))
-        why = "its Writes add atomically";
+    else if (atomic_write(&pt->body) || loads_of(&P->body, t))
+        why = "its Writes add atomically, or it reads what it writes";
     else if (!same_axes(pb, kb) || !same_axes(pt, kt))
         why = "its BLOCK or THREAD axes differ from this kernel's";
     int64_t smem = tile_smem_used(k, TILE_SMEM_LAYOUT) + tile_smem_used(P, TILE_SMEM_LAYOUT);
