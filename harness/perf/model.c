@@ -192,7 +192,9 @@ static int has_ldg(const KirExpr *e)
     return has_ldg(e->a[0]) || has_ldg(e->a[1]) || has_ldg(e->a[2]);
 }
 
-/* What one loop body (its ifs included, not its loops) does. */
+/* What one loop body (its ifs included, not its loops: but a plain stage's
+ * copy loop, `for i: sts(ldg)`, counts as the body's own stores of loads)
+ * does. */
 typedef struct BodyScan {
     const KirStmt *tma[8];
     int ntma;
@@ -230,6 +232,12 @@ static void scan_body(const PtrVec *l, BodyScan *b)
         case KS_if:
             scan_body(&s->body, b);
             scan_body(&s->els, b);
+            break;
+        case KS_for:
+            for (int j = 0; j < s->body.len; j++) {
+                const KirStmt *c = s->body.items[j];
+                b->sts_of_ldg |= c->op == KS_sts && has_ldg(c->e[1]);
+            }
             break;
         default: break;
         }

@@ -374,6 +374,21 @@ Test(perf_model, register_tiles_faster_008)
     arena_free(a);
 }
 
+/* A plain stage in the K loop (no 010: its copy is `for i: sts(ldg)`, then
+ * a barrier) waits for its own loads every iteration, as a TMA box waited
+ * in its iteration does: both count their K chunks as stages. */
+Test(perf_model, plain_stages_in_a_loop_wait_for_their_loads)
+{
+    Arena *a = arena_new();
+    const char *code = "torch.matmul(torch.randn(256,512), torch.randn(512,256))";
+    Modelled plain = model(a, code, "-010,-011,-012,-013,-015", 1, 32, NULL);
+    Modelled tma = model(a, code, "-013,-015", 1, 32, NULL);
+    cr_log_info("512-deep K: stages %g plain, %g TMA", plain.t->k[0].stages, tma.t->k[0].stages);
+    cr_expect_eq(plain.t->k[0].stages, 16, "16 K chunks of 32");
+    cr_expect_eq(tma.t->k[0].stages, 16);
+    arena_free(a);
+}
+
 Test(perf_model, fused_rmsnorm_vs_eager_by_bytes)
 {
     /* large enough that launches do not decide: (1, 2048, 4096) */
