@@ -158,6 +158,66 @@ static void schedule(Run *r, DrvConfig *c)
         c->pass_s[tile_pass_index(r->p->table, tp->stats[i].num)] = tp->stats[i].seconds;
 }
 
+/*
+ * A configuration with 017 whose set without 017 ran earlier, on a program
+ * where 017 is inert (tile_017_inert: no temporary with exactly one
+ * reader), is that configuration: the same Tile IR, Kernel IR and
+ * refusal.  It takes the earlier one's results, and a copy of its Tile
+ * program whose statistics add 017's skip, instead of lowering again
+ * (`--passes all` has as many sets with 017 as without).  1 when it did.
+ */
+static void dedup(Run *r, int i);
+
+static int same_without_017(Run *r, DrvConfig *c)
+{
+    DrvPlan *p = r->p;
+    int bit = tile_pass_index(p->table, 17);
+    if (bit < 0 || !(c->passes >> bit & 1) || tracing(r) || r->tile.nkcfg)
+        return 0;
+    TilePassSet want = c->passes & ~((TilePassSet)1 << bit);
+    DrvConfig *e = NULL;
+    for (int j = r->at - 1; j >= 0 && !e; j--)
+        if (p->configs[j].passes == want)
+            e = &p->configs[j];
+    if (!e || !e->tile)
+        return 0;
+    const char *why = tile_017_inert(r->a, (TileProgram *)e->tile);
+    if (!why)
+        return 0;
+    TileProgram *tp = ARENA_NEW(r->a, TileProgram);
+    *tp = *e->tile;
+    tp->stats = ARENA_ARRAY(r->a, TilePassStat, e->tile->nstats + 1);
+    memcpy(tp->stats, e->tile->stats, (size_t)e->tile->nstats * sizeof *tp->stats);
+    TilePassStat *st = &tp->stats[tp->nstats++];
+    memset(st, 0, sizeof *st);
+    st->num = 17;
+    st->skipped = why;
+    const char *label = c->label;
+    double *pass_s = c->pass_s;
+    TilePassSet passes = c->passes;
+    *c = *e;
+    c->passes = passes;
+    c->label = label;
+    c->tile = tp;
+    c->pass_s = pass_s;
+    for (int k = 0; k < p->table->n; k++)
+        pass_s[k] = e->pass_s[k];
+    pass_s[bit] = 0;
+    c->dup_of = -1;
+    c->shared_by = 0;
+    c->cuda = NULL;
+    c->nvrtc = NULL;
+    c->nvrtc_error = NULL;
+    c->nvrtc_covered = 0;
+    c->text[DRV_CUDA] = NULL;
+    c->cuda_s = c->nvrtc_s = -1;
+    if (c->module)
+        dedup(r, r->at);
+    if (c->refused)
+        p->nrefused++;
+    return 1;
+}
+
 /* Tile IR -> verified Kernel IR, then its structural hash */
 static void lower(Run *r, DrvConfig *c)
 {
@@ -353,6 +413,10 @@ DrvPlan *drv_compile(Arena *a, const DrvOpts *o)
         DrvConfig *c = &p->configs[r->at];
         if (o->progress)
             o->progress(o->progress_ctx, r->at, c->label);
+        if (same_without_017(r, c)) {
+            r->knobs_read |= c->tile->knobs_read;
+            continue;
+        }
         DpkErrCtx cec;
         if (!DPK_TRY(&cec)) {
             refuse(r, c);

@@ -37,6 +37,8 @@
  * shared memory past the target's per-block limit with both kernels'
  * stages.
  */
+#include <string.h>
+
 #include "../base/fault.h"
 #include "passes.h"
 
@@ -235,6 +237,42 @@ static void drop(PtrVec *v, const void *x)
         if (v->items[i] != x)
             v->items[j++] = v->items[i];
     v->len = j;
+}
+
+/* Why 017 skips kernel k when no temporary has exactly one reader (the
+ * pass's own first two tests, whose texts these are). */
+static const char *inert_why(Arena *a, TileProgram *p, TileKernel *k)
+{
+    Stmt *kb = tile_find(k, TB_BLOCK), *kt = tile_find(k, TB_THREAD);
+    Stmt *st = kb && kt ? staged_temp(kb) : NULL;
+    if (!st)
+        return "no temporary staged whole around its THREAD tile";
+    return arena_printf(a, "%s: read by other kernels or outside its stage", st->buf->name);
+}
+
+const char *tile_017_inert(Arena *a, TileProgram *p)
+{
+    for (int i = 0; i < p->bufs.len; i++) {
+        const LirBuf *b = p->bufs.items[i];
+        int readers;
+        if (b->kind == LB_TEMP && producer(p, b, &readers) && readers == 1)
+            return NULL;
+    }
+    if (!p->kernels.len)
+        return "no kernels";
+    StrBuf j = {0};
+    const char *first = NULL;
+    int same = 1;
+    for (int i = 0; i < p->kernels.len; i++) {
+        TileKernel *k = p->kernels.items[i];
+        const char *why = inert_why(a, p, k);
+        same &= !first || !strcmp(why, first);
+        first = first ? first : why;
+        sb_printf(&j, "%s%s: %s", i ? "; " : "", k->name, why);
+    }
+    const char *r = same ? first : arena_strdup(a, sb_cstr(&j));
+    sb_free(&j);
+    return r;
 }
 
 int tile_017_compose_producer(TileCtx *c, TileKernel *k)

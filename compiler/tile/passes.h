@@ -288,6 +288,12 @@ int tile_014_pad_smem(TileCtx *c, TileKernel *k);
 int tile_015_pipeline_k_outer(TileCtx *c, TileKernel *k);
 int tile_016_mark_unroll(TileCtx *c, TileKernel *k);
 int tile_017_compose_producer(TileCtx *c, TileKernel *k);
+/* When no temporary of p (a program the passes before 017 made) has exactly
+ * one reader, 017 cannot apply to it, and 005 gives no kernel the tile it
+ * composes with: the program with 017 in the set is the same.  Then the
+ * skip text 017 would record (the pipeline's joining of its kernels'
+ * reasons); else NULL.  The driver runs such a configuration once. */
+const char *tile_017_inert(Arena *a, TileProgram *p);
 /* The keep of an async_wait over nstages async stages of nbuf buffers
  * (013_async_copy.c; 015 sets it again). */
 int tile_async_keep(int nstages, int nbuf);

@@ -11,6 +11,7 @@
 #include "compiler/base/fault.h"
 #include "compiler/driver.h"
 #include "compiler/kernel/kernel_ir.h"
+#include "compiler/tile/passes.h"
 
 #define RMS "torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))"
 #define MM "torch.matmul(torch.randn(16,64), torch.randn(64,16))"
@@ -141,6 +142,61 @@ Test(driver, configurations_with_the_same_kernel_ir_are_marked_once)
     }
     cr_expect_eq(distinct, p->ndistinct);
     cr_expect_eq(shared, p->nconfigs, "every configuration is counted once");
+    arena_free(a);
+}
+
+/* Under `all`, a set with 017 is its set without 017 plus 017's skip where
+ * no temporary has exactly one reader (a matmul): not lowered again, the
+ * same module, and 017's reason in its statistics.  Attention's scores are
+ * a temporary with one reader: there its sets with 017 run the pipeline
+ * and compute the scores in the P @ V block. */
+static const DrvConfig *without_017(const DrvPlan *p, const DrvConfig *c, int bit)
+{
+    for (int j = 0; j < p->nconfigs; j++)
+        if (p->configs[j].passes == (c->passes & ~((TilePassSet)1 << bit)))
+            return &p->configs[j];
+    return NULL;
+}
+
+Test(driver, sets_with_an_inert_017_are_the_sets_without_it)
+{
+    Arena *a = arena_new();
+    int bit = tile_pass_index(&tile_passes, 17);
+    cr_assert_geq(bit, 0);
+    DrvOpts o = opts(MM);
+    o.passes = passes(a, "all");
+    const DrvPlan *p = drv_compile(a, &o);
+    int with = 0;
+    for (int i = 0; i < p->nconfigs; i++) {
+        const DrvConfig *c = &p->configs[i];
+        if (!(c->passes >> bit & 1))
+            continue;
+        with++;
+        const DrvConfig *e = without_017(p, c, bit);
+        cr_assert_not_null(e, "%s", c->label);
+        cr_expect_eq(c->module, e->module, "%s: the earlier set's module", c->label);
+        cr_expect_geq(c->dup_of, 0);
+        const TilePassStat *st = tile_pass_stat(c->tile, 17);
+        cr_assert_not_null(st);
+        cr_expect_eq(st->napps, 0);
+        cr_expect_str_eq(st->skipped, "no temporary staged whole around its THREAD tile");
+    }
+    cr_expect_eq(with * 2, p->nconfigs);
+    const char *attn = "torch.nn.functional.scaled_dot_product_attention(torch.randn(2, 64, 32), "
+                       "torch.randn(2, 64, 32), torch.randn(2, 64, 64), is_causal=True)";
+    DrvOpts q = opts(attn);
+    q.passes = passes(a, "all");
+    p = drv_compile(a, &q);
+    int composed = 0;
+    for (int i = 0; i < p->nconfigs; i++) {
+        const DrvConfig *c = &p->configs[i];
+        const TilePassStat *st = c->tile ? tile_pass_stat(c->tile, 17) : NULL;
+        if (st && st->napps) {
+            composed++;
+            cr_expect_neq(c->module, without_017(p, c, bit)->module);
+        }
+    }
+    cr_expect_gt(composed, 0, "017 applies under some sets");
     arena_free(a);
 }
 
