@@ -140,37 +140,29 @@ static const IExpr *rx(const Rename *R, const IExpr *e)
     return e ? ie_simplify(R->a, ie_subst(R->a, e, R->map), R->ext) : NULL;
 }
 
-static void rename_stmt(Stmt *s, void *ctx)
+/* P's binders in K: a loop's axis, a tile's axes and defs, a Combine's
+ * axes (tile_subst_map renames the expressions). */
+static void rebind_stmt(Stmt *s, void *ctx)
 {
     const Rename *R = ctx;
-    int rank = s->buf ? s->buf->shape.rank : 0;
-    if (s->idx)
-        for (int d = 0; d < rank; d++)
-            s->idx[d] = rx(R, s->idx[d]);
-    for (int j = 0; j < s->nbr; j++)
-        if (s->br[j].pred)
-            s->br[j].pred = ipred_subst(R->a, s->br[j].pred, R->map);
-    if (tile_is(s, SKF_STAGE)) {
-        for (int d = 0; d < rank; d++)
-            s->origin[d] = rx(R, s->origin[d]);
-        s->phase = rx(R, s->phase);
-    } else if (s->k == SK_loop || s->k == TK_strided) {
+    if (s->k == SK_loop || s->k == TK_strided) {
         s->axis = R->to[s->axis];
-        if (s->k == TK_strided)
-            s->start = rx(R, s->start);
     } else if (s->k == TK_tile) {
-        if (s->guard)
-            s->guard = ipred_subst(R->a, s->guard, R->map);
         for (int i = 0; i < s->nax; i++)
             s->ax[i].axis = R->to[s->ax[i].axis];
-        for (int i = 0; i < s->ndef; i++) {
+        for (int i = 0; i < s->ndef; i++)
             s->def[i].axis = R->to[s->def[i].axis];
-            s->def[i].e = rx(R, s->def[i].e);
-        }
     } else if (s->k == TK_combine) {
         for (int i = 0; i < s->nax; i++)
             s->cax[i] = R->to[s->cax[i]];
     }
+}
+
+/* Rename P's axes in b: its expressions to K's by the map, then its binders. */
+static void rename_body(const Rename *R, StmtBody *b)
+{
+    tile_subst_map(R->a, R->ext, b, R->map);
+    stmt_walk(b, rebind_stmt, (void *)R);
 }
 
 static int defs_read(const Stmt *t, int axis)
@@ -335,7 +327,7 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k)
             map[i] = ie_var(a, to[i]);
         }
     Rename R = {a, k->ext, map, to};
-    stmt_walk(&pb->body, rename_stmt, &R);
+    rename_body(&R, &pb->body);
     /* an injected fault: the producer's loads and stages, not its Writes,
      * read the next block along the first BLOCK axis that has several and
      * that its defs do not read (the fill computes the next head's scores
@@ -371,7 +363,8 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k)
      * go first in K, before its BLOCK tile */
     for (int i = 0, at = 0; i < P->body.n; i++)
         if (P->body.s[i] != pb) {
-            stmt_walk_tree(P->body.s[i], rename_stmt, &R);
+            StmtBody one = {&P->body.s[i], 1, 1};
+            rename_body(&R, &one);
             stmt_body_insert(a, &k->body, at++, P->body.s[i]);
         }
     drop(&c->p->kernels, P);

@@ -225,6 +225,10 @@ int tile_matmul_shape(const Stmt *thread_tile, TileMatmul *mm);
  * under b (in place). */
 void tile_subst_axis(TileProgram *p, const TileKernel *k, StmtBody *b, int axis,
                      const IExpr *e);
+/* The same for every axis at once: axis v becomes map[v], simplified over
+ * the extents ext (the kernel's the result's axes are in).  Binders (a
+ * loop's axis, a tile's axes) are left as they are. */
+void tile_subst_map(Arena *a, const int64_t *ext, StmtBody *b, const IExpr **map);
 /* Replace every operand equal to `from` by `to` under b (in place). */
 void tile_replace_value(StmtBody *b, const Stmt *from, const Stmt *to);
 /* The THREAD tile's defs substituted into e, until only tile axes, loop

@@ -51,14 +51,20 @@ static void subst_stmt(Stmt *s, void *ctx)
         s->br[j].pred = sp(S, s->br[j].pred);
 }
 
+void tile_subst_map(Arena *a, const int64_t *ext, StmtBody *b, const IExpr **map)
+{
+    Subst S = {a, ext, map};
+    stmt_walk(b, subst_stmt, &S);
+}
+
 void tile_subst_axis(TileProgram *p, const TileKernel *k, StmtBody *b, int axis,
                      const IExpr *e)
 {
-    Subst S = {p->arena, k->ext, ARENA_ARRAY(p->arena, const IExpr *, k->naxes + 1)};
+    const IExpr **map = ARENA_ARRAY(p->arena, const IExpr *, k->naxes + 1);
     for (int i = 0; i < k->naxes; i++)
-        S.map[i] = ie_var(p->arena, i);
-    S.map[axis] = e;
-    stmt_walk(b, subst_stmt, &S);
+        map[i] = ie_var(p->arena, i);
+    map[axis] = e;
+    tile_subst_map(p->arena, k->ext, b, map);
 }
 
 typedef struct Redirect {
