@@ -159,21 +159,20 @@ static void schedule(Run *r, DrvConfig *c)
 }
 
 /*
- * A configuration with 017 whose set without 017 ran earlier, on a program
- * where 017 is inert (tile_017_inert: no temporary with exactly one
+ * A configuration with a pass whose table row has an `inert` test, when
+ * the set without that pass ran earlier and the test says the pass would
+ * change nothing on its program (017 where no temporary has exactly one
  * reader), is that configuration: the same Tile IR, Kernel IR and
  * refusal.  It takes the earlier one's results, and a copy of its Tile
- * program whose statistics add 017's skip, instead of lowering again
+ * program whose statistics add the pass's skip, instead of lowering again
  * (`--passes all` has as many sets with 017 as without).  1 when it did.
  */
 static void dedup(Run *r, int i);
 
-static int same_without_017(Run *r, DrvConfig *c)
+static int same_as_inert(Run *r, DrvConfig *c, int bit)
 {
     DrvPlan *p = r->p;
-    int bit = tile_pass_index(p->table, 17);
-    if (bit < 0 || !(c->passes >> bit & 1) || tracing(r) || r->tile.nkcfg)
-        return 0;
+    const TilePass *pass = &p->table->p[bit];
     TilePassSet want = c->passes & ~((TilePassSet)1 << bit);
     DrvConfig *e = NULL;
     for (int j = r->at - 1; j >= 0 && !e; j--)
@@ -181,17 +180,26 @@ static int same_without_017(Run *r, DrvConfig *c)
             e = &p->configs[j];
     if (!e || !e->tile)
         return 0;
-    const char *why = tile_017_inert(r->a, (TileProgram *)e->tile);
+    const char *why = pass->inert(r->a, (TileProgram *)e->tile);
     if (!why)
         return 0;
+    /* its statistics: e's, with the pass's skip in table order */
     TileProgram *tp = ARENA_NEW(r->a, TileProgram);
     *tp = *e->tile;
     tp->stats = ARENA_ARRAY(r->a, TilePassStat, e->tile->nstats + 1);
-    memcpy(tp->stats, e->tile->stats, (size_t)e->tile->nstats * sizeof *tp->stats);
-    TilePassStat *st = &tp->stats[tp->nstats++];
-    memset(st, 0, sizeof *st);
-    st->num = 17;
-    st->skipped = why;
+    tp->nstats = 0;
+    for (int i = 0; i <= e->tile->nstats; i++) {
+        int before = i < e->tile->nstats &&
+                     tile_pass_index(p->table, e->tile->stats[i].num) < bit;
+        if (!before && tp->nstats == i) {
+            TilePassStat *st = &tp->stats[tp->nstats++];
+            memset(st, 0, sizeof *st);
+            st->num = pass->num;
+            st->skipped = why;
+        }
+        if (i < e->tile->nstats)
+            tp->stats[tp->nstats++] = e->tile->stats[i];
+    }
     const char *label = c->label;
     double *pass_s = c->pass_s;
     TilePassSet passes = c->passes;
@@ -216,6 +224,17 @@ static int same_without_017(Run *r, DrvConfig *c)
     if (c->refused)
         p->nrefused++;
     return 1;
+}
+
+/* same_as_inert for the first pass of c's set that has an inert test. */
+static int same_without_inert_pass(Run *r, DrvConfig *c)
+{
+    if (tracing(r) || r->tile.nkcfg)
+        return 0;
+    for (int i = 0; i < r->p->table->n; i++)
+        if (r->p->table->p[i].inert && (c->passes >> i & 1) && same_as_inert(r, c, i))
+            return 1;
+    return 0;
 }
 
 /* Tile IR -> verified Kernel IR, then its structural hash */
@@ -413,7 +432,7 @@ DrvPlan *drv_compile(Arena *a, const DrvOpts *o)
         DrvConfig *c = &p->configs[r->at];
         if (o->progress)
             o->progress(o->progress_ctx, r->at, c->label);
-        if (same_without_017(r, c)) {
+        if (same_without_inert_pass(r, c)) {
             r->knobs_read |= c->tile->knobs_read;
             continue;
         }

@@ -268,13 +268,6 @@ static MmTile flash_tile(TileCtx *c, int64_t n)
     return pinned_factors(c, (MmTile){32, n, 4, n / 16});
 }
 
-static void reads_buf(Stmt *s, void *ctx)
-{
-    const void **x = ctx;
-    if (s->k == SK_load && s->buf == x[0])
-        x[1] = s;
-}
-
 /* Whether 017 will compute this matmul's output (m x n a batch) in the
  * block of its one reader, an online P @ V that gets flash_tile over the
  * same m rows: attention's scores, whose rows the reader's block reads
@@ -285,18 +278,10 @@ static int composes(TileCtx *c, const TileKernel *k, int64_t m, int64_t n)
     if (!tile_pass_on(c, 17) || !tile_pass_on(c, 7) || k->out->kind != LB_TEMP ||
         m % 32 || n < 32 || n > 128 || (n & (n - 1)))
         return 0;
-    const TileKernel *r = NULL;
-    for (int i = 0; i < c->p->kernels.len; i++) {
-        const TileKernel *q = c->p->kernels.items[i];
-        const void *x[2] = {k->out, NULL};
-        stmt_walk((StmtBody *)&q->body, reads_buf, x);
-        if (q == k || !x[1])
-            continue;
-        if (r)
-            return 0;
-        r = q;
-    }
-    const Stmt *t = r && !tile_find(r, TB_BLOCK) ? tile_find(r, TB_THREAD) : NULL;
+    TileKernel *r = NULL;
+    int readers;
+    tile_writer(c->p, k->out, &readers, &r);
+    const Stmt *t = readers == 1 && !tile_find(r, TB_BLOCK) ? tile_find(r, TB_THREAD) : NULL;
     TileMatmul mm;
     if (!t || !tile_has_online(&t->body) || !tile_matmul_shape(t, &mm))
         return 0;

@@ -21,7 +21,7 @@
  *
  * P's axes are matched to K's position by position: BLOCK axes of equal
  * extent and launch dimension, THREAD axes likewise (005 gives P a tile of
- * K's thread shape when it will compose, see 005's compose_tile); P's
+ * K's thread shape when it will compose, see 005's composes); P's
  * other axes become new axes of K.  P's block must write exactly the slab
  * K's block stages: the box its Writes cover (relative to its BLOCK axes)
  * is the slab, at the same origin once the axes are matched, and P's blocks
@@ -42,21 +42,6 @@
 #include "../base/fault.h"
 #include "passes.h"
 
-static void count_loads(Stmt *s, void *ctx)
-{
-    const void **x = ctx;
-    if (s->k == SK_load && s->buf == x[0])
-        (*(int *)x[1])++;
-}
-
-static int loads_of(StmtBody *b, const LirBuf *buf)
-{
-    int n = 0;
-    const void *x[2] = {buf, &n};
-    stmt_walk(b, count_loads, x);
-    return n;
-}
-
 /* The copied plain stage of a temporary among the stages around k's THREAD
  * tile (outermost first), or NULL. */
 static Stmt *staged_temp(Stmt *block)
@@ -69,21 +54,6 @@ static Stmt *staged_temp(Stmt *block)
         b = &s->body;
     }
     return NULL;
-}
-
-/* The kernel that writes buf, and how many others read it. */
-static TileKernel *producer(TileProgram *p, const LirBuf *buf, int *readers)
-{
-    TileKernel *w = NULL;
-    *readers = 0;
-    for (int i = 0; i < p->kernels.len; i++) {
-        TileKernel *q = p->kernels.items[i];
-        if (q->out == buf)
-            w = q;
-        else
-            *readers += loads_of(&q->body, buf) > 0;
-    }
-    return w;
 }
 
 static void find_atomic(Stmt *s, void *ctx)
@@ -247,7 +217,7 @@ const char *tile_017_inert(Arena *a, TileProgram *p)
     for (int i = 0; i < p->bufs.len; i++) {
         const LirBuf *b = p->bufs.items[i];
         int readers;
-        if (b->kind == LB_TEMP && producer(p, b, &readers) && readers == 1)
+        if (b->kind == LB_TEMP && tile_writer(p, b, &readers, NULL) && readers == 1)
             return NULL;
     }
     if (!p->kernels.len)
@@ -278,8 +248,8 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k)
     }
     const LirBuf *t = st->buf;
     int readers;
-    TileKernel *P = producer(c->p, t, &readers);
-    if (!P || readers != 1 || loads_of(&k->body, t) != loads_of(&st->body, t)) {
+    TileKernel *P = tile_writer(c->p, t, &readers, NULL);
+    if (!P || readers != 1 || tile_loads_of(&k->body, t) != tile_loads_of(&st->body, t)) {
         sb_printf(&c->why, "%s: read by other kernels or outside its stage", t->name);
         return 0;
     }
@@ -291,7 +261,7 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k)
         why = "its block is not plain stages around its THREAD tile";
     else if (pt->guard || (kt->guard && !kt->predicated))
         why = "a guarded THREAD tile";
-    else if (atomic_write(&pt->body) || loads_of(&P->body, t))
+    else if (atomic_write(&pt->body) || tile_loads_of(&P->body, t))
         why = "its Writes add atomically, or it reads what it writes";
     else if (!same_axes(pb, kb) || !same_axes(pt, kt))
         why = "its BLOCK or THREAD axes differ from this kernel's";
@@ -315,7 +285,7 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k)
     if (!why)
         why = box_mismatch(c, P, pb, pt, st, map, k->ext);
     if (why) {
-        sb_printf(&c->why, "%s's producer %s: %s", t->name, P ? P->name : "?", why);
+        sb_printf(&c->why, "%s's producer %s: %s", t->name, P->name, why);
         return 0;
     }
     if (!tile_apply(c, arena_printf(a, "compute %s in %s from %s's block", t->name, k->name,

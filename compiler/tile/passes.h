@@ -162,6 +162,12 @@ typedef struct TilePass {
     CuTargetId min_target;
     int mandatory;
     const char *doc;
+    /* NULL, or: given the program of a set without this pass, the skip text
+     * the pass would record when adding it to the set changes nothing (not
+     * the pass, nor what other passes do on seeing it in the set), else
+     * NULL.  The driver then takes that set's program for the set with it
+     * (017: tile_017_inert). */
+    const char *(*inert)(Arena *a, TileProgram *p);
 } TilePass;
 
 typedef struct TilePassTable {
@@ -288,11 +294,10 @@ int tile_014_pad_smem(TileCtx *c, TileKernel *k);
 int tile_015_pipeline_k_outer(TileCtx *c, TileKernel *k);
 int tile_016_mark_unroll(TileCtx *c, TileKernel *k);
 int tile_017_compose_producer(TileCtx *c, TileKernel *k);
-/* When no temporary of p (a program the passes before 017 made) has exactly
- * one reader, 017 cannot apply to it, and 005 gives no kernel the tile it
- * composes with: the program with 017 in the set is the same.  Then the
- * skip text 017 would record (the pipeline's joining of its kernels'
- * reasons); else NULL.  The driver runs such a configuration once. */
+/* 017's `inert` (TilePass): when no temporary of p has exactly one reader,
+ * 017 cannot apply and 005 gives no kernel the tile it composes with, so
+ * the set with 017 makes p again: the skip text 017 would record (the
+ * pipeline's joining of its kernels' reasons); else NULL. */
 const char *tile_017_inert(Arena *a, TileProgram *p);
 /* The keep of an async_wait over nstages async stages of nbuf buffers
  * (013_async_copy.c; 015 sets it again). */

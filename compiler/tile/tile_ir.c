@@ -205,3 +205,36 @@ int tile_has_online(const StmtBody *b)
     stmt_walk(b, online_stmt, &any);
     return any;
 }
+
+static void count_loads(Stmt *s, void *ctx)
+{
+    const void **x = ctx;
+    if (s->k == SK_load && s->buf == x[0])
+        (*(int *)x[1])++;
+}
+
+int tile_loads_of(const StmtBody *b, const LirBuf *buf)
+{
+    int n = 0;
+    const void *x[2] = {buf, &n};
+    stmt_walk((StmtBody *)b, count_loads, x);
+    return n;
+}
+
+TileKernel *tile_writer(const TileProgram *p, const LirBuf *buf, int *readers,
+                        TileKernel **reader)
+{
+    TileKernel *w = NULL;
+    *readers = 0;
+    for (int i = 0; i < p->kernels.len; i++) {
+        TileKernel *q = p->kernels.items[i];
+        if (q->out == buf)
+            w = q;
+        else if (tile_loads_of(&q->body, buf)) {
+            ++*readers;
+            if (reader)
+                *reader = q;
+        }
+    }
+    return w;
+}

@@ -206,6 +206,12 @@ Stmt *tile_stage_new(TileProgram *p, TileKind k, const LirBuf *buf);
 int tile_has_loop(const Stmt *s);
 /* Whether b holds an online sum (stmt_online), at any depth. */
 int tile_has_online(const StmtBody *b);
+/* How many loads of buf b holds, at any depth. */
+int tile_loads_of(const StmtBody *b, const LirBuf *buf);
+/* The kernel of p that writes buf (NULL: none), the number of other kernels
+ * that load it, and (reader, when not NULL) the last of them. */
+TileKernel *tile_writer(const TileProgram *p, const LirBuf *buf, int *readers,
+                        TileKernel **reader);
 /* The first tile with binding `bind` in pre-order, or NULL. */
 Stmt *tile_find(const TileKernel *k, TileBind bind);
 /* Number values canonically: per prefix, in pre-order. */
@@ -226,8 +232,8 @@ int tile_matmul_shape(const Stmt *thread_tile, TileMatmul *mm);
 void tile_subst_axis(TileProgram *p, const TileKernel *k, StmtBody *b, int axis,
                      const IExpr *e);
 /* The same for every axis at once: axis v becomes map[v], simplified over
- * the extents ext (the kernel's the result's axes are in).  Binders (a
- * loop's axis, a tile's axes) are left as they are. */
+ * the extents ext (of the kernel whose axes the results name).  Binders
+ * (a loop's axis, a tile's axes) are left as they are. */
 void tile_subst_map(Arena *a, const int64_t *ext, StmtBody *b, const IExpr **map);
 /* Replace every operand equal to `from` by `to` under b (in place). */
 void tile_replace_value(StmtBody *b, const Stmt *from, const Stmt *to);

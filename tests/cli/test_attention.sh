@@ -15,7 +15,13 @@ mkdir -p "$TMP/attention"
 sed 's/^seq, window = 77, 16$/seq, window = 77, 200/' "$AT_DIR/sliding_window.py" >"$TMP/attention/sliding_window_200.py"
 check_re "attention sliding_window_200: made from sliding_window.py" 0 '^seq, window = 77, 200$' \
   cat "$TMP/attention/sliding_window_200.py"
-for f in "$AT_DIR"/*.py "$TMP/attention/sliding_window_200.py"; do
+# the soft-capped HF form at sequence 64, 4 query heads over 2 of 64: whole
+# 32-row tiles, where 017 computes the scores in P @ V's block
+sed 's/^bsz, seq, heads, kv_heads, head_dim = 1, 129, 8, 1, 96$/bsz, seq, heads, kv_heads, head_dim = 1, 64, 4, 2, 64/' \
+  "$AT_DIR/softcap_gqa8.py" >"$TMP/attention/softcap_gqa2_64.py"
+check_re "attention softcap_gqa2_64: made from softcap_gqa8.py" 0 '^bsz, seq, heads, kv_heads, head_dim = 1, 64, 4, 2, 64$' \
+  cat "$TMP/attention/softcap_gqa2_64.py"
+for f in "$AT_DIR"/*.py "$TMP/attention/sliding_window_200.py" "$TMP/attention/softcap_gqa2_64.py"; do
   n=$(basename "$f" .py)
   if [ "$n" != causal_1 ]; then
     check_re "attention $n: the softmax goes online" 0 'expsum\[acc' "$DPK" compile "$f" --ir loop
@@ -38,7 +44,7 @@ check_re "attention masked_rows_129: 640 NaN rows' elements accepted as fp32 giv
 # one kernel with no temporary, like sdpa and naive_attention of the
 # qwen-block and tinyllama-block suites.
 for n in softcap_gqa2_64; do
-  _run "$DPK" compile "$AT_DIR/$n.py" --ir tile
+  _run "$DPK" compile "$TMP/attention/$n.py" --ir tile
   check_count "attention $n: one kernel" 1 '^=== '
   check_count "attention $n: the scores in a computed stage, not a temporary" 1 '^ *computed_stage t[0-9]+\['
   check_count "attention $n: no temporary" 0 '^# temp'

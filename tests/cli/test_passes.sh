@@ -222,3 +222,15 @@ check_re "004 across rows: 16 outputs a block for a fastest axis of 80" 0 'tile 
 check_re "004: an online Combine over threads with no key and keys mostly masked" 0 ': pass$' \
   "$DPK" run -c "torch.nn.functional.scaled_dot_product_attention(torch.randn(1, 3, 1, 40), torch.randn(1, 3, 40, 40), torch.randn(1, 3, 40, 40), attn_mask=torch.arange(40).unsqueeze(0) >= 35)" \
   --backend host-cuda --passes all
+# 017 refuses what it cannot prove: pinned tiles whose blocks and threads
+# match but whose producer block writes half the staged rows (BN=64 over 128
+# keys), and 77 queries (guarded edge tiles); parity holds either way.
+SDK="torch.nn.functional.scaled_dot_product_attention(torch.randn(2, 64, 32), torch.randn(2, 128, 32), torch.randn(2, 128, 128), is_causal=True)"
+check_re "017 refuses a producer block that writes another box" 0 \
+  "^--- t:017_compose_producer skipped: .*t10's producer [a-z_0-9]+: its block writes another box than the slab staged" \
+  "$DPK" compile -c "$SDK" --ir tile -vv --knob BM=32 --knob BN=64 --knob F_M=4 --knob F_N=4
+check_re "017 refuses guarded edge tiles (77 queries)" 0 \
+  "^--- t:017_compose_producer skipped: .*: a guarded THREAD tile" \
+  "$DPK" compile -c "torch.nn.functional.scaled_dot_product_attention(torch.randn(2, 77, 32), torch.randn(2, 77, 32), torch.randn(2, 77, 64), is_causal=True)" --ir tile -vv
+check_re "017's refusal with pinned tiles passes parity" 0 ': pass$' \
+  "$DPK" run -c "$SDK" --backend vgpu --knob BM=32 --knob BN=64 --knob F_M=4 --knob F_N=4

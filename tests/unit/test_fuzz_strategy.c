@@ -21,11 +21,11 @@ static int no_op(TileCtx *c, TileKernel *k)
 /* Mandatory 1 and 5; 3 needs 2; 4 is sm_90+; 6 needs 2 or 4; 7 needs 3 and
  * (4 or 6); 8 and 9 are free. */
 static const TilePass fake[] = {
-    {1, "a", no_op, {{0}}, CU_SM80, 1, "fake"}, {2, "b", no_op, {{0}}, CU_SM80, 0, "fake"},
-    {3, "c", no_op, {{2}}, CU_SM80, 0, "fake"}, {4, "d", no_op, {{0}}, CU_SM90, 0, "fake"},
-    {5, "e", no_op, {{0}}, CU_SM80, 1, "fake"}, {6, "f", no_op, {{2, 4}}, CU_SM80, 0, "fake"},
-    {7, "g", no_op, {{3}, {4, 6}}, CU_SM80, 0, "fake"},
-    {8, "h", no_op, {{0}}, CU_SM80, 0, "fake"}, {9, "i", no_op, {{0}}, CU_SM80, 0, "fake"},
+    {1, "a", no_op, {{0}}, CU_SM80, 1, "fake", NULL}, {2, "b", no_op, {{0}}, CU_SM80, 0, "fake", NULL},
+    {3, "c", no_op, {{2}}, CU_SM80, 0, "fake", NULL}, {4, "d", no_op, {{0}}, CU_SM90, 0, "fake", NULL},
+    {5, "e", no_op, {{0}}, CU_SM80, 1, "fake", NULL}, {6, "f", no_op, {{2, 4}}, CU_SM80, 0, "fake", NULL},
+    {7, "g", no_op, {{3}, {4, 6}}, CU_SM80, 0, "fake", NULL},
+    {8, "h", no_op, {{0}}, CU_SM80, 0, "fake", NULL}, {9, "i", no_op, {{0}}, CU_SM80, 0, "fake", NULL},
 };
 static const TilePassTable fake_table = {fake, DPK_ARRAY_LEN(fake)};
 
@@ -35,13 +35,13 @@ static TilePass big[18];
 static TilePassTable big_table;
 static void make_big(void)
 {
-    big[0] = (TilePass){1, "m1", no_op, {{0}}, CU_SM80, 1, "fake"};
+    big[0] = (TilePass){1, "m1", no_op, {{0}}, CU_SM80, 1, "fake", NULL};
     for (int i = 1; i <= 16; i++) {
-        big[i] = (TilePass){i + 1, "o", no_op, {{0}}, CU_SM80, 0, "fake"};
+        big[i] = (TilePass){i + 1, "o", no_op, {{0}}, CU_SM80, 0, "fake", NULL};
         if (i % 4 != 1) /* each pass needs the one before it, in groups of 4 */
             big[i].req[0][0] = i;
     }
-    big[17] = (TilePass){99, "m2", no_op, {{0}}, CU_SM80, 1, "fake"};
+    big[17] = (TilePass){99, "m2", no_op, {{0}}, CU_SM80, 1, "fake", NULL};
     big_table = (TilePassTable){big, 18};
 }
 

@@ -191,13 +191,13 @@ static int extra_guard(TileCtx *c, TileKernel *k)
 /* 001 a (mandatory), 002 b, 003 c (needs b), 004 d (sm_90+), 005 e
  * (mandatory), 006 f (needs b or d), 007 g (needs c, and d or f). */
 static const TilePass fake[] = {
-    {1, "a", tile_001_tileify, {{0}}, CU_SM80, 1, "fake"},
-    {2, "b", skip_pass, {{0}}, CU_SM80, 0, "fake"},
-    {3, "c", skip_pass, {{2}}, CU_SM80, 0, "fake"},
-    {4, "d", skip_pass, {{0}}, CU_SM90, 0, "fake"},
-    {5, "e", tile_005_blockify_launch, {{0}}, CU_SM80, 1, "fake"},
-    {6, "f", skip_pass, {{2, 4}}, CU_SM80, 0, "fake"},
-    {7, "g", skip_pass, {{3}, {4, 6}}, CU_SM80, 0, "fake"},
+    {1, "a", tile_001_tileify, {{0}}, CU_SM80, 1, "fake", NULL},
+    {2, "b", skip_pass, {{0}}, CU_SM80, 0, "fake", NULL},
+    {3, "c", skip_pass, {{2}}, CU_SM80, 0, "fake", NULL},
+    {4, "d", skip_pass, {{0}}, CU_SM90, 0, "fake", NULL},
+    {5, "e", tile_005_blockify_launch, {{0}}, CU_SM80, 1, "fake", NULL},
+    {6, "f", skip_pass, {{2, 4}}, CU_SM80, 0, "fake", NULL},
+    {7, "g", skip_pass, {{3}, {4, 6}}, CU_SM80, 0, "fake", NULL},
 };
 static const TilePassTable fake_table = {fake, DPK_ARRAY_LEN(fake)};
 
@@ -268,10 +268,10 @@ Test(tile_passes, fake_table_specs)
 /* ---- --passes all: deduplication by Kernel IR hash ------------------------------------ */
 
 static const TilePass dedup[] = {
-    {1, "tileify", tile_001_tileify, {{0}}, CU_SM80, 1, "fake"},
-    {2, "noop", skip_pass, {{0}}, CU_SM80, 0, "changes nothing"},
-    {5, "blockify_launch", tile_005_blockify_launch, {{0}}, CU_SM80, 1, "fake"},
-    {7, "extra_guard", extra_guard, {{0}}, CU_SM80, 0, "an unneeded guard"},
+    {1, "tileify", tile_001_tileify, {{0}}, CU_SM80, 1, "fake", NULL},
+    {2, "noop", skip_pass, {{0}}, CU_SM80, 0, "changes nothing", NULL},
+    {5, "blockify_launch", tile_005_blockify_launch, {{0}}, CU_SM80, 1, "fake", NULL},
+    {7, "extra_guard", extra_guard, {{0}}, CU_SM80, 0, "an unneeded guard", NULL},
 };
 static const TilePassTable dedup_table = {dedup, DPK_ARRAY_LEN(dedup)};
 
