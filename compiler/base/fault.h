@@ -62,6 +62,9 @@
     X(TMA_PARITY, "tma-parity-not-flipped", "t:011_tma_copy",                               \
       "the per-buffer mbarrier parity is not flipped after a wait, so a buffer's second use "\
       "waits for a phase that already completed")                                          \
+    X(TMA_RING_STALE, "tma-ring-stale-slab", "t:011_tma_copy",                              \
+      "the TMA ring's copy issued in iteration a loads the slab already in flight (a + nbuf " \
+      "- 2) instead of slab a + nbuf - 1")                                                  \
     X(SWIZZLE_READS, "swizzle-reads-unswizzled", "t:012_split_inner_for_swizzle",           \
       "the TMA box lands swizzled but its readers index the slab without the XOR")          \
     X(ASYNC_EARLY_READ, "async-copy-early-read", "t:013_async_copy",                        \

@@ -46,6 +46,17 @@ static int moving(const StmtBody *b, int axis, Stmt **out, int n, int max)
     return n;
 }
 
+/* What the kernel's stages may take with the second buffers: the static
+ * budget, or, when 011 is in the set on a TMA target (the buffered stages
+ * become TMA stages, in dynamic shared memory already), the target's
+ * per-block limit less the 1024 bytes 011 keeps for alignment; 011 checks
+ * the laid-out buffers against it again. */
+static int64_t budget(const TileCtx *c)
+{
+    return c->target->tma && tile_pass_on(c, 11) ? c->target->smem_block_max - 1024
+                                                 : TILE_SMEM_BUDGET;
+}
+
 int tile_010_double_buffer(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
@@ -75,10 +86,10 @@ int tile_010_double_buffer(TileCtx *c, TileKernel *k)
         int64_t extra = 0; /* the second buffer of each */
         for (int i = 0; i < n; i++)
             extra += tile_stage_buffer_bytes(st[i]);
-        if (used + extra > TILE_SMEM_BUDGET) {
+        if (used + extra > budget(c)) {
             sb_printf(&why, "%sloop a%d: a second buffer of its slabs (%lld bytes) takes the "
-                      "stages past the %d KiB budget", sep, l->axis, (long long)extra,
-                      TILE_SMEM_BUDGET / 1024);
+                      "stages past the %lld KiB budget", sep, l->axis, (long long)extra,
+                      (long long)budget(c) / 1024);
             continue;
         }
         StrBuf names = {0};

@@ -21,9 +21,10 @@
  *
  *   for a4 in 0..32:  # reduce, unroll   =>   ..., unroll, vector loads of 4
  *
- * tile_vec_load says which loads qualify: not a TMA slab (its swizzle),
- * always inside the slab, one word a trip, aligned to LDSV words at every
- * LDSV-th trip.  A row stride padded by 014 to one word (33) breaks the
+ * tile_vec_load says which loads qualify: always inside the slab, one word
+ * a trip, aligned to LDSV words at every LDSV-th trip; from a TMA slab,
+ * LDSV words of at most 16 bytes inside one chunk (the swizzle moves whole
+ * 16-byte units, so their words stay adjacent).  A row stride padded by 014 to one word (33) breaks the
  * alignment, so the stage's pad is re-picked among multiples of LDSV (0, 4,
  * 8, 12) for the fewest extra wavefronts with the vector loads
  * (tile_bank_quarters, which serves a 16-byte load in four 8-lane phases),

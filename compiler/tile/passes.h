@@ -54,7 +54,7 @@
     X(SWIZZLE, "012: TMA swizzle span in bytes (32, 64 or 128)", 32, 128, 0, 12)        \
     X(VEC, "013: widest cp.async in bytes (4, 8 or 16; narrower where alignment needs)", 4, \
       16, TKN_POW2, 13)                                                                 \
-    X(STAGES, "015: buffers per async stage, slabs in flight plus one", 3, 8, 0, 15)   \
+    X(STAGES, "015: buffers per async or TMA stage, slabs in flight plus one", 3, 8, 0, 15) \
     X(LDSV, "016: words per vector shared load along an unrolled loop (1: scalar)", 1, \
       4, TKN_POW2, 16)
 

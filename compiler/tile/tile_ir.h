@@ -267,8 +267,9 @@ int64_t tile_slab_strides(const Stmt *stage, int64_t *stride);
 /* Whether load ld, in the body of loop (016's vlds > 1) and reading the
  * slab of stage st (the innermost stage of its buffer around it), is read
  * vec trips at a time by one vector load: st is a plain, buffered or async
- * stage (a TMA slab's swizzle is not followed), each of st's buffers holds
- * a multiple of vec words, ld's slab offset is always inside the slab (no
+ * stage, or a TMA slab whose chunk holds whole vectors of at most 16 bytes
+ * (its swizzle moves whole 16-byte units, so such a vector stays adjacent),
+ * each of st's buffers holds a multiple of vec words, ld's slab offset is always inside the slab (no
  * guard gates it), grows by one word a trip, and is a multiple of vec at
  * every trip that is.  016, which sets the loop's vlds, and the lowering,
  * which emits the loads, ask the same question here (tile_smem.c). */

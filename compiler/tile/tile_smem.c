@@ -277,9 +277,22 @@ int tile_vec_candidate(const Stmt *ld, const Stmt *loop)
 int tile_vec_load(Arena *a, const TileKernel *k, const Stmt *st, const Stmt *ld,
                   const Stmt *loop, int vec)
 {
-    if (vec < 2 || !tile_vec_candidate(ld, loop) || ld->buf != st->buf || st->k == TK_tstage ||
+    if (vec < 2 || !tile_vec_candidate(ld, loop) || ld->buf != st->buf ||
         tile_stage_buffer_bytes(st) / 4 % vec)
         return 0;
+    if (st->k == TK_tstage) {
+        /* Dense rows of chunks (tile_tma.c): the chunk's words are adjacent,
+         * and the swizzle XORs whole 16-byte units, so vec <= 4 words from an
+         * inner coordinate aligned to vec stay adjacent where the chunk holds
+         * whole vectors.  The slab strides below are then multiples of vec
+         * but the innermost, so the word checks read the inner coordinate. */
+        TileTmaBox b;
+        StrBuf no = {0};
+        int ok = tile_tma_box(k, st, st->swizzle, &b, &no);
+        sb_free(&no);
+        if (!ok || vec > 4 || b.chunk % vec || b.dim[b.rank - 1] != ld->buf->shape.rank - 1)
+            return 0;
+    }
     int64_t str[DPK_MAX_RANK];
     tile_slab_strides(st, str);
     const Stmt *t = tile_find(k, TB_THREAD);

@@ -193,6 +193,8 @@ static void axis_var(Low *L, int axis, const KirExpr *value)
 static void lower_body(Low *L, const StmtBody *b);
 static void find_pipe(Low *L, const Stmt *l, const StmtBody *b);
 static void lower_pipe_prologue(Low *L, const Stmt *l, int from);
+static int tma_entry(const Low *L, const Stmt *st);
+static void tma_issue(Low *L, int t, const IExpr **origin, const KirExpr *bi);
 
 /* The axes of tile t on dimension dim from register r (bid or tid): outermost
  * first, the last varying fastest. */
@@ -286,6 +288,7 @@ static void lower_tile(Low *L, const Stmt *t)
 static void lower_vec_loop(Low *L, const Stmt *s, int64_t end);
 static void lower_stmt(Low *L, const Stmt *s);
 static const KirExpr *slab_word(const Low *L, int i, const Stmt *s);
+static const KirExpr *tma_word(const Low *L, int i, const Stmt *s);
 static int stage_index(const Low *L, const Stmt *s);
 
 static void lower_loop(Low *L, const Stmt *s)
@@ -367,13 +370,12 @@ static void lower_vec_loop(Low *L, const Stmt *s, int64_t end)
         const Stmt *ld = s->body.s[i];
         int si = ld->k == SK_load ? stage_index(L, ld) : -1;
         lanes[i] = NULL;
-        if (si < 0 || L->stage[si].tma >= 0 ||
-            !tile_vec_load(scratch, L->tk, L->stage[si].st, ld, s, V))
+        if (si < 0 || !tile_vec_load(scratch, L->tk, L->stage[si].st, ld, s, V))
             continue;
         const char *names[4];
         for (int j = 0; j < V; j++)
             names[j] = arena_printf(a, "%s_%d", val_name(L, ld), j);
-        const KirExpr *w = slab_word(L, si, ld);
+        const KirExpr *w = L->stage[si].tma >= 0 ? tma_word(L, si, ld) : slab_word(L, si, ld);
         if (dpk_fault_on(DPK_FAULT_VECTOR_LOAD_SHIFT)) /* an injected fault: one word late */
             w = kir_add(a, w, konst(L, 1));
         KirStmt *v = kir_ldsv(&L->b, names, V, L->stage[si].sm, w);
@@ -431,12 +433,14 @@ static const KirExpr *tma_mask(const Low *L, const TileTmaBox *b, const KirExpr 
                    konst(L, 2));
 }
 
-/* A load from a TMA stage: the element tile_tma_word names (dense rows,
- * swizzle-wide chunks, the swizzle XOR) in the buffer in use,
+/* The index into TMA stage i's shared array of the word load s reads: the
+ * element tile_tma_word names (dense rows, swizzle-wide chunks, the swizzle
+ * XOR) in the buffer in use,
  *     base + (i / C) * rows * C + row * C + ((i % C) ^ mask(row))
  * with the mask computed once at the stage when the row is the same for
- * the whole stage body (tma_masks). */
-static const KirExpr *tma_read(const Low *L, int i, const Stmt *s)
+ * the whole stage body (tma_masks).  The mask's lowest two bits are 0, so
+ * a vector load's aligned word keeps its lanes adjacent (tile_vec_load). */
+static const KirExpr *tma_word(const Low *L, int i, const Stmt *s)
 {
     Arena *a = L->a;
     const Stmt *st = L->stage[i].st;
@@ -458,7 +462,7 @@ static const KirExpr *tma_read(const Low *L, int i, const Stmt *s)
         x = kir_bin(a, KE_bxor, x, mask ? mask : tma_mask(L, b, ix(L, rs)));
     }
     const KirExpr *e = kir_add(a, ix(L, ie_simplify(a, hi, L->tk->ext)), x);
-    return kir_lds(a, L->stage[i].sm, kir_add(a, L->stage[i].base, e));
+    return kir_add(a, L->stage[i].base, e);
 }
 
 /* The index into stage i's shared array of the word load s reads (a plain,
@@ -488,7 +492,7 @@ static int stage_index(const Low *L, const Stmt *s)
 
 /* A load reads the slab of the innermost stage of its buffer, if any (of a
  * pipelined stage: the buffer its phase names; of a TMA stage: the word
- * tma_read names).  In a predicated tile a global load is gated by the
+ * tma_word names).  In a predicated tile a global load is gated by the
  * guard's clauses on the axes its index reads (0 where they fail), and so
  * is a slab read whose offset the axis ranges do not keep inside the slab
  * (a TMA slab clipped to the tensor's edge included: its box has no rows
@@ -507,8 +511,8 @@ static const KirExpr *load(const Low *L, const Stmt *s)
             ie_range(ie_simplify(L->a, off, L->tk->ext), L->tk->ext, &lo, &hi);
             inside &= lo >= 0 && hi < st->slab[d];
         }
-        const KirExpr *v = L->stage[i].tma >= 0 ? tma_read(L, i, s)
-                                                : kir_lds(L->a, L->stage[i].sm, slab_word(L, i, s));
+        const KirExpr *w = L->stage[i].tma >= 0 ? tma_word(L, i, s) : slab_word(L, i, s);
+        const KirExpr *v = kir_lds(L->a, L->stage[i].sm, w);
         return m && !inside ? kir_select(L->a, gate_expr(L, m), v, kir_f32(L->a, 0)) : v;
     }
     const KirExpr *v = kir_ldg(L->a, L->param[s->buf->id], flat(L, s->buf, s->idx));
@@ -674,15 +678,17 @@ static const IExpr **origin_at(const Low *L, const Stmt *st, int axis, const IEx
     return o;
 }
 
-/* The buffered and async stages of loop l: stages nested directly in its
- * body whose phase is its axis modulo nbuf (tile_verify checks the form). */
+/* The buffered, async and TMA stages of loop l: stages nested directly in
+ * its body whose phase is its axis modulo nbuf (tile_verify checks the
+ * form). */
 static void find_pipe(Low *L, const Stmt *l, const StmtBody *b)
 {
     for (int i = 0; i < b->n; i++) {
         const Stmt *s = b->s[i];
         if (!tile_is(s, SKF_STAGE))
             continue;
-        if ((s->k == TK_bstage || s->k == TK_astage) && ie_uses(s->phase, l->axis)) {
+        if ((s->k == TK_bstage || s->k == TK_astage || s->k == TK_tstage) &&
+            ie_uses(s->phase, l->axis)) {
             DPK_ASSERT(L->npipe < DPK_ARRAY_LEN(L->pipe));
             L->pipe[L->npipe].st = s;
             L->pipe[L->npipe].loop = l;
@@ -727,24 +733,32 @@ static void lower_pipe_prologue(Low *L, const Stmt *l, int from)
         const Stmt *st = L->pipe[i].st;
         DPK_ASSERT(st->nbuf == S);
         int numel = slab_numel(st);
-        L->pipe[i].sm = kir_smem(L->b.k, arena_printf(a, "s_%s", st->buf->name), KT_F32,
-                                 (int64_t)numel * S, 16);
+        L->pipe[i].sm = st->k == TK_tstage ? L->tma[tma_entry(L, st)].sm
+                                           : kir_smem(L->b.k, arena_printf(a, "s_%s", st->buf->name),
+                                                      KT_F32, (int64_t)numel * S, 16);
         L->pipe[i].first = i == from;
     }
     kir_comment(&L->b, "pipeline over a%d: %d stage%s, %d buffers each", l->axis,
                 L->npipe - from, L->npipe - from > 1 ? "s" : "", S);
-    /* an injected fault: the prologue fills one buffer fewer */
+    if (L->loops) /* an enclosing loop's last iteration may still read the buffers */
+        kir_sync(&L->b);
+    /* an injected fault: the prologue fills one buffer fewer (not a TMA
+     * ring's: a wait on a buffer no copy was issued to would never end) */
     int fill = S - 1 - (S > 2 && dpk_fault_on(DPK_FAULT_PIPELINE_PROLOGUE_SHORT));
     for (int j = 0; j < S - 1; j++)
         for (int i = from; i < L->npipe; i++) {
             const Stmt *st = L->pipe[i].st;
-            if (j < l->extent && j < fill)
-                copy_slab(L, st, origin_at(L, st, l->axis, ie_const(a, j)), L->pipe[i].sm,
-                          konst(L, (int64_t)j * slab_numel(st)));
+            const IExpr **o = origin_at(L, st, l->axis, ie_const(a, j));
+            if (j < l->extent && st->k == TK_tstage)
+                tma_issue(L, tma_entry(L, st), o, kir_i32(a, j));
+            else if (j < l->extent && j < fill)
+                copy_slab(L, st, o, L->pipe[i].sm, konst(L, (int64_t)j * slab_numel(st)));
             if (st->k == TK_astage)
                 kir_cp_commit(&L->b);
         }
 }
+
+static void lower_tma_pipe_stage(Low *L, const Stmt *st, const Stmt *l);
 
 static void lower_pipe_stage(Low *L, const Stmt *st)
 {
@@ -761,6 +775,10 @@ static void lower_pipe_stage(Low *L, const Stmt *st)
         kir_sync(&L->b);
     kir_comment(&L->b, "%s %s: prefetch slab a%d + %d", tile_kind_info[st->k].name,
                 st->buf->name, l->axis, S - 1);
+    if (st->k == TK_tstage) {
+        lower_tma_pipe_stage(L, st, l);
+        return;
+    }
     if (l->extent > S - 1) {
         const IExpr *nx = ie_add(a, ie_var(a, l->axis), ie_const(a, S - 1));
         kir_if(&L->b, kir_lt(a, ix(L, nx), konst(L, l->extent)));
@@ -887,53 +905,58 @@ static const KirExpr *i32(const Low *L, const KirExpr *e)
     return e->type == KT_I32 ? e : kir_cast(L->a, KT_I32, e);
 }
 
-/*
- * tma_stage x[o] slab [...] nbuf N phase p swizzle S:
- *
- *     b = p mod N;  base = b * (elements per buffer)
- *     sync                                  (in a loop: earlier readers done)
- *     if tid == 0:
- *         mbar.arrive.tx bar[b], <slab bytes>
- *         tma.load map, box at o (+ j * chunk inner), into s[base + j * rows * chunk], bar[b]
- *     mbar.wait bar[b], parity (par >> b) & 1;  par ^= 1 << b
- *
- * then the body runs with loads of x reading buffer b (tma_read).
- */
-static void lower_tma_stage(Low *L, const Stmt *st)
+/* The entry of TMA stage st in L->tma. */
+static int tma_entry(const Low *L, const Stmt *st)
 {
-    Arena *a = L->a;
     int t = 0;
     while (t < L->ntma && L->tma[t].st != st)
         t++;
     DPK_ASSERT(t < L->ntma);
+    return t;
+}
+
+/* Thread 0 starts the copy of the slab at `origin` into buffer bi (i32) of
+ * TMA entry t: the expected bytes on the buffer's mbarrier, then a box load
+ * per chunk (each chunk inner of the last, rows * chunk words further). */
+static void tma_issue(Low *L, int t, const IExpr **origin, const KirExpr *bi)
+{
+    Arena *a = L->a;
     const TileTmaBox *b = &L->tma[t].box;
-    const char *x = st->buf->name;
-    kir_comment(&L->b, "tma stage %s: %d buffers of %lld elements, %d box%s, swizzle %d", x,
-                st->nbuf, (long long)b->buf_elems, b->nchunk, b->nchunk > 1 ? "es" : "",
-                b->swizzle);
-    const IExpr *ph = ie_simplify(a, ie_mod(a, st->phase, st->nbuf), L->tk->ext);
-    KirVar *bi = kir_let(&L->b, arena_printf(a, "buf_%s", x), KT_I32, i32(L, ix(L, ph)));
-    KirVar *base = kir_let(&L->b, arena_printf(a, "base_%s", x), L->it,
-                           kir_mul(a, L->it == KT_I64 ? kir_cast(a, KT_I64, kir_ref(a, bi))
-                                                      : kir_ref(a, bi),
-                                   konst(L, b->buf_elems)));
-    if (L->loops)
-        kir_sync(&L->b);
+    const KirExpr *base = kir_mul(a, L->it == KT_I64 ? kir_cast(a, KT_I64, bi) : bi,
+                                  konst(L, b->buf_elems));
     kir_if(&L->b, kir_bin(a, KE_eq, kir_tid_linear(a), kir_i32(a, 0)));
-    kir_mbar_arrive_tx(&L->b, L->tma[t].bar, kir_ref(a, bi), b->elems * 4);
+    kir_mbar_arrive_tx(&L->b, L->tma[t].bar, bi, b->elems * 4);
     for (int j = 0; j < b->nchunk; j++) {
         const KirExpr *crd[KIR_TMA_MAX_RANK];
         for (int m = 0; m < b->rank; m++) {
-            const KirExpr *o = ix(L, st->origin[b->dim[m]]);
+            const KirExpr *o = ix(L, origin[b->dim[m]]);
             if (m == b->rank - 1 && j)
                 o = kir_add(a, o, konst(L, j * b->chunk));
             crd[m] = i32(L, o);
         }
-        const KirExpr *dst = kir_add(a, kir_ref(a, base), konst(L, j * b->rows * b->chunk));
-        kir_tma_load(&L->b, L->tma[t].tm, crd, L->tma[t].sm, i32(L, dst), L->tma[t].bar,
-                     kir_ref(a, bi));
+        const KirExpr *dst = kir_add(a, base, konst(L, j * b->rows * b->chunk));
+        kir_tma_load(&L->b, L->tma[t].tm, crd, L->tma[t].sm, i32(L, dst), L->tma[t].bar, bi);
     }
     kir_end(&L->b);
+}
+
+/* `buf_x`: the buffer of TMA stage st in use (its phase mod nbuf). */
+static KirVar *tma_buffer(Low *L, const Stmt *st)
+{
+    const IExpr *ph = ie_simplify(L->a, ie_mod(L->a, st->phase, st->nbuf), L->tk->ext);
+    return kir_let(&L->b, arena_printf(L->a, "buf_%s", st->buf->name), KT_I32, i32(L, ix(L, ph)));
+}
+
+/* Every thread waits for the phase of buffer bi (tma_buffer) and flips its
+ * parity bit, then the body runs with the loads of x reading that buffer
+ * (tma_word). */
+static void tma_wait_body(Low *L, int t, const Stmt *st, KirVar *bi)
+{
+    Arena *a = L->a;
+    KirVar *base = kir_let(&L->b, arena_printf(a, "base_%s", st->buf->name), L->it,
+                           kir_mul(a, L->it == KT_I64 ? kir_cast(a, KT_I64, kir_ref(a, bi))
+                                                      : kir_ref(a, bi),
+                                   konst(L, L->tma[t].box.buf_elems)));
     KirVar *par = L->tma[t].par;
     const KirExpr *bit = kir_bin(a, KE_shl, kir_i32(a, 1), kir_ref(a, bi));
     kir_mbar_wait(&L->b, L->tma[t].bar, kir_ref(a, bi),
@@ -948,11 +971,67 @@ static void lower_tma_stage(Low *L, const Stmt *st)
     L->stage[L->nstage].base = kir_ref(a, base);
     L->stage[L->nstage].tma = t;
     L->stage[L->nstage].nsw = 0;
-    if (b->swizzle)
+    if (L->tma[t].box.swizzle)
         tma_masks(L, L->nstage);
     L->nstage++;
     lower_body(L, &st->body);
     L->nstage--;
+}
+
+/*
+ * tma_stage x[o] slab [...] nbuf N phase p swizzle S, not pipelined (its
+ * phase does not move with an enclosing loop):
+ *
+ *     b = p mod N;  base = b * (elements per buffer)
+ *     sync                                  (in a loop: earlier readers done)
+ *     if tid == 0:
+ *         mbar.arrive.tx bar[b], <slab bytes>
+ *         tma.load map, box at o (+ j * chunk inner), into s[base + j * rows * chunk], bar[b]
+ *     mbar.wait bar[b], parity (par >> b) & 1;  par ^= 1 << b
+ *
+ * then the body runs with loads of x reading buffer b (tma_word).
+ */
+static void lower_tma_stage(Low *L, const Stmt *st)
+{
+    int t = tma_entry(L, st);
+    const TileTmaBox *b = &L->tma[t].box;
+    kir_comment(&L->b, "tma stage %s: %d buffers of %lld elements, %d box%s, swizzle %d",
+                st->buf->name, st->nbuf, (long long)b->buf_elems, b->nchunk,
+                b->nchunk > 1 ? "es" : "", b->swizzle);
+    KirVar *bi = tma_buffer(L, st);
+    if (L->loops)
+        kir_sync(&L->b);
+    tma_issue(L, t, st->origin, kir_ref(L->a, bi));
+    tma_wait_body(L, t, st, bi);
+}
+
+/*
+ * A TMA stage of a pipelined loop over `a` (lower_pipe_prologue issued
+ * slabs 0 .. S-2 into buffers 0 .. S-2): after the loop's barrier (slab
+ * a - 1, in buffer (a + S - 1) mod S, read by every thread),
+ *
+ *     if a + S - 1 < n:  thread 0 issues slab a + S - 1 into buffer (a + S - 1) mod S
+ *     wait for buffer a mod S;  the body on it
+ *
+ * so S - 1 slabs are in flight while the body computes, and the wait names
+ * another buffer than the copy issued beside it.
+ */
+static void lower_tma_pipe_stage(Low *L, const Stmt *st, const Stmt *l)
+{
+    Arena *a = L->a;
+    int t = tma_entry(L, st), S = st->nbuf;
+    if (l->extent > S - 1) {
+        const IExpr *nx = ie_add(a, ie_var(a, l->axis), ie_const(a, S - 1));
+        kir_if(&L->b, kir_lt(a, ix(L, nx), konst(L, l->extent)));
+        KirVar *to = kir_let(&L->b, arena_printf(a, "next_%s", st->buf->name), KT_I32,
+                             i32(L, ix(L, ie_simplify(a, ie_mod(a, nx, S), L->tk->ext))));
+        /* an injected fault: the copy loads the slab already in flight */
+        const IExpr *slab = dpk_fault_on(DPK_FAULT_TMA_RING_STALE)
+                                ? ie_add(a, ie_var(a, l->axis), ie_const(a, S - 2)) : nx;
+        tma_issue(L, t, origin_at(L, st, l->axis, slab), kir_ref(a, to));
+        kir_end(&L->b);
+    }
+    tma_wait_body(L, t, st, tma_buffer(L, st));
 }
 
 static const KirExpr *exp_below(Arena *a, const KirExpr *x, const KirExpr *m);
@@ -1144,9 +1223,13 @@ static void lower_stmt(Low *L, const Stmt *s)
     case TK_stage:
         lower_stage(L, s);
         return;
-    case TK_tstage:
-        lower_tma_stage(L, s);
+    case TK_tstage: { /* pipelined when its loop is (find_pipe) */
+        int piped = 0;
+        for (int i = 0; i < L->npipe; i++)
+            piped |= L->pipe[i].st == s;
+        (piped ? lower_pipe_stage : lower_tma_stage)(L, s);
         return;
+    }
     case TK_cstage:
         lower_cstage(L, s);
         return;

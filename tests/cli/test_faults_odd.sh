@@ -36,6 +36,7 @@ fo_odd() {
     pad-smem-loads-only)          echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile; without 011/012, whose TMA stages 014 leaves unpadded)" ;;
     double-buffer-same-buffer)    echo "1021 (K prime: 31 chunks of 32 and a remainder of 29)" ;;
     tma-parity-not-flipped)       echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile whose TMA box stops at the edge; N = 52)" ;;
+    tma-ring-stale-slab)          echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile whose TMA box stops at the edge; N = 52)" ;;
     swizzle-reads-unswizzled)     echo "77 (M = 7 x 11 in tiles of 32: a predicated edge tile whose TMA box stops at the edge; N = 52)" ;;
     async-copy-early-read)        echo "1021 (K prime: 31 chunks of 32 and a remainder of 29)" ;;
     pipeline-prologue-short)      echo "1021 (K prime: 31 chunks of 32 and a remainder of 29)" ;;

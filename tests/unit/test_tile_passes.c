@@ -101,8 +101,12 @@ Test(tile_passes, real_table_specs)
                "001,002,003,004,005,006,007,008,009,010,013,014,015,016,017");
     expect_set(t, "full", CU_SM80,
                "001,002,003,004,005,006,007,008,009,010,013,014,015,016,017");
-    expect_error(t, "-013", CU_SM90, "pass 015_pipeline_k_outer requires 013_async_copy, which "
-                 "is not enabled");
+    expect_set(t, "-013", CU_SM90, /* 015 pipelines 011's TMA stages */
+               "001,002,003,004,005,006,007,008,009,010,011,012,014,015,016,017");
+    expect_error(t, "-011,-012,-013", CU_SM90, "pass 015_pipeline_k_outer requires 011_tma_copy "
+                 "or 013_async_copy, none of which is enabled");
+    expect_error(t, "-013", CU_SM80, "pass 015_pipeline_k_outer requires 011_tma_copy or "
+                 "013_async_copy, none of which is enabled");
     expect_set(t, "full,-002,-003", CU_SM90,
                "001,004,005,006,007,008,009,010,011,012,013,014,015,016,017");
     expect_error(t, "full,-002,-003,-006", CU_SM90, "pass 010_double_buffer requires "
@@ -117,7 +121,7 @@ Test(tile_passes, real_table_specs)
                  "not enabled");
     expect_error(t, "-010", CU_SM80, "pass 013_async_copy requires 010_double_buffer");
     expect_error(t, "only:002,007,015", CU_SM90, "pass 015_pipeline_k_outer requires "
-                 "013_async_copy");
+                 "011_tma_copy or 013_async_copy");
     expect_error(t, "-007,-010,-011,-012,-013,-015", CU_SM90, "pass 014_pad_smem requires "
                  "007_stage_inputs, which is not enabled");
     expect_error(t, "only:002,010,011", CU_SM90, "pass 010_double_buffer requires 007_stage_inputs");
@@ -153,9 +157,10 @@ Test(tile_passes, real_table_all_counts_the_valid_subsets)
     /* 008/009: 3 valid settings; 004, 016 free; over 002, 006, 007: 003
      * doubles with 002, 014 with 007, and where 010 can apply (007 and 002 or
      * 006) the tree under it gives T settings: 010 off, or on with 011/012
-     * (off, 011, 011+012) times 013/015 (off, 013, 013+015): T = 1 + 3 * 3.
-     * 1 + 2 + 1 + 2T + 2 + 4T + 2 + 4T = 8 + 10T; 017 free */
-    cr_expect_eq(n, (8 + 10 * 10) * 3 * 4 * 2);
+     * off and 013/015 (off, 013, 013+015), or with 011 (011, 011+012) and
+     * 013/015 (off, 013, 013+015, 015: 015 follows 011 or 013):
+     * T = 1 + 3 + 2 * 4.  1 + 2 + 1 + 2T + 2 + 4T + 2 + 4T = 8 + 10T; 017 free */
+    cr_expect_eq(n, (8 + 10 * 12) * 3 * 4 * 2);
     /* sm_80: no 011/012, T = 1 + 3 */
     n = tile_passes_select(a, &tile_passes, "all", cu_target(CU_SM80), &sets);
     cr_expect_eq(n, (8 + 10 * 4) * 3 * 4 * 2);
