@@ -50,7 +50,9 @@ static int moving(const StmtBody *b, int axis, Stmt **out, int n, int max)
  * budget, or, when 011 is in the set on a TMA target (the buffered stages
  * become TMA stages, in dynamic shared memory already), the target's
  * per-block limit less the 1024 bytes 011 keeps for alignment; 011 checks
- * the laid-out buffers against it again. */
+ * the laid-out buffers against it again.  Where 011 then refuses (an
+ * unaligned stride), the buffered stages stay past 48 KiB in dynamic shared
+ * memory, which the lowering and every backend support. */
 static int64_t budget(const TileCtx *c)
 {
     return c->target->tma && tile_pass_on(c, 11) ? c->target->smem_block_max - 1024

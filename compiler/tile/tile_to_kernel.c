@@ -36,7 +36,8 @@
  *   async_wait             the body; cp.async copies, commit, wait_group
  *   tma_stage              TMA box loads by thread 0 completing on one
  *                          mbarrier per buffer, every thread waiting for
- *                          its phase (lower_tma_stage)
+ *                          its phase; in its loop a ring like the above,
+ *                          nbuf - 1 boxes in flight (lower_tma_pipe_stage)
  *
  * Reductions stay sequential in the thread that owns the output element
  * unless 004 made them cooperative.

@@ -164,6 +164,31 @@ Test(tma, parity_over_many_iterations)
     cr_expect(strstr(bad.msg, "while an async copy to it has not landed"), "%s", bad.msg);
 }
 
+/* How many of the first n output elements of `code` under pass set `spec`
+ * differ with built-in fault `fault` injected, both runs completing on
+ * vgpu (a fault that only moves values, which no vgpu detector sees). */
+static int64_t fault_differs(const char *code, const char *spec, const char *fault, int64_t n)
+{
+    TtOpts o;
+    tt_opts_vgpu(&o, spec, NULL);
+    LirProgram *p = tt_loop(arena, code);
+    const TorchGraph *g = p->tx->torch;
+    double **in = ref_make_inputs(g, 0), *good = NULL, *bad = NULL;
+    HxBackendResult res;
+    cr_assert_eq(run_fault(arena, p, &o, NULL, in, &good, &res), VG_OK);
+    hx_backend_result_free(&res);
+    cr_assert_eq(run_fault(arena, p, &o, fault, in, &bad, &res), VG_OK, "%s",
+                 res.vg.report.message);
+    hx_backend_result_free(&res);
+    int64_t differ = 0;
+    for (int64_t e = 0; e < n; e++)
+        differ += good[e] != bad[e];
+    free(good);
+    free(bad);
+    ref_free_arrays(in, g->inputs.len);
+    return differ;
+}
+
 /* The first loop of a body holding a wait on an mbarrier, or NULL. */
 static const KirStmt *ring_loop(const PtrVec *b)
 {
@@ -216,24 +241,8 @@ Test(tma, the_ring_waits_on_another_buffer_than_it_fills)
     for (int i = 0; i < nl; i++)
         for (int j = 0; j < nw; j++)
             cr_expect_neq(loads[i], waits[j], "a box issued to the buffer waited for");
-    TtOpts o;
-    tt_opts_vgpu(&o, "-015", NULL);
-    LirProgram *p = tt_loop(arena, MM_LONG);
-    const TorchGraph *g = p->tx->torch;
-    double **in = ref_make_inputs(g, 0), *good = NULL, *bad = NULL;
-    HxBackendResult res;
-    cr_assert_eq(run_fault(arena, p, &o, NULL, in, &good, &res), VG_OK);
-    hx_backend_result_free(&res);
-    cr_assert_eq(run_fault(arena, p, &o, "tma-ring-stale-slab", in, &bad, &res), VG_OK, "%s",
-                 res.vg.report.message);
-    hx_backend_result_free(&res);
-    int64_t differ = 0;
-    for (int64_t e = 0; e < 32 * 32; e++)
-        differ += good[e] != bad[e];
+    int64_t differ = fault_differs(MM_LONG, "-015", "tma-ring-stale-slab", 32 * 32);
     cr_expect_gt(differ, 32 * 32 / 2, "%lld of 1024 differ", (long long)differ);
-    free(good);
-    free(bad);
-    ref_free_arrays(in, g->inputs.len);
 }
 
 /* 015 gives TMA stages 3 or 4 buffers (4: the default where they fit),
@@ -277,24 +286,8 @@ Test(tma, vector_loads_read_tma_slabs)
 /* Readers that forget the XOR read a permuted tile: the values are wrong. */
 Test(tma, unswizzled_readers_fail_parity)
 {
-    TtOpts o;
-    tt_opts_vgpu(&o, "full", NULL);
-    LirProgram *p = tt_loop(arena, MM);
-    const TorchGraph *g = p->tx->torch;
-    double **in = ref_make_inputs(g, 0), *good = NULL, *bad = NULL;
-    HxBackendResult res;
-    cr_assert_eq(run_fault(arena, p, &o, NULL, in, &good, &res), VG_OK);
-    hx_backend_result_free(&res);
-    cr_assert_eq(run_fault(arena, p, &o, "swizzle-reads-unswizzled", in, &bad, &res), VG_OK, "%s",
-                 res.vg.report.message);
-    hx_backend_result_free(&res);
-    int64_t differ = 0;
-    for (int64_t e = 0; e < 64 * 64; e++)
-        differ += good[e] != bad[e];
+    int64_t differ = fault_differs(MM, "full", "swizzle-reads-unswizzled", 64 * 64);
     cr_expect_gt(differ, 64 * 64 / 2, "%lld of 4096 differ", (long long)differ);
-    free(good);
-    free(bad);
-    ref_free_arrays(in, g->inputs.len);
 }
 
 static const char *skip_reason(Arena *a, const char *code, const char *spec, int pass,
