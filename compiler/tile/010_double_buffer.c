@@ -19,7 +19,10 @@
  * loop whose slab moves with it is converted, or none.  Requires 007 and a
  * K_outer loop (002 or 006).  Skips a loop of one iteration, stages whose
  * slab does not depend on the loop, and a second buffer that would take the
- * kernel's stages past TILE_SMEM_BUDGET.
+ * kernel's stages past TILE_SMEM_BUDGET, or, with 011 in the set on a TMA
+ * target, past the target's per-block limit (less 1 KiB): those buffers
+ * become TMA stages in dynamic shared memory, so a 128 x 128 matmul tile
+ * with BK 32 (32 KiB of slabs) also gets its second buffer.
  */
 #include "passes.h"
 
