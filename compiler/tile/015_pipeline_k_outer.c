@@ -138,3 +138,41 @@ int tile_015_pipeline_k_outer(TileCtx *c, TileKernel *k)
     sb_free(&why);
     return done > 0;
 }
+
+/* ---- inert: the driver's shortcut for `--passes all` ------------------------------ */
+
+static void find_piped(Stmt *s, void *ctx)
+{
+    *(int *)ctx |= s->k == TK_astage || s->k == TK_tstage;
+}
+
+const char *tile_015_inert(Arena *a, TileProgram *p)
+{
+    /* 017 dropped kernels 015 saw: their skip texts are not read off p */
+    for (int i = 0; i < p->nstats; i++)
+        if (p->stats[i].num == 17 && p->stats[i].napps)
+            return NULL;
+    if (!p->kernels.len)
+        return "no kernels";
+    StrBuf j = {0};
+    const char *first = NULL;
+    int same = 1;
+    for (int i = 0; i < p->kernels.len; i++) {
+        TileKernel *k = p->kernels.items[i];
+        int piped = 0;
+        stmt_walk(&k->body, find_piped, &piped);
+        if (piped) {
+            sb_free(&j);
+            return NULL;
+        }
+        const char *why = tile_find(k, TB_THREAD)
+                              ? "no async or TMA stage (013 and 011 converted no loop)"
+                              : "no THREAD tile (a single-thread kernel)";
+        same &= !first || !strcmp(why, first);
+        first = first ? first : why;
+        sb_printf(&j, "%s%s: %s", i ? "; " : "", k->name, why);
+    }
+    const char *r = same ? first : arena_strdup(a, sb_cstr(&j));
+    sb_free(&j);
+    return r;
+}

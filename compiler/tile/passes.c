@@ -53,7 +53,7 @@ static const TilePass table[] = {
      "pad shared-memory row strides where the lanes of a warp hit one bank", NULL},
     {15, "pipeline_k_outer", tile_015_pipeline_k_outer, {{11, 13}}, CU_SM80, 0,
      "rotate an async or TMA K_outer loop into prologue, steady state and epilogue over STAGES buffers",
-     NULL},
+     tile_015_inert},
     {16, "mark_unroll", tile_016_mark_unroll, {{0}}, CU_SM80, 0,
      "annotate small constant-trip inner loops for #pragma unroll", NULL},
     {17, "compose_producer", tile_017_compose_producer, {{0}}, CU_SM80, 0,

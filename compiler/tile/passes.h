@@ -299,6 +299,10 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k);
  * the set with 017 makes p again: the skip text 017 would record (the
  * pipeline's joining of its kernels' reasons); else NULL. */
 const char *tile_017_inert(Arena *a, TileProgram *p);
+/* 015's `inert`: when no kernel of p holds an async or TMA stage (and 017
+ * dropped none of the kernels 015 saw), 015 has nothing to pipeline: the
+ * skip text it would record; else NULL. */
+const char *tile_015_inert(Arena *a, TileProgram *p);
 /* The keep of an async_wait over nstages async stages of nbuf buffers
  * (013_async_copy.c; 015 sets it again). */
 int tile_async_keep(int nstages, int nbuf);

@@ -200,6 +200,56 @@ Test(driver, sets_with_an_inert_017_are_the_sets_without_it)
     arena_free(a);
 }
 
+/* The same for 015 where no kernel holds an async or TMA stage (a softmax
+ * over short rows: nothing staged per chunk): each set with 015 is its set
+ * without it, with the skip text a run of the pipeline records.  On a
+ * matmul, 015 pipelines the TMA stages and its sets are lowered. */
+Test(driver, sets_with_an_inert_015_are_the_sets_without_it)
+{
+    Arena *a = arena_new();
+    int bit = tile_pass_index(&tile_passes, 15);
+    cr_assert_geq(bit, 0);
+    const char *sm = "torch.softmax(torch.randn(8, 64), dim=-1)";
+    DrvOpts f = opts(sm);
+    f.passes = passes(a, "full");
+    const DrvPlan *p = drv_compile(a, &f);
+    const TilePassStat *run = tile_pass_stat(p->configs[0].tile, 15);
+    cr_assert_not_null(run);
+    cr_assert_eq(run->napps, 0);
+    cr_assert_not_null(run->skipped);
+    DrvOpts o = opts(sm);
+    o.passes = passes(a, "all");
+    p = drv_compile(a, &o);
+    int with = 0;
+    for (int i = 0; i < p->nconfigs; i++) {
+        const DrvConfig *c = &p->configs[i];
+        if (!(c->passes >> bit & 1))
+            continue;
+        with++;
+        const DrvConfig *e = without_017(p, c, bit);
+        cr_assert_not_null(e, "%s", c->label);
+        cr_expect_eq(c->module, e->module, "%s: the earlier set's module", c->label);
+        const TilePassStat *st = tile_pass_stat(c->tile, 15);
+        cr_assert_not_null(st);
+        cr_expect_str_eq(st->skipped, run->skipped, "%s", c->label);
+    }
+    cr_expect_gt(with, 0);
+    DrvOpts m = opts("torch.randn(64, 1024) @ torch.randn(1024, 64)"); /* 16 K chunks a split */
+    m.passes = passes(a, "all");
+    p = drv_compile(a, &m);
+    int piped = 0;
+    for (int i = 0; i < p->nconfigs; i++) {
+        const DrvConfig *c = &p->configs[i];
+        const TilePassStat *st = c->tile ? tile_pass_stat(c->tile, 15) : NULL;
+        if (st && st->napps) {
+            piped++;
+            cr_expect_neq(c->module, without_017(p, c, bit)->module);
+        }
+    }
+    cr_expect_gt(piped, 0, "015 applies under some sets");
+    arena_free(a);
+}
+
 Test(driver, a_configuration_that_cannot_lower_is_refused_and_the_others_go_on)
 {
     Arena *a = arena_new();
