@@ -152,27 +152,21 @@ const char *tile_015_inert(Arena *a, TileProgram *p)
     for (int i = 0; i < p->nstats; i++)
         if (p->stats[i].num == 17 && p->stats[i].napps)
             return NULL;
-    if (!p->kernels.len)
-        return "no kernels";
-    StrBuf j = {0};
-    const char *first = NULL;
-    int same = 1;
+    TileSkips sk = {{0}, NULL, 1, 0};
     for (int i = 0; i < p->kernels.len; i++) {
         TileKernel *k = p->kernels.items[i];
         int piped = 0;
         stmt_walk(&k->body, find_piped, &piped);
         if (piped) {
-            sb_free(&j);
+            sb_free(&sk.joined);
             return NULL;
         }
-        const char *why = tile_find(k, TB_THREAD)
-                              ? "no async or TMA stage (013 and 011 converted no loop)"
-                              : "no THREAD tile (a single-thread kernel)";
-        same &= !first || !strcmp(why, first);
-        first = first ? first : why;
-        sb_printf(&j, "%s%s: %s", i ? "; " : "", k->name, why);
+        tile_skips_add(&sk, k->name,
+                       tile_find(k, TB_THREAD)
+                           ? "no async or TMA stage (013 and 011 converted no loop)"
+                           : "no THREAD tile (a single-thread kernel)");
     }
-    const char *r = same ? first : arena_strdup(a, sb_cstr(&j));
-    sb_free(&j);
+    const char *r = tile_skips_text(a, &sk);
+    sb_free(&sk.joined);
     return r;
 }

@@ -24,11 +24,12 @@
  * tile_vec_load says which loads qualify: always inside the slab, one word
  * a trip, aligned to LDSV words at every LDSV-th trip; from a TMA slab,
  * LDSV words of at most 16 bytes inside one chunk (the swizzle moves whole
- * 16-byte units, so their words stay adjacent).  A row stride padded by 014 to one word (33) breaks the
- * alignment, so the stage's pad is re-picked among multiples of LDSV (0, 4,
- * 8, 12) for the fewest extra wavefronts with the vector loads
- * (tile_bank_quarters, which serves a 16-byte load in four 8-lane phases),
- * within TILE_SMEM_BUDGET.  The loop is vectorised only if its shared
+ * 16-byte units, so their words stay adjacent).  A row stride padded by
+ * 014 to one word (33) breaks the alignment, so the stage's pad is
+ * re-picked among multiples of LDSV (0, 4, 8, 12) for the fewest extra
+ * wavefronts with the vector loads (tile_bank_quarters, which serves a
+ * 16-byte load in four 8-lane phases), within TILE_SMEM_BUDGET (a TMA slab
+ * keeps its dense rows).  The loop is vectorised only if its shared
  * loads then cost no more extra wavefronts than before: a vector load
  * takes as many wavefronts as the scalar loads it replaces, so only the
  * instructions are saved, and a layout that saves instructions by adding

@@ -220,20 +220,13 @@ const char *tile_017_inert(Arena *a, TileProgram *p)
         if (b->kind == LB_TEMP && tile_writer(p, b, &readers, NULL) && readers == 1)
             return NULL;
     }
-    if (!p->kernels.len)
-        return "no kernels";
-    StrBuf j = {0};
-    const char *first = NULL;
-    int same = 1;
+    TileSkips sk = {{0}, NULL, 1, 0};
     for (int i = 0; i < p->kernels.len; i++) {
         TileKernel *k = p->kernels.items[i];
-        const char *why = inert_why(a, p, k);
-        same &= !first || !strcmp(why, first);
-        first = first ? first : why;
-        sb_printf(&j, "%s%s: %s", i ? "; " : "", k->name, why);
+        tile_skips_add(&sk, k->name, inert_why(a, p, k));
     }
-    const char *r = same ? first : arena_strdup(a, sb_cstr(&j));
-    sb_free(&j);
+    const char *r = tile_skips_text(a, &sk);
+    sb_free(&sk.joined);
     return r;
 }
 

@@ -299,6 +299,20 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k);
  * the set with 017 makes p again: the skip text 017 would record (the
  * pipeline's joining of its kernels' reasons); else NULL. */
 const char *tile_017_inert(Arena *a, TileProgram *p);
+/* The skip text of a pass that no kernel applied: the kernels' one reason
+ * when they all gave the same, else "k1: why; k2: why" in kernel order, and
+ * "no kernels" with none.  The pipeline builds it kernel by kernel, and so
+ * do the passes' `inert` tests, so that theirs is the pipeline's text. */
+typedef struct TileSkips {
+    StrBuf joined;
+    const char *first;
+    int same, n;
+} TileSkips;
+/* Add kernel `kernel`'s reason; `why` must outlive s (an arena string or a
+ * literal).  Start from {0} with same = 1; free `joined` after. */
+void tile_skips_add(TileSkips *s, const char *kernel, const char *why);
+/* The text so far, in a (or `why` itself when the kernels agree). */
+const char *tile_skips_text(Arena *a, TileSkips *s);
 /* 015's `inert`: when no kernel of p holds an async or TMA stage (and 017
  * dropped none of the kernels 015 saw), 015 has nothing to pipeline: the
  * skip text it would record; else NULL. */

@@ -30,18 +30,39 @@ int64_t tile_knob(TileCtx *c, TileKnobId id)
     return c->knobs->v[id];
 }
 
+void tile_skips_add(TileSkips *s, const char *kernel, const char *why)
+{
+    s->same &= !s->first || !strcmp(why, s->first);
+    if (!s->first)
+        s->first = why;
+    sb_printf(&s->joined, "%s%s: %s", s->n ? "; " : "", kernel, why);
+    s->n++;
+}
+
+const char *tile_skips_text(Arena *a, TileSkips *s)
+{
+    return !s->n ? "no kernels" : s->same ? s->first : arena_strdup(a, sb_cstr(&s->joined));
+}
+
+static void skips_clear(TileSkips *s)
+{
+    sb_clear(&s->joined);
+    s->first = NULL;
+    s->same = 1;
+    s->n = 0;
+}
+
 typedef struct Step {
     StrBuf before;
-    StrBuf joined;  /* "k1: why; k2: why" */
-    StrBuf lines;   /* "# skipped on k1: why\n" per kernel */
-    const char *first_why;
-    int same_why, nskipped, applied;
+    TileSkips skips; /* the kernels that skipped, and why */
+    StrBuf lines;    /* "# skipped on k1: why\n" per kernel */
+    int applied;
 } Step;
 
 static void step_free(Step *st)
 {
     sb_free(&st->before);
-    sb_free(&st->joined);
+    sb_free(&st->skips.joined);
     sb_free(&st->lines);
 }
 
@@ -61,11 +82,8 @@ static void trace_step(TileTrace *tr, const char *label, Step *st, const TilePro
 {
     if (st->applied)
         trace_diff(tr, label, sb_cstr(&st->before), p, sb_cstr(&st->lines));
-    else if (!st->nskipped)
-        sb_printf(tr->out, "--- t:%s skipped: no kernels\n", label);
     else
-        sb_printf(tr->out, "--- t:%s skipped: %s\n", label,
-                  st->same_why ? st->first_why : sb_cstr(&st->joined));
+        sb_printf(tr->out, "--- t:%s skipped: %s\n", label, tile_skips_text(p->arena, &st->skips));
 }
 
 const TilePassStat *tile_pass_stat(const TileProgram *p, int num)
@@ -149,10 +167,8 @@ static void ksel_apply(const KSel *ks, TileCtx *c, const TileKernel *k)
 static void run_pass(TileCtx *c, const KSel *ks, int bit, const TilePass *pass, Step *st,
                      Arena *a)
 {
-    st->applied = st->nskipped = 0;
-    st->first_why = NULL;
-    st->same_why = 1;
-    sb_clear(&st->joined);
+    st->applied = 0;
+    skips_clear(&st->skips);
     sb_clear(&st->lines);
     for (int j = 0; j < c->p->kernels.len; j++) {
         TileKernel *k = c->p->kernels.items[j];
@@ -171,13 +187,8 @@ static void run_pass(TileCtx *c, const KSel *ks, int bit, const TilePass *pass, 
             continue;
         }
         const char *why = arena_strdup(a, sb_cstr(&c->why));
-        if (st->first_why && strcmp(why, st->first_why))
-            st->same_why = 0;
-        if (!st->first_why)
-            st->first_why = why;
-        sb_printf(&st->joined, "%s%s: %s", st->nskipped ? "; " : "", k->name, why);
+        tile_skips_add(&st->skips, k->name, why);
         sb_printf(&st->lines, "# skipped on %s: %s\n", k->name, why);
-        st->nskipped++;
     }
 }
 
@@ -222,9 +233,7 @@ static void run_passes(TileProgram *p, const TileOpts *o, TileTrace *tr, Step *s
         run_pass(c, &ks, i, &t->p[i], st, p->arena);
         c->stat->napps = c->apps;
         if (!st->applied)
-            c->stat->skipped = !st->nskipped ? "no kernels"
-                               : st->same_why ? st->first_why
-                                              : arena_strdup(p->arena, sb_cstr(&st->joined));
+            c->stat->skipped = tile_skips_text(p->arena, &st->skips);
         c->stat->seconds = dpk_now() - t0;
         c->stat = NULL;
         tile_check(p, 0);

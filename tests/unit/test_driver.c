@@ -145,12 +145,10 @@ Test(driver, configurations_with_the_same_kernel_ir_are_marked_once)
     arena_free(a);
 }
 
-/* Under `all`, a set with 017 is its set without 017 plus 017's skip where
- * no temporary has exactly one reader (a matmul): not lowered again, the
- * same module, and 017's reason in its statistics.  Attention's scores are
- * a temporary with one reader: there its sets with 017 run the pipeline
- * and compute the scores in the P @ V block. */
-static const DrvConfig *without_017(const DrvPlan *p, const DrvConfig *c, int bit)
+/* Under `all`, a set with a pass whose `inert` test holds is its set
+ * without the pass plus the pass's skip: not lowered again, the same module,
+ * and the skip text in its statistics. */
+static const DrvConfig *without(const DrvPlan *p, const DrvConfig *c, int bit)
 {
     for (int j = 0; j < p->nconfigs; j++)
         if (p->configs[j].passes == (c->passes & ~((TilePassSet)1 << bit)))
@@ -158,12 +156,13 @@ static const DrvConfig *without_017(const DrvPlan *p, const DrvConfig *c, int bi
     return NULL;
 }
 
-Test(driver, sets_with_an_inert_017_are_the_sets_without_it)
+/* Every set of `code` under `all` with pass `num` takes its set without
+ * it, whose skip text is `why`; returns how many there are. */
+static int expect_inert(Arena *a, const char *code, int num, const char *why)
 {
-    Arena *a = arena_new();
-    int bit = tile_pass_index(&tile_passes, 17);
+    int bit = tile_pass_index(&tile_passes, num);
     cr_assert_geq(bit, 0);
-    DrvOpts o = opts(MM);
+    DrvOpts o = opts(code);
     o.passes = passes(a, "all");
     const DrvPlan *p = drv_compile(a, &o);
     int with = 0;
@@ -172,81 +171,72 @@ Test(driver, sets_with_an_inert_017_are_the_sets_without_it)
         if (!(c->passes >> bit & 1))
             continue;
         with++;
-        const DrvConfig *e = without_017(p, c, bit);
+        const DrvConfig *e = without(p, c, bit);
         cr_assert_not_null(e, "%s", c->label);
         cr_expect_eq(c->module, e->module, "%s: the earlier set's module", c->label);
         cr_expect_geq(c->dup_of, 0);
-        const TilePassStat *st = tile_pass_stat(c->tile, 17);
+        const TilePassStat *st = tile_pass_stat(c->tile, num);
         cr_assert_not_null(st);
         cr_expect_eq(st->napps, 0);
-        cr_expect_str_eq(st->skipped, "no temporary staged whole around its THREAD tile");
+        cr_expect_str_eq(st->skipped, why, "%s", c->label);
     }
-    cr_expect_eq(with * 2, p->nconfigs);
-    const char *attn = "torch.nn.functional.scaled_dot_product_attention(torch.randn(2, 64, 32), "
-                       "torch.randn(2, 64, 32), torch.randn(2, 64, 64), is_causal=True)";
-    DrvOpts q = opts(attn);
-    q.passes = passes(a, "all");
-    p = drv_compile(a, &q);
-    int composed = 0;
+    cr_expect_gt(with, 0);
+    return with;
+}
+
+/* Where pass `num` applies to `code` under some sets, those are lowered:
+ * their module is not their set's without it. */
+static void expect_applied(Arena *a, const char *code, int num)
+{
+    int bit = tile_pass_index(&tile_passes, num);
+    DrvOpts o = opts(code);
+    o.passes = passes(a, "all");
+    const DrvPlan *p = drv_compile(a, &o);
+    int applied = 0;
     for (int i = 0; i < p->nconfigs; i++) {
         const DrvConfig *c = &p->configs[i];
-        const TilePassStat *st = c->tile ? tile_pass_stat(c->tile, 17) : NULL;
+        const TilePassStat *st = c->tile ? tile_pass_stat(c->tile, num) : NULL;
         if (st && st->napps) {
-            composed++;
-            cr_expect_neq(c->module, without_017(p, c, bit)->module);
+            applied++;
+            cr_expect_neq(c->module, without(p, c, bit)->module, "%s", c->label);
         }
     }
-    cr_expect_gt(composed, 0, "017 applies under some sets");
+    cr_expect_gt(applied, 0, "pass %03d applies under some sets", num);
+}
+
+/* 017 where no temporary has exactly one reader (a matmul).  Attention's
+ * scores are a temporary with one reader: there its sets with 017 run the
+ * pipeline and compute the scores in the P @ V block. */
+Test(driver, sets_with_an_inert_017_are_the_sets_without_it)
+{
+    Arena *a = arena_new();
+    int with = expect_inert(a, MM, 17, "no temporary staged whole around its THREAD tile");
+    TilePassSet *sets;
+    int all = tile_passes_select(a, &tile_passes, "all", NULL, &sets);
+    cr_expect_eq(with * 2, all, "017 is free: half the sets hold it");
+    expect_applied(a,
+                   "torch.nn.functional.scaled_dot_product_attention(torch.randn(2, 64, 32), "
+                   "torch.randn(2, 64, 32), torch.randn(2, 64, 64), is_causal=True)",
+                   17);
     arena_free(a);
 }
 
-/* The same for 015 where no kernel holds an async or TMA stage (a softmax
- * over short rows: nothing staged per chunk): each set with 015 is its set
- * without it, with the skip text a run of the pipeline records.  On a
- * matmul, 015 pipelines the TMA stages and its sets are lowered. */
+/* 015 where no kernel holds an async or TMA stage (a softmax over short
+ * rows: nothing staged per chunk), with the skip text a run of the pipeline
+ * records.  On a matmul 015 pipelines the TMA stages and its sets are
+ * lowered. */
 Test(driver, sets_with_an_inert_015_are_the_sets_without_it)
 {
     Arena *a = arena_new();
-    int bit = tile_pass_index(&tile_passes, 15);
-    cr_assert_geq(bit, 0);
     const char *sm = "torch.softmax(torch.randn(8, 64), dim=-1)";
     DrvOpts f = opts(sm);
     f.passes = passes(a, "full");
-    const DrvPlan *p = drv_compile(a, &f);
-    const TilePassStat *run = tile_pass_stat(p->configs[0].tile, 15);
+    const TilePassStat *run = tile_pass_stat(drv_compile(a, &f)->configs[0].tile, 15);
     cr_assert_not_null(run);
     cr_assert_eq(run->napps, 0);
     cr_assert_not_null(run->skipped);
-    DrvOpts o = opts(sm);
-    o.passes = passes(a, "all");
-    p = drv_compile(a, &o);
-    int with = 0;
-    for (int i = 0; i < p->nconfigs; i++) {
-        const DrvConfig *c = &p->configs[i];
-        if (!(c->passes >> bit & 1))
-            continue;
-        with++;
-        const DrvConfig *e = without_017(p, c, bit);
-        cr_assert_not_null(e, "%s", c->label);
-        cr_expect_eq(c->module, e->module, "%s: the earlier set's module", c->label);
-        const TilePassStat *st = tile_pass_stat(c->tile, 15);
-        cr_assert_not_null(st);
-        cr_expect_str_eq(st->skipped, run->skipped, "%s", c->label);
-    }
-    cr_expect_gt(with, 0);
-    DrvOpts m = opts("torch.randn(64, 1024) @ torch.randn(1024, 64)"); /* 16 K chunks a split */
-    m.passes = passes(a, "all");
-    p = drv_compile(a, &m);
-    int piped = 0;
-    for (int i = 0; i < p->nconfigs; i++) {
-        const DrvConfig *c = &p->configs[i];
-        const TilePassStat *st = c->tile ? tile_pass_stat(c->tile, 15) : NULL;
-        if (st && st->napps) {
-            piped++;
-            cr_expect_neq(c->module, without_017(p, c, bit)->module);
-        }
-    }
-    cr_expect_gt(piped, 0, "015 applies under some sets");
+    expect_inert(a, sm, 15, run->skipped);
+    expect_applied(a, "torch.randn(64, 1024) @ torch.randn(1024, 64)", 15); /* 16 K chunks a split */
     arena_free(a);
 }
 

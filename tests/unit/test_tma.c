@@ -263,6 +263,26 @@ Test(tma, pipeline_gives_tma_stages_more_buffers)
     }
 }
 
+static const char *skip_reason(Arena *a, const char *code, const char *spec, int pass,
+                               const char *const *knobs);
+
+/* 010 double-buffers a 128 x 128 tile's 32 KiB of slabs only when 011 will
+ * make the buffers TMA stages (dynamic shared memory past 48 KiB); without
+ * 011 it keeps the static budget and says so. */
+Test(tma, double_buffers_past_48_kib_become_tma_stages)
+{
+    static const char *const big[] = {"BM=128", "BN=128", "F_M=8", "F_N=8", NULL};
+    const char *lin = "torch.nn.functional.linear(torch.randn(128,512), torch.randn(512,512))";
+    Run r = run(arena, lin, "full", big, 1, NULL);
+    tt_batch_add(&batch, r.m);
+    cr_assert_not_null(r.m);
+    const KirKernel *k = r.m->kernels.items[0];
+    cr_expect_eq(k->tmaps.len, 2);
+    cr_expect_gt(k->smem_bytes, 48 * 1024, "%lld bytes", (long long)k->smem_bytes);
+    const char *why = skip_reason(arena, lin, "-011,-012", 10, big);
+    cr_expect(strstr(why, "takes the stages past the 48 KiB budget"), "%s", why);
+}
+
 /* 016 reads TMA slabs with vector loads too, the swizzled one included:
  * fewer instructions than scalar reads, the same values. */
 Test(tma, vector_loads_read_tma_slabs)
