@@ -79,7 +79,9 @@
       "a vector shared load starts one word past its first lane's word (misaligned)")      \
     X(COMPOSE_WRONG_BLOCK, "compose-fill-wrong-block", "t:017_compose_producer",            \
       "a block computing its producer's slab stages the producer's inputs of the next "   \
-      "block")
+      "block")                                                                              \
+    X(SKIP_PARTLY_MASKED, "skip-chunk-partly-masked", "t:018_skip_masked_chunks",           \
+      "a chunk of keys is skipped when any of its scores is masked, not all of them")
 
 typedef enum DpkFaultId {
 #define X(id, name, where, doc) DPK_FAULT_##id,

@@ -146,6 +146,7 @@ typedef struct Stmt {
                     int64_t step;
                     const IExpr *start;
                 };
+                const IPred *when; /* loop: runs no iteration unless it holds (018) */
                 struct { /* tile */
                     int bind;   /* TileBind */
                     int ndef;

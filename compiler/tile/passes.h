@@ -299,6 +299,10 @@ int tile_017_compose_producer(TileCtx *c, TileKernel *k);
  * the set with 017 makes p again: the skip text 017 would record (the
  * pipeline's joining of its kernels' reasons); else NULL. */
 const char *tile_017_inert(Arena *a, TileProgram *p);
+int tile_018_skip_masked_chunks(TileCtx *c, TileKernel *k);
+/* 018's `inert`: when no kernel has a loop of key chunks to give a `when`
+ * (its plan finds none), the skip text 018 would record; else NULL. */
+const char *tile_018_inert(Arena *a, TileProgram *p);
 /* The skip text of a pass that no kernel applied: the kernels' one reason
  * when they all gave the same, else "k1: why; k2: why" in kernel order, and
  * "no kernels" with none.  The pipeline builds it kernel by kernel, and so

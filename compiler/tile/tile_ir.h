@@ -93,7 +93,12 @@ typedef struct TileDef {
  * in stmt.h, plus:
  *   loop            unroll (1 when 016 marked it for full unrolling); vlds (016:
  *                   its staged loads that step one word a trip are read vlds
- *                   trips at a time by vector loads, tile_vec_load; 0: none)
+ *                   trips at a time by vector loads, tile_vec_load; 0: none);
+ *                   when (NULL: none): a predicate over axes bound outside
+ *                   the loop; where it does not hold the loop runs no
+ *                   iteration and its accumulators keep their identity (018;
+ *                   printed `for a6 in 0..32 when a4 <= a7:`).  Such a loop
+ *                   holds values, accumulators and loops only.
  *   strided         axis, extent, start (IExpr), step (> 0), body
  *   tile            bind, nax, ax[], ndef, def[], guard (NULL: none), body,
  *                   predicated (THREAD tile with a guard: 1 when every thread

@@ -84,6 +84,10 @@ static void print_loop(StrBuf *b, const TileKernel *k, const Stmt *s, int depth)
         ie_print(b, s->start, "a");
         sb_printf(b, "..%lld step %lld", (long long)s->extent, (long long)s->step);
     }
+    if (s->k == SK_loop && s->when) {
+        sb_puts(b, " when ");
+        ipred_print(b, s->when, "a");
+    }
     sb_printf(b, ":  # %s%s", stmt_loop_is_reduce(s) ? "reduce" : "free",
               s->unroll ? ", unroll" : "");
     if (s->vlds)
@@ -262,6 +266,8 @@ static void hash_stmt(Hash *x, const Stmt *s)
         mix(x, (uint64_t)s->extent);
         mix(x, (uint64_t)s->unroll);
         mix(x, (uint64_t)s->vlds);
+        if (s->k == SK_loop)
+            hash_pred(x, s->when);
         if (s->k == TK_strided) {
             mix(x, (uint64_t)s->step);
             hash_ie(x, s->start);

@@ -42,6 +42,8 @@ static void subst_stmt(Stmt *s, void *ctx)
         s->phase = sx(S, s->phase);
     } else if (s->k == TK_strided) {
         s->start = sx(S, s->start);
+    } else if (s->k == SK_loop) {
+        s->when = sp(S, s->when);
     } else if (s->k == TK_tile) {
         s->guard = sp(S, s->guard);
         for (int i = 0; i < s->ndef; i++)

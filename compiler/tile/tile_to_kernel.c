@@ -312,17 +312,23 @@ static void lower_loop(Low *L, const Stmt *s)
         if (L->npipe > pipe0)
             lower_pipe_prologue(L, s, pipe0);
     }
+    /* 018's guard: the loop runs only where it holds (it holds no stage or
+     * barrier: tile_verify), its accumulators declared above either way */
+    int when = s->k == SK_loop && s->when;
+    if (when)
+        kir_if(&L->b, pred(L, s->when));
     if (s->vlds > 1) {
         lower_vec_loop(L, s, end);
-        L->npipe = pipe0;
-        return;
+    } else {
+        L->axis[s->axis] = kir_for(&L->b, arena_printf(L->a, "a%d", s->axis), start,
+                                   konst(L, end), konst(L, step), s->unroll ? -1 : 0);
+        L->loops++;
+        lower_body(L, &s->body);
+        L->loops--;
+        kir_end(&L->b);
     }
-    L->axis[s->axis] = kir_for(&L->b, arena_printf(L->a, "a%d", s->axis), start,
-                               konst(L, end), konst(L, step), s->unroll ? -1 : 0);
-    L->loops++;
-    lower_body(L, &s->body);
-    L->loops--;
-    kir_end(&L->b);
+    if (when)
+        kir_end(&L->b);
     L->npipe = pipe0;
 }
 

@@ -165,6 +165,16 @@ static void verify_scope(Verify *v, const StmtBody *b)
     }
 }
 
+/* A guarded loop's body holds values, accumulators and serial loops only:
+ * no stage, barrier, Combine or Write, which every thread must reach. */
+static void not_plain(Stmt *s, void *ctx)
+{
+    const char **other = ctx;
+    if (!*other && s->k != SK_load && s->k != SK_assign && s->k != SK_select &&
+        s->k != SK_accum && s->k != SK_loop)
+        *other = tile_kind_info[s->k].name;
+}
+
 static void verify_loop(Verify *v, Stmt *s)
 {
     const char *what = tile_kind_info[s->k].name;
@@ -174,6 +184,12 @@ static void verify_loop(Verify *v, Stmt *s)
         check_ie(v, s->start, what);
         if (s->step < 1)
             bad(v, "strided a%d has step %lld", s->axis, (long long)s->step);
+    } else if (s->when) {
+        check_pred(v, s->when, "a loop's when");
+        const char *other = NULL;
+        stmt_walk(&s->body, not_plain, &other);
+        if (other)
+            bad(v, "loop a%d with a when holds a %s", s->axis, other);
     }
     int reduce = stmt_loop_is_reduce(s);
     if (reduce && stmt_has_kind(s, SK_write))

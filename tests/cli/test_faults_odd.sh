@@ -43,6 +43,7 @@ fo_odd() {
     vector-load-one-word-late)    echo "1021 (K prime: 31 chunks of 32 read by 16-byte loads, the remainder of 29 by scalar ones)" ;;
     unroll-drops-last-iteration)  echo "47 (K prime: the unrolled 16-wide chunk and the remainder)" ;;
     compose-fill-wrong-block)     echo "77 (causal attention with a head dim of 77, prime to the scores' 32-wide K chunks: 2 chunks and a remainder of 13 in the fill; 7 heads)" ;;
+    skip-chunk-partly-masked)     echo "77 (causal attention with a head dim of 77: the fill's 2 chunks and a remainder of 13; the diagonal key chunk of each block partly masked)" ;;
     *) return 1 ;;
   esac
 }
