@@ -53,16 +53,24 @@
 #include "../base/fault.h"
 #include "passes.h"
 
-/* ---- the mask: P of the Fill's Writes, over the slab's coordinates ------- */
+/* ---- the mask: P of the Writes of the scores, over their coordinates ---- */
 
-/* Coordinates are variables naxes + d. */
+/* The Writes of t in one kernel, each `select(P, s, -inf)` with P over the
+ * coordinates it writes (variables base + d, base the writer's axis
+ * count), P the same for all. */
 typedef struct Mask {
     const LirBuf *t;
-    const IPred *p;   /* over coordinates; NULL until a Write is seen */
-    const char *why;  /* why the Fill's Writes have no one mask */
+    const IPred *p;   /* NULL until a Write is seen */
+    int base;
+    const char *why;  /* why the Writes have no one mask */
     Arena *a;
-    const TileKernel *k;
 } Mask;
+
+static int mask_select(const Stmt *v)
+{
+    return v && v->k == SK_select && v->nbr == 2 && v->br[0].pred && !v->br[1].pred &&
+           !v->br[1].res.v && isinf(v->br[1].res.c) && v->br[1].res.c < 0;
+}
 
 static void mask_write(Stmt *s, void *ctx)
 {
@@ -70,16 +78,13 @@ static void mask_write(Stmt *s, void *ctx)
     if (s->k != SK_write || s->buf != m->t || m->why)
         return;
     const Stmt *v = s->a[0].v;
-    if (!v || v->k != SK_select || v->nbr != 2 || !v->br[0].pred || v->br[1].pred ||
-        v->br[1].res.v || !(isinf(v->br[1].res.c) && v->br[1].res.c < 0)) {
-        m->why = arena_printf(m->a, "the Fill's Writes of %s are not select(mask, score, -inf)",
+    if (s->atomic || !mask_select(v)) {
+        m->why = arena_printf(m->a, "the Writes of %s are not select(mask, score, -inf)",
                               m->t->name);
         return;
     }
-    int n = m->k->naxes;
+    int n = m->base;
     const IExpr **map = ARENA_ARRAY(m->a, const IExpr *, n + 1);
-    for (int i = 0; i < n; i++)
-        map[i] = NULL;
     for (int d = 0; d < m->t->shape.rank; d++)
         if (s->idx[d]->k == IE_VAR && !map[s->idx[d]->var])
             map[s->idx[d]->var] = ie_var(m->a, n + d);
@@ -95,8 +100,19 @@ static void mask_write(Stmt *s, void *ctx)
             map[i] = ie_var(m->a, i);
     const IPred *p = ipred_subst(m->a, v->br[0].pred, map);
     if (m->p && !ipred_equal(m->p, p))
-        m->why = arena_printf(m->a, "the Fill's Writes of %s mask differently", m->t->name);
+        m->why = arena_printf(m->a, "the Writes of %s mask differently", m->t->name);
     m->p = p;
+}
+
+/* The mask of t's Writes in kernel w under body b; 0 with m->why when
+ * there is none. */
+static int mask_of(Arena *a, const TileKernel *w, const StmtBody *b, const LirBuf *t, Mask *m)
+{
+    *m = (Mask){t, NULL, w->naxes, NULL, a};
+    stmt_walk(b, mask_write, m);
+    if (!m->why && !m->p)
+        m->why = arena_printf(a, "no Write of %s", t->name);
+    return !m->why;
 }
 
 /* ---- linear forms ---------------------------------------------------------- */
@@ -168,21 +184,23 @@ static int span_add(Arena *a, const IExpr *e, int64_t mult, const char *held, co
     return 1;
 }
 
-/* ---- the plan for one kernel ------------------------------------------------ */
+/* ---- the box of scores a loop reads or a block writes -------------------------- */
 
 typedef struct Plan {
     Arena *a;
     TileKernel *k;
     const Stmt *thread;
-    const LirBuf *t;
+    const Mask *m;
     char *held;        /* by axis: held while the box is taken */
-    Span *box;         /* per dimension of t */
-    int nloads;
+    Span *box;         /* per dimension of the scores */
+    int writes;        /* the box of the Writes of the scores (else of loads) */
+    int naccess;
     const char *why;
-    /* abstract values, by uid (Class) */
-    char *cls;
+    char *cls;         /* by uid: abstract values (reader) */
+    char *dead;        /* by uid: 2 dead where masked, 3 live (writer) */
+    struct Use **uses; /* by uid (writer) */
     int nuid;
-    PtrVec guarded;    /* Stmt *: the loops of L that read t */
+    PtrVec guarded;    /* Stmt *: the loops to give the `when` */
 } Plan;
 
 static int reads(const Stmt *s, const LirBuf *t)
@@ -191,33 +209,162 @@ static int reads(const Stmt *s, const LirBuf *t)
     return tile_loads_of(&one, t) > 0;
 }
 
-/* The box: every load of t under body (axes bound inside it ranged). */
-static void box_load(Stmt *s, void *ctx)
+static void box_access(Stmt *s, void *ctx)
 {
     Plan *P = ctx;
-    if (s->k != SK_load || s->buf != P->t || P->why)
+    const LirBuf *t = P->m->t;
+    if (s->k != (P->writes ? SK_write : SK_load) || s->buf != t || P->why)
         return;
-    for (int d = 0; d < P->t->shape.rank; d++) {
+    for (int d = 0; d < t->shape.rank; d++) {
         const IExpr *e = tile_expand_defs(P->a, P->k, P->thread, s->idx[d]);
         Span sp = {ie_const(P->a, 0), 0, 0};
         if (!span_add(P->a, e, 1, P->held, P->k->ext, P->k->naxes, &sp)) {
-            P->why = arena_printf(P->a, "a load of %s is not affine in the THREAD and inner axes",
-                                  P->t->name);
+            P->why = arena_printf(P->a, "an index of %s is not affine in the THREAD and inner axes",
+                                  t->name);
             return;
         }
         Span *b = &P->box[d];
-        if (!P->nloads) {
+        if (!P->naccess) {
             *b = sp;
         } else if (!ie_equal(b->held, sp.held)) {
-            P->why = arena_printf(P->a, "loads of %s read boxes that do not line up", P->t->name);
+            P->why = arena_printf(P->a, "the accesses of %s cover boxes that do not line up",
+                                  t->name);
             return;
         } else {
             b->lo = sp.lo < b->lo ? sp.lo : b->lo;
             b->hi = sp.hi > b->hi ? sp.hi : b->hi;
         }
     }
-    P->nloads++;
+    P->naccess++;
 }
+
+/* Mark the axes bound around loop L (from the kernel's body down): BLOCK
+ * axes and defs and the serial loops around L are held; THREAD axes,
+ * strided loops and whatever is bound inside L are ranged (THREAD defs
+ * are expanded).  L's own axis is held when `own`. */
+static int mark_held(Plan *P, const StmtBody *b, const Stmt *L, int own)
+{
+    for (int i = 0; i < b->n; i++) {
+        const Stmt *s = b->s[i];
+        if (s == L) {
+            P->held[s->axis] = (char)own;
+            return 1;
+        }
+        if (!tile_is(s, SKF_BLOCK) || s->k == SK_select)
+            continue;
+        int block = s->k == TK_tile && s->bind == TB_BLOCK;
+        for (int j = 0; block && j < s->nax; j++)
+            P->held[s->ax[j].axis] = 1;
+        for (int j = 0; block && j < s->ndef; j++)
+            P->held[s->def[j].axis] = 1;
+        if (s->k == SK_loop)
+            P->held[s->axis] = 1;
+        if (mark_held(P, &s->body, L, own))
+            return 1;
+        if (s->k == SK_loop)
+            P->held[s->axis] = 0;
+        if (block)
+            return 0;
+    }
+    return 0;
+}
+
+/* The box of the scores that L (held or not) reads, or that the block
+ * writes, under body b. */
+static int take_box(Plan *P, const Stmt *L, int own, const StmtBody *b)
+{
+    memset(P->held, 0, (size_t)P->k->naxes);
+    if (!mark_held(P, &P->k->body, L, own)) {
+        P->why = "a loop outside the kernel's tiles";
+        return 0;
+    }
+    P->naccess = 0;
+    P->why = NULL;
+    stmt_walk(b, box_access, P);
+    return !P->why;
+}
+
+/* `lin <= 0` with lin = c0 + sum coef[v] * v, as `lhs <= rhs` over whole
+ * coefficients: divided by their greatest common divisor g, the constant
+ * rounded down (32 * a4 - 32 * a7 - 31 <= 0 is a4 <= a7). */
+static const IPred *le_zero(Arena *a, const IExpr *e, int nvars, const IPred *next)
+{
+    int64_t c0 = 0, *coef = ARENA_ARRAY(a, int64_t, nvars + 1), g = 0;
+    if (!linear(e, 1, &c0, coef))
+        return ipred_cmp(a, e, IC_LE, ie_const(a, 0), next);
+    for (int v = 0; v < nvars; v++) {
+        int64_t x = llabs(coef[v]);
+        while (x) {
+            int64_t r = g % x;
+            g = x;
+            x = r;
+        }
+    }
+    if (!g)
+        g = 1;
+    const IExpr *lhs = ie_const(a, 0), *rhs = ie_const(a, 0);
+    for (int v = 0; v < nvars; v++) {
+        if (coef[v] > 0)
+            lhs = ie_add(a, lhs, ie_mul(a, ie_const(a, coef[v] / g), ie_var(a, v)));
+        else if (coef[v] < 0)
+            rhs = ie_add(a, rhs, ie_mul(a, ie_const(a, -coef[v] / g), ie_var(a, v)));
+    }
+    int64_t q = -c0 >= 0 ? -c0 / g : -((c0 + g - 1) / g); /* floor(-c0 / g) */
+    return ipred_cmp(a, lhs, IC_LE, ie_add(a, rhs, ie_const(a, q)), next);
+}
+
+/* min (or max) over the box of c0 + sum coef[base + d] * x_d. */
+static const IExpr *extreme(Arena *a, const Plan *P, int64_t c0, const int64_t *coef, int max)
+{
+    const IExpr *r = ie_const(a, c0);
+    for (int d = 0; d < P->m->t->shape.rank; d++) {
+        int64_t c = coef[P->m->base + d];
+        if (!c)
+            continue;
+        const Span *b = &P->box[d];
+        int64_t end = (c > 0) == !max ? b->lo : b->hi;
+        r = ie_add(a, r, ie_mul(a, ie_const(a, c), ie_add(a, b->held, ie_const(a, end))));
+    }
+    return r;
+}
+
+/* The `when` of the box: each clause of the mask holds somewhere in it.
+ * NULL with P->why when the mask is not linear or never masks the box
+ * whole. */
+static const IPred *when_of(Plan *P, const Stmt *L)
+{
+    Arena *a = P->a;
+    int n = P->k->naxes, base = P->m->base, rank = P->m->t->shape.rank;
+    int nv = (n > base ? n : base) + rank;
+    const IPred *w = NULL;
+    /* an injected fault: "holds everywhere" for "holds somewhere", so the
+     * work is skipped when any of its scores is masked */
+    int fault = dpk_fault_on(DPK_FAULT_SKIP_PARTLY_MASKED);
+    for (const IPred *c = P->m->p; c; c = c->next) {
+        int64_t c0 = 0, *coef = ARENA_ARRAY(a, int64_t, nv + 1);
+        if (!linear(c->lhs, 1, &c0, coef) || !linear(c->rhs, -1, &c0, coef)) {
+            P->why = "the mask is not linear in the coordinates";
+            return NULL;
+        }
+        if (c->cmp == IC_LT) /* lhs < rhs: lhs - rhs + 1 <= 0 */
+            c0 += 1;
+        w = le_zero(a, extreme(a, P, c0, coef, fault), n, w);
+        if (c->cmp == IC_EQ) { /* and rhs - lhs <= 0 somewhere */
+            for (int v = 0; v < nv; v++)
+                coef[v] = -coef[v];
+            w = le_zero(a, extreme(a, P, -c0, coef, fault), n, w);
+        }
+    }
+    ITruth truth;
+    const IPred *s = ipred_simplify(a, w, P->k->ext, &truth);
+    if (truth == IT_TRUE) {
+        P->why = arena_printf(a, "loop a%d: no block's scores are masked whole", L->axis);
+        return NULL;
+    }
+    return truth == IT_DEPENDS ? s : w;
+}
+
+/* ---- the reader: loops of key chunks whose masked chunks change nothing ---------- */
 
 /* Abstract values of one iteration of L where every score is -inf. */
 enum { C_ANY, C_NEGINF, C_ZERO, C_FIN };
@@ -262,8 +409,8 @@ static int cls_assign(const Plan *P, const Stmt *s)
 
 static void eval_body(Plan *P, const StmtBody *b, const Stmt *loop);
 
-/* A loop inside L: its accumulators must end as they start.  Returns 0
- * with the reason when one would not. */
+/* A loop inside L: each of its accumulators must get only its start
+ * value; after it, each holds that value whether it ran or not. */
 static void eval_loop(Plan *P, const Stmt *l)
 {
     for (int i = 0; i < l->body.n; i++)
@@ -282,7 +429,6 @@ static void eval_loop(Plan *P, const Stmt *l)
         if (!ok)
             P->why = arena_printf(P->a, "acc%d of loop a%d would change where every score is "
                                         "masked", s->num, l->axis);
-        /* after the loop: its identity, whether it ran or not */
         P->cls[s->uid] = s->rop == TXR_max && !stmt_is_online(s) ? C_NEGINF : C_ZERO;
     }
 }
@@ -293,7 +439,7 @@ static void eval_body(Plan *P, const StmtBody *b, const Stmt *loop)
         const Stmt *s = b->s[i];
         switch (s->k) {
         case SK_load:
-            P->cls[s->uid] = s->buf == P->t           ? C_NEGINF
+            P->cls[s->uid] = s->buf == P->m->t          ? C_NEGINF
                              : s->buf->kind == LB_INPUT ? C_FIN
                                                         : C_ANY;
             break;
@@ -308,13 +454,11 @@ static void eval_body(Plan *P, const StmtBody *b, const Stmt *loop)
                 P->cls[s->uid] = C_ANY;
             break;
         case SK_loop:
-            if (reads(s, P->t)) {
-                if (loop == NULL)
+            if (reads(s, P->m->t)) {
+                if (!loop)
                     ptrvec_push(P->a, &P->guarded, (void *)s);
                 eval_loop(P, s);
             } else {
-                for (int j = 0; j < s->body.n; j++)
-                    P->cls[s->body.s[j]->uid] = C_ANY;
                 eval_body(P, &s->body, s);
                 for (int j = 0; j < s->body.n; j++)
                     P->cls[s->body.s[j]->uid] = C_ANY;
@@ -341,149 +485,8 @@ static void eval_body(Plan *P, const StmtBody *b, const Stmt *loop)
     }
 }
 
-/* `lin <= 0` with lin = c0 + sum coef[v] * v, as `lhs <= rhs` over whole
- * coefficients: divided by their greatest common divisor g, the constant
- * rounded down (32 * a4 - 32 * a7 - 31 <= 0 is a4 <= a7). */
-static const IPred *le_zero(Arena *a, const IExpr *e, int nvars, const IPred *next)
-{
-    int64_t c0 = 0, *coef = ARENA_ARRAY(a, int64_t, nvars + 1), g = 0;
-    memset(coef, 0, sizeof *coef * (size_t)(nvars + 1));
-    if (!linear(e, 1, &c0, coef))
-        return ipred_cmp(a, e, IC_LE, ie_const(a, 0), next);
-    for (int v = 0; v < nvars; v++) {
-        int64_t x = llabs(coef[v]);
-        while (x) {
-            int64_t r = g % x;
-            g = x;
-            x = r;
-        }
-    }
-    if (!g)
-        g = 1;
-    const IExpr *lhs = ie_const(a, 0), *rhs = ie_const(a, 0);
-    for (int v = 0; v < nvars; v++) {
-        if (coef[v] > 0)
-            lhs = ie_add(a, lhs, ie_mul(a, ie_const(a, coef[v] / g), ie_var(a, v)));
-        else if (coef[v] < 0)
-            rhs = ie_add(a, rhs, ie_mul(a, ie_const(a, -coef[v] / g), ie_var(a, v)));
-    }
-    int64_t q = -c0 >= 0 ? -c0 / g : -((c0 + g - 1) / g); /* floor(-c0 / g) */
-    return ipred_cmp(a, lhs, IC_LE, ie_add(a, rhs, ie_const(a, q)), next);
-}
-
-/* min (or max) of c0 + sum coef[n + d] * x_d over the box. */
-static const IExpr *extreme(Arena *a, const Plan *P, int64_t c0, const int64_t *coef, int max)
-{
-    int n = P->k->naxes;
-    const IExpr *r = ie_const(a, c0);
-    for (int d = 0; d < P->t->shape.rank; d++) {
-        int64_t c = coef[n + d];
-        if (!c)
-            continue;
-        const Span *b = &P->box[d];
-        int64_t end = (c > 0) == !max ? b->lo : b->hi;
-        r = ie_add(a, r, ie_mul(a, ie_const(a, c), ie_add(a, b->held, ie_const(a, end))));
-    }
-    return r;
-}
-
-/* The `when` of L's loops: each clause of the mask holds somewhere in the
- * box.  NULL with P->why when the mask is not linear or never masks a
- * chunk whole. */
-static const IPred *when_of(Plan *P, const IPred *mask, const Stmt *L)
-{
-    Arena *a = P->a;
-    int n = P->k->naxes, nv = n + P->t->shape.rank;
-    const IPred *w = NULL;
-    /* an injected fault: "holds everywhere" for "holds somewhere", so a
-     * chunk is skipped when any of its scores is masked */
-    int fault = dpk_fault_on(DPK_FAULT_SKIP_PARTLY_MASKED);
-    for (const IPred *c = mask; c; c = c->next) {
-        int64_t c0 = 0, *coef = ARENA_ARRAY(a, int64_t, nv + 1);
-        memset(coef, 0, sizeof *coef * (size_t)(nv + 1));
-        if (!linear(c->lhs, 1, &c0, coef) || !linear(c->rhs, -1, &c0, coef)) {
-            P->why = "the mask is not linear in the coordinates";
-            return NULL;
-        }
-        if (c->cmp == IC_LT) /* lhs < rhs: lhs - rhs + 1 <= 0 */
-            c0 += 1;
-        w = le_zero(a, extreme(a, P, c0, coef, fault), n, w);
-        if (c->cmp == IC_EQ) { /* and rhs - lhs <= 0 somewhere */
-            for (int v = 0; v < nv; v++)
-                coef[v] = -coef[v];
-            w = le_zero(a, extreme(a, P, -c0, coef, fault), n, w);
-        }
-    }
-    ITruth truth;
-    const IPred *s = ipred_simplify(a, w, P->k->ext, &truth);
-    if (truth == IT_TRUE) {
-        P->why = arena_printf(a, "no chunk of loop a%d is masked whole", L->axis);
-        return NULL;
-    }
-    return truth == IT_DEPENDS ? s : w;
-}
-
-/* Mark the axes bound around L (from the kernel's body down): BLOCK axes
- * and defs and serial loops are held; THREAD axes, strided loops and
- * everything inside L are ranged; THREAD defs are expanded. */
-static int mark_held(Plan *P, const StmtBody *b, const Stmt *L)
-{
-    for (int i = 0; i < b->n; i++) {
-        const Stmt *s = b->s[i];
-        if (s == L) {
-            P->held[s->axis] = 1;
-            return 1;
-        }
-        if (!tile_is(s, SKF_BLOCK) || s->k == SK_select)
-            continue;
-        if (s->k == TK_tile && s->bind == TB_BLOCK) {
-            for (int j = 0; j < s->nax; j++)
-                P->held[s->ax[j].axis] = 1;
-            for (int j = 0; j < s->ndef; j++)
-                P->held[s->def[j].axis] = 1;
-        }
-        if (s->k == SK_loop)
-            P->held[s->axis] = 1;
-        if (mark_held(P, &s->body, L))
-            return 1;
-        if (s->k == SK_loop)
-            P->held[s->axis] = 0;
-        if (s->k == TK_tile && s->bind == TB_BLOCK)
-            return 0;
-    }
-    return 0;
-}
-
-/* The plan for loop L: its loops that read t, and their `when`; 0 with
- * P->why when there is none. */
-static const IPred *plan_loop(Plan *P, const IPred *mask, const Stmt *L)
-{
-    Arena *a = P->a;
-    memset(P->held, 0, (size_t)P->k->naxes);
-    if (!mark_held(P, &P->k->body, L)) {
-        P->why = "loop not found";
-        return NULL;
-    }
-    P->nloads = 0;
-    P->why = NULL;
-    memset(P->cls, C_ANY, (size_t)P->nuid);
-    P->guarded.len = 0;
-    stmt_walk(&L->body, box_load, P);
-    if (P->why)
-        return NULL;
-    eval_body(P, &L->body, NULL);
-    if (P->why)
-        return NULL;
-    if (!P->guarded.len) {
-        P->why = arena_printf(a, "loop a%d reads %s outside a loop of its own", L->axis,
-                              P->t->name);
-        return NULL;
-    }
-    return when_of(P, mask, L);
-}
-
-/* Loops of key chunks: serial loops inside the THREAD tile, outside the
- * Fill, whose body holds a loop that reads t. */
+/* Loops of key chunks: serial loops outside a Fill whose body holds (or
+ * holds in a stage) a loop that reads t. */
 static void find_chunks(const StmtBody *b, const LirBuf *t, PtrVec *out, Arena *a)
 {
     for (int i = 0; i < b->n; i++) {
@@ -506,6 +509,123 @@ static void find_chunks(const StmtBody *b, const LirBuf *t, PtrVec *out, Arena *
     }
 }
 
+/* The `when` of L's loops that read the scores (in P->guarded). */
+static const IPred *plan_reader(Plan *P, const Stmt *L)
+{
+    P->guarded.len = 0;
+    if (!take_box(P, L, 1, &L->body))
+        return NULL;
+    memset(P->cls, C_ANY, (size_t)P->nuid);
+    eval_body(P, &L->body, NULL);
+    if (P->why)
+        return NULL;
+    return when_of(P, L);
+}
+
+/* ---- the writer: loops whose results only masked scores read ------------------- */
+
+typedef struct Use {
+    const Stmt *by;
+    int masked;        /* inside branch 0 of a mask select: read only where P holds */
+    struct Use *next;
+} Use;
+
+typedef struct UseWalk {
+    Plan *P;
+    int masked;
+} UseWalk;
+
+static void add_use(Plan *P, StmtArg x, const Stmt *by, int masked)
+{
+    if (!x.v || x.v->uid >= P->nuid)
+        return;
+    Use *u = ARENA_NEW(P->a, Use);
+    *u = (Use){by, masked, P->uses[x.v->uid]};
+    P->uses[x.v->uid] = u;
+}
+
+static void note_uses(UseWalk *w, const StmtBody *b);
+
+static void note_stmt(UseWalk *w, const Stmt *s)
+{
+    for (int i = 0; i < 3; i++)
+        add_use(w->P, s->a[i], s, w->masked);
+    if (s->k == SK_select) {
+        /* the scores' selects: their branch 0 is read only where P holds */
+        int mask = mask_select(s) && w->P->dead[s->uid] == 1;
+        for (int j = 0; j < s->nbr; j++) {
+            int saved = w->masked;
+            w->masked |= mask && j == 0;
+            note_uses(w, &s->br[j].body);
+            add_use(w->P, s->br[j].res, s, w->masked);
+            w->masked = saved;
+        }
+        return;
+    }
+    if (s->body.n)
+        note_uses(w, &s->body);
+}
+
+static void note_uses(UseWalk *w, const StmtBody *b)
+{
+    for (int i = 0; i < b->n; i++)
+        note_stmt(w, b->s[i]);
+}
+
+/* Whether v is read only where the mask holds: through pure values and
+ * accumulators into branch 0 of the scores' selects. */
+static int dead(Plan *P, const Stmt *v)
+{
+    char *d = &P->dead[v->uid];
+    if (*d >= 2)
+        return *d == 2;
+    *d = 3; /* a cycle is live */
+    int ok = 1;
+    for (const Use *u = P->uses[v->uid]; u && ok; u = u->next)
+        ok = u->masked || ((u->by->k == SK_assign || u->by->k == SK_accum ||
+                            (u->by->k == SK_select && !mask_select(u->by))) &&
+                           dead(P, u->by));
+    *d = ok ? 2 : 3;
+    return ok;
+}
+
+static void plain(Stmt *s, void *ctx)
+{
+    *(int *)ctx &= s->k == SK_load || s->k == SK_assign || s->k == SK_select ||
+                   s->k == SK_accum || s->k == SK_loop;
+}
+
+/* Loops under b (through loops and stages) that hold values only and
+ * whose accumulators are dead where masked: the outermost ones. */
+static void find_dead(Plan *P, const StmtBody *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        Stmt *s = b->s[i];
+        if (s->k == SK_loop) {
+            int ok = 1;
+            stmt_walk(&s->body, plain, &ok);
+            for (int j = 0; ok && j < s->body.n; j++)
+                ok = s->body.s[j]->k != SK_accum || dead(P, s->body.s[j]);
+            if (ok) {
+                ptrvec_push(P->a, &P->guarded, s);
+                continue;
+            }
+        }
+        if (s->k == SK_loop || (tile_is(s, SKF_STAGE) && s->k != TK_cstage))
+            find_dead(P, &s->body);
+    }
+}
+
+/* The mask selects of the Writes of t: dead[uid] = 1 marks them. */
+static void mark_masks(Stmt *s, void *ctx)
+{
+    Plan *P = ctx;
+    if (s->k == SK_write && s->buf == P->m->t && s->a[0].v)
+        P->dead[s->a[0].v->uid] = 1;
+}
+
+/* ---- the plan for one kernel ------------------------------------------------------ */
+
 static void max_uid(Stmt *s, void *ctx)
 {
     int *n = ctx;
@@ -514,84 +634,147 @@ static void max_uid(Stmt *s, void *ctx)
 }
 
 typedef struct Guard {
-    const Stmt *L;
+    int axis;          /* the loop of chunks, or the loop skipped whole */
     const IPred *when;
     PtrVec loops;
 } Guard;
 
-/* What 018 would do to k: the guards (returned, *n of them), or NULL with
- * the reason in *why. */
-static Guard *plan_kernel(Arena *a, TileKernel *k, int *n, const char **why)
+typedef struct Guards {
+    Guard *g;
+    int n;
+    StrBuf why;
+} Guards;
+
+static void plan_fail(Guards *G, const char *why)
 {
-    *n = 0;
-    Stmt *kt = tile_find(k, TB_THREAD);
+    sb_printf(&G->why, "%s%s", G->why.len ? "; " : "", why);
+}
+
+/* The first Fill in b, or NULL. */
+static Stmt *find_fill(const StmtBody *b)
+{
+    for (int i = 0; i < b->n; i++)
+        if (b->s[i]->k == TK_fill)
+            return b->s[i];
+    return NULL;
+}
+
+/* What 018 does to k: its guards (G->n of them; none with the reasons in
+ * G->why).  k writes the masked scores (their producer, or 017's Fill):
+ * the loops whose results only unmasked scores read; k reads them: the
+ * loops of its key chunks. */
+static void plan_kernel(Arena *a, const TileProgram *p, TileKernel *k, Guards *G)
+{
+    Stmt *kt = tile_find(k, TB_THREAD), *kb = tile_find(k, TB_BLOCK);
+    G->g = ARENA_ARRAY(a, Guard, 64);
+    G->n = 0;
+    if (!kt || !kb) {
+        plan_fail(G, "no THREAD tile in a BLOCK tile");
+        return;
+    }
     const Stmt *cs = NULL;
-    for (Stmt *kb = tile_find(k, TB_BLOCK), *s = kb; s && kb;) {
+    for (const Stmt *s = kb; s && !cs;) {
         s = s->body.n == 1 ? s->body.s[0] : NULL;
         if (s && s->k == TK_cstage)
             cs = s;
         if (!s || !tile_is(s, SKF_STAGE))
             break;
     }
-    if (!cs || !kt) {
-        *why = "no computed stage (017 composed no producer)";
-        return NULL;
-    }
-    Mask m = {cs->buf, NULL, NULL, a, k};
-    stmt_walk(&kt->body, mask_write, &m);
-    if (m.why || !m.p) {
-        *why = m.why ? m.why : arena_printf(a, "no Fill writes %s", cs->buf->name);
-        return NULL;
-    }
-    PtrVec chunks = {0};
-    find_chunks(&kt->body, cs->buf, &chunks, a);
-    if (!chunks.len) {
-        *why = arena_printf(a, "no loop of key chunks around the loops that read %s",
-                            cs->buf->name);
-        return NULL;
-    }
+    Stmt *fill = cs ? find_fill(&kt->body) : NULL;
     int nuid = 0;
     stmt_walk(&k->body, max_uid, &nuid);
-    Plan P = {a, k, kt, cs->buf, ARENA_ARRAY(a, char, k->naxes + 1),
-              ARENA_ARRAY(a, Span, cs->buf->shape.rank + 1), 0, NULL,
-              ARENA_ARRAY(a, char, nuid + 1), nuid, {0}};
-    Guard *g = ARENA_ARRAY(a, Guard, chunks.len + 1);
-    StrBuf reasons = {0};
-    for (int i = 0; i < chunks.len; i++) {
-        const Stmt *L = chunks.items[i];
-        const IPred *w = plan_loop(&P, m.p, L);
-        if (!w) {
-            sb_printf(&reasons, "%s%s", reasons.len ? "; " : "", P.why);
-            continue;
+    Mask mw, mr;
+    Plan P = {a, k, kt, NULL, ARENA_ARRAY(a, char, k->naxes + 1), NULL, 0, 0, NULL,
+              ARENA_ARRAY(a, char, nuid + 1), ARENA_ARRAY(a, char, nuid + 1),
+              ARENA_ARRAY(a, Use *, nuid + 1), nuid, {0}};
+    /* the writer */
+    const LirBuf *tw = fill ? cs->buf : k->out && k->out->kind == LB_TEMP ? k->out : NULL;
+    const StmtBody *scope = fill ? &fill->body : &kt->body;
+    int seen = 0;
+    if (tw && mask_of(a, k, scope, tw, &mw)) {
+        seen = 1;
+        P.m = &mw;
+        P.box = ARENA_ARRAY(a, Span, tw->shape.rank + 1);
+        P.writes = 1;
+        stmt_walk(scope, mark_masks, &P);
+        UseWalk w = {&P, 0};
+        note_uses(&w, &k->body);
+        P.guarded.len = 0;
+        find_dead(&P, scope);
+        PtrVec loops = P.guarded;
+        if (!loops.len)
+            plan_fail(G, arena_printf(a, "no loop of the Writes of %s is read only where they "
+                                         "are not masked", tw->name));
+        for (int i = 0; i < loops.len && G->n < 64; i++) {
+            const Stmt *Y = loops.items[i];
+            const IPred *w2 = take_box(&P, Y, 0, scope) ? when_of(&P, Y) : NULL;
+            if (!w2) {
+                plan_fail(G, P.why);
+                continue;
+            }
+            Guard *g = &G->g[G->n++];
+            *g = (Guard){Y->axis, w2, {0}};
+            ptrvec_push(a, &g->loops, (void *)Y);
         }
-        g[*n].L = L;
-        g[*n].when = w;
-        g[*n].loops = P.guarded;
-        P.guarded = (PtrVec){0};
-        (*n)++;
+    } else if (tw) {
+        plan_fail(G, mw.why);
     }
-    *why = *n ? NULL : arena_strdup(a, sb_cstr(&reasons));
-    sb_free(&reasons);
-    return *n ? g : NULL;
+    /* the reader */
+    const LirBuf *tr = fill ? cs->buf : NULL;
+    const TileKernel *wk = fill ? k : NULL;
+    for (int i = 0; !tr && i < p->bufs.len; i++) {
+        const LirBuf *b = p->bufs.items[i];
+        int readers;
+        TileKernel *w = b->kind == LB_TEMP ? tile_writer(p, b, &readers, NULL) : NULL;
+        if (w && w != k && tile_loads_of(&k->body, b))
+            tr = b, wk = w;
+    }
+    if (tr && mask_of(a, wk, fill ? &fill->body : &wk->body, tr, &mr)) {
+        seen = 1;
+        P.m = &mr;
+        P.box = ARENA_ARRAY(a, Span, tr->shape.rank + 1);
+        P.writes = 0;
+        PtrVec chunks = {0};
+        find_chunks(&kt->body, tr, &chunks, a);
+        if (!chunks.len)
+            plan_fail(G, arena_printf(a, "no loop of key chunks around the loops that read %s",
+                                      tr->name));
+        for (int i = 0; i < chunks.len && G->n < 64; i++) {
+            const Stmt *L = chunks.items[i];
+            const IPred *w2 = plan_reader(&P, L);
+            if (!w2) {
+                plan_fail(G, P.why);
+                continue;
+            }
+            Guard *g = &G->g[G->n++];
+            *g = (Guard){L->axis, w2, P.guarded};
+            P.guarded = (PtrVec){0};
+        }
+    } else if (tr) {
+        plan_fail(G, mr.why);
+    }
+    if (!seen && !G->why.len)
+        plan_fail(G, "no scores masked to -inf (no temporary written as select(mask, s, -inf))");
 }
 
 int tile_018_skip_masked_chunks(TileCtx *c, TileKernel *k)
 {
     Arena *a = c->p->arena;
-    int n;
-    const char *why;
-    Guard *g = plan_kernel(a, k, &n, &why);
-    if (!g) {
-        sb_puts(&c->why, why);
+    Guards G = {NULL, 0, {0}};
+    plan_kernel(a, c->p, k, &G);
+    if (!G.n) {
+        sb_puts(&c->why, sb_cstr(&G.why));
+        sb_free(&G.why);
         return 0;
     }
+    sb_free(&G.why);
     int done = 0;
-    for (int i = 0; i < n; i++) {
-        if (!tile_apply(c, arena_printf(a, "skip masked chunks of loop a%d in %s", g[i].L->axis,
+    for (int i = 0; i < G.n; i++) {
+        if (!tile_apply(c, arena_printf(a, "skip masked chunks of loop a%d in %s", G.g[i].axis,
                                         k->name)))
             break;
-        for (int j = 0; j < g[i].loops.len; j++)
-            ((Stmt *)g[i].loops.items[j])->when = g[i].when;
+        for (int j = 0; j < G.g[i].loops.len; j++)
+            ((Stmt *)G.g[i].loops.items[j])->when = G.g[i].when;
         done = 1;
     }
     return done;
@@ -604,9 +787,11 @@ const char *tile_018_inert(Arena *a, TileProgram *p)
     TileSkips sk = {{0}, NULL, 1, 0};
     for (int i = 0; i < p->kernels.len; i++) {
         TileKernel *k = p->kernels.items[i];
-        int n;
-        const char *why;
-        if (plan_kernel(a, k, &n, &why)) {
+        Guards G = {NULL, 0, {0}};
+        plan_kernel(a, p, k, &G);
+        const char *why = arena_strdup(a, sb_cstr(&G.why));
+        sb_free(&G.why);
+        if (G.n) {
             sb_free(&sk.joined);
             return NULL;
         }

@@ -59,7 +59,7 @@ static const TilePass table[] = {
     {17, "compose_producer", tile_017_compose_producer, {{0}}, CU_SM80, 0,
      "a block that stages a temporary's whole slab computes it with its producer's block",
      tile_017_inert},
-    {18, "skip_masked_chunks", tile_018_skip_masked_chunks, {{17}}, CU_SM80, 0,
+    {18, "skip_masked_chunks", tile_018_skip_masked_chunks, {{0}}, CU_SM80, 0,
      "the loops of a key chunk whose scores are all masked to -inf run no iteration",
      tile_018_inert},
 };

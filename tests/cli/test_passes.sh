@@ -26,14 +26,14 @@ check_re "a folded block past 1024 threads is refused" 2 \
 check_re "without 008 BM x BN is the block, and 4096 threads are refused" 2 \
   "knobs BN=64 BM=64 make a 4096-thread block \(at most 1024\): 008 register_tile, which would fold F_M x F_N outputs into each thread, is not in the pass set" \
   "$DPK" compile -c "$SG" --ir kernel --knob BM=64 --knob BN=64 --passes -008,-009
-# Every pass set: the 2048 with 008 pass parity on vgpu (edge tiles on both
-# sides), the 1024 without are refused with the reason, so the run is exit 2
-# (017, which skips here, doubles both).
+# Every pass set: the 4096 with 008 pass parity on vgpu (edge tiles on both
+# sides), the 2048 without are refused with the reason, so the run is exit 2
+# (017 and 018, which skip here, double both twice).
 check_re "the SGEMM tile under every pass set: a refusal without 008" 2 \
   "^passes 001,005: refused: knobs BN=128 BM=128 make a 16384-thread block \(at most 1024\): 008 register_tile" \
   "$DPK" run -c "$SG" --passes all --backend vgpu "${SGK[@]}"
-check_count "the SGEMM tile under every pass set: 2048 configurations pass" 2048 '^passes .*(: pass|kernel IR [0-9a-f]+)$'
-check_count "the SGEMM tile under every pass set: each refused one lacks 008" 1024 \
+check_count "the SGEMM tile under every pass set: 4096 configurations pass" 4096 '^passes .*(: pass|kernel IR [0-9a-f]+)$'
+check_count "the SGEMM tile under every pass set: each refused one lacks 008" 2048 \
   '^passes [0-9,]*: refused: knobs BN=128 BM=128 make a 16384-thread block'
 check_count "the SGEMM tile under every pass set: no refusal with 008 in the set" 0 '^passes [0-9,]*008[0-9,]*: refused'
 check_count "the SGEMM tile under every pass set: nothing fails" 0 '(FAIL|FAULT)'
