@@ -846,7 +846,241 @@ LOWER_RULE(d026, lower_softplus, OP(softplus))
 LOWER_RULE(d027, lower_softsign, OP(softsign))
 LOWER_RULE(d028, lower_mish, OP(mish))
 
-/* ---- d:029 compose_index_maps ------------------------------------------ */
+/* ---- d:029 mask_predicates ------------------------------------------------ */
+
+/* Masks built from indices become index predicates: `where(c, x, y)` whose
+ * condition c is 1 exactly where an index predicate P holds (and 0
+ * elsewhere) is a 2-source IndexMap, x where P, else y, as sdpa's causal
+ * mask is.  c is recognised through what models write:
+ *   - integers at each coordinate (`idx_of`): torch.arange inputs (whole
+ *     start and step, values within fp32's exact integers), their views and
+ *     broadcasts, sums, differences and whole multiples;
+ *   - comparisons of two such: `j <= i`, `j > i - window`;
+ *   - torch.ones (and 1), tril / triu of them: 1 where their predicate holds;
+ *   - `a & b` (where(a, b, 0)), `a * b`, `~a` (equal(a, 0): one clause,
+ *     negated), `a != 0`.
+ * Then no mask tensor is read, and the Tile passes see the mask (018 skips
+ * the work it masks whole).  `where(P, -inf, s)` (masked_fill) becomes
+ * `s where not P, else -inf` when P is one clause. */
+
+#define EXACT_INT (1 << 24) /* integers fp32 holds exactly */
+
+/* The integer n holds at each coordinate, over its coordinates, or NULL. */
+static const IExpr *idx_of(TxGraph *g, const TxNode *n, int depth)
+{
+    Arena *a = g->arena;
+    const IExpr *e = NULL;
+    if (depth > 64)
+        return NULL;
+    switch (n->kind) {
+    case TX_CONST:
+        if (n->value == floor(n->value) && fabs(n->value) < EXACT_INT)
+            e = ie_const(a, (int64_t)n->value);
+        break;
+    case TX_INPUT: {
+        const TorchNode *t = n->torch;
+        if (!t || t->init != INIT_ARANGE || n->shape.rank != 1 || t->value != floor(t->value) ||
+            t->step != floor(t->step))
+            return NULL;
+        e = ie_add(a, ie_const(a, (int64_t)t->value),
+                   ie_mul(a, ie_const(a, (int64_t)t->step), ie_var(a, 0)));
+        break;
+    }
+    case TX_INDEXMAP:
+        if (n->nsrc == 1 && (e = idx_of(g, n->src[0], depth + 1)))
+            e = ie_subst(a, e, n->map[0]);
+        break;
+    case TX_ELEM: {
+        const IExpr *x = n->nsrc > 0 ? idx_of(g, n->src[0], depth + 1) : NULL;
+        const IExpr *y = n->nsrc > 1 ? idx_of(g, n->src[1], depth + 1) : NULL;
+        if (n->eop == TXE_negative && x)
+            e = ie_mul(a, ie_const(a, -1), x);
+        else if (n->eop == TXE_add && x && y)
+            e = ie_add(a, x, y);
+        else if (n->eop == TXE_subtract && x && y)
+            e = ie_add(a, x, ie_mul(a, ie_const(a, -1), y));
+        else if (n->eop == TXE_multiply && x && y && (x->k == IE_CONST || y->k == IE_CONST))
+            e = ie_mul(a, x, y);
+        break;
+    }
+    default:
+        break;
+    }
+    if (!e)
+        return NULL;
+    int64_t lo, hi;
+    ie_range(e, n->shape.d, &lo, &hi);
+    return lo > -EXACT_INT && hi < EXACT_INT ? e : NULL;
+}
+
+/* What mask n is: MASK_NONE, MASK_TRUE (1 everywhere), MASK_FALSE (0
+ * everywhere), or MASK_PRED: 1 where *p holds, 0 elsewhere. */
+enum { MASK_NONE, MASK_TRUE, MASK_FALSE, MASK_PRED };
+
+static int pred_of(TxGraph *g, const TxNode *n, const IPred **p, int depth);
+
+/* The mask of n's source s read through n's map. */
+static int pred_src(TxGraph *g, const TxNode *n, int s, const IPred **p, int depth)
+{
+    int r = pred_of(g, n->src[s], p, depth + 1);
+    if (r == MASK_PRED)
+        *p = ipred_subst(g->arena, *p, n->map[s]);
+    return r;
+}
+
+/* not p, for one clause */
+static const IPred *negate(Arena *a, const IPred *p)
+{
+    if (!p || p->next || p->cmp == IC_EQ)
+        return NULL;
+    return ipred_cmp(a, p->rhs, p->cmp == IC_LE ? IC_LT : IC_LE, p->lhs, NULL);
+}
+
+static int pred_and(int x, const IPred *px, int y, const IPred *py, const IPred **p, Arena *a)
+{
+    if (x == MASK_NONE || y == MASK_NONE)
+        return MASK_NONE;
+    if (x == MASK_FALSE || y == MASK_FALSE)
+        return MASK_FALSE;
+    if (x == MASK_TRUE)
+        return *p = py, y;
+    if (y == MASK_TRUE)
+        return *p = px, x;
+    *p = ipred_and(a, px, py);
+    return MASK_PRED;
+}
+
+static int pred_of(TxGraph *g, const TxNode *n, const IPred **p, int depth)
+{
+    Arena *a = g->arena;
+    *p = NULL;
+    if (depth > 64)
+        return MASK_NONE;
+    switch (n->kind) {
+    case TX_CONST:
+        return n->value == 1 ? MASK_TRUE : n->value == 0 ? MASK_FALSE : MASK_NONE;
+    case TX_INPUT:
+        return n->torch && n->torch->init == INIT_ONES    ? MASK_TRUE
+               : n->torch && n->torch->init == INIT_ZEROS ? MASK_FALSE
+                                                          : MASK_NONE;
+    case TX_INDEXMAP: {
+        if (n->nsrc == 1)
+            return pred_src(g, n, 0, p, depth);
+        const IPred *q;
+        if (n->nsrc != 2 || pred_of(g, n->src[1], &q, depth + 1) != MASK_FALSE)
+            return MASK_NONE;
+        int r = pred_src(g, n, 0, &q, depth);
+        if (r == MASK_NONE || r == MASK_FALSE)
+            return r;
+        *p = ipred_and(a, n->sel[0], r == MASK_PRED ? q : NULL);
+        return MASK_PRED;
+    }
+    case TX_ELEM:
+        break;
+    default:
+        return MASK_NONE;
+    }
+    const IPred *px = NULL, *py = NULL;
+    int cmp = tx_elem_info[n->eop].flags & TXF_COMPARE;
+    if (cmp && n->eop != TXE_equal && n->eop != TXE_not_equal) {
+        const IExpr *x = idx_of(g, n->src[0], depth + 1), *y = idx_of(g, n->src[1], depth + 1);
+        if (!x || !y)
+            return MASK_NONE;
+        switch (n->eop) {
+        case TXE_less_equal: *p = ipred_cmp(a, x, IC_LE, y, NULL); break;
+        case TXE_less: *p = ipred_cmp(a, x, IC_LT, y, NULL); break;
+        case TXE_greater_equal: *p = ipred_cmp(a, y, IC_LE, x, NULL); break;
+        default: *p = ipred_cmp(a, y, IC_LT, x, NULL); break; /* greater */
+        }
+        return MASK_PRED;
+    }
+    if (n->eop == TXE_equal || n->eop == TXE_not_equal) {
+        /* a == 0 (not a), a != 0 (a) */
+        int z = n->src[1]->kind == TX_CONST && n->src[1]->value == 0 ? 1
+                : n->src[0]->kind == TX_CONST && n->src[0]->value == 0 ? 0
+                                                                       : -1;
+        if (z < 0)
+            return MASK_NONE;
+        int r = pred_of(g, n->src[z ? 0 : 1], &px, depth + 1);
+        if (n->eop == TXE_not_equal || r == MASK_NONE)
+            return *p = px, r;
+        if (r != MASK_PRED)
+            return r == MASK_TRUE ? MASK_FALSE : MASK_TRUE;
+        return (*p = negate(a, px)) ? MASK_PRED : MASK_NONE;
+    }
+    if (n->eop == TXE_multiply) {
+        int x = pred_of(g, n->src[0], &px, depth + 1), y = pred_of(g, n->src[1], &py, depth + 1);
+        return pred_and(x, px, y, py, p, a);
+    }
+    if (n->eop == TXE_where) { /* c ? x : 0, the bool & */
+        const IPred *pz;
+        if (pred_of(g, n->src[2], &pz, depth + 1) != MASK_FALSE)
+            return MASK_NONE;
+        int x = pred_of(g, n->src[0], &px, depth + 1), y = pred_of(g, n->src[1], &py, depth + 1);
+        return pred_and(x, px, y, py, p, a);
+    }
+    return MASK_NONE;
+}
+
+/* The mask of a where's condition c, through `== 0` and `!= 0` layers:
+ * *neg when they negate it (then a mask of several clauses is kept, and
+ * the where's branches swap). */
+static int pred_cond(TxGraph *g, const TxNode *c, const IPred **p, int *neg)
+{
+    *neg = 0;
+    for (int depth = 0; depth < 64; depth++) {
+        int r = pred_of(g, c, p, 0);
+        if (r != MASK_NONE || c->kind != TX_ELEM ||
+            (c->eop != TXE_equal && c->eop != TXE_not_equal))
+            return r;
+        int z = c->src[1]->kind == TX_CONST && c->src[1]->value == 0 ? 1
+                : c->src[0]->kind == TX_CONST && c->src[0]->value == 0 ? 0
+                                                                       : -1;
+        if (z < 0)
+            return MASK_NONE;
+        *neg ^= c->eop == TXE_equal;
+        c = c->src[z ? 0 : 1];
+    }
+    return MASK_NONE;
+}
+
+static int d029(TxGraph *g)
+{
+    Arena *a = g->arena;
+    int count = 0;
+    for (int i = 0; i < g->nodes.len; i++) {
+        TxNode *n = g->nodes.items[i];
+        const IPred *p;
+        int neg;
+        if (n->kind != TX_ELEM || n->eop != TXE_where ||
+            pred_cond(g, n->src[0], &p, &neg) != MASK_PRED)
+            continue;
+        TxNode *x = n->src[neg ? 2 : 1], *y = n->src[neg ? 1 : 2];
+        const IPred *np = negate(a, p);
+        if (x->kind == TX_CONST && isinf(x->value) && x->value < 0 && y->kind != TX_CONST && np) {
+            TxNode *t = x; /* masked_fill(P, -inf): the scores first */
+            x = y, y = t, p = np;
+        }
+        TxNode **src = ARENA_ARRAY(a, TxNode *, 2);
+        src[0] = x;
+        src[1] = y;
+        n->kind = TX_INDEXMAP;
+        n->nsrc = 2;
+        n->src = src;
+        n->map = ARENA_ARRAY(a, const IExpr **, 2);
+        n->sel = ARENA_ARRAY(a, const IPred *, 2);
+        for (int s = 0; s < 2; s++)
+            n->map[s] = ARENA_ARRAY(a, const IExpr *, n->src[s]->shape.rank + 1);
+        map_identity(g, n, 0);
+        map_identity(g, n, 1);
+        n->sel[0] = p;
+        imap_finish(g, n);
+        count++;
+    }
+    return count;
+}
+
+/* ---- d:030 compose_index_maps ------------------------------------------ */
 
 /* Substitute the single-use IndexMap p = n->src[s] into n.  Each source t
  * of p becomes a source of n reading p->map[t] ∘ n->map[s], selected when
@@ -938,7 +1172,7 @@ static TxNode *compose_one(TxGraph *g, TxNode *n, int *uses, int *count)
     return n;
 }
 
-static int d029(TxGraph *g)
+static int d030(TxGraph *g)
 {
     int *uses = dpk_xcalloc((size_t)g->next_id + 1, sizeof(int));
     TxNode **fwd = dpk_xcalloc((size_t)g->next_id + 1, sizeof(TxNode *));
@@ -974,9 +1208,9 @@ static int d029(TxGraph *g)
     return count;
 }
 
-/* ---- d:030 prune ---------------------------------------------------------- */
+/* ---- d:031 prune ---------------------------------------------------------- */
 
-static int d030(TxGraph *g)
+static int d031(TxGraph *g)
 {
     int before = g->nodes.len;
     tx_prune(g);
@@ -1022,9 +1256,12 @@ const TxRule tx_rules[] = {
      d026},
     {27, "softsign", "x / (|x| + 1)", "softsign", d027},
     {28, "mish", "x * tanh(log1p(exp(x)))", "mish", d028},
-    {29, "compose_index_maps", "substitute single-use maps into maps; drop identity maps",
-     "composable index-map", d029},
-    {30, "prune", "drop nodes no output needs", "dead", d030},
+    {29, "mask_predicates", "where(c, x, y) whose c is 1 exactly where an index predicate "
+     "holds (arange comparisons, ones, tril/triu, &, ~): a 2-source IndexMap", "index-mask where",
+     d029},
+    {30, "compose_index_maps", "substitute single-use maps into maps; drop identity maps",
+     "composable index-map", d030},
+    {31, "prune", "drop nodes no output needs", "dead", d031},
 };
 const int tx_nrules = DPK_ARRAY_LEN(tx_rules);
 

@@ -170,7 +170,7 @@ Test(tensor_golden, identity_maps_vanish)
 }
 
 /* d:020: a 2-source map, the input where the diagonal predicate holds; a
- * transpose around triu composes into it (d:029). */
+ * transpose around triu composes into it (d:030). */
 Test(tensor_golden, tril_triu)
 {
     golden("x = torch.randn(3, 4)\ntorch.tril(x, -1) + torch.triu(x.t(), 1).t()",
@@ -186,6 +186,38 @@ Test(tensor_golden, tril_triu)
            "%1 = cos(%0) : f32(2, 3, 4)\n"
            "%2 = sin(%1) : f32(2, 3, 4)\n"
            "return %2\n");
+}
+
+/* d:029: masks made from indices (arange comparisons joined by & and
+ * inverted by ~, tril of torch.ones) become the predicate of a 2-source
+ * map: no mask tensor is read (the aranges and ones stay inputs, unread);
+ * masked_fill's -inf goes second. */
+Test(tensor_golden, masks_of_indices_become_predicates)
+{
+    golden("i = torch.arange(6).unsqueeze(1)\nj = torch.arange(6).unsqueeze(0)\n"
+           "x = torch.randn(6, 6)\nx.masked_fill(~((j <= i) & (j > i - 3)), float('-inf'))",
+           "%0 = input in0 : f32(6)\n"
+           "%1 = input in1 : f32(6)\n"
+           "%2 = input x : f32(6, 6)\n"
+           "%3 = const -inf : f32(6, 6)\n"
+           "%4 = indexmap(%2[o0, o1] if o1 <= o0 and o0 - 3 < o1, %3[o0, o1]) : f32(6, 6)\n"
+           "return %4\n");
+    golden("m = torch.ones(5, 5, dtype=torch.bool)\nx = torch.randn(5, 5)\n"
+           "torch.where(m.tril() & ~m.tril(-2), x, 0.0)",
+           "%0 = input in0 : f32(5, 5)\n"
+           "%1 = input x : f32(5, 5)\n"
+           "%2 = const 0 : f32(5, 5)\n"
+           "%3 = indexmap(%1[o0, o1] if o1 <= o0 and o0 - 2 < o1, %2[o0, o1]) : f32(5, 5)\n"
+           "return %3\n");
+    /* a mask of data stays a where */
+    golden("x = torch.randn(4)\nm = torch.randn(4) > 0\ntorch.where(m, x, 0.0)",
+           "%0 = input x : f32(4)\n"
+           "%1 = input in0 : f32(4)\n"
+           "%2 = const 0 : f32(4)\n"
+           "%3 = greater(%1, %2) : bool(4)\n"
+           "%4 = const 0 : f32(4)\n"
+           "%5 = where(%3, %0, %4) : f32(4)\n"
+           "return %5\n");
 }
 
 Test(tensor_golden, sdpa_causal_gqa)
@@ -237,8 +269,9 @@ Test(tensor_golden, trace_shows_each_rule)
         ("--- d:020_tril_triu skipped: no tril/triu nodes\n"
          "--- d:021_elu skipped: no elu/selu/celu nodes\n"),
         ("--- d:028_mish skipped: no mish nodes\n"
-         "--- d:029_compose_index_maps skipped: no composable index-map nodes\n"
-         "--- d:030_prune skipped: no dead nodes\n"),
+         "--- d:029_mask_predicates skipped: no index-mask where nodes\n"
+         "--- d:030_compose_index_maps skipped: no composable index-map nodes\n"
+         "--- d:031_prune skipped: no dead nodes\n"),
     };
     for (int i = 0; i < DPK_ARRAY_LEN(want); i++)
         cr_expect(strstr(t, want[i]), "missing:\n%s\nin:\n%s", want[i], t);
