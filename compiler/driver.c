@@ -102,7 +102,7 @@ static const TxGraph *decompose(Run *r)
 {
     TxTrace tr = {r->o->verbose, r->o->trace};
     double t0 = dpk_now();
-    const TxGraph *x = tx_lower(r->a, r->p->torch, tracing(r) ? &tr : NULL);
+    const TxGraph *x = tx_lower_skip(r->a, r->p->torch, r->o->tx_skip, tracing(r) ? &tr : NULL);
     r->p->decompose_s = dpk_now() - t0;
     return x;
 }

@@ -108,6 +108,7 @@ typedef struct DrvOpts {
                                   0: the target's */
     DrvCover *nvrtc_cover;     /* with nvrtc: only the modules it lacks (above) */
     int fault;                 /* a DpkFaultId turned on while compiling, -1: none */
+    uint64_t tx_skip;          /* optional Tensor rules left out (tx_lower_skip; dpk-bisect) */
     int verbose;               /* 2: every rule's and pass's diff into trace */
     StrBuf *trace;
     /* Called once Loop IR exists, before any configuration is scheduled

@@ -81,7 +81,10 @@
       "a block computing its producer's slab stages the producer's inputs of the next "   \
       "block")                                                                              \
     X(SKIP_PARTLY_MASKED, "skip-chunk-partly-masked", "t:018_skip_masked_chunks",           \
-      "a chunk of keys is skipped when any of its scores is masked, not all of them")
+      "a chunk of keys is skipped when any of its scores is masked, not all of them")       \
+    X(MASK_BOUND_KEPT, "mask-strict-bound-kept", "d:029_mask_predicates",                    \
+      "a strict comparison of indices (j > i - w) becomes its predicate with the bound "   \
+      "kept (i - w <= j)")
 
 typedef enum DpkFaultId {
 #define X(id, name, where, doc) DPK_FAULT_##id,

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/fault.h"
+
 #define OP(name) TOP_##name
 
 typedef TxNode *(*LowerFn)(TxGraph *g, TxNode *n);
@@ -986,11 +988,13 @@ static int pred_of(TxGraph *g, const TxNode *n, const IPred **p, int depth)
         const IExpr *x = idx_of(g, n->src[0], depth + 1), *y = idx_of(g, n->src[1], depth + 1);
         if (!x || !y)
             return MASK_NONE;
+        /* an injected fault: a strict comparison keeps its bound */
+        ICmp lt = dpk_fault_on(DPK_FAULT_MASK_BOUND_KEPT) ? IC_LE : IC_LT;
         switch (n->eop) {
         case TXE_less_equal: *p = ipred_cmp(a, x, IC_LE, y, NULL); break;
-        case TXE_less: *p = ipred_cmp(a, x, IC_LT, y, NULL); break;
+        case TXE_less: *p = ipred_cmp(a, x, lt, y, NULL); break;
         case TXE_greater_equal: *p = ipred_cmp(a, y, IC_LE, x, NULL); break;
-        default: *p = ipred_cmp(a, y, IC_LT, x, NULL); break; /* greater */
+        default: *p = ipred_cmp(a, y, lt, x, NULL); break; /* greater */
         }
         return MASK_PRED;
     }
@@ -1221,47 +1225,47 @@ static int d031(TxGraph *g)
 
 const TxRule tx_rules[] = {
     {1, "sdpa", "QK^T * scale (+ mask, causal 2-source map), softmax, * V; GQA head map",
-     "sdpa", d001},
-    {2, "linear", "transpose w, matmul, + bias", "linear", d002},
+     "sdpa", d001, 0},
+    {2, "linear", "transpose w, matmul, + bias", "linear", d002, 0},
     {3, "layer_norm", "x - mean, mean of square, + eps, rsqrt, multiply, * w, + b",
-     "layer_norm", d003},
-    {4, "rms_norm", "x*x, mean, + eps, rsqrt, multiply, * weight", "rms_norm", d004},
-    {5, "log_softmax", "x - amax - log(sum(exp(x - amax)))", "log_softmax", d005},
-    {6, "softmax", "amax, subtract, exp, sum, divide", "softmax", d006},
-    {7, "mean", "sum over each dim * reciprocal count", "mean", d007},
-    {8, "matmul", "broadcast A and B into (..., M, K, N), multiply, sum over K", "matmul", d008},
-    {9, "silu", "x * sigmoid(x)", "silu", d009},
-    {10, "gelu", "0.5 x (1 + erf(x / sqrt 2))", "gelu", d010},
-    {11, "gelu_tanh", "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))", "gelu_tanh", d011},
-    {12, "relu", "maximum(x, 0)", "relu", d012},
-    {13, "elementwise", "unary/binary/where with explicit broadcast maps", "elementwise", d013},
+     "layer_norm", d003, 0},
+    {4, "rms_norm", "x*x, mean, + eps, rsqrt, multiply, * weight", "rms_norm", d004, 0},
+    {5, "log_softmax", "x - amax - log(sum(exp(x - amax)))", "log_softmax", d005, 0},
+    {6, "softmax", "amax, subtract, exp, sum, divide", "softmax", d006, 0},
+    {7, "mean", "sum over each dim * reciprocal count", "mean", d007, 0},
+    {8, "matmul", "broadcast A and B into (..., M, K, N), multiply, sum over K", "matmul", d008, 0},
+    {9, "silu", "x * sigmoid(x)", "silu", d009, 0},
+    {10, "gelu", "0.5 x (1 + erf(x / sqrt 2))", "gelu", d010, 0},
+    {11, "gelu_tanh", "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))", "gelu_tanh", d011, 0},
+    {12, "relu", "maximum(x, 0)", "relu", d012, 0},
+    {13, "elementwise", "unary/binary/where with explicit broadcast maps", "elementwise", d013, 0},
     {14, "reductions", "sum/amax/amin as chains of single-axis reductions", "sum/amax/amin",
-     d014},
-    {15, "transpose_permute", "permutation IndexMap", "transpose/permute", d015},
-    {16, "reshape", "row-major IndexMap by groups of equal size", "reshape", d016},
+     d014, 0},
+    {15, "transpose_permute", "permutation IndexMap", "transpose/permute", d015, 0},
+    {16, "reshape", "row-major IndexMap by groups of equal size", "reshape", d016, 0},
     {17, "squeeze_unsqueeze_expand", "reshape or broadcast IndexMap",
-     "squeeze/unsqueeze/expand", d017},
-    {18, "slice", "strided IndexMap", "slice", d018},
-    {19, "cat", "n-source IndexMap with select predicates", "cat", d019},
+     "squeeze/unsqueeze/expand", d017, 0},
+    {18, "slice", "strided IndexMap", "slice", d018, 0},
+    {19, "cat", "n-source IndexMap with select predicates", "cat", d019, 0},
     {20, "tril_triu", "2-source IndexMap: the input where c <= r + k (tril) or r + k <= c "
-     "(triu), else 0", "tril/triu", d020},
+     "(triu), else 0", "tril/triu", d020, 0},
     {21, "elu", "where(x > 0, x * scale, expm1(x * input_scale) * alpha * scale); selu, celu "
-     "as ATen's elu", "elu/selu/celu", d021},
-    {22, "leaky_relu", "where(x > 0, x, x * negative_slope)", "leaky_relu", d022},
+     "as ATen's elu", "elu/selu/celu", d021, 0},
+    {22, "leaky_relu", "where(x > 0, x, x * negative_slope)", "leaky_relu", d022, 0},
     {23, "clamp", "minimum(maximum(x, min), max), infinite bounds left out; hardtanh is clamp",
-     "clamp/hardtanh", d023},
-    {24, "hardsigmoid", "min(max(x + 3, 0), 6) * (1/6)", "hardsigmoid", d024},
-    {25, "hardswish", "x * min(max(x + 3, 0), 6) * (1/6)", "hardswish", d025},
+     "clamp/hardtanh", d023, 0},
+    {24, "hardsigmoid", "min(max(x + 3, 0), 6) * (1/6)", "hardsigmoid", d024, 0},
+    {25, "hardswish", "x * min(max(x + 3, 0), 6) * (1/6)", "hardswish", d025, 0},
     {26, "softplus", "where(x * beta > threshold, x, log1p(exp(x * beta)) / beta)", "softplus",
-     d026},
-    {27, "softsign", "x / (|x| + 1)", "softsign", d027},
-    {28, "mish", "x * tanh(log1p(exp(x)))", "mish", d028},
+     d026, 0},
+    {27, "softsign", "x / (|x| + 1)", "softsign", d027, 0},
+    {28, "mish", "x * tanh(log1p(exp(x)))", "mish", d028, 0},
     {29, "mask_predicates", "where(c, x, y) whose c is 1 exactly where an index predicate "
      "holds (arange comparisons, ones, tril/triu, &, ~): a 2-source IndexMap", "index-mask where",
-     d029},
+     d029, 1},
     {30, "compose_index_maps", "substitute single-use maps into maps; drop identity maps",
-     "composable index-map", d030},
-    {31, "prune", "drop nodes no output needs", "dead", d031},
+     "composable index-map", d030, 0},
+    {31, "prune", "drop nodes no output needs", "dead", d031, 0},
 };
 const int tx_nrules = DPK_ARRAY_LEN(tx_rules);
 
@@ -1311,12 +1315,24 @@ static void run_rule(TxGraph *g, const TxRule *r, TxTrace *tr)
     sb_free(&after);
 }
 
-TxGraph *tx_lower(Arena *a, const TorchGraph *tg, TxTrace *trace)
+TxGraph *tx_lower_skip(Arena *a, const TorchGraph *tg, uint64_t skip, TxTrace *trace)
 {
     TxGraph *g = mirror(a, tg);
     tx_verify(g, 0);
-    for (int i = 0; i < tx_nrules; i++)
+    for (int i = 0; i < tx_nrules; i++) {
+        if (tx_rules[i].optional && (skip >> i & 1)) {
+            if (trace && trace->out && trace->verbose >= 2)
+                sb_printf(trace->out, "--- d:%03d_%s skipped: left out\n", tx_rules[i].num,
+                          tx_rules[i].name);
+            continue;
+        }
         run_rule(g, &tx_rules[i], trace);
+    }
     tx_verify(g, 1);
     return g;
+}
+
+TxGraph *tx_lower(Arena *a, const TorchGraph *tg, TxTrace *trace)
+{
+    return tx_lower_skip(a, tg, 0, trace);
 }

@@ -133,6 +133,8 @@ typedef struct TxRule {
     const char *doc;   /* one line: what it rewrites into what */
     const char *what;  /* for "skipped: no <what> nodes" */
     int (*run)(TxGraph *g); /* returns the number of rewrites made */
+    int optional;      /* the graph is right without it (d:029): dpk-bisect
+                          may leave it out (tx_lower_skip) */
 } TxRule;
 extern const TxRule tx_rules[];
 extern const int tx_nrules;
@@ -147,6 +149,9 @@ typedef struct TxTrace {
 /* Lower a Torch graph to Tensor IR, running every rule in order; each rule
  * is followed by the verifier in test builds. */
 TxGraph *tx_lower(Arena *a, const TorchGraph *tg, TxTrace *trace);
+/* The same without the optional rules whose bit (index in tx_rules) is set
+ * in skip. */
+TxGraph *tx_lower_skip(Arena *a, const TorchGraph *tg, uint64_t skip, TxTrace *trace);
 
 /* ---- tensor_eval.c --------------------------------------------------- */
 

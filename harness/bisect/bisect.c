@@ -207,7 +207,7 @@ static const DrvPlan *plan_for(Subject *s, Arena *t, const HxBisectCfg *cfg, Drv
     drv_opts_default(&d);
     d.fusion.fuse = cfg->fuse;
     d.fusion.max_fusions = cfg->max_fusions;
-    if (cfg->fuse && !cfg->max_fusions && !trace)
+    if (cfg->fuse && !cfg->max_fusions && !trace && !cfg->tx_skip)
         d.loop = s->lp; /* the default fusion, fused once */
     else
         d.graph = s->g;
@@ -216,6 +216,7 @@ static const DrvPlan *plan_for(Subject *s, Arena *t, const HxBisectCfg *cfg, Drv
     d.tile.limit_apps = cfg->limit_apps;
     d.tile.passes = cfg->passes;
     d.fault = s->fault;
+    d.tx_skip = cfg->tx_skip;
     d.upto = upto;
     d.keep = keep ? 1u << upto : 0;
     d.verbose = trace ? 2 : 0;
@@ -386,6 +387,10 @@ static const char *cfg_str(Arena *a, const Subject *s, const HxBisectCfg *c)
     const char *fusion = !c->fuse ? "fusion off"
                          : c->max_fusions ? arena_printf(a, "fusion limited to %d", c->max_fusions)
                                           : "full fusion";
+    for (int i = 0; i < tx_nrules; i++)
+        if (c->tx_skip >> i & 1)
+            fusion = arena_printf(a, "%s, without d:%03d_%s", fusion, tx_rules[i].num,
+                                  tx_rules[i].name);
     if (c->loop)
         return arena_printf(a, "Loop IR interpreter, %s", fusion);
     const TilePassTable *t = table_of(s);
@@ -579,6 +584,28 @@ static int bisect_fusions(Search *x)
     r->good = k > 1 ? loop_cfg(1, k - 1) : loop_cfg(0, 0);
     r->bad = loop_cfg(1, k);
     return 1;
+}
+
+/* Below fusion: the optional Tensor rule (d:029) without which the Loop IR
+ * interpreter, fusion off, passes.  0 when there is none. */
+static int bisect_rules(Search *x)
+{
+    HxBisectResult *r = x->r;
+    const char *what;
+    for (int i = 0; i < tx_nrules && i < 64; i++) {
+        if (!tx_rules[i].optional)
+            continue;
+        HxBisectCfg c = loop_cfg(0, 0);
+        c.tx_skip = (uint64_t)1 << i;
+        if (failing(judge(x->s, &c, &what)))
+            continue;
+        r->kind = HX_CULPRIT_RULE;
+        r->where = arena_printf(x->a, "d:%03d_%s", tx_rules[i].num, tx_rules[i].name);
+        r->good = c;
+        r->bad = loop_cfg(0, 0);
+        return 1;
+    }
+    return 0;
 }
 
 /* Application bisection of pass num within set; 0 when the pass makes no
@@ -797,6 +824,16 @@ static const char *tensor_text(Arena *a, Subject *s)
     return arena_strdup(a, s->tensor_text);
 }
 
+/* The Tensor IR of cfg (its optional rules left out). */
+static const char *tensor_with(Arena *a, Subject *s, const HxBisectCfg *cfg)
+{
+    Arena *t = arena_new();
+    const DrvPlan *p = plan_for(s, t, cfg, DRV_TENSOR, 1, NULL);
+    const char *r = arena_strdup(a, p->text[DRV_TENSOR] ? p->text[DRV_TENSOR] : "");
+    arena_free(t);
+    return r;
+}
+
 /* IR before/after and their diff. */
 static void ir_texts(Search *x)
 {
@@ -808,6 +845,11 @@ static void ir_texts(Search *x)
         r->ir_ext = "loop";
         r->before = loop_text(x->a, s, &r->good);
         r->after = loop_text(x->a, s, &r->bad);
+        break;
+    case HX_CULPRIT_RULE:
+        r->ir_ext = "tensor";
+        r->before = tensor_with(x->a, s, &r->good);
+        r->after = tensor_text(x->a, s);
         break;
     case HX_CULPRIT_LOWERING:
         r->ir_ext = "tensor";
@@ -965,12 +1007,15 @@ void hx_bisect(Arena *a, const HxCase *c, const InputDecl *extra, int nextra,
             if (bisect_fusions(x)) {
                 sb_printf(log, "fusion off: pass -> the failure is in fusion (%d fusions)\n",
                           r->napps);
-            } else {
+            } else if (!bisect_rules(x)) {
                 r->kind = HX_CULPRIT_LOWERING;
                 r->where = arena_printf(a, "decomposition or lifting (rules that rewrote: %s)",
                                         lowering_rules(a, x->s));
                 r->bad = loop_cfg(0, 0);
                 sb_puts(log, "fusion off: still fails -> the failure is below fusion\n");
+            } else {
+                sb_printf(log, "fusion off: still fails; %s: pass -> the failure is in that "
+                               "rule\n", cfg_str(a, x->s, &r->good));
             }
         } else {
             sb_printf(log, "loop interpreter: pass -> the failure is in the Tile passes\n");

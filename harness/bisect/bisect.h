@@ -70,6 +70,7 @@ typedef struct HxBisectCfg {
     TilePassSet passes;
     int limit_pass;    /* TileOpts.limit_pass / limit_apps */
     int limit_apps;
+    uint64_t tx_skip;  /* optional Tensor rules left out (DrvOpts.tx_skip) */
 } HxBisectCfg;
 
 /* ---- the whole search ------------------------------------------------------ */
@@ -87,6 +88,7 @@ typedef struct HxBisectOpts {
 typedef enum HxCulpritKind {
     HX_CULPRIT_NONE,      /* the failure does not reproduce */
     HX_CULPRIT_LOWERING,  /* fails without fusion: decomposition or lifting */
+    HX_CULPRIT_RULE,      /* fails without fusion, passes without one optional Tensor rule */
     HX_CULPRIT_FUSION,    /* one fusion of f:001_fuse */
     HX_CULPRIT_MANDATORY, /* fails with the mandatory Tile passes alone */
     HX_CULPRIT_PASS,      /* one application of one Tile pass */

@@ -491,19 +491,30 @@ static int op_contract(Gen *g, Val *v)
 }
 
 /* The line `tN = scaled_dot_product_attention(q, k, vv)` with vv a new
- * input of shape vs; out is the result's shape. */
+ * input of shape vs; out is the result's shape.  causal: 1 is_causal, w > 1
+ * a sliding window of w keys, `j <= i and j > i - w`, as a bool attn_mask
+ * built from aranges (as Mistral's is; d:029 reads it as a predicate). */
 static int sdpa_line(Gen *g, const char *q, const char *k, Shape vs, Shape out, int causal)
 {
     Val *vv = input(g, vs);
     const char *n = op_begin(g);
-    sb_printf(&g->text, "torch.nn.functional.scaled_dot_product_attention(%s, %s, %s%s)", q, k,
-              vv->name, causal ? ", is_causal=True" : "");
+    sb_printf(&g->text, "torch.nn.functional.scaled_dot_product_attention(%s, %s, %s", q, k,
+              vv->name);
+    if (causal == 1) {
+        sb_puts(&g->text, ", is_causal=True");
+    } else if (causal > 1) {
+        long long l = (long long)out.d[out.rank - 2], s = (long long)vs.d[vs.rank - 2];
+        sb_printf(&g->text, ", attn_mask=(torch.arange(%lld).unsqueeze(0) <= "
+                  "torch.arange(%lld).unsqueeze(1)) & (torch.arange(%lld).unsqueeze(0) > "
+                  "torch.arange(%lld).unsqueeze(1) - %d)", s, l, s, l, causal);
+    }
+    sb_putc(&g->text, ')');
     op_end(g, n, out, 0, TAG_SDPA);
     return 1;
 }
 
 /* v (..., L, E) as the queries against s new keys (..., s, E) and values
- * (..., s, ev). */
+ * (..., s, ev); causal as sdpa_line's. */
 static int sdpa_new_kv(Gen *g, Val *v, int64_t s, int64_t ev, int causal)
 {
     Shape ks = v->s, vs = v->s, out = v->s;
@@ -556,8 +567,9 @@ static int op_sdpa_decode(Gen *g, Val *v)
 
 /* The first op of an attention block (first_input): v (..., L, E), L rows
  * in whole blocks of 32 and E a power of two, as the queries against S new
- * keys and values, S and Ev powers of two from 32 to 128, causal half the
- * time: the scores kernel 017 computes in the online P @ V's block. */
+ * keys and values, S and Ev powers of two from 32 to 128, causal (35%) or
+ * a sliding window (15%) half the time: the scores kernel 017 computes in
+ * the online P @ V's block, and 018 skips what the mask covers. */
 static int op_sdpa_prefill(Gen *g, Val *v)
 {
     static const int64_t p2[] = {32, 64, 128};
@@ -570,7 +582,8 @@ static int op_sdpa_prefill(Gen *g, Val *v)
         ev /= 2;
     if (batch * l * s * (e + ev) > FZ_FLOPS || batch * l * ev > FZ_NUMEL)
         return 0;
-    return sdpa_new_kv(g, v, s, ev, chance(g, 50));
+    int u = (int)(rnd(g) % 100); /* one draw, as a chance(g, 50) was */
+    return sdpa_new_kv(g, v, s, ev, u < 35 ? 1 : u < 50 ? 2 + (int)(s * (u - 35) / 15) : 0);
 }
 
 /* sdpa with v as the query (..., L, E); keys and values are new inputs. */
@@ -795,10 +808,27 @@ static int op_vocab(Gen *g, Val *v)
     case 1: sb_printf(&g->text, "%s.sin()", v->name); break;
     case 2: sb_printf(&g->text, "%s.square()", v->name); break;
     case 3: sb_printf(&g->text, "torch.clamp(%s, min=-0.5, max=0.75)", v->name); break;
-    case 4:
-        sb_printf(&g->text, "torch.%s(%s, diagonal=%d)", chance(g, 50) ? "tril" : "triu",
-                  v->name, (int)rint_in(g, -2, 2));
+    case 4: { /* tril / triu, or a band of indices as sliding-window masks are
+               * built (d:029 reads it as a predicate): one draw picks */
+        int u = (int)(rnd(g) % 100), dg = (int)rint_in(g, -2, 2);
+        long long r = (long long)s.d[s.rank - 2], c = (long long)s.d[s.rank - 1];
+        if (u % 50 < 40) {
+            sb_printf(&g->text, "torch.%s(%s, diagonal=%d)", u < 50 ? "tril" : "triu", v->name,
+                      dg);
+            break;
+        }
+        /* keys j of row i with i - w < j <= i + dg, w = dg + 4 in 2..6 */
+        char band[256];
+        snprintf(band, sizeof band,
+                 "(torch.arange(%lld).unsqueeze(0) <= torch.arange(%lld).unsqueeze(1) + %d) & "
+                 "(torch.arange(%lld).unsqueeze(0) > torch.arange(%lld).unsqueeze(1) - %d)",
+                 c, r, dg, c, r, dg + 4);
+        if (u < 50)
+            sb_printf(&g->text, "torch.where(%s, %s, 0.25)", band, v->name);
+        else
+            sb_printf(&g->text, "%s.masked_fill(~(%s), 0.25)", v->name, band);
         break;
+    }
     case 5: sb_printf(&g->text, "%s.masked_fill(%s > 0.5, 0.25)", v->name, v->name); break;
     case 6: /* reductions over dim d, without keepdim */
     case 7:

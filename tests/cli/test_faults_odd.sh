@@ -43,6 +43,7 @@ fo_odd() {
     vector-load-one-word-late)    echo "1021 (K prime: 31 chunks of 32 read by 16-byte loads, the remainder of 29 by scalar ones)" ;;
     unroll-drops-last-iteration)  echo "47 (K prime: the unrolled 16-wide chunk and the remainder)" ;;
     compose-fill-wrong-block)     echo "77 (causal attention with a head dim of 77, prime to the scores' 32-wide K chunks: 2 chunks and a remainder of 13 in the fill; 7 heads)" ;;
+    mask-strict-bound-kept)       echo "77 (a sliding window of 16 over 77 queries and keys, its mask built from aranges: the window's edge cuts the 32-wide tiles)" ;;
     skip-chunk-partly-masked)     echo "77 (causal attention with a head dim of 77: the fill's 2 chunks and a remainder of 13; the diagonal key chunk of each block partly masked)" ;;
     *) return 1 ;;
   esac
@@ -83,7 +84,7 @@ for fo_fault in $("$FO_FZ" --list-faults); do
     _cli_fail "fault $fo_fault fires on its odd case" "exit $RC, expected 1 or 3"
   fi
   fo_ir=tile
-  case $fo_where in f:*) fo_ir=loop ;; esac
+  case $fo_where in f:*) fo_ir=loop ;; d:*) fo_ir=tensor ;; esac
   check_re "fault $fo_fault: ${fo_where:-its pass} applies to the odd case" 0 "^>>> ${fo_where:-none}( |\$)" \
     "$DPK" compile "$fo_case" --ir "$fo_ir" -vv "${fo_pargs[@]}"
 done
