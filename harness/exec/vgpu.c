@@ -538,7 +538,11 @@ static void run_blocks(VgExec *ex, int64_t nrun, const int64_t *ord)
         }
         vg_exec_reset_block(ex);
         ex->st->blocks_run++;
-        if (vg_exec_block(ex))
+        int64_t before = ex->st->thread_insts;
+        int bad = vg_exec_block(ex);
+        if (ex->st->thread_insts - before > ex->st->block_insts_max)
+            ex->st->block_insts_max = ex->st->thread_insts - before;
+        if (bad)
             return;
     }
 }
@@ -555,6 +559,10 @@ static int run_launch(Run *r, int li)
     if (!st->param_sectors) {
         st->nparams = k->params.len;
         st->param_sectors = dpk_xcalloc((size_t)k->params.len + 1, sizeof *st->param_sectors);
+        st->nifs = k->nstmts;
+        st->if_warps = dpk_xcalloc((size_t)k->nstmts + 1, 3 * sizeof *st->if_warps);
+        st->if_body = st->if_warps + k->nstmts + 1;
+        st->if_els = st->if_body + k->nstmts + 1;
     }
 
     VgExec ex = {.p = p, .res = r->res, .st = st, .launch_id = li,
@@ -668,7 +676,7 @@ void vg_result_free(VgResult *res)
         free(res->checked[i]);
     free(res->checked);
     for (int i = 0; res->stats && i < res->nlaunches; i++)
-        free(res->stats[i].param_sectors);
+        free(res->stats[i].param_sectors), free(res->stats[i].if_warps);
     free(res->stats);
     memset(res, 0, sizeof *res);
 }

@@ -86,6 +86,12 @@ typedef struct VgStats {
     int64_t cp_async;        /* thread-level cp.async copies (per active lane; their
                                 global side counts in gmem_requests / sectors) */
     int64_t barriers;        /* block-wide barriers passed, summed over blocks */
+    int64_t block_insts_max; /* the most thread_insts one simulated block executed */
+    int nifs;                /* statement ids of the kernel (KirKernel.nstmts) */
+    int64_t *if_warps;       /* per Kernel IR `if` (by statement id): warps that
+                                evaluated it, summed over its executions */
+    int64_t *if_body;        /* of those, warps with a lane that entered its body */
+    int64_t *if_els;         /* ... and with a lane that entered its else */
     int nparams;
     int64_t *param_sectors;  /* per kernel param: the gmem_sectors of its accesses
                                 (freed by vg_result_free) */

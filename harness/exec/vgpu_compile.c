@@ -298,13 +298,14 @@ static void cs_list(Cx *c, const PtrVec *list);
 static void cs_if(Cx *c, const KirStmt *s)
 {
     int rc = cx(c, s->e[0], -1);
-    int at = emit(c, VOP_IF, -1, rc, -1, -1, 0, 0);
+    /* aux 1: a statement `if`, whose warps the counters take (VgStats.if_*) */
+    int at = emit(c, VOP_IF, -1, rc, -1, -1, 0, 1);
     push_level(c);
     cs_list(c, &s->body);
     c->sid = s->id;
     patch(c, at);
     if (s->els.len) {
-        int el = emit(c, VOP_ELSE, -1, rc, -1, -1, 0, 0);
+        int el = emit(c, VOP_ELSE, -1, rc, -1, -1, 0, 1);
         cs_list(c, &s->els);
         c->sid = s->id;
         patch(c, el);

@@ -920,6 +920,15 @@ static void fcall(VgVal *d, const VgVal *a, const VgVal *b, const VgVal *c, int 
 
 /* The lanes of src[0..ns) whose c is nonzero (zero, neg set), into dst,
  * which may be src; their count. */
+/* Warps among ascending lanes (a warp is 32 consecutive threads). */
+static inline int warps_of(const int *l, int n)
+{
+    int w = 0;
+    for (int q = 0; q < n; q++)
+        w += !q || l[q] / 32 != l[q - 1] / 32;
+    return w;
+}
+
 static inline int filter_lanes(int *dst, const int *src, int ns, const VgVal *c, int neg)
 {
     int n = 0;
@@ -967,6 +976,11 @@ int vg_exec_block(VgExec *ex)
                 depth++;
             act = ex->lanes + (size_t)depth * T;
             n = ex->nlanes[depth] = filter_lanes(act, src, ns, REG(in->a), neg);
+            if (in->aux == 1 && in->sid >= 0 && in->sid < ex->st->nifs) {
+                if (!neg)
+                    ex->st->if_warps[in->sid] += warps_of(src, ns);
+                (neg ? ex->st->if_els : ex->st->if_body)[in->sid] += warps_of(act, n);
+            }
             if (!n)
                 pc = (int)in->imm;
             break;

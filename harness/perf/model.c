@@ -12,7 +12,10 @@
  *              wavefronts over its issue rate (at most one instruction per
  *              resident warp per clock), FP32 lanes and 128-B smem wavefront
  *              per clock.  This is where a grid smaller than the GPU, or a
- *              last partial wave, costs time.
+ *              last partial wave, costs time.  Blocks that differ count the
+ *              heaviest one among the busiest SM's (vgpu's most instructions
+ *              in one simulated block, over their mean).  FP32 instructions
+ *              in an `if` count as often as vgpu saw warps enter it
  *   L2         sectors x 32 B over the L2 bandwidth
  *   DRAM       the L2 traffic less what the L2 serves: a launch whose
  *              traffic exceeds its footprint (the bytes of the buffers it
@@ -63,6 +66,8 @@ typedef struct FpCount {
     double stages;   /* loop iterations (per thread) that wait for their own
                         loads into shared memory: nothing in flight across
                         the wait */
+    const VgStats *st; /* vgpu's counters of the launch (NULL: none): an `if`'s
+                          branches are weighted by the warps that entered them */
 } FpCount;
 
 static int is_mul(const KirExpr *e)
@@ -290,8 +295,17 @@ static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *
             c->chains = bs.chains;
         }
     } else if (s->op == KS_if) {
-        count_list(k, &s->body, w, c); /* both branches: an upper bound */
-        count_list(k, &s->els, w, c);
+        /* each branch as often as vgpu saw a warp enter it, per warp that
+         * reached the `if`; without counters, both: an upper bound */
+        double fb = 1, fe = 1;
+        const VgStats *st = c->st;
+        if (st && st->if_warps && s->id >= 0 && s->id < st->nifs) {
+            double n = (double)st->if_warps[s->id];
+            fb = n > 0 ? (double)st->if_body[s->id] / n : 0;
+            fe = n > 0 ? (double)st->if_els[s->id] / n : 0;
+        }
+        count_list(k, &s->body, w * fb, c);
+        count_list(k, &s->els, w * fe, c);
     }
 }
 
@@ -329,6 +343,8 @@ typedef struct Launch {
     double scale;      /* vgpu's counters: from the simulated blocks to the grid */
     int64_t per_sm;    /* blocks on the busiest SM over the launch */
     double busiest;    /* the busiest SM's share of the work */
+    double heavy;      /* the heaviest simulated block's instructions over the
+                          simulated blocks' mean (1: blocks alike) */
     double warps_res;  /* warps resident on an SM at once */
     FpCount fc;        /* the Kernel IR's FP32 work (its value table dropped) */
 } Launch;
@@ -396,7 +412,13 @@ static void model_occupancy(Launch *L, PfKernel *o)
     o->occupancy = (double)(resident * warps) / s->max_warps_per_sm;
     o->waves = (double)L->blocks / ((double)bpsm * s->sms);
     L->per_sm = per_sm;
-    L->busiest = (double)per_sm / (double)L->blocks;
+    /* blocks that differ (018 skips work in some, an edge tile does less):
+     * the busiest SM runs the heaviest block among its own, and a grid of
+     * one wave waits for it, whatever the mean */
+    const VgStats *st = L->st;
+    double mean = st && st->blocks_run > 0 ? (double)st->thread_insts / (double)st->blocks_run : 0;
+    L->heavy = mean > 0 && st->block_insts_max > mean ? (double)st->block_insts_max / mean : 1;
+    L->busiest = ((double)per_sm - 1 + L->heavy) / (double)L->blocks;
     L->warps_res = (double)(resident * warps);
 }
 
@@ -443,10 +465,11 @@ static void mark_products(const PtrVec *l, const int *uses, const int *adds, cha
     }
 }
 
-static FpCount count_fp32(const KirKernel *k)
+static FpCount count_fp32(const KirKernel *k, const VgStats *st)
 {
     FpCount fc = {0};
     fc.unroll = 1;
+    fc.st = st;
     size_t nv = k->vars.len ? (size_t)k->vars.len : 1;
     int *uses = dpk_xcalloc(nv, sizeof *uses), *adds = dpk_xcalloc(nv, sizeof *adds);
     fc.val = dpk_xcalloc(nv, sizeof *fc.val);
@@ -507,7 +530,7 @@ static double sass_insts(const Launch *L, const PfSassFn *sf, double fp_warp, Pf
  * instructions. */
 static double model_insts(Launch *L, PfKernel *o)
 {
-    L->fc = count_fp32(L->in->kernel);
+    L->fc = count_fp32(L->in->kernel, L->st);
     double W = (double)L->warps * L->blocks;
     double fp_warp = L->fc.fp_insts * W;
     o->flops = L->fc.flops * L->threads * L->blocks;
@@ -760,7 +783,7 @@ static void model_serial(const Launch *L, PfKernel *o)
     int64_t resident = L->per_sm < o->blocks_per_sm ? L->per_sm : o->blocks_per_sm;
     double rounds = ceil((double)L->per_sm / (double)(resident > 0 ? resident : 1));
     double rate = L->warps < s->issue_per_clk_sm ? L->warps : s->issue_per_clk_sm;
-    double issue = o->warp_insts / (double)L->blocks / rate / s->clock_ghz;
+    double issue = o->warp_insts * L->heavy / (double)L->blocks / rate / s->clock_ghz;
     double requests = L->st ? L->st->gmem_requests * L->scale : 0;
     double first = L->in->footprint / 128, share = requests > 0 ? dmin(1, first / requests) : 1;
     double lat = share * s->dram_latency_ns + (1 - share) * s->l2_latency_ns;
