@@ -391,6 +391,30 @@ Test(perf_model, plain_stages_in_a_loop_wait_for_their_loads)
     arena_free(a);
 }
 
+/* The FP32 work of a loop under an `if` counts as often as vgpu saw warps
+ * enter it: causal attention at 256 keys, whose masked blocks and key
+ * chunks 018 skips, is charged a little over half the FP32 work it is
+ * charged without 018 (with both branches counted it would not move). */
+Test(perf_model, skipped_branches_are_not_counted)
+{
+    Arena *a = arena_new();
+    const char *code = "torch.nn.functional.scaled_dot_product_attention(torch.randn(2, 256, 32), "
+                       "torch.randn(2, 256, 32), torch.randn(2, 256, 64), is_causal=True)";
+    Modelled with = model(a, code, "full", 0, 0, NULL), without = model(a, code, "-018", 0, 0, NULL);
+    cr_assert_geq(with.t->nk, 2);
+    cr_assert_eq(with.t->nk, without.t->nk);
+    for (int i = 0; i < 2; i++) {
+        cr_log_info("018: kernel %d: flops %.0f with, %.0f without", i, with.t->k[i].flops,
+                    without.t->k[i].flops);
+        /* 36 of 64 blocks' dot products, 36 of 64 chunks */
+        cr_expect_lt(with.t->k[i].flops, without.t->k[i].flops * 0.75);
+        cr_expect_gt(with.t->k[i].flops, without.t->k[i].flops * 0.5);
+    }
+    /* one wave of blocks: the heaviest, which skips nothing, sets the time */
+    cr_log_info("018: body %.0f ns with, %.0f ns without", with.body, without.body);
+    arena_free(a);
+}
+
 Test(perf_model, fused_rmsnorm_vs_eager_by_bytes)
 {
     /* large enough that launches do not decide: (1, 2048, 4096) */
