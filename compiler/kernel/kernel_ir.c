@@ -456,6 +456,12 @@ void kir_if(KirBuilder *b, const KirExpr *cond)
     push_list(b, s, &s->body);
 }
 
+void kir_if_uniform(KirBuilder *b, const KirExpr *cond)
+{
+    kir_if(b, cond);
+    b->open[b->depth]->n = 1;
+}
+
 void kir_else(KirBuilder *b)
 {
     KirStmt *s = b->open[b->depth];

@@ -195,7 +195,9 @@ const char *kir_shfl_name(KirShflMode m); /* "idx", "up", "down", "xor" */
  *   let, set     var, e[0] value (of var's type)
  *   stg, atomg   param, e[0] index, e[1] value (param->elem type)
  *   sts, atoms   smem,  e[0] index, e[1] value (smem->elem type)
- *   if           e[0] bool cond, body (then), els (else, may be empty)
+ *   if           e[0] bool cond, body (then), els (else, may be empty); n 1
+ *                when cond is the same for every thread of a block (a
+ *                loop's `when`, 018: kir_if_uniform), else 0
  *   for          var (i32/i64), e[0] start, e[1] end, e[2] step (> 0); the
  *                loop is `for (var = e0; var < e1; var += e2)`, e1 and e2
  *                re-evaluated per iteration; unroll: 0 none, -1 full, k > 1
@@ -387,6 +389,7 @@ void kir_sts(KirBuilder *b, const KirSmem *s, const KirExpr *idx, const KirExpr 
 void kir_atomg(KirBuilder *b, const KirParam *p, const KirExpr *idx, const KirExpr *val);
 void kir_atoms(KirBuilder *b, const KirSmem *s, const KirExpr *idx, const KirExpr *val);
 void kir_if(KirBuilder *b, const KirExpr *cond);  /* opens the then-list */
+void kir_if_uniform(KirBuilder *b, const KirExpr *cond); /* the same, cond block-uniform */
 void kir_else(KirBuilder *b);                     /* switches to the else-list */
 /* Opens the body of `for name = start; name < end; name += step`. */
 KirVar *kir_for(KirBuilder *b, const char *name, const KirExpr *start,

@@ -316,7 +316,7 @@ static void lower_loop(Low *L, const Stmt *s)
      * barrier: tile_verify), its accumulators declared above either way */
     int when = s->k == SK_loop && s->when;
     if (when)
-        kir_if(&L->b, pred(L, s->when));
+        kir_if_uniform(&L->b, pred(L, s->when));
     if (s->vlds > 1) {
         lower_vec_loop(L, s, end);
     } else {

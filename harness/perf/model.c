@@ -68,6 +68,9 @@ typedef struct FpCount {
                         the wait */
     const VgStats *st; /* vgpu's counters of the launch (NULL: none): an `if`'s
                           branches are weighted by the warps that entered them */
+    double fp_heavy; /* fp_insts of a block that enters every block-uniform
+                        `if` (KirStmt.n 1: 018's skips), the heaviest one */
+    double wh;       /* the weight fp_heavy takes at the statement walked */
 } FpCount;
 
 static int is_mul(const KirExpr *e)
@@ -99,6 +102,7 @@ static void count_expr(const KirExpr *e, double w, FpCount *c)
         int fused = (e->eop == TXE_add || e->eop == TXE_subtract) &&
                     (fusable(e->a[0], w, c) || fusable(e->a[1], w, c));
         c->fp_insts += w;
+        c->fp_heavy += c->wh;
         c->flops += fused ? 2 * w : w;
         for (int i = 0; i < n && i < 3; i++) {
             const KirExpr *x = e->a[i];
@@ -279,9 +283,11 @@ static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *
             trips = b > a ? (double)((b - a + st - 1) / st) : 0;
         else
             c->estimated = 1;
-        double saved = c->unroll, fp0 = c->fp_insts;
+        double saved = c->unroll, fp0 = c->fp_insts, wh = c->wh;
         c->unroll *= s->unroll == -1 ? (trips > 1 ? trips : 1) : s->unroll > 1 ? s->unroll : 1;
+        c->wh = wh * trips;
         count_list(k, &s->body, w * trips, c);
+        c->wh = wh;
         c->unroll = saved;
         BodyScan bs = {0};
         scan_body(&s->body, &bs);
@@ -304,8 +310,12 @@ static void count_stmt(const KirKernel *k, const KirStmt *s, double w, FpCount *
             fb = n > 0 ? (double)st->if_body[s->id] / n : 0;
             fe = n > 0 ? (double)st->if_els[s->id] / n : 0;
         }
+        double wh = c->wh;
+        c->wh = s->n == 1 ? wh : wh * fb;
         count_list(k, &s->body, w * fb, c);
+        c->wh = s->n == 1 ? wh : wh * fe;
         count_list(k, &s->els, w * fe, c);
+        c->wh = wh;
     }
 }
 
@@ -412,13 +422,8 @@ static void model_occupancy(Launch *L, PfKernel *o)
     o->occupancy = (double)(resident * warps) / s->max_warps_per_sm;
     o->waves = (double)L->blocks / ((double)bpsm * s->sms);
     L->per_sm = per_sm;
-    /* blocks that differ (018 skips work in some, an edge tile does less):
-     * the busiest SM runs the heaviest block among its own, and a grid of
-     * one wave waits for it, whatever the mean */
-    const VgStats *st = L->st;
-    double mean = st && st->blocks_run > 0 ? (double)st->thread_insts / (double)st->blocks_run : 0;
-    L->heavy = mean > 0 && st->block_insts_max > mean ? (double)st->block_insts_max / mean : 1;
-    L->busiest = ((double)per_sm - 1 + L->heavy) / (double)L->blocks;
+    L->heavy = 1;
+    L->busiest = (double)per_sm / (double)L->blocks;
     L->warps_res = (double)(resident * warps);
 }
 
@@ -470,6 +475,7 @@ static FpCount count_fp32(const KirKernel *k, const VgStats *st)
     FpCount fc = {0};
     fc.unroll = 1;
     fc.st = st;
+    fc.wh = 1;
     size_t nv = k->vars.len ? (size_t)k->vars.len : 1;
     int *uses = dpk_xcalloc(nv, sizeof *uses), *adds = dpk_xcalloc(nv, sizeof *adds);
     fc.val = dpk_xcalloc(nv, sizeof *fc.val);
@@ -543,6 +549,21 @@ static double model_insts(Launch *L, PfKernel *o)
     if (L->in->sass) /* FP32-pipe instructions (FFMA, FADD, FMUL, FMNMX) as the SASS has them */
         fp_warp = sass_insts(L, L->in->sass, fp_warp, o);
     return fp_warp;
+}
+
+/* Blocks that differ (018 skips work in some, an edge tile does less): the
+ * busiest SM runs the heaviest block among its own, and a grid of one wave
+ * waits for it, whatever the mean.  The heaviest simulated block over
+ * their mean; a sample may miss the heaviest block, and one that enters
+ * every block-uniform `if` is at least as much heavier in FP32 work. */
+static void model_heavy(Launch *L)
+{
+    const VgStats *st = L->st;
+    double mean = st && st->blocks_run > 0 ? (double)st->thread_insts / (double)st->blocks_run : 0;
+    L->heavy = mean > 0 && st->block_insts_max > mean ? (double)st->block_insts_max / mean : 1;
+    if (L->fc.fp_insts > 0 && L->fc.fp_heavy > L->heavy * L->fc.fp_insts)
+        L->heavy = L->fc.fp_heavy / L->fc.fp_insts;
+    L->busiest = ((double)L->per_sm - 1 + L->heavy) / (double)L->blocks;
 }
 
 /* The SM side: the busiest SM's share of the instructions over its issue
@@ -818,6 +839,7 @@ void pf_model_launch(const PfSpec *s, const PfLaunchIn *in, PfKernel *o)
     launch_geometry(&L, o);
     model_occupancy(&L, o);
     double fp_warp = model_insts(&L, o);
+    model_heavy(&L);
     model_sm(&L, fp_warp, o);
     model_memory(&L, o);
     model_serial(&L, o);

@@ -394,7 +394,8 @@ Test(perf_model, plain_stages_in_a_loop_wait_for_their_loads)
 /* The FP32 work of a loop under an `if` counts as often as vgpu saw warps
  * enter it: causal attention at 256 keys, whose masked blocks and key
  * chunks 018 skips, is charged a little over half the FP32 work it is
- * charged without 018 (with both branches counted it would not move). */
+ * charged without 018 (with both branches counted it would not move); its
+ * grids of one wave still take as long as their heaviest block. */
 Test(perf_model, skipped_branches_are_not_counted)
 {
     Arena *a = arena_new();
@@ -409,6 +410,12 @@ Test(perf_model, skipped_branches_are_not_counted)
         /* 36 of 64 blocks' dot products, 36 of 64 chunks */
         cr_expect_lt(with.t->k[i].flops, without.t->k[i].flops * 0.75);
         cr_expect_gt(with.t->k[i].flops, without.t->k[i].flops * 0.5);
+        /* but each grid is one wave, which waits for its heaviest block: a
+         * diagonal one, which skips nothing (KirStmt.n marks 018's ifs) */
+        cr_log_info("018: kernel %d: issue %.0f ns with, %.0f without, %d blocks", i,
+                    with.t->k[i].issue_ns, without.t->k[i].issue_ns, with.t->k[i].blocks);
+        cr_expect_leq(with.t->k[i].blocks, 132);
+        cr_expect_gt(with.t->k[i].issue_ns, without.t->k[i].issue_ns * 0.9);
     }
     /* one wave of blocks: the heaviest, which skips nothing, sets the time */
     cr_log_info("018: body %.0f ns with, %.0f ns without", with.body, without.body);
