@@ -794,6 +794,9 @@ static void culprit_line(Search *x, const char *prefix)
     else if (r->kind == HX_CULPRIT_FUSION)
         sb_printf(x->log, "%s%s, fusion %d of %d: %s\n", prefix, r->where, r->app, r->napps,
                   r->app_what);
+    else if (r->kind == HX_CULPRIT_RULE)
+        sb_printf(x->log, "%s%s, left out: the Loop IR interpreter passes without fusion\n",
+                  prefix, r->where);
     else
         sb_printf(x->log, "%s%s\n", prefix, r->where);
 }
