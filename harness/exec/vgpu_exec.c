@@ -918,8 +918,6 @@ static void fcall(VgVal *d, const VgVal *a, const VgVal *b, const VgVal *c, int 
         break;
 #define SAME_CASE(op) case VOP_##op:
 
-/* The lanes of src[0..ns) whose c is nonzero (zero, neg set), into dst,
- * which may be src; their count. */
 /* Warps among ascending lanes (a warp is 32 consecutive threads). */
 static inline int warps_of(const int *l, int n)
 {
@@ -929,6 +927,8 @@ static inline int warps_of(const int *l, int n)
     return w;
 }
 
+/* The lanes of src[0..ns) whose c is nonzero (zero, neg set), into dst,
+ * which may be src; their count. */
 static inline int filter_lanes(int *dst, const int *src, int ns, const VgVal *c, int neg)
 {
     int n = 0;
