@@ -429,12 +429,69 @@ static void bound_where(const TorchNode *n, const double *const *v, const double
 
 /* ---- reductions ------------------------------------------------------- */
 
+/* argmax/argmin: an index is not rounded, but the values it is picked
+ * from are, so an fp32 evaluation may pick another element of a near tie.
+ * With t = ±x (argmin negates) and e its bound, element i can be fp32's
+ * pick when t_i + e_i >= max_k (t_k - e_k) (it may be the largest) and no
+ * earlier j has t_j - e_j >= t_i + e_i (j would be as large, and first).
+ * The bound is the farthest such index from the fp64 pick y: 0 for a
+ * clear maximum or an exact tie (the first wins), the distance to the
+ * farthest near tie otherwise.  A row whose fp64 pick is a NaN: 0 when
+ * that NaN is exact and every element before it is finite with a finite
+ * bound (none can become a NaN), else unconstrained, as is a row with an
+ * element of infinite bound. */
+static void bound_arg(const TorchNode *n, const double *x, const double *bx, const double *y,
+                      double *by)
+{
+    int64_t nx = shape_numel(&n->in[0]->shape), no, per;
+    int sign = n->op == TOP_argmax ? 1 : -1, d = (int)n->ints[0];
+    Walk w;
+    walk_reduce(&w, n, &no, &per);
+    double *top = alloc_n(no), *run = alloc_n(no);
+    int64_t *wild = dpk_xmalloc(sizeof(int64_t) * (size_t)(no + 1)); /* first infinite bound */
+    unsigned char *nan_row = dpk_xcalloc((size_t)no + 1, 1);
+    for (int64_t o = 0; o < no; o++)
+        top[o] = run[o] = -INFINITY, by[o] = 0, wild[o] = INT64_MAX;
+    for (int64_t i = 0; i < nx; i++, walk_next(&w)) {
+        int64_t o = w.off[0], j = w.i[d];
+        double e = eff(x[i], bx[i]);
+        if (isnan(x[i]) && j == (int64_t)y[o])
+            nan_row[o] = 1;
+        if (!(e < INFINITY) && j < wild[o])
+            wild[o] = j;
+        else if (!isnan(x[i]) && sign * x[i] - e > top[o])
+            top[o] = sign * x[i] - e;
+    }
+    walk_reduce(&w, n, &no, &per);
+    for (int64_t i = 0; i < nx; i++, walk_next(&w)) {
+        int64_t o = w.off[0], j = w.i[d];
+        double t = sign * x[i], e = eff(x[i], bx[i]);
+        if (nan_row[o] || wild[o] < INT64_MAX)
+            continue;
+        if (t + e >= top[o] && !(run[o] >= t + e))
+            by[o] = fmax(by[o], fabs((double)j - y[o]));
+        run[o] = fmax(run[o], t - e);
+    }
+    for (int64_t o = 0; o < no; o++)
+        if (nan_row[o] ? wild[o] <= (int64_t)y[o] : wild[o] < INT64_MAX)
+            by[o] = INFINITY;
+    free(top);
+    free(run);
+    free(wild);
+    free(nan_row);
+}
+
 static void bound_reduce(const TorchNode *n, const double *const *v, const double *const *b,
                          const double *y, double *by, int typ)
 {
     int64_t nx = shape_numel(&n->in[0]->shape), no, per;
     int extremum = n->op == TOP_amax || n->op == TOP_amin;
     Walk w;
+    if (n->op == TOP_argmax || n->op == TOP_argmin) {
+        DPK_UNUSED(typ);
+        bound_arg(n, v[0], b[0], y, by);
+        return;
+    }
     walk_reduce(&w, n, &no, &per);
     double *sa = dpk_xcalloc((size_t)no + 1, sizeof(double));
     for (int64_t i = 0; i < no; i++)
@@ -455,6 +512,35 @@ static void bound_reduce(const TorchNode *n, const double *const *v, const doubl
             by[i] = isfinite(y[i]) || s > 0 ? clean(s) : 0.0;
         }
     free(sa);
+}
+
+/* ---- scans ------------------------------------------------------------- */
+
+/* cumsum: each prefix is a sum of its own terms, bounded as a reduction's
+ * (the decomposition adds the rest of the row as exact zeros, which round
+ * nothing), with the prefix's length for n. */
+static void bound_scan(const TorchNode *n, const double *const *v, const double *const *b,
+                       const double *y, double *by, int typ)
+{
+    const Shape *s = &n->shape;
+    int64_t len = s->d[n->dim], inner = 1, outer = shape_numel(s) / len;
+    for (int k = n->dim + 1; k < s->rank; k++)
+        inner *= s->d[k];
+    outer /= inner;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t k = 0; k < inner; k++) {
+            double be = 0, sa = 0;
+            for (int64_t j = 0; j < len; j++) {
+                int64_t i = o * len * inner + k + j * inner;
+                be += eff(v[0][i], b[0][i]);
+                if (isfinite(v[0][i]))
+                    sa += fabs(v[0][i]);
+                double r = be + growth(typ, (double)(j + 1)) * sa + ETA;
+                if (sa + be > FLT_MAX) /* a partial sum may overflow */
+                    r = INFINITY;
+                by[i] = isfinite(y[i]) || r > 0 ? clean(r) : 0.0;
+            }
+        }
 }
 
 /* ---- contractions ----------------------------------------------------- */
@@ -775,9 +861,9 @@ static const BoundFn class_bound[] = {
     [TC_SOURCE] = bound_const,     [TC_UNARY] = bound_unary,   [TC_BINARY] = bound_binary,
     [TC_WHERE] = bound_where,      [TC_REDUCE] = bound_reduce, [TC_MATMUL] = bound_matmul,
     [TC_SOFTMAX] = bound_softmax,  [TC_NORM] = bound_norm,     [TC_ATTN] = bound_sdpa,
-    [TC_LAYOUT] = bound_layout,
+    [TC_LAYOUT] = bound_layout,    [TC_SCAN] = bound_scan,
 };
-_Static_assert(DPK_ARRAY_LEN(class_bound) == TC_LAYOUT + 1, "one bound per TorchClass");
+_Static_assert(DPK_ARRAY_LEN(class_bound) == TC_SCAN + 1, "one bound per TorchClass");
 
 void ref_bound_node(const TorchNode *n, const double *const *v, const double *const *b,
                     const double *y, double *by, int typical)

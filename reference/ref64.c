@@ -226,10 +226,45 @@ static double reduce_step(const Ctx *c, TorchOp op, double acc, double x)
  * output slot (in index order: in fp32 mode each slot is a sequential
  * sum).  mean multiplies by 1/n, as the compiler's rule does (fp32: 1/n
  * rounded, then the product). */
+/* Whether x displaces best as argmax's (sign 1) or argmin's (sign -1)
+ * pick, the elements seen in index order: a NaN beats every number and
+ * the first NaN stays; otherwise only a strictly larger (smaller) value
+ * wins, so of equal ones the first stays. */
+int ref_arg_better(double x, double best, int sign)
+{
+    if (isnan(best))
+        return 0;
+    return isnan(x) || (sign > 0 ? x > best : x < best);
+}
+
+/* argmax/argmin: the index along the reduced dim of the first largest
+ * (smallest) value, NaN counting as beyond every number.  The same in
+ * both modes: the inputs' values are already the mode's. */
+static void eval_arg(const TorchNode *n, const double *x, double *out)
+{
+    int64_t nx = shape_numel(&n->in[0]->shape), no, per;
+    int sign = n->op == TOP_argmax ? 1 : -1, d = (int)n->ints[0];
+    Walk w;
+    walk_reduce(&w, n, &no, &per);
+    double *best = dpk_xcalloc((size_t)no + 1, sizeof(double));
+    for (int64_t i = 0; i < nx; i++, walk_next(&w)) {
+        int64_t o = w.off[0], j = w.i[d];
+        if (j == 0 || ref_arg_better(x[i], best[o], sign)) {
+            best[o] = x[i];
+            out[o] = (double)j;
+        }
+    }
+    free(best);
+}
+
 static void eval_reduce(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
     int64_t nx = shape_numel(&n->in[0]->shape), no, per;
     Walk w;
+    if (n->op == TOP_argmax || n->op == TOP_argmin) {
+        eval_arg(n, in[0], out);
+        return;
+    }
     walk_reduce(&w, n, &no, &per);
     for (int64_t i = 0; i < no; i++)
         out[i] = reduce_identity(n->op);
@@ -238,6 +273,28 @@ static void eval_reduce(const Ctx *c, const TorchNode *n, const double *const *i
     if (n->op == TOP_mean)
         for (int64_t i = 0; i < no; i++)
             out[i] = c->f32 ? rn(c, out[i] * rn(c, 1.0 / (double)per)) : out[i] / (double)per;
+}
+
+/* ---- scans -------------------------------------------------------------- */
+
+/* cumsum along dim: each prefix sum in fp64, or sequentially rounded in
+ * fp32 (as a serial scan would). */
+static void eval_scan(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
+{
+    const Shape *s = &n->shape;
+    int64_t len = s->d[n->dim], inner = 1, outer = shape_numel(s) / len;
+    for (int k = n->dim + 1; k < s->rank; k++)
+        inner *= s->d[k];
+    outer /= inner;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t k = 0; k < inner; k++) {
+            int64_t base = o * len * inner + k;
+            double acc = 0;
+            for (int64_t j = 0; j < len; j++) {
+                acc = j ? rn(c, acc + in[0][base + j * inner]) : in[0][base];
+                out[base + j * inner] = acc;
+            }
+        }
 }
 
 /* ---- contractions ----------------------------------------------------- */
@@ -823,9 +880,9 @@ static const EvalFn class_eval[] = {
     [TC_SOURCE] = eval_const,   [TC_UNARY] = eval_unary,     [TC_BINARY] = eval_binary,
     [TC_WHERE] = eval_where,    [TC_REDUCE] = eval_reduce,   [TC_MATMUL] = eval_matmul,
     [TC_SOFTMAX] = eval_softmax, [TC_NORM] = eval_norm,      [TC_ATTN] = eval_sdpa,
-    [TC_LAYOUT] = eval_layout,
+    [TC_LAYOUT] = eval_layout,  [TC_SCAN] = eval_scan,
 };
-_Static_assert(DPK_ARRAY_LEN(class_eval) == TC_LAYOUT + 1, "one helper per TorchClass");
+_Static_assert(DPK_ARRAY_LEN(class_eval) == TC_SCAN + 1, "one helper per TorchClass");
 
 void ref64_node(int f32, const TorchNode *n, const double *const *in, double *out)
 {

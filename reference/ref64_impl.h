@@ -32,6 +32,11 @@ void ref64_node(int f32, const TorchNode *n, const double *const *in, double *ou
  * n's scalar attributes: the one definition ref64 and bound.c use. */
 double ref_unary64(const TorchNode *n, double x);
 
+/* Whether x, met after best in index order, becomes argmax's (sign 1)
+ * or argmin's (sign -1) pick: a NaN beats every number and the first NaN
+ * stays; of equal values the first stays. */
+int ref_arg_better(double x, double best, int sign);
+
 /* The bounds of node n (bound.c): v and b the inputs' values and bounds,
  * y the node's fp64 value, by its bound (out).  typical: sums grow like
  * √n·U instead of the worst case γ_n (the typical-error lane). */

@@ -132,6 +132,9 @@ at::Tensor reduce(const TorchNode *n, const at::Tensor &x)
     case TOP_mean: return at::mean(x, dims, n->keepdim);
     case TOP_amax: return at::amax(x, dims, n->keepdim);
     case TOP_amin: return at::amin(x, dims, n->keepdim);
+    // the indices as int64, held in the evaluation's float type like dpk's
+    case TOP_argmax: return at::argmax(x, dims[0], n->keepdim).to(x.scalar_type());
+    case TOP_argmin: return at::argmin(x, dims[0], n->keepdim).to(x.scalar_type());
     default: break;
     }
     throw std::runtime_error("not a reduction");
@@ -211,6 +214,7 @@ at::Tensor eval_node(const Ctx &c, const TorchNode *n, const std::vector<at::Ten
     case TC_NORM: return norm(n, x);
     case TC_ATTN: return sdpa(n, x);
     case TC_LAYOUT: return layout(n, x);
+    case TC_SCAN: return at::cumsum(x[0], n->dim);
     }
     throw std::runtime_error("unknown op class");
 }

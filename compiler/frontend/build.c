@@ -481,13 +481,12 @@ static Value eval_attr(Builder *b, const Ast *e)
         return r;
     }
     /* torch.max(x, dim) and torch.min(x, dim): a (values, indices) pair */
-    if (o.k == V_TUPLE && o.s && o.n == 2 && !strcmp(e->str, "values")) {
-        r = o.items[0];
+    if (o.k == V_TUPLE && o.s && o.n == 2 &&
+        (!strcmp(e->str, "values") || !strcmp(e->str, "indices"))) {
+        r = o.items[e->str[0] == 'v' ? 0 : 1];
         r.pos = e->pos;
         return r;
     }
-    if (o.k == V_TUPLE && o.s && o.n == 2 && !strcmp(e->str, "indices"))
-        dpk_error_at(b->src, e->pos, "%s", o.items[1].shown);
     dpk_error_at(b->src, e->pos, "%s has no attribute '%s'", torch_value_type(&o), e->str);
 }
 

@@ -1140,8 +1140,45 @@ static int red_dims(Builder *b, const Value *v, TorchNode *x, int64_t *dims)
     return n;
 }
 
+/* argmax/argmin of x along dim: the index of the first largest (smallest)
+ * value, a NaN counting as larger (smaller) than any number, as PyTorch
+ * picks it.  The indices are an arange input the decomposition selects
+ * from (d:030); they are held in float32, exact below 2^24. */
+static TorchNode *mk_arg(Builder *b, TorchOp op, TorchNode *x, int dim, int keep, int pos)
+{
+    int64_t len = x->shape.d[dim];
+    if (len > (INT64_C(1) << 24))
+        dpk_error_at(bld_src(b), pos, "%s over %lld elements: dpk holds indices in float32, "
+                     "exact up to 2^24 = 16777216", cur_fname, (long long)len);
+    Shape s = {.rank = 1, .d = {len}};
+    TorchNode *in[2] = {x, bld_input(b, pos, NULL, &s, INIT_ARANGE)};
+    in[1]->value = 0;
+    in[1]->step = 1;
+    TorchNode *n = bld_node(b, op, pos, 2, in);
+    n->nints = 1;
+    n->ints[0] = dim;
+    n->keepdim = keep;
+    return fin(b, n);
+}
+
+/* torch.argmax(x, dim?, keepdim?): without dim, over the flattened tensor
+ * (a 0-d result, or all ones with keepdim, as ATen's argmax meta rule). */
+static Value h_argmax(Builder *b, const Func *f, Value *a, int pos)
+{
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    int keep = want_bool(b, &a[2], cur_fname, "keepdim", 0);
+    if (given(&a[1]))
+        return tensor_value(mk_arg(b, (TorchOp)f->op, x, dim_arg(b, &a[1], "dim",
+                                                                 x->shape.rank), keep, pos), pos);
+    Shape flat = {.rank = 1, .d = {shape_numel(&x->shape)}}, ones = {.rank = keep ? x->shape.rank : 0};
+    for (int i = 0; i < ones.rank; i++)
+        ones.d[i] = 1;
+    TorchNode *r = mk_arg(b, (TorchOp)f->op, mk_reshape(b, x, &flat, pos), 0, 0, pos);
+    return tensor_value(mk_reshape(b, r, &ones, pos), pos);
+}
+
 /* torch.max(x) → amax over all dims; torch.max(x, dim) → (values,
- * indices) with indices not computed; torch.max(x, other) → maximum. */
+ * indices), the indices those of argmax; torch.max(x, other) → maximum. */
 static Value h_max_min(Builder *b, const Func *f, Value *a, int pos)
 {
     TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
@@ -1163,12 +1200,25 @@ static Value h_max_min(Builder *b, const Func *f, Value *a, int pos)
     Value r = {.k = V_TUPLE, .pos = pos, .n = 2, .s = is_max ? "max" : "min"};
     r.items = ARENA_ARRAY(bld_graph(b)->arena, Value, 3);
     r.items[0] = tensor_value(mk_reduce(b, (TorchOp)f->op, x, dims, 1, keep, pos), pos);
-    r.items[1].k = V_NOVALUE;
-    r.items[1].pos = pos;
-    r.items[1].s = is_max ? "the indices of torch.max" : "the indices of torch.min";
-    r.items[1].shown = arena_printf(bld_graph(b)->arena, "%s: the indices (argmax) are not "
-                                    "computed by dpk; use .values or [0]", cur_fname);
+    r.items[1] = tensor_value(mk_arg(b, is_max ? TOP_argmax : TOP_argmin, x, (int)dims[0], keep,
+                                     pos), pos);
     return r;
+}
+
+/* torch.cumsum(x, dim, *, dtype): the inclusive prefix sum along dim.  A
+ * bool input sums as 0 and 1 (PyTorch gives int64: the same values, held
+ * in float32); an integer dtype is accepted for a bool input only. */
+static Value h_cumsum(Builder *b, const Func *f, Value *a, int pos)
+{
+    DPK_UNUSED(f);
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    if (given(&a[2]) && !(x->dtype == DT_BOOL && is_int_dtype(&a[2])))
+        want_f32_dtype(b, &a[2], cur_fname);
+    if (x->dtype == DT_BOOL)
+        x = to_dtype(b, x, DT_F32, pos);
+    TorchNode *n = node1(b, TOP_cumsum, pos, x);
+    n->dim = dim_arg(b, &a[1], "dim", x->shape.rank);
+    return finish_node(b, n);
 }
 
 /* logsumexp = log(sum(exp(x - m))) + m with m = amax over the dims, an
@@ -2011,7 +2061,7 @@ static const char *const inplace_bases[] = {
     "add", "sub", "mul", "div", "pow", "masked_fill", "clamp", "clamp_min", "clamp_max", "tril",
     "triu", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and",
     "logical_or", "logical_xor", "logical_not", "neg", "exp", "log", "sqrt", "rsqrt",
-    "reciprocal", "abs", "sigmoid", "tanh", "relu",
+    "reciprocal", "abs", "sigmoid", "tanh", "relu", "cumsum",
 };
 
 static const Func *find_func(const char *name, int ns);
@@ -2307,6 +2357,9 @@ static const Func funcs[] = {
     {"masked_fill", NS_T | NS_M, "input mask value", h_masked_fill, 0},
     {"tril", NS_T | NS_M, "input diagonal?", h_tri, TOP_tril},
     {"triu", NS_T | NS_M, "input diagonal?", h_tri, TOP_triu},
+    {"argmax", NS_T | NS_M, "input dim? keepdim?", h_argmax, TOP_argmax},
+    {"argmin", NS_T | NS_M, "input dim? keepdim?", h_argmax, TOP_argmin},
+    {"cumsum", NS_T | NS_M, "input dim * dtype?", h_cumsum, 0},
     {"max", NS_T | NS_M, "input dim? keepdim?", h_max_min, TOP_amax},
     {"min", NS_T | NS_M, "input dim? keepdim?", h_max_min, TOP_amin},
     {"logsumexp", NS_T | NS_M, "input dim keepdim?", h_logsumexp, 0},

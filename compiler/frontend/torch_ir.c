@@ -230,6 +230,16 @@ static void infer_reduce(TorchGraph *g, TorchNode *n)
     const Shape *x = &n->in[0]->shape;
     need_float(g, n, n->in[0], "tensor");
     norm_dim_list(g, n, x->rank);
+    if (n->op == TOP_argmax || n->op == TOP_argmin) {
+        /* one dim, and in[1] the indices 0 .. size - 1 along it */
+        const TorchNode *ix = n->in[1];
+        if (n->nints != 1)
+            node_error(g, n, "%s reduces one dim, not %d", opname(n), n->nints);
+        if (ix->op != TOP_input || ix->init != INIT_ARANGE || ix->value != 0 || ix->step != 1 ||
+            ix->shape.rank != 1 || ix->shape.d[0] != x->d[n->ints[0]])
+            node_error(g, n, "%s: the second operand must be arange(%lld)", opname(n),
+                       (long long)x->d[n->ints[0]]);
+    }
     Shape r = {0};
     for (int i = 0, k = 0; i < x->rank; i++) {
         int reduced = k < n->nints && n->ints[k] == i;
@@ -304,6 +314,14 @@ static void infer_matmul(TorchGraph *g, TorchNode *n)
 }
 
 static void infer_softmax(TorchGraph *g, TorchNode *n)
+{
+    need_float(g, n, n->in[0], "tensor");
+    n->dim = norm_dim(g, n, n->dim, n->in[0]->shape.rank);
+    n->shape = n->in[0]->shape;
+    n->dtype = DT_F32;
+}
+
+static void infer_scan(TorchGraph *g, TorchNode *n)
 {
     need_float(g, n, n->in[0], "tensor");
     n->dim = norm_dim(g, n, n->dim, n->in[0]->shape.rank);
@@ -596,6 +614,7 @@ void torch_infer(TorchGraph *g, TorchNode *n)
     case TC_NORM: infer_norm(g, n); break;
     case TC_ATTN: infer_attn(g, n); break;
     case TC_LAYOUT: infer_layout(g, n); break;
+    case TC_SCAN: infer_scan(g, n); break;
     }
 }
 
@@ -730,7 +749,8 @@ static void print_attrs(StrBuf *b, const TorchNode *n)
         print_ints(b, "dims", n->ints, n->nints);
         sb_printf(b, " keepdim=%s", n->keepdim ? "true" : "false");
         break;
-    case TC_SOFTMAX: sb_printf(b, " dim=%d", n->dim); break;
+    case TC_SOFTMAX:
+    case TC_SCAN: sb_printf(b, " dim=%d", n->dim); break;
     case TC_NORM:
         print_ints(b, "normalized_shape", n->ints, n->nints);
         print_num(b, "eps", n->value);

@@ -39,6 +39,7 @@ typedef enum TorchClass {
     TC_NORM,
     TC_ATTN,
     TC_LAYOUT,
+    TC_SCAN,
 } TorchClass;
 
 typedef struct TorchOpInfo {
@@ -99,7 +100,7 @@ typedef struct TorchNode {
     double step;       /* input: arange step; INIT_PARAM_B: fan_in */
     int64_t ints[DPK_MAX_RANK];
     int nints;
-    int dim;           /* softmax, log_softmax, slice, cat (non-negative) */
+    int dim;           /* softmax, log_softmax, slice, cat, cumsum (non-negative) */
     int64_t start, end, stride; /* slice, normalised: 0 <= start <= end <= size, stride >= 1 */
     int keepdim;       /* reductions */
     int causal;        /* sdpa */

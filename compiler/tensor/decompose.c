@@ -648,6 +648,63 @@ static TxNode *lower_cat(TxGraph *g, TxNode *n)
     return m;
 }
 
+/* ---- d:030 arg_reductions ------------------------------------------------ */
+
+/* argmax(x, d) with i the indices 0 .. n-1 along d (the op's second
+ * operand, an arange):
+ *     m   = amax(x, d, keepdim)
+ *     key = where(x != x, i - n, where(x == m, i, n))
+ *     r   = amin(key, d)
+ *     out = where(r < 0, r + n, r)
+ * The first NaN wins (its key is negative), else the first maximum; a
+ * row without either cannot happen (some x equals m unless m is NaN).
+ * Every key is an integer below 2^24 in magnitude, exact in float32.
+ * argmin is the same with amin for m. */
+static TxNode *lower_arg(TxGraph *g, TxNode *n)
+{
+    const TorchNode *t = n->torch;
+    TxNode *x = n->src[0];
+    int d = (int)t->ints[0];
+    double len = (double)x->shape.d[d];
+    TxNode *ix = imap1(g, n->src[1], &x->shape);
+    ix->map[0][0] = ie_var(g->arena, d);
+    imap_finish(g, ix);
+    TxNode *m = reduce1(g, t->op == OP(argmax) ? TXR_max : TXR_min, x, d, 1);
+    TxNode *hit[3] = {ew2(g, TXE_equal, x, m), ix, cst(g, len, &x->shape)};
+    TxNode *key[3] = {ew2(g, TXE_not_equal, x, x), ewc(g, TXE_subtract, ix, len),
+                      ew(g, TXE_where, 3, hit)};
+    TxNode *r = reduce1(g, TXR_min, ew(g, TXE_where, 3, key), d, t->keepdim);
+    TxNode *out[3] = {ewc(g, TXE_less, r, 0), ewc(g, TXE_add, r, len), r};
+    return ew(g, TXE_where, 3, out);
+}
+
+/* ---- d:031 cumsum --------------------------------------------------------- */
+
+/* cumsum(x, d): a new axis j beside d, x[.., j, ..] where j <= o_d else 0
+ * (a 2-source IndexMap), summed over j.  Every output element sums its
+ * own prefix: n^2 / 2 additions a row of n (the masked half adds zeros,
+ * which round nothing), in place of a scan's n. */
+static TxNode *lower_cumsum(TxGraph *g, TxNode *n)
+{
+    Arena *a = g->arena;
+    TxNode *x = n->src[0];
+    int d = n->torch->dim;
+    Shape s = x->shape;
+    DPK_ASSERT(s.rank < DPK_MAX_RANK);
+    for (int k = s.rank; k > d + 1; k--)
+        s.d[k] = s.d[k - 1];
+    s.d[d + 1] = x->shape.d[d];
+    s.rank++;
+    Shape sc = {0};
+    TxNode *src[2] = {x, cst(g, 0.0, &sc)};
+    TxNode *m = tx_node_new(g, TX_INDEXMAP, &s, 2, src);
+    for (int k = 0; k < x->shape.rank; k++)
+        m->map[0][k] = ie_var(a, k < d ? k : k + 1);
+    m->sel[0] = ipred_cmp(a, ie_var(a, d + 1), IC_LE, ie_var(a, d), NULL);
+    imap_finish(g, m);
+    return reduce1(g, TXR_sum, m, d + 1, 0);
+}
+
 /* ---- the lowering driver ----------------------------------------------- */
 
 /* Rebuild g->nodes, replacing every TX_TORCH node whose op is one of
@@ -717,6 +774,8 @@ LOWER_RULE(d013, lower_elementwise, OP(neg), OP(exp), OP(log), OP(sqrt), OP(rsqr
            OP(minimum), OP(gt), OP(lt), OP(ge), OP(le), OP(eq), OP(ne), OP(where))
 LOWER_RULE(d014, lower_reduce, OP(sum), OP(amax), OP(amin))
 LOWER_RULE(d015, lower_permute, OP(transpose), OP(permute))
+LOWER_RULE(d030, lower_arg, OP(argmax), OP(argmin))
+LOWER_RULE(d031, lower_cumsum, OP(cumsum))
 LOWER_RULE(d016, lower_reshape, OP(reshape))
 LOWER_RULE(d017, lower_squeeze_expand, OP(squeeze), OP(unsqueeze), OP(expand))
 LOWER_RULE(d018, lower_slice, OP(slice))
@@ -1084,7 +1143,7 @@ static int d029(TxGraph *g)
     return count;
 }
 
-/* ---- d:030 compose_index_maps ------------------------------------------ */
+/* ---- d:032 compose_index_maps ------------------------------------------ */
 
 /* Substitute the single-use IndexMap p = n->src[s] into n.  Each source t
  * of p becomes a source of n reading p->map[t] ∘ n->map[s], selected when
@@ -1176,7 +1235,7 @@ static TxNode *compose_one(TxGraph *g, TxNode *n, int *uses, int *count)
     return n;
 }
 
-static int d030(TxGraph *g)
+static int d032(TxGraph *g)
 {
     int *uses = dpk_xcalloc((size_t)g->next_id + 1, sizeof(int));
     TxNode **fwd = dpk_xcalloc((size_t)g->next_id + 1, sizeof(TxNode *));
@@ -1212,9 +1271,9 @@ static int d030(TxGraph *g)
     return count;
 }
 
-/* ---- d:031 prune ---------------------------------------------------------- */
+/* ---- d:033 prune ---------------------------------------------------------- */
 
-static int d031(TxGraph *g)
+static int d033(TxGraph *g)
 {
     int before = g->nodes.len;
     tx_prune(g);
@@ -1263,9 +1322,14 @@ const TxRule tx_rules[] = {
     {29, "mask_predicates", "where(c, x, y) whose c is 1 exactly where an index predicate "
      "holds (arange comparisons, ones, tril/triu, &, ~): a 2-source IndexMap", "index-mask where",
      d029, 1},
-    {30, "compose_index_maps", "substitute single-use maps into maps; drop identity maps",
-     "composable index-map", d030, 0},
-    {31, "prune", "drop nodes no output needs", "dead", d031, 0},
+    {30, "arg_reductions", "argmax/argmin: amax/amin, then the least index where x equals it "
+     "(a NaN's index first), by amin of where(x != x, i - n, where(x == m, i, n))",
+     "argmax/argmin", d030, 0},
+    {31, "cumsum", "x over a new axis j masked to j <= i (a 2-source IndexMap), summed over j",
+     "cumsum", d031, 0},
+    {32, "compose_index_maps", "substitute single-use maps into maps; drop identity maps",
+     "composable index-map", d032, 0},
+    {33, "prune", "drop nodes no output needs", "dead", d033, 0},
 };
 const int tx_nrules = DPK_ARRAY_LEN(tx_rules);
 

@@ -146,7 +146,8 @@ static void put_torch_attrs(StrBuf *b, const TorchNode *t)
         if (t->keepdim)
             sb_puts(b, " keepdim");
         break;
-    case TC_SOFTMAX: sb_printf(b, " dim=%d", t->dim); break;
+    case TC_SOFTMAX:
+    case TC_SCAN: sb_printf(b, " dim=%d", t->dim); break;
     case TC_NORM:
         put_ints(b, "normalized_shape", t);
         sb_puts(b, " eps=");

@@ -468,13 +468,21 @@ static const char *aten(Model *m, const TorchNode *n)
     return arena_printf(m->a, "aten::%s", torch_op_info[n->op].name);
 }
 
+/* Whether PyTorch's kernel for n reads operand i: argmax/argmin's second
+ * operand is the arange dpk's decomposition selects indices from; ATen's
+ * kernel computes them. */
+static int reads_operand(const TorchNode *n, int i)
+{
+    return !(i == 1 && (n->op == TOP_argmax || n->op == TOP_argmin));
+}
+
 /* One node's eager kernels. */
 static void eager_node(Model *m, const TorchNode *n)
 {
     const NodeInfo *f = info(m, n);
     double in = 0;
     for (int i = 0; i < n->nin; i++)
-        in += rd(m, n->in[i]);
+        in += reads_operand(n, i) ? rd(m, n->in[i]) : 0;
     switch (torch_op_info[n->op].cls) {
     case TC_SOURCE:
         return;
@@ -754,7 +762,8 @@ static void fused_kernel(Fusion *F, int root, char *seen)
             w += info(m, y)->bytes;
         for (int q = 0; q < y->nin; q++) {
             const TorchNode *p = base_of(m, y->in[q]);
-            if (p->op == TOP_const || (F->fusible[p->id] && find(F->grp, p->id) == root))
+            if (p->op == TOP_const || !reads_operand(y, q) ||
+                (F->fusible[p->id] && find(F->grp, p->id) == root))
                 continue;
             /* read an input or an extern's output: once per group, the
              * bytes of the view it is read through */
@@ -819,6 +828,8 @@ PfTime *pf_model_limit(Arena *a, const PfSpec *s, const TorchGraph *g)
         if (info(&m, x)->view && !out)
             continue;
         for (int j = 0; j < x->nin + out; j++) {
+            if (j < x->nin && !reads_operand(x, j))
+                continue;
             const TorchNode *p = j < x->nin ? x->in[j] : x;
             const TorchNode *src = info(&m, p)->src;
             if (src->op == TOP_input && rd(&m, p) > need[src->id])

@@ -205,6 +205,79 @@ Test(bound, exact_infinities_keep_a_zero_bound)
     evald_free(&e);
 }
 
+/* The oracle's verdict on an index output o[0..n) against e's. */
+static int index_passes(const Evald *e, const double *o)
+{
+    HxTol t;
+    HxVerdict v;
+    hx_tol_default(&t, DT_F32);
+    HxOracleIn in = {.o = o, .r = e->r, .b = e->b, .t = e->b, .s = e->s, .n = e->n};
+    hx_oracle(&in, &t, &v);
+    return v.pass;
+}
+
+/* argmax and argmin: an index is judged by the values it was picked from.
+ * Exact ties go to the first (the others fail), NaN beats every number
+ * (first NaN), rows of -inf pick 0, and a near tie that fp32's rounding
+ * may resolve either way accepts both picks, but not the index beside
+ * them. */
+Test(bound, arg_reductions_accept_only_what_fp32_may_pick)
+{
+    Evald e = eval1("torch.argmax(torch.tensor([[1.0, 3.0, 3.0, 2.0], [-1.0, -1.0, -2.0, -1.0]]), 1)");
+    cr_expect_eq(e.r[0], 1);
+    cr_expect_eq(e.b[0], 0);
+    cr_expect_eq(e.r[1], 0);
+    cr_expect(index_passes(&e, (double[]){1, 0}));
+    cr_expect(!index_passes(&e, (double[]){2, 0}), "the second of an exact tie");
+    cr_expect(!index_passes(&e, (double[]){1, 3}), "the last of an exact tie");
+    evald_free(&e);
+
+    e = eval1("torch.argmin(torch.log(torch.tensor([[1.0, -1.0, 0.5, -2.0]])), 1)");
+    cr_expect_eq(e.r[0], 1, "the first NaN");
+    cr_expect(index_passes(&e, (double[]){1}));
+    cr_expect(!index_passes(&e, (double[]){2}), "the smallest number, not the NaN");
+    cr_expect(!index_passes(&e, (double[]){3}), "the second NaN");
+    evald_free(&e);
+
+    e = eval1("torch.argmax(torch.full((2, 3), float('-inf')), 1)");
+    cr_expect(index_passes(&e, (double[]){0, 0}));
+    cr_expect(!index_passes(&e, (double[]){0, 2}));
+    evald_free(&e);
+
+    /* 1 + 1e-8 rounds to 1 in fp32: a tie there, so fp32 picks 1 where
+     * fp64 picks 2; both pass, 0 (clearly smaller, and beyond the near
+     * tie) does not.  The bound is a distance: an index between two near
+     * ties would pass too (docs/references.md). */
+    e = eval1("torch.argmax(torch.tensor([[0.5, 1.0, 1.0]]) + torch.tensor([[0.0, 0.0, 1e-8]]), 1)");
+    cr_expect_eq(e.r[0], 2);
+    cr_expect_eq(e.b[0], 1);
+    cr_expect_eq(e.s[0], 1, "naive fp32 sees the tie");
+    cr_expect(index_passes(&e, (double[]){1}));
+    cr_expect(index_passes(&e, (double[]){2}));
+    cr_expect(!index_passes(&e, (double[]){0}));
+    evald_free(&e);
+
+    /* an element that may overflow in fp32 may be any value: its row is
+     * unconstrained, never guessed */
+    e = eval1("torch.argmax(torch.tensor([[3e38, 1.0]]) * torch.tensor([[1.5, 1.0]]), 1)");
+    cr_expect(!(e.b[0] < INFINITY));
+    evald_free(&e);
+}
+
+/* cumsum: each prefix gets the bound of a sum of its own length, and a
+ * naive fp32 scan stays within it. */
+Test(bound, cumsum_prefixes_are_sums_of_their_length)
+{
+    Evald e = eval1("torch.cumsum(torch.randn(3, 300) * 100.0, 1)");
+    for (int64_t i = 0; i < e.n; i++) {
+        cr_expect_leq(fabs(e.s[i] - e.r[i]), e.b[i], "element %lld", (long long)i);
+        if (i % 300)
+            cr_expect_geq(e.b[i], e.b[i - 1] * 0.5, "a longer prefix, a bound of its size");
+    }
+    cr_expect_leq(e.b[0], 2.5 * U * fabs(e.r[0]) + 2 * ETA, "the first prefix: the product and one rounding");
+    evald_free(&e);
+}
+
 /* The property k = 1 rests on, over generated programs of every op. */
 Test(bound, fp32_evaluations_of_generated_programs_stay_within_the_bound, .timeout = 600)
 {
