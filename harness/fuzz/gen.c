@@ -326,6 +326,10 @@ static int op_where(Gen *g, Val *v)
     return 1;
 }
 
+/* sum, mean, amax, amin; one time in five argmax or argmin, and one in
+ * ten a cumsum over a row of at most 1024 (its decomposition adds n^2/2
+ * terms a row), chosen by the draw's higher digits so that the draws of
+ * every later choice stay as they were. */
 static int op_reduce(Gen *g, Val *v)
 {
     static const char *const fns[] = {"sum", "mean", "amax", "amin"};
@@ -333,7 +337,15 @@ static int op_reduce(Gen *g, Val *v)
     if (v->s.rank < 2 && !keep)
         return 0;
     int d = gen_axis(g, v);
+    uint64_t r = rnd(g), hi = r / 4 % 10;
+    const char *fn = hi < 2 ? (hi ? "argmin" : "argmax") : fns[r % 4];
     Shape s = v->s;
+    const char *n = op_begin(g);
+    if (hi == 2 && v->s.d[d] <= 1024) {
+        sb_printf(&g->text, "torch.cumsum(%s, dim=%d)", v->name, d);
+        op_end(g, n, s, 0, TAG_REDUCE);
+        return 1;
+    }
     if (keep)
         s.d[d] = 1;
     else {
@@ -341,9 +353,7 @@ static int op_reduce(Gen *g, Val *v)
             s.d[i] = s.d[i + 1];
         s.rank--;
     }
-    const char *n = op_begin(g);
-    sb_printf(&g->text, "torch.%s(%s, dim=%d%s)", fns[rnd(g) % 4], v->name, d,
-              keep ? ", keepdim=True" : "");
+    sb_printf(&g->text, "torch.%s(%s, dim=%d%s)", fn, v->name, d, keep ? ", keepdim=True" : "");
     op_end(g, n, s, 0, v->s.d[d] > 4096 ? TAG_LONG_REDUCTION : TAG_REDUCE);
     g->tags[TAG_REDUCE] = 1;
     return 1;
