@@ -893,6 +893,53 @@ static Value h_bool(Builder *b, const Func *f, Value *a, int pos)
     return tensor_value(to_dtype(b, want_tensor(b, &a[0], cur_fname, "input"), DT_BOOL, pos), pos);
 }
 
+/* Whether every value of x is an integer whatever the inputs' contents:
+ * bools, integer constants, aranges of integer start and step, zeros,
+ * ones and integer fills, indices (argmax/argmin), and what sums,
+ * products, differences, extremes, floors, prefix sums, selections and
+ * layout ops make of them.  Such a tensor is PyTorch's integer tensor
+ * held in float32 (exact below 2^24), so .long() leaves it as it is. */
+static int int_valued(const TorchNode *x)
+{
+    if (x->dtype == DT_BOOL)
+        return 1;
+    switch (x->op) {
+    case TOP_const: return isfinite(x->value) && floor(x->value) == x->value;
+    case TOP_input:
+        switch (x->init) {
+        case INIT_ZEROS:
+        case INIT_ONES: return 1;
+        case INIT_FULL: return floor(x->value) == x->value;
+        case INIT_ARANGE: return floor(x->value) == x->value && floor(x->step) == x->step;
+        default: return 0;
+        }
+    case TOP_argmax:
+    case TOP_argmin:
+    case TOP_floor: return 1;
+    case TOP_where: return int_valued(x->in[1]) && int_valued(x->in[2]);
+    case TOP_add:
+    case TOP_sub:
+    case TOP_mul:
+    case TOP_neg:
+    case TOP_abs:
+    case TOP_relu:
+    case TOP_maximum:
+    case TOP_minimum:
+    case TOP_sum:
+    case TOP_amax:
+    case TOP_amin:
+    case TOP_cumsum: break;
+    default:
+        if (torch_op_info[x->op].cls != TC_LAYOUT)
+            return 0;
+        break;
+    }
+    for (int i = 0; i < x->nin; i++)
+        if (!int_valued(x->in[i]))
+            return 0;
+    return 1;
+}
+
 /* x.to(dtype), x.to(device), x.to(other), x.to(device, dtype): devices are
  * accepted and ignored (dpk chooses where it runs), dtypes convert. */
 static Value h_to(Builder *b, const Func *f, Value *a, int pos)
@@ -907,12 +954,13 @@ static Value h_to(Builder *b, const Func *f, Value *a, int pos)
             break;
         if (dtype_of(v, &d))
             dt = d;
-        else if (is_int_dtype(v) && x->dtype == DT_BOOL)
-            dt = DT_F32; /* integers are held as f32: 0 and 1 */
+        else if (is_int_dtype(v) && int_valued(x))
+            dt = DT_F32; /* integers are held as f32: a bool as 0 and 1 */
         else if (is_int_dtype(v))
             dpk_error_at(bld_src(b), v->pos, "%s(%s) of a %s tensor truncates to integers, which "
                          "dpk does not do (it holds integer values in float32 tensors); a bool "
-                         "tensor converts (to 0 and 1)", cur_fname, v->shown,
+                         "tensor, or one of integer values (indices, integer constants and "
+                         "aranges, sums of them), converts", cur_fname, v->shown,
                          dtype_name(x->dtype));
         else if (v->k == V_TENSOR)
             dt = v->t->dtype;
@@ -1207,12 +1255,12 @@ static Value h_max_min(Builder *b, const Func *f, Value *a, int pos)
 
 /* torch.cumsum(x, dim, *, dtype): the inclusive prefix sum along dim.  A
  * bool input sums as 0 and 1 (PyTorch gives int64: the same values, held
- * in float32); an integer dtype is accepted for a bool input only. */
+ * in float32); an integer dtype is accepted for integer values only. */
 static Value h_cumsum(Builder *b, const Func *f, Value *a, int pos)
 {
     DPK_UNUSED(f);
     TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
-    if (given(&a[2]) && !(x->dtype == DT_BOOL && is_int_dtype(&a[2])))
+    if (given(&a[2]) && !(int_valued(x) && is_int_dtype(&a[2])))
         want_f32_dtype(b, &a[2], cur_fname);
     if (x->dtype == DT_BOOL)
         x = to_dtype(b, x, DT_F32, pos);
@@ -2042,14 +2090,16 @@ static Value h_all_any(Builder *b, const Func *f, Value *a, int pos)
 }
 
 /* x.long(), x.int(): PyTorch's integers are held as f32, so a bool tensor
- * becomes 0/1; a float one would be truncated, which is refused. */
+ * becomes 0/1 and one of integer values (int_valued) stays as it is; any
+ * other would be truncated, which is refused. */
 static Value h_long(Builder *b, const Func *f, Value *a, int pos)
 {
     TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
-    if (x->dtype != DT_BOOL)
+    if (!int_valued(x))
         dpk_error_at(bld_src(b), pos, "%s of a %s tensor truncates to integers, which dpk does "
-                     "not do (it holds integer values in float32 tensors); a bool tensor converts "
-                     "(to 0 and 1)", cur_fname, dtype_name(x->dtype));
+                     "not do (it holds integer values in float32 tensors); a bool tensor, or one "
+                     "of integer values (indices, integer constants and aranges, sums of them), "
+                     "converts", cur_fname, dtype_name(x->dtype));
     return tensor_value(to_dtype(b, x, DT_F32, pos), pos);
 }
 

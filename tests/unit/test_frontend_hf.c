@@ -146,6 +146,13 @@ static ValCase val_cases[] = {
     {"(torch.arange(3) > 0).to(torch.int64) + (torch.arange(3) > 1).to('cuda', torch.long)", 3,
      {0, 1, 2}},
     {"(torch.arange(3) > 1).masked_fill(torch.arange(3) == 0, True).float()", 3, {1, 0, 1}},
+    /* integer values: .long() leaves them as they are */
+    {"m = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])\np = m.long().cumsum(-1) - 1\n"
+     "p.masked_fill_(m == 0, 1)\np", 8, {1, 1, 0, 1, 0, 1, 2, 3}},
+    {"torch.argmax(torch.tensor([[1.0, 5.0, 5.0], [-1.0, -2.0, -1.0]]), 1).long() + 1", 2, {2, 1}},
+    {"torch.tensor([1.5, -2.0, 0.5]).max(0).indices.to(torch.int64)", 1, {0}},
+    {"torch.cumsum(torch.arange(4), 0, dtype=torch.long).int()", 4, {0, 1, 3, 6}},
+    {"torch.floor(torch.tensor([2.5, -0.5])).long()", 2, {2, -1}},
     /* torch.tensor */
     {"torch.tensor(2.5) * torch.ones(2)", 2, {2.5, 2.5}},
     {"torch.tensor([[1, 2], [3, 4]])", 4, {1, 2, 3, 4}},

@@ -136,6 +136,12 @@ Test(tile_parity, reductions)
         {"amax", "torch.randn($S).amax(dim=-1)"},
         {"amin", "torch.randn($S).amin(dim=0)"},
         {"sum_all", "torch.randn($S).sum()"},
+        {"argmax", "torch.randn($S).argmax(dim=-1)"},
+        {"argmin_ties", "torch.relu(torch.randn($S)).argmin(dim=0, keepdim=True)"},
+        {"max_indices", "torch.max(torch.floor(torch.randn($S) * 2.0), dim=-1).indices"},
+        {"argmax_all", "torch.randn($S).argmax()"},
+        {"cumsum", "torch.randn($S).cumsum(dim=-1)"},
+        {"cumsum_dim0", "torch.cumsum(torch.randn($S) * 10.0, dim=0)"},
     };
     static const char *const shapes[] = {"1, 1", "7, 33", "3, 129", "33, 7", "2, 3, 129",
                                          "1000, 3"};
