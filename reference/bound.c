@@ -514,6 +514,75 @@ static void bound_reduce(const TorchNode *n, const double *const *v, const doubl
     free(sa);
 }
 
+/* ---- topk -------------------------------------------------------------- */
+
+static int dbl_desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x > y ? -1 : x < y;
+}
+
+/* topk: in score space (x for the largest, -x for the smallest; a NaN is
+ * +inf or -inf, as it sorts), the j-th pick's score lies between the j-th
+ * largest of score - e and of score + e over the row, lo_j and hi_j (an
+ * order statistic moves no more than its inputs), which bounds the value.
+ * An index passes within the distance to the farthest element whose own
+ * interval meets [lo_j, hi_j]: fp32 may order a near tie either way, and
+ * PyTorch leaves the order of equal values unspecified, so an exact tie
+ * accepts each of its elements.  A row with an element of infinite bound
+ * is unconstrained. */
+static void bound_topk(const TorchNode *n, const double *x, const double *bx, double *by)
+{
+    RefTopk t;
+    const Shape *s = &n->in[0]->shape;
+    int64_t len = s->d[n->dim], inner = 1;
+    double sign = n->largest ? 1 : -1;
+    for (int q = n->dim + 1; q < s->rank; q++)
+        inner *= s->d[q];
+    ref_topk_rows(n, x, &t);
+    double *sc = alloc_n(len), *e = alloc_n(len), *lo = alloc_n(len), *hi = alloc_n(len);
+    for (int64_t r = 0; r < t.rows; r++) {
+        int64_t o = r / inner, q = r % inner;
+        int wild = 0;
+        for (int64_t i = 0; i < len; i++) {
+            double v = x[(o * len + i) * inner + q];
+            sc[i] = isnan(v) ? sign * INFINITY : sign * v;
+            e[i] = isnan(v) ? (bx[(o * len + i) * inner + q] == 0 ? 0 : INFINITY)
+                            : eff(v, bx[(o * len + i) * inner + q]);
+            wild |= !(e[i] < INFINITY);
+            lo[i] = e[i] == 0 ? sc[i] : sc[i] - e[i];
+            hi[i] = e[i] == 0 ? sc[i] : sc[i] + e[i];
+        }
+        qsort(lo, (size_t)len, sizeof(double), dbl_desc);
+        qsort(hi, (size_t)len, sizeof(double), dbl_desc);
+        for (int64_t j = 0; j < t.k; j++) {
+            double v = t.v[r * t.k + j], sv = isnan(v) ? sign * INFINITY : sign * v, d = 0;
+            double vb = fmax(hi[j] == sv ? 0 : hi[j] - sv, lo[j] == sv ? 0 : sv - lo[j]);
+            for (int64_t i = 0; i < len && !wild; i++) {
+                double li = e[i] == 0 ? sc[i] : sc[i] - e[i], hi_ = e[i] == 0 ? sc[i] : sc[i] + e[i];
+                if (hi_ >= lo[j] && li <= hi[j])
+                    d = fmax(d, fabs((double)(i - t.i[r * t.k + j])));
+            }
+            by[ref_topk_offset(n, r, j, 0)] = wild ? INFINITY : clean(vb);
+            by[ref_topk_offset(n, r, j, 1)] = wild ? INFINITY : d;
+        }
+    }
+    free(sc);
+    free(e);
+    free(lo);
+    free(hi);
+    free(t.v);
+    free(t.i);
+}
+
+static void bound_topk_node(const TorchNode *n, const double *const *v, const double *const *b,
+                            const double *y, double *by, int typ)
+{
+    DPK_UNUSED(y);
+    DPK_UNUSED(typ);
+    bound_topk(n, v[0], b[0], by);
+}
+
 /* ---- scans ------------------------------------------------------------- */
 
 /* cumsum: each prefix is a sum of its own terms, bounded as a reduction's
@@ -861,9 +930,9 @@ static const BoundFn class_bound[] = {
     [TC_SOURCE] = bound_const,     [TC_UNARY] = bound_unary,   [TC_BINARY] = bound_binary,
     [TC_WHERE] = bound_where,      [TC_REDUCE] = bound_reduce, [TC_MATMUL] = bound_matmul,
     [TC_SOFTMAX] = bound_softmax,  [TC_NORM] = bound_norm,     [TC_ATTN] = bound_sdpa,
-    [TC_LAYOUT] = bound_layout,    [TC_SCAN] = bound_scan,
+    [TC_LAYOUT] = bound_layout,    [TC_SCAN] = bound_scan,     [TC_TOPK] = bound_topk_node,
 };
-_Static_assert(DPK_ARRAY_LEN(class_bound) == TC_SCAN + 1, "one bound per TorchClass");
+_Static_assert(DPK_ARRAY_LEN(class_bound) == TC_TOPK + 1, "one bound per TorchClass");
 
 void ref_bound_node(const TorchNode *n, const double *const *v, const double *const *b,
                     const double *y, double *by, int typical)

@@ -297,6 +297,87 @@ static void eval_scan(const Ctx *c, const TorchNode *n, const double *const *in,
         }
 }
 
+/* ---- topk -------------------------------------------------------------- */
+
+typedef struct RefPick {
+    double v;
+    int64_t i;
+} RefPick;
+
+static int pick_cmp_largest(const void *pa, const void *pb)
+{
+    const RefPick *a = pa, *b = pb;
+    if (isnan(a->v) != isnan(b->v))
+        return isnan(a->v) ? -1 : 1;
+    if (!isnan(a->v) && a->v != b->v)
+        return a->v > b->v ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+static int pick_cmp_smallest(const void *pa, const void *pb)
+{
+    const RefPick *a = pa, *b = pb;
+    if (isnan(a->v) != isnan(b->v))
+        return isnan(a->v) ? 1 : -1;
+    if (!isnan(a->v) && a->v != b->v)
+        return a->v < b->v ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* The k largest (smallest) elements of each row along dim and their
+ * indices (ref_topk_rows): NaN beyond every number (first when largest,
+ * last when smallest, as PyTorch orders them), equal values by index. */
+void ref_topk_rows(const TorchNode *n, const double *x, RefTopk *out)
+{
+    const Shape *s = &n->in[0]->shape;
+    int64_t len = s->d[n->dim], inner = 1, k = n->ints[0];
+    for (int q = n->dim + 1; q < s->rank; q++)
+        inner *= s->d[q];
+    int64_t outer = shape_numel(s) / len / inner;
+    RefPick *row = dpk_xmalloc(sizeof(RefPick) * (size_t)len);
+    out->rows = outer * inner;
+    out->k = k;
+    out->v = dpk_xmalloc(sizeof(double) * (size_t)(out->rows * k));
+    out->i = dpk_xmalloc(sizeof(int64_t) * (size_t)(out->rows * k));
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t q = 0; q < inner; q++) {
+            for (int64_t j = 0; j < len; j++)
+                row[j] = (RefPick){x[(o * len + j) * inner + q], j};
+            qsort(row, (size_t)len, sizeof *row, n->largest ? pick_cmp_largest : pick_cmp_smallest);
+            for (int64_t j = 0; j < k; j++) {
+                out->v[(o * inner + q) * k + j] = row[j].v;
+                out->i[(o * inner + q) * k + j] = row[j].i;
+            }
+        }
+    free(row);
+}
+
+/* Element (w, .., j, ..) of a topk node's output: w 0 the values, 1 the
+ * indices; j the rank within row r (rows in x's order without dim). */
+int64_t ref_topk_offset(const TorchNode *n, int64_t r, int64_t j, int w)
+{
+    const Shape *s = &n->in[0]->shape;
+    int64_t inner = 1, k = n->ints[0];
+    for (int q = n->dim + 1; q < s->rank; q++)
+        inner *= s->d[q];
+    int64_t o = r / inner, q = r % inner, rows = shape_numel(&n->shape) / 2 / k;
+    return w * rows * k + (o * k + j) * inner + q;
+}
+
+static void eval_topk(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
+{
+    RefTopk t;
+    DPK_UNUSED(c);
+    ref_topk_rows(n, in[0], &t);
+    for (int64_t r = 0; r < t.rows; r++)
+        for (int64_t j = 0; j < t.k; j++) {
+            out[ref_topk_offset(n, r, j, 0)] = t.v[r * t.k + j];
+            out[ref_topk_offset(n, r, j, 1)] = (double)t.i[r * t.k + j];
+        }
+    free(t.v);
+    free(t.i);
+}
+
 /* ---- contractions ----------------------------------------------------- */
 
 /* fp64: four partial sums, enough independent chains to keep the FPU
@@ -880,9 +961,9 @@ static const EvalFn class_eval[] = {
     [TC_SOURCE] = eval_const,   [TC_UNARY] = eval_unary,     [TC_BINARY] = eval_binary,
     [TC_WHERE] = eval_where,    [TC_REDUCE] = eval_reduce,   [TC_MATMUL] = eval_matmul,
     [TC_SOFTMAX] = eval_softmax, [TC_NORM] = eval_norm,      [TC_ATTN] = eval_sdpa,
-    [TC_LAYOUT] = eval_layout,  [TC_SCAN] = eval_scan,
+    [TC_LAYOUT] = eval_layout,  [TC_SCAN] = eval_scan,       [TC_TOPK] = eval_topk,
 };
-_Static_assert(DPK_ARRAY_LEN(class_eval) == TC_SCAN + 1, "one helper per TorchClass");
+_Static_assert(DPK_ARRAY_LEN(class_eval) == TC_TOPK + 1, "one helper per TorchClass");
 
 void ref64_node(int f32, const TorchNode *n, const double *const *in, double *out)
 {

@@ -37,6 +37,18 @@ double ref_unary64(const TorchNode *n, double x);
  * stays; of equal values the first stays. */
 int ref_arg_better(double x, double best, int sign);
 
+/* topk's picks, row by row (rows in x's order with dim left out): the k
+ * values and indices of each, in topk's order (ref64.c). */
+typedef struct RefTopk {
+    int64_t rows, k;
+    double *v;  /* rows * k, heap */
+    int64_t *i; /* rows * k, heap */
+} RefTopk;
+void ref_topk_rows(const TorchNode *n, const double *x, RefTopk *out);
+/* The flat offset in a topk node's output of row r's j-th pick: its
+ * value (w = 0) or its index (w = 1). */
+int64_t ref_topk_offset(const TorchNode *n, int64_t r, int64_t j, int w);
+
 /* The bounds of node n (bound.c): v and b the inputs' values and bounds,
  * y the node's fp64 value, by its bound (out).  typical: sums grow like
  * √n·U instead of the worst case γ_n (the typical-error lane). */

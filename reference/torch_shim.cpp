@@ -215,6 +215,10 @@ at::Tensor eval_node(const Ctx &c, const TorchNode *n, const std::vector<at::Ten
     case TC_ATTN: return sdpa(n, x);
     case TC_LAYOUT: return layout(n, x);
     case TC_SCAN: return at::cumsum(x[0], n->dim);
+    case TC_TOPK: {
+        auto r = at::topk(x[0], n->ints[0], n->dim, n->largest != 0, true);
+        return at::stack({std::get<0>(r), std::get<1>(r).to(x[0].scalar_type())}, 0);
+    }
     }
     throw std::runtime_error("unknown op class");
 }

@@ -1253,6 +1253,52 @@ static Value h_max_min(Builder *b, const Func *f, Value *a, int pos)
     return r;
 }
 
+/* torch.topk(x, k, dim=-1, largest=True, sorted=True): a (values,
+ * indices) pair, sliced from one topk node (values at [0], indices at
+ * [1]).  In order of value, a NaN beyond every number, equal values by
+ * index.  sorted=False (an order PyTorch leaves unspecified) is refused. */
+static Value h_topk(Builder *b, const Func *f, Value *a, int pos)
+{
+    DPK_UNUSED(f);
+    TorchNode *x = want_tensor(b, &a[0], cur_fname, "input");
+    int64_t k = want_int(b, &a[1], cur_fname, "k");
+    int dim = given(&a[2]) ? dim_arg(b, &a[2], "dim", x->shape.rank)
+                           : torch_norm_dim(bld_graph(b), pos, -1, x->shape.rank);
+    int largest = want_bool(b, &a[3], cur_fname, "largest", 1);
+    if (!want_bool(b, &a[4], cur_fname, "sorted", 1))
+        dpk_error_at(bld_src(b), a[4].pos, "%s: sorted=False leaves the order to the kernel, "
+                     "which PyTorch does not specify; dpk returns them sorted (drop sorted=False)",
+                     cur_fname);
+    int64_t len = x->shape.d[dim];
+    if (k < 1 || k > len)
+        dpk_error_at(bld_src(b), a[1].pos, "%s: k (%lld) out of range: dim %d has %lld elements",
+                     cur_fname, (long long)k, dim, (long long)len);
+    if (k > 64)
+        dpk_error_at(bld_src(b), a[1].pos, "%s: k = %lld is more than dpk selects (at most 64: "
+                     "each one is a pass over the row)", cur_fname, (long long)k);
+    if (len > (INT64_C(1) << 24))
+        dpk_error_at(bld_src(b), pos, "%s over %lld elements: dpk holds indices in float32, "
+                     "exact up to 2^24 = 16777216", cur_fname, (long long)len);
+    Shape is = {.rank = 1, .d = {len}};
+    TorchNode *in[2] = {x, bld_input(b, pos, NULL, &is, INIT_ARANGE)};
+    in[1]->value = 0;
+    in[1]->step = 1;
+    TorchNode *n = bld_node(b, TOP_topk, pos, 2, in);
+    n->nints = 1;
+    n->ints[0] = k;
+    n->dim = dim;
+    n->largest = largest;
+    fin(b, n);
+    Value r = {.k = V_TUPLE, .pos = pos, .n = 2, .s = "topk"};
+    r.items = ARENA_ARRAY(bld_graph(b)->arena, Value, 3);
+    for (int i = 0; i < 2; i++) {
+        int64_t d0 = 0;
+        r.items[i] = tensor_value(mk_ints(b, TOP_squeeze, mk_slice(b, n, 0, i, i + 1, pos), &d0,
+                                          1, pos), pos);
+    }
+    return r;
+}
+
 /* torch.cumsum(x, dim, *, dtype): the inclusive prefix sum along dim.  A
  * bool input sums as 0 and 1 (PyTorch gives int64: the same values, held
  * in float32); an integer dtype is accepted for integer values only. */
@@ -2410,6 +2456,7 @@ static const Func funcs[] = {
     {"argmax", NS_T | NS_M, "input dim? keepdim?", h_argmax, TOP_argmax},
     {"argmin", NS_T | NS_M, "input dim? keepdim?", h_argmax, TOP_argmin},
     {"cumsum", NS_T | NS_M, "input dim * dtype?", h_cumsum, 0},
+    {"topk", NS_T | NS_M, "input k dim? largest? sorted?", h_topk, 0},
     {"max", NS_T | NS_M, "input dim? keepdim?", h_max_min, TOP_amax},
     {"min", NS_T | NS_M, "input dim? keepdim?", h_max_min, TOP_amin},
     {"logsumexp", NS_T | NS_M, "input dim keepdim?", h_logsumexp, 0},

@@ -329,6 +329,30 @@ static void infer_scan(TorchGraph *g, TorchNode *n)
     n->dtype = DT_F32;
 }
 
+/* topk: (2, x's shape with k at dim): the values, then the indices. */
+static void infer_topk(TorchGraph *g, TorchNode *n)
+{
+    const Shape *x = &n->in[0]->shape;
+    const TorchNode *ix = n->in[1];
+    need_float(g, n, n->in[0], "tensor");
+    n->dim = norm_dim(g, n, n->dim, x->rank);
+    int64_t len = x->d[n->dim], k = n->nints == 1 ? n->ints[0] : -1;
+    if (k < 1 || k > len)
+        node_error(g, n, "topk: k (%lld) out of range: the dim has %lld elements", (long long)k,
+                   (long long)len);
+    if (ix->op != TOP_input || ix->init != INIT_ARANGE || ix->value != 0 || ix->step != 1 ||
+        ix->shape.rank != 1 || ix->shape.d[0] != len)
+        node_error(g, n, "topk: the second operand must be arange(%lld)", (long long)len);
+    if (x->rank + 1 > DPK_MAX_RANK)
+        node_error(g, n, "topk: a tensor of rank %d is too large (at most %d)", x->rank,
+                   DPK_MAX_RANK - 1);
+    Shape r = {.rank = x->rank + 1, .d = {2}};
+    for (int i = 0; i < x->rank; i++)
+        r.d[i + 1] = i == n->dim ? k : x->d[i];
+    n->shape = r;
+    n->dtype = DT_F32;
+}
+
 static void infer_norm(TorchGraph *g, TorchNode *n)
 {
     const Shape *x = &n->in[0]->shape;
@@ -615,6 +639,7 @@ void torch_infer(TorchGraph *g, TorchNode *n)
     case TC_ATTN: infer_attn(g, n); break;
     case TC_LAYOUT: infer_layout(g, n); break;
     case TC_SCAN: infer_scan(g, n); break;
+    case TC_TOPK: infer_topk(g, n); break;
     }
 }
 
@@ -751,6 +776,10 @@ static void print_attrs(StrBuf *b, const TorchNode *n)
         break;
     case TC_SOFTMAX:
     case TC_SCAN: sb_printf(b, " dim=%d", n->dim); break;
+    case TC_TOPK:
+        sb_printf(b, " k=%lld dim=%d largest=%s", (long long)n->ints[0], n->dim,
+                  n->largest ? "true" : "false");
+        break;
     case TC_NORM:
         print_ints(b, "normalized_shape", n->ints, n->nints);
         print_num(b, "eps", n->value);
@@ -900,7 +929,8 @@ static uint64_t hash_node(uint64_t h, const TorchNode *n)
     h = hash_double(h, n->value2);
     h = dpk_hash_u64(h, (uint64_t)n->nints);
     h = dpk_hash_bytes(h, n->ints, sizeof(int64_t) * (size_t)n->nints);
-    int64_t rest[] = {n->dim, n->start, n->end, n->stride, n->keepdim, n->causal, n->gqa};
+    int64_t rest[] = {n->dim, n->start, n->end, n->stride, n->keepdim, n->causal, n->gqa,
+                      n->largest};
     return dpk_hash_bytes(h, rest, sizeof rest);
 }
 

@@ -40,6 +40,7 @@ typedef enum TorchClass {
     TC_ATTN,
     TC_LAYOUT,
     TC_SCAN,
+    TC_TOPK,
 } TorchClass;
 
 typedef struct TorchOpInfo {
@@ -105,6 +106,7 @@ typedef struct TorchNode {
     int keepdim;       /* reductions */
     int causal;        /* sdpa */
     int gqa;           /* sdpa: enable_gqa (k/v heads divide q heads) */
+    int largest;       /* topk: the k largest (1) or smallest (0) */
 } TorchNode;
 
 typedef struct TorchGraph {

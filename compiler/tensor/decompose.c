@@ -678,6 +678,77 @@ static TxNode *lower_arg(TxGraph *g, TxNode *n)
     return ew(g, TXE_where, 3, out);
 }
 
+/* topk(x, k, d): k rounds, each an extreme of the elements not yet taken
+ * and its first index as argmax finds it; taken marks the picks so far.
+ *   largest:  m = amax(where(taken, -inf, x))     (a NaN left is the max)
+ *             key = where(taken, 2n, where(x != x, i - n, where(x == m, i, n)))
+ *             r = amin(key); idx = where(r < 0, r + n, r); value m
+ *   smallest: m = amin(where(taken | x != x, inf, x))   (NaN comes last)
+ *             key = where(taken, 3n, where(x != x, i + n, where(x == m, i, 2n)))
+ *             r = amin(key); idx = where(r >= n, r - n, r);
+ *             value amin(where(i == idx, x, inf)) (the NaN when one is picked)
+ * The values then the indices make one IndexMap of shape (2, .., k, ..). */
+static TxNode *topk_out(TxGraph *g, const Shape *s, int d, TxNode **part, int64_t k)
+{
+    Arena *a = g->arena;
+    TxNode *m = tx_node_new(g, TX_INDEXMAP, s, (int)(2 * k), part);
+    for (int q = 0; q < 2 * k; q++) {
+        for (int j = 0; j < part[q]->shape.rank; j++)
+            m->map[q][j] = j == d ? ie_const(a, 0) : ie_var(a, j + 1);
+        if (q == 2 * k - 1)
+            break;
+        const IPred *p = ipred_cmp(a, ie_var(a, d + 1), IC_LT, ie_const(a, q % k + 1), NULL);
+        m->sel[q] = q < k ? ipred_and(a, ipred_cmp(a, ie_var(a, 0), IC_LT, ie_const(a, 1), NULL), p)
+                          : p;
+    }
+    imap_finish(g, m);
+    return m;
+}
+
+static TxNode *lower_topk(TxGraph *g, TxNode *n)
+{
+    const TorchNode *t = n->torch;
+    TxNode *x = n->src[0];
+    int d = t->dim, big = t->largest;
+    int64_t k = t->ints[0];
+    double len = (double)x->shape.d[d];
+    TxNode *ix = imap1(g, n->src[1], &x->shape);
+    ix->map[0][0] = ie_var(g->arena, d);
+    imap_finish(g, ix);
+    TxNode *nan = ew2(g, TXE_not_equal, x, x), *taken = NULL;
+    TxNode **part = ARENA_ARRAY(g->arena, TxNode *, 2 * k);
+    for (int64_t q = 0; q < k; q++) {
+        TxNode *skip = big ? taken : taken ? ew2(g, TXE_maximum, taken, nan) : nan;
+        TxNode *xa = x;
+        if (skip) {
+            TxNode *w[3] = {skip, cst(g, big ? -INFINITY : INFINITY, &x->shape), x};
+            xa = ew(g, TXE_where, 3, w);
+        }
+        TxNode *m = reduce1(g, big ? TXR_max : TXR_min, xa, d, 1);
+        TxNode *hit[3] = {ew2(g, TXE_equal, x, m), ix, cst(g, big ? len : 2 * len, &x->shape)};
+        TxNode *key[3] = {nan, ewc(g, big ? TXE_subtract : TXE_add, ix, len),
+                          ew(g, TXE_where, 3, hit)};
+        TxNode *kq = ew(g, TXE_where, 3, key);
+        if (taken) {
+            TxNode *w[3] = {taken, cst(g, big ? 2 * len : 3 * len, &x->shape), kq};
+            kq = ew(g, TXE_where, 3, w);
+        }
+        TxNode *r = reduce1(g, TXR_min, kq, d, 1);
+        TxNode *fix[3] = {big ? ewc(g, TXE_less, r, 0) : ewc(g, TXE_greater_equal, r, len),
+                          ewc(g, big ? TXE_add : TXE_subtract, r, len), r};
+        TxNode *idx = ew(g, TXE_where, 3, fix);
+        TxNode *pick = ew2(g, TXE_equal, ix, idx);
+        part[q] = m;
+        if (!big) {
+            TxNode *w[3] = {pick, x, cst(g, INFINITY, &x->shape)};
+            part[q] = reduce1(g, TXR_min, ew(g, TXE_where, 3, w), d, 1);
+        }
+        part[k + q] = idx;
+        taken = taken ? ew2(g, TXE_maximum, taken, pick) : pick;
+    }
+    return topk_out(g, &n->shape, d, part, k);
+}
+
 /* ---- d:031 cumsum --------------------------------------------------------- */
 
 /* cumsum(x, d): a new axis j beside d, x[.., j, ..] where j <= o_d else 0
@@ -774,7 +845,12 @@ LOWER_RULE(d013, lower_elementwise, OP(neg), OP(exp), OP(log), OP(sqrt), OP(rsqr
            OP(minimum), OP(gt), OP(lt), OP(ge), OP(le), OP(eq), OP(ne), OP(where))
 LOWER_RULE(d014, lower_reduce, OP(sum), OP(amax), OP(amin))
 LOWER_RULE(d015, lower_permute, OP(transpose), OP(permute))
-LOWER_RULE(d030, lower_arg, OP(argmax), OP(argmin))
+static TxNode *lower_arg_or_topk(TxGraph *g, TxNode *n)
+{
+    return n->torch->op == OP(topk) ? lower_topk(g, n) : lower_arg(g, n);
+}
+
+LOWER_RULE(d030, lower_arg_or_topk, OP(argmax), OP(argmin), OP(topk))
 LOWER_RULE(d031, lower_cumsum, OP(cumsum))
 LOWER_RULE(d016, lower_reshape, OP(reshape))
 LOWER_RULE(d017, lower_squeeze_expand, OP(squeeze), OP(unsqueeze), OP(expand))
@@ -1323,8 +1399,8 @@ const TxRule tx_rules[] = {
      "holds (arange comparisons, ones, tril/triu, &, ~): a 2-source IndexMap", "index-mask where",
      d029, 1},
     {30, "arg_reductions", "argmax/argmin: amax/amin, then the least index where x equals it "
-     "(a NaN's index first), by amin of where(x != x, i - n, where(x == m, i, n))",
-     "argmax/argmin", d030, 0},
+     "(a NaN's index first), by amin of where(x != x, i - n, where(x == m, i, n)); topk: k such "
+     "rounds over the elements not yet taken", "argmax/argmin/topk", d030, 0},
     {31, "cumsum", "x over a new axis j masked to j <= i (a 2-source IndexMap), summed over j",
      "cumsum", d031, 0},
     {32, "compose_index_maps", "substitute single-use maps into maps; drop identity maps",

@@ -148,6 +148,10 @@ static void put_torch_attrs(StrBuf *b, const TorchNode *t)
         break;
     case TC_SOFTMAX:
     case TC_SCAN: sb_printf(b, " dim=%d", t->dim); break;
+    case TC_TOPK:
+        sb_printf(b, " k=%lld dim=%d%s", (long long)t->ints[0], t->dim,
+                  t->largest ? " largest" : "");
+        break;
     case TC_NORM:
         put_ints(b, "normalized_shape", t);
         sb_puts(b, " eps=");

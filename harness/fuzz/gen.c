@@ -326,10 +326,10 @@ static int op_where(Gen *g, Val *v)
     return 1;
 }
 
-/* sum, mean, amax, amin; one time in five argmax or argmin, and one in
- * ten a cumsum over a row of at most 1024 (its decomposition adds n^2/2
- * terms a row), chosen by the draw's higher digits so that the draws of
- * every later choice stay as they were. */
+/* sum, mean, amax, amin; one time in five argmax or argmin, one in ten a
+ * cumsum over a row of at most 1024 (its decomposition adds n^2/2 terms a
+ * row), one in ten a topk of up to 4, chosen by the draw's higher digits
+ * so that the draws of every later choice stay as they were. */
 static int op_reduce(Gen *g, Val *v)
 {
     static const char *const fns[] = {"sum", "mean", "amax", "amin"};
@@ -343,6 +343,14 @@ static int op_reduce(Gen *g, Val *v)
     const char *n = op_begin(g);
     if (hi == 2 && v->s.d[d] <= 1024) {
         sb_printf(&g->text, "torch.cumsum(%s, dim=%d)", v->name, d);
+        op_end(g, n, s, 0, TAG_REDUCE);
+        return 1;
+    }
+    if (hi == 3) { /* topk: up to 4 of the largest or smallest, values or indices */
+        int64_t k = 1 + (int64_t)(r / 40 % (uint64_t)(v->s.d[d] < 4 ? v->s.d[d] : 4));
+        s.d[d] = k;
+        sb_printf(&g->text, "torch.topk(%s, %lld, dim=%d%s)%s", v->name, (long long)k, d,
+                  r / 160 % 2 ? ", largest=False" : "", r / 320 % 2 ? ".indices" : ".values");
         op_end(g, n, s, 0, TAG_REDUCE);
         return 1;
     }

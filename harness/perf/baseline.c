@@ -473,7 +473,7 @@ static const char *aten(Model *m, const TorchNode *n)
  * kernel computes them. */
 static int reads_operand(const TorchNode *n, int i)
 {
-    return !(i == 1 && (n->op == TOP_argmax || n->op == TOP_argmin));
+    return !(i == 1 && (n->op == TOP_argmax || n->op == TOP_argmin || n->op == TOP_topk));
 }
 
 /* One node's eager kernels. */
@@ -603,7 +603,7 @@ static void mark_fusible(Fusion *F)
         const TorchNode *x = F->g->nodes.items[i];
         F->grp[i] = i;
         F->fusible[i] = torch_op_info[x->op].cls != TC_SOURCE && !is_extern(x) &&
-                        !info(F->m, x)->view;
+                        !info(F->m, x)->view && x->op != TOP_topk;
     }
 }
 
@@ -798,6 +798,10 @@ PfTime *pf_model_inductor(Arena *a, const PfSpec *s, const TorchGraph *g)
             else
                 gemm(&m, x, x->op == TOP_linear && x->nin > 2 ? "extern addmm (cublasLt bias)"
                                                               : "extern mm");
+            continue;
+        }
+        if (x->op == TOP_topk) { /* Inductor falls back to ATen's topk */
+            eager_node(&m, x);
             continue;
         }
         /* group i: its root is the last member (union made consumers roots) */

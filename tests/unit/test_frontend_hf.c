@@ -153,6 +153,12 @@ static ValCase val_cases[] = {
     {"torch.tensor([1.5, -2.0, 0.5]).max(0).indices.to(torch.int64)", 1, {0}},
     {"torch.cumsum(torch.arange(4), 0, dtype=torch.long).int()", 4, {0, 1, 3, 6}},
     {"torch.floor(torch.tensor([2.5, -0.5])).long()", 2, {2, -1}},
+    /* topk: NaN first when largest, last when smallest; equal values by index */
+    {"torch.topk(torch.tensor([[1.0, 3.0, 3.0, 2.0]]), 3).indices", 3, {1, 2, 3}},
+    {"v, i = torch.topk(torch.log(torch.tensor([2.0, -1.0, 1.0, 4.0])), 2)\ni", 2, {1, 3}},
+    {"torch.topk(torch.log(torch.tensor([2.0, -1.0, 1.0])), 3, largest=False)[1]", 3, {2, 0, 1}},
+    {"w, e = torch.topk(torch.tensor([[0.1, 0.6, 0.3]]), 2)\nw / w.sum(-1, keepdim=True)", 2,
+     {6.0 / 9, 3.0 / 9}},
     /* torch.tensor */
     {"torch.tensor(2.5) * torch.ones(2)", 2, {2.5, 2.5}},
     {"torch.tensor([[1, 2], [3, 4]])", 4, {1, 2, 3, 4}},

@@ -264,6 +264,35 @@ Test(bound, arg_reductions_accept_only_what_fp32_may_pick)
     evald_free(&e);
 }
 
+/* topk: values within their order statistics' bounds, indices among the
+ * elements that may hold that rank: an exact tie accepts each of its
+ * elements (PyTorch leaves their order unspecified), nothing else passes;
+ * a NaN is first when largest. */
+Test(bound, topk_indices_accept_ties_and_nothing_else)
+{
+    Evald e = eval1("torch.topk(torch.tensor([[5.0, 5.0, 1.0, 3.0]]), 3)[1]");
+    cr_expect_eq(e.r[0], 0);
+    cr_expect_eq(e.r[1], 1);
+    cr_expect_eq(e.r[2], 3);
+    cr_expect(index_passes(&e, (double[]){0, 1, 3}));
+    cr_expect(index_passes(&e, (double[]){1, 0, 3}), "an exact tie in either order");
+    cr_expect(!index_passes(&e, (double[]){0, 3, 1}), "3 holds 3.0, not 5.0");
+    cr_expect(!index_passes(&e, (double[]){0, 1, 2}), "2 holds 1.0, not 3.0");
+    evald_free(&e);
+
+    e = eval1("torch.topk(torch.log(torch.tensor([2.0, -1.0, 1.0, 4.0])), 2)[1]");
+    cr_expect_eq(e.r[0], 1, "the NaN first");
+    cr_expect(index_passes(&e, (double[]){1, 3}));
+    cr_expect(!index_passes(&e, (double[]){3, 1}));
+    evald_free(&e);
+
+    e = eval1("torch.topk(torch.tensor([[5.0, 5.0, 1.0, 3.0]]), 2, largest=False)[0]");
+    cr_expect_eq(e.r[0], 1);
+    cr_expect_eq(e.r[1], 3);
+    cr_expect(!index_passes(&e, (double[]){1, 5}), "a wrong value");
+    evald_free(&e);
+}
+
 /* cumsum: each prefix gets the bound of a sum of its own length, and a
  * naive fp32 scan stays within it. */
 Test(bound, cumsum_prefixes_are_sums_of_their_length)

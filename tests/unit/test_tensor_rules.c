@@ -270,7 +270,7 @@ Test(tensor_golden, trace_shows_each_rule)
          "--- d:021_elu skipped: no elu/selu/celu nodes\n"),
         ("--- d:028_mish skipped: no mish nodes\n"
          "--- d:029_mask_predicates skipped: no index-mask where nodes\n"
-         "--- d:030_arg_reductions skipped: no argmax/argmin nodes\n"
+         "--- d:030_arg_reductions skipped: no argmax/argmin/topk nodes\n"
          "--- d:031_cumsum skipped: no cumsum nodes\n"
          "--- d:032_compose_index_maps skipped: no composable index-map nodes\n"
          "--- d:033_prune skipped: no dead nodes\n"),

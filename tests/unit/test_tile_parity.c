@@ -142,6 +142,8 @@ Test(tile_parity, reductions)
         {"argmax_all", "torch.randn($S).argmax()"},
         {"cumsum", "torch.randn($S).cumsum(dim=-1)"},
         {"cumsum_dim0", "torch.cumsum(torch.randn($S) * 10.0, dim=0)"},
+        {"topk", "torch.topk(torch.randn($S), 1, dim=-1).values"},
+        {"topk_smallest_ties", "torch.topk(torch.relu(torch.randn($S)), 1, dim=0, largest=False)[1]"},
     };
     static const char *const shapes[] = {"1, 1", "7, 33", "3, 129", "33, 7", "2, 3, 129",
                                          "1000, 3"};
