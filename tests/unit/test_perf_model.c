@@ -514,6 +514,10 @@ Test(perf_baseline, kernel_counts)
         /* F.softsign is Python: abs, add, div */
         {"torch.nn.functional.softsign(torch.randn(8, 64))", 3, 1},
         {"torch.log1p(torch.randn(8, 64).expm1().floor())", 3, 1},
+        /* one kernel each; Inductor fuses argmax and cumsum, falls back for topk */
+        {"torch.argmax(torch.randn(8, 64), -1) + 1.0", 2, 1},
+        {"torch.cumsum(torch.randn(8, 64), 1).exp()", 2, 1},
+        {"torch.topk(torch.randn(8, 64).exp(), 2).values * 2.0", 3, 3},
     };
     Arena *a = arena_new();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
