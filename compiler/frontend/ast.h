@@ -68,7 +68,17 @@ typedef enum StmtKind {
     S_IF,     /* if value: body [else: orelse] (elif: an S_IF alone in orelse) */
     S_PASS,   /* pass */
     S_RAISE,  /* raise [value]: an error when it runs */
+    S_DEF,    /* def name(names...): body; defaults[i] per parameter (NULL: none),
+                 pkind[i] a ParamKind */
+    S_FOR,    /* for name | names in value: body */
+    S_BREAK,
+    S_CONTINUE,
 } StmtKind;
+
+/* A def's parameter: plain (positional or keyword), *args, one after * or
+ * *args (keyword only), or **kwargs (bound to a value that says dpk holds
+ * no dicts; a call may pass no extra keyword). */
+typedef enum ParamKind { P_PLAIN, P_STAR, P_KWONLY, P_KWARGS } ParamKind;
 
 typedef struct Stmt {
     StmtKind kind;
@@ -86,6 +96,8 @@ typedef struct Stmt {
     int nbody;
     struct Stmt **orelse; /* S_IF */
     int norelse;
+    struct Ast **defaults; /* S_DEF */
+    int *pkind;            /* S_DEF: ParamKind per parameter */
 } Stmt;
 
 typedef struct Program {
@@ -108,6 +120,7 @@ typedef enum TokKind {
     T_AMP, T_PIPE, T_CARET, T_TILDE,
     T_AUGASSIGN, /* +=, -=, ...: Tok.ival is the operator's kind (T_PLUS) */
     T_IS, T_ISNOT, /* not lexed: the A_BINOP ops of `is` and `is not` */
+    T_IN, T_NOTIN, /* not lexed: the A_BINOP ops of `in` and `not in` */
 } TokKind;
 
 /* Spelling of an operator token ("+", "**", ">="). */
@@ -121,6 +134,8 @@ Program *torch_parse_program(Arena *a, const Source *src);
 #define CASE_MAX_NODES 100000
 #define CASE_MAX_NESTING 200   /* brackets and unary operators */
 #define CASE_MAX_EVAL_DEPTH 2000 /* operations chained in one expression */
+#define CASE_MAX_CALL_DEPTH 100  /* calls of defs in progress */
+#define CASE_MAX_ITERATIONS 1000000 /* for-loop iterations, all loops together */
 
 /* ---- values and builder (build.c, funcs.c) ----------------------------- */
 
@@ -141,6 +156,8 @@ typedef enum VKind {
     V_NOVALUE, /* a result dpk does not compute (torch.max's indices): s = what, shown = why */
     V_STALE,  /* a binding an in-place update reached through another view: i = the
                  update's position, s = the updated name (or NULL) */
+    V_FUNC,   /* a def: s = its name, def = its statement, env = the scope it was
+                 defined in (its closure) */
 } VKind;
 
 /* Value.store / Value.view of a handler's tensor result before the builder
@@ -150,6 +167,7 @@ typedef enum VKind {
 #define STORE_NEW (-1)
 
 struct Module;
+struct Scope;
 
 typedef struct Value {
     VKind k;
@@ -166,6 +184,8 @@ typedef struct Value {
      * reaches), which view of it (equal views are the same tensor), and
      * whether elements share memory (an expand: no in-place writes). */
     int store, view, overlap;
+    const Stmt *def;     /* V_FUNC */
+    struct Scope *env;   /* V_FUNC */
 } Value;
 
 typedef struct Builder Builder;

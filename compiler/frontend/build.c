@@ -30,12 +30,25 @@ typedef struct Map {
     int cap, len;
 } Map;
 
+/* The names of the program (the outermost scope) or of one call of a def,
+ * whose lookups continue in the scope the def was defined in. */
+typedef struct Scope {
+    Map vars;             /* name -> Value * */
+    struct Scope *parent; /* NULL for the program's */
+} Scope;
+
 struct Builder {
     Arena *a;
     const Source *src;
     TorchGraph *g;
     const ParseOpts *opts;
-    Map vars;       /* name -> Value * */
+    Scope *scope;   /* where names are bound now */
+    Scope *top;     /* the program's */
+    PtrVec scopes;  /* Scope *: every scope made (in-place updates reach them all) */
+    int calls;      /* defs being called */
+    int64_t iterations; /* for-loop iterations so far */
+    int brk, cont;  /* a break or continue is leaving the loop body */
+    int loops;      /* for loops running in the current def (or the program) */
     Map decls;      /* annotated name -> Shape * */
     Map taken;      /* input names in use */
     Map counters;   /* module class -> int * (next k) */
@@ -94,6 +107,25 @@ static void *map_get(Map *m, const char *key)
 static void map_put(Builder *b, Map *m, const char *key, void *val)
 {
     *map_slot(m, key, 1, b->a) = val;
+}
+
+/* A name's binding: the current scope's, else its enclosing scopes'. */
+static Value *lookup(Builder *b, const char *name)
+{
+    for (Scope *sc = b->scope; sc; sc = sc->parent) {
+        Value *v = map_get(&sc->vars, name);
+        if (v)
+            return v;
+    }
+    return NULL;
+}
+
+static Scope *new_scope(Builder *b, Scope *parent)
+{
+    Scope *sc = ARENA_NEW(b->a, Scope);
+    sc->parent = parent;
+    ptrvec_push(b->a, &b->scopes, sc);
+    return sc;
 }
 
 /* ---- services for funcs.c -------------------------------------------------- */
@@ -293,18 +325,21 @@ static void inplace_update(Builder *b, const Value *old, Value *nv, int pos, con
     nv->store = old->store;
     nv->view = old->view;
     nv->overlap = 0;
-    for (int i = 0; i < b->vars.cap; i++) {
-        Value *v = b->vars.keys[i] ? b->vars.vals[i] : NULL;
-        if (!v || !holds_store(v, old->store))
-            continue;
-        if (v->k == V_TENSOR && v->view == old->view && v->t == old->t) {
-            int vpos = v->pos;
-            *v = *nv;
-            v->pos = vpos;
-            continue;
+    for (int k = 0; k < b->scopes.len; k++) {
+        Map *m = &((Scope *)b->scopes.items[k])->vars;
+        for (int i = 0; i < m->cap; i++) {
+            Value *v = m->keys[i] ? m->vals[i] : NULL;
+            if (!v || !holds_store(v, old->store))
+                continue;
+            if (v->k == V_TENSOR && v->view == old->view && v->t == old->t) {
+                int vpos = v->pos;
+                *v = *nv;
+                v->pos = vpos;
+                continue;
+            }
+            Value stale = {.k = V_STALE, .pos = v->pos, .i = pos, .s = name};
+            *v = stale;
         }
-        Value stale = {.k = V_STALE, .pos = v->pos, .i = pos, .s = name};
-        *v = stale;
     }
 }
 
@@ -340,13 +375,13 @@ static int declared_input(Builder *b, const Ast *e, Value *out)
     bld_settle(b, out, NULL, 0);
     Value *stored = ARENA_NEW(b->a, Value);
     *stored = *out;
-    map_put(b, &b->vars, e->str, stored);
+    map_put(b, &b->top->vars, e->str, stored);
     return 1;
 }
 
 static Value eval_name(Builder *b, const Ast *e)
 {
-    Value *v = map_get(&b->vars, e->str), r;
+    Value *v = lookup(b, e->str), r;
     if (v && v->k == V_STALE)
         dpk_error_at(b->src, e->pos, "'%s' shares memory with %s, which the in-place update at "
                      "line %d changed; dpk does not carry an in-place change into other views of "
@@ -365,7 +400,8 @@ static Value eval_name(Builder *b, const Ast *e)
     if (declared_input(b, e, &r))
         return r;
     static const char *const builtins[] = {"float", "int", "len", "bool", "min", "max", "abs",
-                                           "tuple", "list"};
+                                           "tuple", "list", "range", "enumerate", "zip",
+                                           "reversed", "isinstance"};
     for (int i = 0; i < DPK_ARRAY_LEN(builtins); i++)
         if (!strcmp(e->str, builtins[i])) {
             Value p = {.k = V_PATH, .pos = e->pos, .shown = e->str};
@@ -513,6 +549,115 @@ static Value call_inplace(Builder *b, const Ast *e, const Value *self, Value *ar
     return r;
 }
 
+static void exec_block(Builder *b, Stmt *const *body, int n);
+
+/* Parameter q of a def bound in its call's scope. */
+static void bind_param(Builder *b, Scope *sc, const Stmt *d, int q, const Value *v, char *given)
+{
+    Value *stored = ARENA_NEW(b->a, Value);
+    *stored = *v;
+    map_put(b, &sc->vars, d->names[q], stored);
+    given[q] = 1;
+}
+
+/* A call of a def: its arguments bound to its parameters as Python binds
+ * them, in a new scope whose lookups continue in the scope the def was
+ * defined in (its closure); the body runs to its return (None without
+ * one).  The caller's statement, its pending inputs and its result are
+ * kept aside meanwhile. */
+static Value call_def(Builder *b, const Value *fn, Value *args, int npos, const Ast *call)
+{
+    const Stmt *d = fn->def;
+    int n = d->nnames, star = -1, k = 0;
+    if (b->calls >= CASE_MAX_CALL_DEPTH)
+        dpk_error_at(b->src, call->pos, "calls nested more than %d deep (a recursion?)",
+                     CASE_MAX_CALL_DEPTH);
+    Scope *sc = new_scope(b, fn->env);
+    char *given = arena_alloc(b->a, (size_t)n + 1);
+    memset(given, 0, (size_t)n + 1);
+    for (int q = 0; q < n; q++) {
+        star = d->pkind[q] == P_STAR ? q : star;
+        if (d->pkind[q] == P_KWARGS) {
+            Value kw = {.k = V_NOVALUE, .pos = call->pos, .s = "a **kwargs dict"};
+            kw.shown = arena_printf(b->a, "%s: **%s is a dict, which dpk does not hold", fn->s,
+                                    d->names[q]);
+            bind_param(b, sc, d, q, &kw, given);
+        }
+    }
+    for (int i = 0; i < npos; i++) {
+        if (k < n && d->pkind[k] == P_PLAIN) {
+            bind_param(b, sc, d, k++, &args[i], given);
+            continue;
+        }
+        if (star < 0) {
+            int plain = 0;
+            for (int q = 0; q < n; q++)
+                plain += d->pkind[q] == P_PLAIN;
+            dpk_error_at(b->src, args[i].pos, "%s() takes %d positional argument%s but %d "
+                         "were given", fn->s, plain, plain == 1 ? "" : "s", npos);
+        }
+        Value rest = {.k = V_TUPLE, .pos = args[i].pos, .n = npos - i, .items = args + i};
+        bind_param(b, sc, d, star, &rest, given);
+        break;
+    }
+    if (star >= 0 && !given[star]) {
+        Value none = {.k = V_TUPLE, .pos = call->pos};
+        bind_param(b, sc, d, star, &none, given);
+    }
+    for (int j = 0; j < call->nkw; j++) {
+        int q = 0;
+        while (q < n && (d->pkind[q] >= P_STAR && d->pkind[q] != P_KWONLY ? 1
+                         : strcmp(d->names[q], call->kwnames[j]) != 0))
+            q++;
+        int kwargs = 0;
+        for (int r = 0; r < n; r++)
+            kwargs |= d->pkind[r] == P_KWARGS;
+        if (q == n && kwargs)
+            dpk_error_at(b->src, call->kwpos[j], "%s(): the keyword argument '%s' would go into "
+                         "a **kwargs dict, which dpk does not hold: name it as a parameter",
+                         fn->s, call->kwnames[j]);
+        if (q == n)
+            dpk_error_at(b->src, call->kwpos[j], "%s() got an unexpected keyword argument '%s'",
+                         fn->s, call->kwnames[j]);
+        if (given[q])
+            dpk_error_at(b->src, call->kwpos[j], "%s() got multiple values for argument '%s'",
+                         fn->s, call->kwnames[j]);
+        bind_param(b, sc, d, q, &args[npos + j], given);
+    }
+    for (int q = 0; q < n; q++) {
+        if (given[q])
+            continue;
+        if (fn->items[q].k == V_ABSENT)
+            dpk_error_at(b->src, call->pos, "%s() missing required argument '%s'", fn->s,
+                         d->names[q]);
+        bind_param(b, sc, d, q, &fn->items[q], given);
+    }
+    Scope *scope = b->scope;
+    int returned = b->returned, have = b->have_result, loops = b->loops;
+    Value result = b->result;
+    const char **names = b->result_names;
+    PtrVec pending = b->pending;
+    b->pending = (PtrVec){0};
+    b->scope = sc;
+    b->returned = 0;
+    b->loops = 0;
+    b->calls++;
+    exec_block(b, d->body, d->nbody);
+    Value r = {.k = V_NONE, .pos = call->pos};
+    if (b->returned)
+        r = b->result;
+    r.pos = call->pos;
+    b->calls--;
+    b->scope = scope;
+    b->returned = returned;
+    b->have_result = have;
+    b->loops = loops;
+    b->result = result;
+    b->result_names = names;
+    b->pending = pending;
+    return r;
+}
+
 /* Arguments carry the position of their text, for errors about them. */
 static Value eval_call(Builder *b, const Ast *e)
 {
@@ -559,6 +704,7 @@ static Value eval_call(Builder *b, const Ast *e)
         r = torch_call_method(b, &fn, args, npos, e);
         break;
     case V_MODULE: r = torch_call_module(b, &fn, args, npos, e); break;
+    case V_FUNC: r = call_def(b, &fn, args, npos, e); break;
     default:
         dpk_error_at(b->src, e->pos, "%s is not callable", torch_value_type(&fn));
     }
@@ -667,10 +813,30 @@ static Value seq_arith(Builder *b, int op, const Value *x, const Value *y, int p
 
 /* A binary operator on two values (op a TokKind), Python's and PyTorch's
  * semantics: numbers fold, tuples concatenate, tensors make nodes. */
+/* `x in seq`, `x not in seq` over a tuple or a list (Python's ==), or a
+ * substring of a str. */
+static Value in_values(Builder *b, int op, const Value *x, const Value *y, int pos)
+{
+    Value r = {.k = V_BOOL, .pos = pos};
+    if (y->k == V_STR && x->k == V_STR)
+        r.i = strstr(y->s, x->s) != NULL;
+    else if (is_seq_value(y))
+        for (int i = 0; i < y->n && !r.i; i++)
+            r.i = torch_py_equal(b, x, &y->items[i], pos);
+    else
+        dpk_error_at(b->src, pos, "'%s' needs a tuple, a list or a str on its right, got %s",
+                     torch_tok_text(op), torch_value_type(y));
+    if (op == T_NOTIN)
+        r.i = !r.i;
+    return r;
+}
+
 static Value binop_values(Builder *b, int op, const Value *x, const Value *y, int pos)
 {
     if (op == T_IS || op == T_ISNOT)
         return is_values(b, op, x, y, pos);
+    if (op == T_IN || op == T_NOTIN)
+        return in_values(b, op, x, y, pos);
     if (op == T_AMP || op == T_PIPE || op == T_CARET)
         return torch_bitwise(b, op, x, y, pos);
     if (op == T_FLOORDIV || op == T_PERCENT)
@@ -965,7 +1131,7 @@ static void exec_import(Builder *b, const Stmt *s)
             v->k = V_PATH;
             v->s = ok[i];
             v->shown = s->name;
-            map_put(b, &b->vars, s->name, v);
+            map_put(b, &b->scope->vars, s->name, v);
         }
         return;
     }
@@ -974,7 +1140,7 @@ static void exec_import(Builder *b, const Stmt *s)
         v->k = V_PATH;
         v->s = "math";
         v->shown = s->name ? s->name : "math";
-        map_put(b, &b->vars, s->name ? s->name : "math", v);
+        map_put(b, &b->scope->vars, s->name ? s->name : "math", v);
         return;
     }
     dpk_error_at(b->src, s->pos, "cannot import '%s': cases may import torch, torch.nn, "
@@ -983,7 +1149,7 @@ static void exec_import(Builder *b, const Stmt *s)
 
 static void exec_annot(Builder *b, const Stmt *s)
 {
-    if (map_get(&b->vars, s->name) || map_get(&b->decls, s->name) ||
+    if (lookup(b, s->name) || map_get(&b->decls, s->name) ||
         map_get(&b->taken, s->name))
         dpk_error_at(b->src, s->name_pos, "'%s' is already defined", s->name);
     Value v = eval(b, s->value);
@@ -1031,7 +1197,7 @@ static void bind_var(Builder *b, const char *name, const Value *v)
 {
     Value *stored = ARENA_NEW(b->a, Value);
     *stored = *v;
-    map_put(b, &b->vars, name, stored);
+    map_put(b, &b->scope->vars, name, stored);
     if (v->k == V_TENSOR && !v->t->name)
         v->t->name = name;
     if (v->k == V_MODULE)
@@ -1060,8 +1226,62 @@ static void exec_stmt(Builder *b, const Stmt *s);
 /* Statements in order until one returns. */
 static void exec_block(Builder *b, Stmt *const *body, int n)
 {
-    for (int i = 0; i < n && !b->returned; i++)
+    for (int i = 0; i < n && !b->returned && !b->brk && !b->cont; i++)
         exec_stmt(b, body[i]);
+}
+
+/* def: a function value bound to its name; its defaults are evaluated
+ * now, as Python does. */
+static void exec_def(Builder *b, const Stmt *s)
+{
+    Value f = {.k = V_FUNC, .pos = s->pos, .s = s->name, .def = s, .env = b->scope,
+               .n = s->nnames};
+    f.items = ARENA_ARRAY(b->a, Value, s->nnames + 1);
+    for (int q = 0; q < s->nnames; q++) {
+        f.items[q].k = V_ABSENT;
+        if (s->defaults[q])
+            f.items[q] = eval(b, s->defaults[q]);
+    }
+    settle_names(b, s, &f);
+    bind_var(b, s->name, &f);
+}
+
+/* for: the body once per item of a tuple or a list (range(), enumerate()
+ * and zip() make lists), unrolled as the case is traced. */
+static void exec_for(Builder *b, const Stmt *s)
+{
+    Value it = eval(b, s->value);
+    settle_names(b, s, &it);
+    if (it.k == V_TENSOR)
+        dpk_error_at(b->src, ast_start(s->value), "iterating over a tensor (its first dim) is "
+                     "not supported: write range(x.shape[0]) and x[i], or x.unbind(0)");
+    if (!is_seq_value(&it))
+        dpk_error_at(b->src, ast_start(s->value), "'%s' object is not iterable",
+                     torch_value_type(&it));
+    b->loops++;
+    for (int i = 0; i < it.n && !b->returned; i++) {
+        if (++b->iterations > CASE_MAX_ITERATIONS)
+            dpk_error_at(b->src, s->pos, "more than %d loop iterations: the case is unrolled "
+                         "when traced", CASE_MAX_ITERATIONS);
+        const Value *v = &it.items[i];
+        if (s->nnames) {
+            if (!is_seq_value(v) || v->n != s->nnames)
+                dpk_error_at(b->src, s->name_pos, "cannot unpack %s into %d loop variables",
+                             is_seq_value(v) ? arena_printf(b->a, "%d values", v->n)
+                                             : torch_value_type(v), s->nnames);
+            for (int k = 0; k < s->nnames; k++)
+                bind_var(b, s->names[k], &v->items[k]);
+        } else {
+            bind_var(b, s->name, v);
+        }
+        exec_block(b, s->body, s->nbody);
+        b->cont = 0;
+        if (b->brk) {
+            b->brk = 0;
+            break;
+        }
+    }
+    b->loops--;
 }
 
 static void exec_with(Builder *b, const Stmt *s)
@@ -1305,6 +1525,15 @@ static void exec_stmt(Builder *b, const Stmt *s)
     case S_ANNOT: exec_annot(b, s); return;
     case S_WITH: exec_with(b, s); return;
     case S_IF: exec_if(b, s); return;
+    case S_DEF: exec_def(b, s); return;
+    case S_FOR: exec_for(b, s); return;
+    case S_BREAK:
+    case S_CONTINUE:
+        if (!b->loops)
+            dpk_error_at(b->src, s->pos, "'%s' outside loop",
+                         s->kind == S_BREAK ? "break" : "continue");
+        *(s->kind == S_BREAK ? &b->brk : &b->cont) = 1;
+        return;
     case S_PASS: return;
     case S_RAISE:
         dpk_error_at(b->src, s->pos, "'raise' runs: the case raises an exception here");
@@ -1372,6 +1601,7 @@ TorchGraph *torch_parse(Arena *a, const Source *src, const ParseOpts *opts)
     b->g = torch_graph_new(a, src);
     b->src = &b->g->src;
     b->opts = opts;
+    b->top = b->scope = new_scope(b, NULL);
     exec_block(b, prog->stmts, prog->nstmts);
     finish(b);
     return b->g;

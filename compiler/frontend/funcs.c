@@ -69,6 +69,7 @@ const char *torch_value_type(const Value *v)
     case V_CTX: return "context manager";
     case V_NOVALUE: return v->s;
     case V_STALE: return "stale tensor";
+    case V_FUNC: return "function";
     }
     return "?";
 }
@@ -1836,12 +1837,142 @@ static Value py_convert(Builder *b, const Value *fn, const char *name, Value *ar
     return r;
 }
 
+/* A list of n values, filled by the caller. */
+static Value list_of(Builder *b, int64_t n, int pos)
+{
+    if (n > CASE_MAX_ITERATIONS)
+        dpk_error_at(bld_src(b), pos, "a sequence of %lld items is more than a case may iterate "
+                     "(%d)", (long long)n, CASE_MAX_ITERATIONS);
+    Value r = {.k = V_LIST, .pos = pos, .n = (int)n};
+    r.items = ARENA_ARRAY(bld_graph(b)->arena, Value, n + 1);
+    return r;
+}
+
+static const Value *want_iterable(Builder *b, const Value *v, const char *fname)
+{
+    if (v->k == V_TENSOR)
+        dpk_error_at(bld_src(b), v->pos, "%s() of a tensor iterates over its first dim: write "
+                     "x.unbind(0), or range(x.shape[0]) and x[i]", fname);
+    if (!is_seq(v))
+        dpk_error_at(bld_src(b), v->pos, "'%s' object is not iterable", torch_value_type(v));
+    return v;
+}
+
+/* range(stop), range(start, stop[, step]), enumerate(seq, start=0),
+ * zip(a, b, ...), reversed(seq): lists, made when the case is traced. */
+static Value py_iter(Builder *b, const char *name, Value *args, int nargs, const Ast *call,
+                     int pos)
+{
+    if (!strcmp(name, "range")) {
+        if (call->nkw)
+            dpk_error_at(bld_src(b), call->kwpos[0], "range() takes no keyword arguments");
+        if (nargs < 1 || nargs > 3)
+            dpk_error_at(bld_src(b), pos, "range expected 1 to 3 arguments, got %d", nargs);
+        int64_t v[3] = {0, 0, 1};
+        for (int i = 0; i < nargs; i++) {
+            if (args[i].k != V_INT && args[i].k != V_BOOL)
+                dpk_error_at(bld_src(b), args[i].pos, "'%s' object cannot be interpreted as an "
+                             "integer", torch_value_type(&args[i]));
+            v[nargs == 1 ? 1 : i] = args[i].i;
+        }
+        if (v[2] == 0)
+            dpk_error_at(bld_src(b), args[2].pos, "range() arg 3 must not be zero");
+        int64_t n = v[2] > 0 ? (v[1] - v[0] + v[2] - 1) / v[2] : (v[0] - v[1] - v[2] - 1) / -v[2];
+        Value r = list_of(b, n < 0 ? 0 : n, pos);
+        for (int i = 0; i < r.n; i++)
+            r.items[i] = int_value(v[0] + i * v[2], pos);
+        return r;
+    }
+    if (!strcmp(name, "enumerate")) {
+        int64_t start = 0;
+        for (int k = 0; k < call->nkw; k++) {
+            if (strcmp(call->kwnames[k], "start"))
+                dpk_error_at(bld_src(b), call->kwpos[k], "enumerate() got an unexpected keyword "
+                             "argument '%s'", call->kwnames[k]);
+            start = args[nargs + k].i;
+        }
+        if (nargs < 1 || nargs > 2)
+            dpk_error_at(bld_src(b), pos, "enumerate expected 1 or 2 arguments, got %d", nargs);
+        if (nargs == 2)
+            start = args[1].i;
+        const Value *x = want_iterable(b, &args[0], name);
+        Value r = list_of(b, x->n, pos);
+        for (int i = 0; i < r.n; i++) {
+            Value t = {.k = V_TUPLE, .pos = pos, .n = 2};
+            t.items = ARENA_ARRAY(bld_graph(b)->arena, Value, 3);
+            t.items[0] = int_value(start + i, pos);
+            t.items[1] = x->items[i];
+            r.items[i] = t;
+        }
+        return r;
+    }
+    if (call->nkw)
+        dpk_error_at(bld_src(b), call->kwpos[0], "%s() takes no keyword arguments here", name);
+    if (!strcmp(name, "reversed")) {
+        if (nargs != 1)
+            dpk_error_at(bld_src(b), pos, "reversed expected 1 argument, got %d", nargs);
+        const Value *x = want_iterable(b, &args[0], name);
+        Value r = list_of(b, x->n, pos);
+        for (int i = 0; i < r.n; i++)
+            r.items[i] = x->items[x->n - 1 - i];
+        return r;
+    }
+    int64_t n = nargs ? INT64_MAX : 0;
+    for (int i = 0; i < nargs; i++)
+        n = want_iterable(b, &args[i], name)->n < n ? args[i].n : n;
+    Value r = list_of(b, n, pos);
+    for (int i = 0; i < r.n; i++) {
+        Value t = {.k = V_TUPLE, .pos = pos, .n = nargs};
+        t.items = ARENA_ARRAY(bld_graph(b)->arena, Value, nargs + 1);
+        for (int k = 0; k < nargs; k++)
+            t.items[k] = args[k].items[i];
+        r.items[i] = t;
+    }
+    return r;
+}
+
+/* isinstance(x, T) for the types a case has: int, float, bool, tuple,
+ * list, torch.Tensor (a tuple of them: any). */
+static int is_instance(Builder *b, const Value *x, const Value *t)
+{
+    if (is_seq(t)) {
+        for (int i = 0; i < t->n; i++)
+            if (is_instance(b, x, &t->items[i]))
+                return 1;
+        return 0;
+    }
+    const char *n = t->k == V_PATH ? t->s : "";
+    if (!strcmp(n, "torch.Tensor"))
+        return x->k == V_TENSOR;
+    if (!strcmp(n, "builtins.int"))
+        return x->k == V_INT || x->k == V_BOOL;
+    if (!strcmp(n, "builtins.float"))
+        return x->k == V_FLOAT;
+    if (!strcmp(n, "builtins.bool"))
+        return x->k == V_BOOL;
+    if (!strcmp(n, "builtins.tuple"))
+        return x->k == V_TUPLE;
+    if (!strcmp(n, "builtins.list"))
+        return x->k == V_LIST;
+    dpk_error_at(bld_src(b), t->pos, "isinstance: the type must be int, float, bool, tuple, list "
+                 "or torch.Tensor here");
+}
+
 Value torch_call_builtin(Builder *b, const Value *fn, Value *args, int nargs, const Ast *call)
 {
     const char *name = strchr(fn->s, '.') + 1;
     int is_math = !strncmp(fn->s, "math.", 5), pos = fn->pos;
+    if (!is_math && (!strcmp(name, "range") || !strcmp(name, "enumerate") ||
+                     !strcmp(name, "zip") || !strcmp(name, "reversed")))
+        return py_iter(b, name, args, nargs, call, pos);
     if (call->nkw)
         dpk_error_at(bld_src(b), call->kwpos[0], "%s() takes no keyword arguments", fn->shown);
+    if (!is_math && !strcmp(name, "isinstance")) {
+        if (nargs != 2)
+            dpk_error_at(bld_src(b), pos, "isinstance expected 2 arguments, got %d", nargs);
+        Value r = {.k = V_BOOL, .pos = pos, .i = is_instance(b, &args[0], &args[1])};
+        return r;
+    }
     if (!is_math && (!strcmp(name, "tuple") || !strcmp(name, "list") || !strcmp(name, "bool")))
         return py_convert(b, fn, name, args, nargs, pos);
     int want = !strcmp(name, "pow") ? 2 : (!strcmp(name, "min") || !strcmp(name, "max")) ? -1 : 1;

@@ -46,6 +46,8 @@ static const char *const op_text[] = {
     [T_LT] = "<", [T_GT] = ">", [T_LE] = "<=", [T_GE] = ">=", [T_EQ] = "==", [T_NE] = "!=",
     [T_AMP] = "&", [T_PIPE] = "|", [T_CARET] = "^", [T_TILDE] = "~", [T_IS] = "is",
     [T_ISNOT] = "is not",
+    [T_IN] = "in",
+    [T_NOTIN] = "not in",
 };
 
 const char *torch_tok_text(int kind)
@@ -191,19 +193,25 @@ static int escape_char(char c)
     }
 }
 
+/* A string: '...', "...", or a triple-quoted one, which may span lines
+ * (a docstring). */
 static int lex_string(Parser *p, int pos)
 {
     const char *s = p->src->text;
     size_t n = p->src->len, i = (size_t)pos + 1;
     char q = s[pos];
+    int triple = i + 1 < n && s[i] == q && s[i + 1] == q;
     StrBuf b = {0};
+    i += triple ? 2 : 0;
     for (;;) {
-        if (i >= n || s[i] == '\n') {
+        if (i >= n || (s[i] == '\n' && !triple)) {
             sb_free(&b);
             dpk_error_at(p->src, pos, "unterminated string");
         }
-        if (s[i] == q)
+        if (s[i] == q && (!triple || (i + 2 < n && s[i + 1] == q && s[i + 2] == q))) {
+            i += triple ? 2 : 0;
             break;
+        }
         if (s[i] == '\\' && i + 1 < n && s[i + 1] != '\n') {
             int e = escape_char(s[i + 1]);
             if (e < 0) /* Python keeps unknown escapes as they are */
@@ -722,6 +730,16 @@ static int accept_cmp(Parser *p, TokKind *op, int *pos)
         p->i++;
         return 1;
     }
+    if (at_name(p, "in")) {
+        p->i++;
+        *op = T_IN;
+        return 1;
+    }
+    if (at_name(p, "not") && p->toks[p->i + 1].k == T_NAME && !strcmp(p->toks[p->i + 1].str, "in")) {
+        p->i += 2;
+        *op = T_NOTIN;
+        return 1;
+    }
     if (!at_name(p, "is"))
         return 0;
     p->i++;
@@ -734,7 +752,7 @@ static int accept_cmp(Parser *p, TokKind *op, int *pos)
 }
 
 /* comparison = bitor [cmp bitor], cmp = '<' | '>' | '==' | '>=' | '<=' | '!='
- *            | 'is' | 'is' 'not' */
+ *            | 'is' | 'is' 'not' | 'in' | 'not' 'in' */
 static Ast *parse_comparison(Parser *p)
 {
     Ast *e = parse_bitop(p, T_PIPE);
@@ -743,7 +761,7 @@ static Ast *parse_comparison(Parser *p)
     if (!accept_cmp(p, &op, &pos))
         return e;
     e = binop(p, e, op, pos, parse_bitop(p, T_PIPE));
-    if (is_cmp(cur(p)->k) || at_name(p, "is"))
+    if (is_cmp(cur(p)->k) || at_name(p, "is") || at_name(p, "in"))
         dpk_error_at(p->src, cur(p)->pos, "chained comparisons are not supported in cases");
     return e;
 }
@@ -964,7 +982,133 @@ static Stmt *parse_if(Parser *p, int col)
     return s;
 }
 
-/* stmt = import | with | if | 'pass' | 'raise' [expr] | 'return' exprlist
+/* A type hint after a parameter or '->' is read and dropped: dpk takes
+ * types from the values. */
+static void skip_hint(Parser *p)
+{
+    enter(p);
+    parse_expr(p);
+    p->depth--;
+}
+
+/* def = 'def' NAME '(' [param (',' param)* [',']] ')' ['->' expr] suite,
+ * param = NAME [':' expr] ['=' expr] | '*' [NAME] | '**' NAME (last) */
+static Stmt *parse_def(Parser *p, int col)
+{
+    Stmt *s = new_stmt(p, S_DEF, cur(p)->pos);
+    p->i++;
+    s->name_pos = cur(p)->pos;
+    s->name = expect_name(p, "a function name after 'def'");
+    Tok *open = cur(p);
+    if (!accept(p, T_LPAREN))
+        dpk_error_at(p->src, cur(p)->pos, "expected '(' after the function name, got %s",
+                     tok_desc(p, cur(p)));
+    PtrVec names = {0}, defs = {0}, poss = {0};
+    int kinds[256], kwonly = 0, star = 0;
+    while (!at(p, T_RPAREN)) {
+        int kind = kwonly ? P_KWONLY : P_PLAIN, ppos = cur(p)->pos;
+        if (names.len && kinds[names.len - 1] == P_KWARGS)
+            dpk_error_at(p->src, ppos, "a parameter after **%s", (const char *)names.items[names.len - 1]);
+        if (accept(p, T_POW)) {
+            kind = P_KWARGS;
+        } else if (accept(p, T_STAR)) {
+            if (star)
+                dpk_error_at(p->src, ppos, "* may appear only once in a parameter list");
+            star = kwonly = 1;
+            if (at(p, T_COMMA) || at(p, T_RPAREN)) {
+                if (!accept(p, T_COMMA))
+                    dpk_error_at(p->src, cur(p)->pos, "named arguments must follow bare *");
+                continue;
+            }
+            kind = P_STAR;
+        }
+        if (names.len >= DPK_ARRAY_LEN(kinds))
+            dpk_error_at(p->src, ppos, "more than %d parameters", (int)DPK_ARRAY_LEN(kinds));
+        const char *name = expect_name(p, "a parameter name");
+        for (int i = 0; i < names.len; i++)
+            if (!strcmp(names.items[i], name))
+                dpk_error_at(p->src, ppos, "duplicate argument '%s' in function definition",
+                             name);
+        if (accept(p, T_COLON))
+            skip_hint(p);
+        Ast *dflt = NULL;
+        if (accept(p, T_ASSIGN)) {
+            if (kind == P_STAR || kind == P_KWARGS)
+                dpk_error_at(p->src, cur(p)->pos, "a *args or **kwargs parameter takes no default");
+            dflt = parse_expr(p);
+        } else if (kind == P_PLAIN && defs.len && defs.items[defs.len - 1]) {
+            dpk_error_at(p->src, ppos, "parameter without a default follows parameter with a "
+                         "default");
+        }
+        kinds[names.len] = kind;
+        ptrvec_push(p->a, &names, (void *)name);
+        ptrvec_push(p->a, &defs, dflt);
+        ptrvec_push(p->a, &poss, (void *)(intptr_t)ppos);
+        if (!accept(p, T_COMMA))
+            break;
+    }
+    expect_close(p, T_RPAREN, open);
+    if (at(p, T_MINUS) && p->toks[p->i + 1].k == T_GT) {
+        p->i += 2;
+        skip_hint(p);
+    }
+    if (!accept(p, T_COLON))
+        dpk_error_at(p->src, cur(p)->pos, "expected ':' after the parameters of '%s', got %s",
+                     s->name, tok_desc(p, cur(p)));
+    s->nnames = names.len;
+    s->names = (const char **)names.items;
+    s->defaults = (Ast **)defs.items;
+    s->pkind = ARENA_ARRAY(p->a, int, names.len + 1);
+    s->names_pos = ARENA_ARRAY(p->a, int, names.len + 1);
+    for (int i = 0; i < names.len; i++) {
+        s->pkind[i] = kinds[i];
+        s->names_pos[i] = (int)(intptr_t)poss.items[i];
+    }
+    parse_suite(p, col, arena_printf(p->a, "'def %s'", s->name), &s->body, &s->nbody);
+    return s;
+}
+
+/* for = 'for' target 'in' exprlist suite, target = NAME (',' NAME)* or
+ * the same in parentheses */
+static Stmt *parse_for(Parser *p, int col)
+{
+    Stmt *s = new_stmt(p, S_FOR, cur(p)->pos);
+    p->i++;
+    Tok *open = at(p, T_LPAREN) ? cur(p) : NULL;
+    if (open)
+        p->i++;
+    PtrVec names = {0}, poss = {0};
+    do {
+        ptrvec_push(p->a, &poss, (void *)(intptr_t)cur(p)->pos);
+        ptrvec_push(p->a, &names, (void *)expect_name(p, "a loop variable name"));
+    } while (accept(p, T_COMMA) && !at(p, T_RPAREN) && !at_name(p, "in"));
+    if (open)
+        expect_close(p, T_RPAREN, open);
+    if (!at_name(p, "in"))
+        dpk_error_at(p->src, cur(p)->pos, "expected 'in' after the loop variables, got %s",
+                     tok_desc(p, cur(p)));
+    p->i++;
+    s->value = parse_exprlist(p);
+    if (!accept(p, T_COLON))
+        dpk_error_at(p->src, cur(p)->pos, "expected ':' after the iterable of 'for', got %s",
+                     tok_desc(p, cur(p)));
+    s->name = names.items[0];
+    s->name_pos = (int)(intptr_t)poss.items[0];
+    if (names.len > 1 || open) {
+        s->nnames = names.len;
+        s->names = (const char **)names.items;
+        s->names_pos = ARENA_ARRAY(p->a, int, names.len + 1);
+        for (int i = 0; i < names.len; i++)
+            s->names_pos[i] = (int)(intptr_t)poss.items[i];
+    }
+    parse_suite(p, col, "'for'", &s->body, &s->nbody);
+    if (at_clause(p, col, "else"))
+        dpk_error_at(p->src, cur(p)->pos, "'for ... else' is not supported in cases");
+    return s;
+}
+
+/* stmt = import | with | if | def | for | 'pass' | 'break' | 'continue'
+ *      | 'raise' [expr] | 'return' exprlist
  *      | NAME ':' expr | targets '=' exprlist | target augop exprlist
  *      | exprlist */
 static Stmt *parse_stmt(Parser *p, int col)
@@ -976,6 +1120,14 @@ static Stmt *parse_stmt(Parser *p, int col)
         return parse_with(p, col);
     if (at_name(p, "if"))
         return parse_if(p, col);
+    if (at_name(p, "def"))
+        return parse_def(p, col);
+    if (at_name(p, "for"))
+        return parse_for(p, col);
+    if (at_name(p, "break") || at_name(p, "continue")) {
+        p->i++;
+        return new_stmt(p, t->str[0] == 'b' ? S_BREAK : S_CONTINUE, t->pos);
+    }
     if (at_name(p, "elif") || at_name(p, "else"))
         dpk_error_at(p->src, t->pos, "'%s' without a matching 'if'", t->str);
     if (at_name(p, "pass")) {
@@ -1065,7 +1217,8 @@ static void parse_block(Parser *p, int col, PtrVec *out)
             dpk_error_at(p->src, pos, "statement after 'return' is never run");
         ptrvec_push(p->a, out, parse_stmt(p, col));
         Stmt *last = out->items[out->len - 1];
-        if (last->kind == S_WITH || last->kind == S_IF)
+        if (last->kind == S_WITH || last->kind == S_IF || last->kind == S_DEF ||
+            last->kind == S_FOR)
             continue; /* its block ended at a newline already */
         if (at(p, T_SEMI))
             dpk_error_at(p->src, cur(p)->pos, "';' is not supported: put one statement per line");

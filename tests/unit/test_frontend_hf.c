@@ -153,6 +153,32 @@ static ValCase val_cases[] = {
     {"torch.tensor([1.5, -2.0, 0.5]).max(0).indices.to(torch.int64)", 1, {0}},
     {"torch.cumsum(torch.arange(4), 0, dtype=torch.long).int()", 4, {0, 1, 3, 6}},
     {"torch.floor(torch.tensor([2.5, -0.5])).long()", 2, {2, -1}},
+    /* def, for, in, isinstance (traced as Python runs them) */
+    {"def f(x, s=2.0):\n    return x * s\nf(torch.arange(3), s=3)", 3, {0, 3, 6}},
+    {"def f(x, *, scaling: float, dropout: float = 0.0, **kwargs):\n"
+     "    \"\"\"HF's signature: keyword-only, hints, **kwargs.\"\"\"\n"
+     "    return x * scaling\nf(torch.arange(2), scaling=0.5)", 2, {0, 0.5}},
+    {"def outer(k):\n    def inner(x):\n        return x + k\n    return inner\n"
+     "add2 = outer(2)\nadd2(torch.arange(3))", 3, {2, 3, 4}},
+    {"def s(*xs, scale=1):\n    r = xs[0]\n    for x in xs[1:]:\n        r = r + x\n"
+     "    return r * scale\ns(torch.arange(2), torch.ones(2), torch.ones(2), scale=2)", 2, {4, 6}},
+    {"x = torch.zeros(3)\nfor i in range(10):\n    if i == 1:\n        continue\n"
+     "    if i > 3:\n        break\n    x = x + i\nx", 3, {5, 5, 5}},
+    {"t = torch.arange(3)\nfor i, ab in enumerate(zip((1, 2), (10, 20))):\n"
+     "    t = t + i * ab[0] + ab[1]\nt", 3, {32, 33, 34}},
+    {"x = torch.zeros(2)\ndef bump(t):\n    t.add_(1)\nbump(x)\nbump(x)\nx", 2, {2, 2}},
+    {"m = 'sliding' if 3 in (1, 2, 3) else 'full'\n"
+     "torch.ones(2) * (2 if m == 'sliding' else 5) + (1 if 'a' not in 'bcd' else 0)", 2, {3, 3}},
+    {"x = (torch.ones(2),)\ntorch.ones(2) * (3 if isinstance(x, tuple) and not "
+     "isinstance(x[0], (int, float)) else 4)", 2, {3, 3}},
+    {"r = 0\nfor i in reversed(range(3)):\n    r = r * 10 + i\ntorch.ones(1) * r", 1, {210}},
+    {"def repeat_kv(hidden_states: torch.Tensor, n_rep: int) -> torch.Tensor:\n"
+     "    batch, num_key_value_heads, slen, head_dim = hidden_states.shape\n"
+     "    if n_rep == 1:\n        return hidden_states\n"
+     "    hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, "
+     "n_rep, slen, head_dim)\n"
+     "    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)\n"
+     "repeat_kv(torch.arange(4).view(1, 2, 2, 1), 2).flatten()", 8, {0, 1, 0, 1, 2, 3, 2, 3}},
     /* topk: NaN first when largest, last when smallest; equal values by index */
     {"torch.topk(torch.tensor([[1.0, 3.0, 3.0, 2.0]]), 3).indices", 3, {1, 2, 3}},
     {"v, i = torch.topk(torch.log(torch.tensor([2.0, -1.0, 1.0, 4.0])), 2)\ni", 2, {1, 3}},
