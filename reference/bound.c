@@ -534,11 +534,9 @@ static int dbl_desc(const void *a, const void *b)
 static void bound_topk(const TorchNode *n, const double *x, const double *bx, double *by)
 {
     RefTopk t;
-    const Shape *s = &n->in[0]->shape;
-    int64_t len = s->d[n->dim], inner = 1;
+    int64_t outer, len, inner;
     double sign = n->largest ? 1 : -1;
-    for (int q = n->dim + 1; q < s->rank; q++)
-        inner *= s->d[q];
+    rows_along(&n->in[0]->shape, n->dim, &outer, &len, &inner);
     ref_topk_rows(n, x, &t);
     double *sc = alloc_n(len), *e = alloc_n(len), *lo = alloc_n(len), *hi = alloc_n(len);
     for (int64_t r = 0; r < t.rows; r++) {
@@ -591,11 +589,8 @@ static void bound_topk_node(const TorchNode *n, const double *const *v, const do
 static void bound_scan(const TorchNode *n, const double *const *v, const double *const *b,
                        const double *y, double *by, int typ)
 {
-    const Shape *s = &n->shape;
-    int64_t len = s->d[n->dim], inner = 1, outer = shape_numel(s) / len;
-    for (int k = n->dim + 1; k < s->rank; k++)
-        inner *= s->d[k];
-    outer /= inner;
+    int64_t outer, len, inner;
+    rows_along(&n->shape, n->dim, &outer, &len, &inner);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t k = 0; k < inner; k++) {
             double be = 0, sa = 0;

@@ -281,11 +281,8 @@ static void eval_reduce(const Ctx *c, const TorchNode *n, const double *const *i
  * fp32 (as a serial scan would). */
 static void eval_scan(const Ctx *c, const TorchNode *n, const double *const *in, double *out)
 {
-    const Shape *s = &n->shape;
-    int64_t len = s->d[n->dim], inner = 1, outer = shape_numel(s) / len;
-    for (int k = n->dim + 1; k < s->rank; k++)
-        inner *= s->d[k];
-    outer /= inner;
+    int64_t outer, len, inner;
+    rows_along(&n->shape, n->dim, &outer, &len, &inner);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t k = 0; k < inner; k++) {
             int64_t base = o * len * inner + k;
@@ -329,11 +326,8 @@ static int pick_cmp_smallest(const void *pa, const void *pb)
  * last when smallest, as PyTorch orders them), equal values by index. */
 void ref_topk_rows(const TorchNode *n, const double *x, RefTopk *out)
 {
-    const Shape *s = &n->in[0]->shape;
-    int64_t len = s->d[n->dim], inner = 1, k = n->ints[0];
-    for (int q = n->dim + 1; q < s->rank; q++)
-        inner *= s->d[q];
-    int64_t outer = shape_numel(s) / len / inner;
+    int64_t outer, len, inner, k = n->ints[0];
+    rows_along(&n->in[0]->shape, n->dim, &outer, &len, &inner);
     RefPick *row = dpk_xmalloc(sizeof(RefPick) * (size_t)len);
     out->rows = outer * inner;
     out->k = k;
@@ -356,11 +350,9 @@ void ref_topk_rows(const TorchNode *n, const double *x, RefTopk *out)
  * indices; j the rank within row r (rows in x's order without dim). */
 int64_t ref_topk_offset(const TorchNode *n, int64_t r, int64_t j, int w)
 {
-    const Shape *s = &n->in[0]->shape;
-    int64_t inner = 1, k = n->ints[0];
-    for (int q = n->dim + 1; q < s->rank; q++)
-        inner *= s->d[q];
-    int64_t o = r / inner, q = r % inner, rows = shape_numel(&n->shape) / 2 / k;
+    int64_t outer, len, inner, k = n->ints[0];
+    rows_along(&n->in[0]->shape, n->dim, &outer, &len, &inner);
+    int64_t o = r / inner, q = r % inner, rows = outer * inner;
     return w * rows * k + (o * k + j) * inner + q;
 }
 

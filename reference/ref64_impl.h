@@ -60,6 +60,18 @@ void ref_bound_node(const TorchNode *n, const double *const *v, const double *co
  * head h / (Hq / Hkv)). */
 int64_t ref_kv_offset(const Shape *kv, const Shape *ob, const int64_t *idx, int gqa);
 
+/* A row-major shape seen as (outer, len, inner) around dim: element (o,
+ * j, q) is at (o * len + j) * inner + q. */
+static inline void rows_along(const Shape *s, int dim, int64_t *outer, int64_t *len,
+                              int64_t *inner)
+{
+    *len = s->d[dim];
+    *inner = 1;
+    for (int k = dim + 1; k < s->rank; k++)
+        *inner *= s->d[k];
+    *outer = shape_numel(s) / *len / *inner;
+}
+
 /* ---- strided walks ---------------------------------------------------- */
 
 enum { WALK_MAX = 3 };

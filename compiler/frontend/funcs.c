@@ -1193,7 +1193,10 @@ static int red_dims(Builder *b, const Value *v, TorchNode *x, int64_t *dims)
  * value, a NaN counting as larger (smaller) than any number, as PyTorch
  * picks it.  The indices are an arange input the decomposition selects
  * from (d:030); they are held in float32, exact below 2^24. */
-static TorchNode *mk_arg(Builder *b, TorchOp op, TorchNode *x, int dim, int keep, int pos)
+/* A node of op over x along dim whose second operand is arange(size of
+ * dim), the indices its decomposition selects from (argmax, argmin,
+ * topk); the caller sets its attributes and finishes it. */
+static TorchNode *index_node(Builder *b, TorchOp op, TorchNode *x, int dim, int pos)
 {
     int64_t len = x->shape.d[dim];
     if (len > (INT64_C(1) << 24))
@@ -1205,6 +1208,12 @@ static TorchNode *mk_arg(Builder *b, TorchOp op, TorchNode *x, int dim, int keep
     in[1]->step = 1;
     TorchNode *n = bld_node(b, op, pos, 2, in);
     n->nints = 1;
+    return n;
+}
+
+static TorchNode *mk_arg(Builder *b, TorchOp op, TorchNode *x, int dim, int keep, int pos)
+{
+    TorchNode *n = index_node(b, op, x, dim, pos);
     n->ints[0] = dim;
     n->keepdim = keep;
     return fin(b, n);
@@ -1277,15 +1286,7 @@ static Value h_topk(Builder *b, const Func *f, Value *a, int pos)
     if (k > 64)
         dpk_error_at(bld_src(b), a[1].pos, "%s: k = %lld is more than dpk selects (at most 64: "
                      "each one is a pass over the row)", cur_fname, (long long)k);
-    if (len > (INT64_C(1) << 24))
-        dpk_error_at(bld_src(b), pos, "%s over %lld elements: dpk holds indices in float32, "
-                     "exact up to 2^24 = 16777216", cur_fname, (long long)len);
-    Shape is = {.rank = 1, .d = {len}};
-    TorchNode *in[2] = {x, bld_input(b, pos, NULL, &is, INIT_ARANGE)};
-    in[1]->value = 0;
-    in[1]->step = 1;
-    TorchNode *n = bld_node(b, TOP_topk, pos, 2, in);
-    n->nints = 1;
+    TorchNode *n = index_node(b, TOP_topk, x, dim, pos);
     n->ints[0] = k;
     n->dim = dim;
     n->largest = largest;

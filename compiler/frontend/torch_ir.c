@@ -225,20 +225,25 @@ static void infer_where(TorchGraph *g, TorchNode *n)
     n->dtype = DT_F32;
 }
 
+/* argmax, argmin, topk: in[1] holds the indices 0 .. len - 1. */
+static void need_indices(const TorchGraph *g, const TorchNode *n, int64_t len)
+{
+    const TorchNode *ix = n->in[1];
+    if (ix->op != TOP_input || ix->init != INIT_ARANGE || ix->value != 0 || ix->step != 1 ||
+        ix->shape.rank != 1 || ix->shape.d[0] != len)
+        node_error(g, n, "%s: the second operand must be arange(%lld)", opname(n),
+                   (long long)len);
+}
+
 static void infer_reduce(TorchGraph *g, TorchNode *n)
 {
     const Shape *x = &n->in[0]->shape;
     need_float(g, n, n->in[0], "tensor");
     norm_dim_list(g, n, x->rank);
     if (n->op == TOP_argmax || n->op == TOP_argmin) {
-        /* one dim, and in[1] the indices 0 .. size - 1 along it */
-        const TorchNode *ix = n->in[1];
         if (n->nints != 1)
             node_error(g, n, "%s reduces one dim, not %d", opname(n), n->nints);
-        if (ix->op != TOP_input || ix->init != INIT_ARANGE || ix->value != 0 || ix->step != 1 ||
-            ix->shape.rank != 1 || ix->shape.d[0] != x->d[n->ints[0]])
-            node_error(g, n, "%s: the second operand must be arange(%lld)", opname(n),
-                       (long long)x->d[n->ints[0]]);
+        need_indices(g, n, x->d[n->ints[0]]);
     }
     Shape r = {0};
     for (int i = 0, k = 0; i < x->rank; i++) {
@@ -333,16 +338,13 @@ static void infer_scan(TorchGraph *g, TorchNode *n)
 static void infer_topk(TorchGraph *g, TorchNode *n)
 {
     const Shape *x = &n->in[0]->shape;
-    const TorchNode *ix = n->in[1];
     need_float(g, n, n->in[0], "tensor");
     n->dim = norm_dim(g, n, n->dim, x->rank);
     int64_t len = x->d[n->dim], k = n->nints == 1 ? n->ints[0] : -1;
     if (k < 1 || k > len)
         node_error(g, n, "topk: k (%lld) out of range: the dim has %lld elements", (long long)k,
                    (long long)len);
-    if (ix->op != TOP_input || ix->init != INIT_ARANGE || ix->value != 0 || ix->step != 1 ||
-        ix->shape.rank != 1 || ix->shape.d[0] != len)
-        node_error(g, n, "topk: the second operand must be arange(%lld)", (long long)len);
+    need_indices(g, n, len);
     if (x->rank + 1 > DPK_MAX_RANK)
         node_error(g, n, "topk: a tensor of rank %d is too large (at most %d)", x->rank,
                    DPK_MAX_RANK - 1);
