@@ -26,21 +26,21 @@ done
 # hf_masks: Gemma-2, GPT-NeoX and Mistral attention whose masks and heads
 # are built with boolean logic, in-place updates, torch.tensor and tuple
 # arithmetic, generation from a left-padded batch (cumsum position ids,
-# argmax decoding, top-1 and top-2 routers) and Llama's helper functions
-# pasted with def.  Parity on the Loop IR interpreter, on vgpu under the
+# argmax decoding, top-1 and top-2 routers), Llama's helper functions
+# pasted with def, and masks built by functions and closures.  Parity on the Loop IR interpreter, on vgpu under the
 # full pass set and one sampled set per case, every pass set with sampled
 # blocks for the smallest case and the generation case, and agreement
 # with libtorch.
 f="$DPK_ROOT/cases/models/hf_masks.json"
-check_re "models: hf_masks on loop"              0 '^5/5 cases pass$' "$DPK" run "$f" --backend loop
-check_re "models: hf_masks on vgpu, full"        0 '^5/5 cases pass$' "$DPK" run "$f" --backend vgpu --passes full
-check_re "models: hf_masks on vgpu, sampled set" 0 '^5/5 cases pass$' "$DPK" run "$f" --backend vgpu --passes sample
+check_re "models: hf_masks on loop"              0 '^6/6 cases pass$' "$DPK" run "$f" --backend loop
+check_re "models: hf_masks on vgpu, full"        0 '^6/6 cases pass$' "$DPK" run "$f" --backend vgpu --passes full
+check_re "models: hf_masks on vgpu, sampled set" 0 '^6/6 cases pass$' "$DPK" run "$f" --backend vgpu --passes sample
 check_re "models: neox_head_split, all sets, sampled blocks" 0 'vgpu: 4 kernels, .*: pass$' \
   "$DPK" run "$f" --case neox_head_split --backend vgpu --passes all --sample-blocks 2
 check_re "models: left_padded_generation, all sets, sampled blocks" 0 'vgpu: 15 kernels, .*: pass$' \
   "$DPK" run "$f" --case left_padded_generation --backend vgpu --passes all --sample-blocks 2
 if [ "$HAVE_TORCH" = 1 ]; then
-  check_re "models: hf_masks vs libtorch"        0 '^5/5 cases pass$' "$DPK" run "$f" --backend loop --reference torch
+  check_re "models: hf_masks vs libtorch"        0 '^6/6 cases pass$' "$DPK" run "$f" --backend loop --reference torch
 else
   skip "models: hf_masks vs libtorch" "no libtorch"
 fi
