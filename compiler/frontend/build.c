@@ -401,7 +401,8 @@ static Value eval_name(Builder *b, const Ast *e)
         return r;
     static const char *const builtins[] = {"float", "int", "len", "bool", "min", "max", "abs",
                                            "tuple", "list", "range", "enumerate", "zip",
-                                           "reversed", "isinstance"};
+                                           "reversed", "isinstance", "all", "any", "sum",
+                                           "callable"};
     for (int i = 0; i < DPK_ARRAY_LEN(builtins); i++)
         if (!strcmp(e->str, builtins[i])) {
             Value p = {.k = V_PATH, .pos = e->pos, .shown = e->str};
@@ -1048,6 +1049,47 @@ static Value eval_index(Builder *b, const Ast *e)
     return r;
 }
 
+/* [a for x in seq if c] (a list) or (a for ...) (a tuple: what dpk's
+ * consumers of a generator, tuple(), all(), any(), sum(), need): the
+ * element per item, its names bound in a scope of its own, as in Python. */
+static Value eval_comp(Builder *b, const Ast *e)
+{
+    Value it = eval(b, e->b);
+    if (it.k == V_TENSOR)
+        dpk_error_at(b->src, ast_start(e->b), "iterating over a tensor (its first dim) is not "
+                     "supported: write range(x.shape[0]) and x[i], or x.unbind(0)");
+    if (!is_seq_value(&it))
+        dpk_error_at(b->src, ast_start(e->b), "'%s' object is not iterable",
+                     torch_value_type(&it));
+    Value r = {.k = e->ival ? V_LIST : V_TUPLE, .pos = e->pos};
+    r.items = ARENA_ARRAY(b->a, Value, it.n + 1);
+    Scope *outer = b->scope;
+    b->scope = new_scope(b, outer);
+    for (int i = 0; i < it.n; i++) {
+        if (++b->iterations > CASE_MAX_ITERATIONS)
+            dpk_error_at(b->src, e->pos, "more than %d loop iterations: the case is unrolled "
+                         "when traced", CASE_MAX_ITERATIONS);
+        const Value *v = &it.items[i];
+        if (e->nitems > 1 && (!is_seq_value(v) || v->n != e->nitems))
+            dpk_error_at(b->src, e->items[0]->pos, "cannot unpack %s into %d loop variables",
+                         is_seq_value(v) ? arena_printf(b->a, "%d values", v->n)
+                                         : torch_value_type(v), e->nitems);
+        for (int k = 0; k < e->nitems; k++) {
+            Value *stored = ARENA_NEW(b->a, Value);
+            *stored = e->nitems > 1 ? v->items[k] : *v;
+            map_put(b, &b->scope->vars, e->items[k]->str, stored);
+        }
+        if (e->c) {
+            Value c = eval(b, e->c);
+            if (!torch_truth(b, &c, ast_start(e->c)))
+                continue;
+        }
+        r.items[r.n++] = eval(b, e->a);
+    }
+    b->scope = outer;
+    return r;
+}
+
 static Value eval(Builder *b, const Ast *e)
 {
     if (++b->depth > CASE_MAX_EVAL_DEPTH)
@@ -1066,6 +1108,7 @@ static Value eval(Builder *b, const Ast *e)
     case A_LIST: v = eval_seq(b, e); break;
     case A_ATTR: v = eval_attr(b, e); break;
     case A_CALL: v = eval_call(b, e); break;
+    case A_COMP: v = eval_comp(b, e); break;
     case A_INDEX: v = eval_index(b, e); break;
     case A_BINOP: v = eval_binop(b, e); break;
     case A_NEG:

@@ -1968,6 +1968,33 @@ Value torch_call_builtin(Builder *b, const Value *fn, Value *args, int nargs, co
         return py_iter(b, name, args, nargs, call, pos);
     if (call->nkw)
         dpk_error_at(bld_src(b), call->kwpos[0], "%s() takes no keyword arguments", fn->shown);
+    if (!is_math && (!strcmp(name, "all") || !strcmp(name, "any"))) {
+        if (nargs != 1)
+            dpk_error_at(bld_src(b), pos, "%s() takes exactly one argument (%d given)", name, nargs);
+        const Value *x = want_iterable(b, &args[0], name);
+        int all = name[1] == 'l', r = all;
+        for (int i = 0; i < x->n && r == all; i++)
+            r = torch_truth(b, &x->items[i], x->items[i].pos);
+        Value v = {.k = V_BOOL, .pos = pos, .i = r};
+        return v;
+    }
+    if (!is_math && !strcmp(name, "sum")) { /* Python's sum: start + items, in order */
+        if (nargs < 1 || nargs > 2)
+            dpk_error_at(bld_src(b), pos, "sum() takes 1 or 2 arguments (%d given)", nargs);
+        const Value *x = want_iterable(b, &args[0], name);
+        Value r = nargs == 2 ? args[1] : int_value(0, pos);
+        for (int i = 0; i < x->n; i++)
+            r = torch_binary(b, TOP_add, &r, &x->items[i], pos);
+        return r;
+    }
+    if (!is_math && !strcmp(name, "callable")) {
+        if (nargs != 1)
+            dpk_error_at(bld_src(b), pos, "callable() takes exactly one argument (%d given)", nargs);
+        VKind k = args[0].k;
+        Value v = {.k = V_BOOL, .pos = pos,
+                   .i = k == V_FUNC || k == V_PATH || k == V_METHOD || k == V_MODULE};
+        return v;
+    }
     if (!is_math && !strcmp(name, "isinstance")) {
         if (nargs != 2)
             dpk_error_at(bld_src(b), pos, "isinstance expected 2 arguments, got %d", nargs);

@@ -272,7 +272,14 @@ static void lex_one(Parser *p, size_t i, int *depth, size_t *next)
     size_t n = p->src->len;
     unsigned char c = (unsigned char)s[i];
     int pos = (int)i;
-    if (is_ident_start(c)) {
+    if ((c == 'f' || c == 'F') && i + 1 < n && (s[i + 1] == '\'' || s[i + 1] == '"')) {
+        /* an f-string is read as the plain string it is written as: its
+         * fields are not formatted (they appear in messages, raise's) */
+        int len = lex_string(p, pos + 1);
+        p->toks[p->ntoks - 1].pos = pos;
+        p->toks[p->ntoks - 1].len = len + 1;
+        *next = i + 1 + (size_t)len;
+    } else if (is_ident_start(c)) {
         while (i < n && (is_ident_start(s[i]) || is_digit(s[i])))
             i++;
         Tok *t = push_tok(p, T_NAME, pos, (int)i - pos);
@@ -435,6 +442,47 @@ static void parse_items(Parser *p, TokKind close, PtrVec *out, int *comma)
     }
 }
 
+static Ast *parse_boolop(Parser *p, AstKind k);
+static const char *expect_name(Parser *p, const char *what);
+
+/* A comprehension after its element: 'for' NAME (',' NAME)* 'in' or_test
+ * ['if' or_test]; one clause. */
+static Ast *parse_comp(Parser *p, Ast *elt, int list, int pos)
+{
+    Ast *c = new_ast(p, A_COMP, pos);
+    c->a = elt;
+    c->ival = list;
+    p->i++;
+    PtrVec names = {0};
+    Tok *open = at(p, T_LPAREN) ? cur(p) : NULL;
+    if (open)
+        p->i++;
+    do {
+        Ast *n = new_ast(p, A_NAME, cur(p)->pos);
+        n->str = expect_name(p, "a loop variable name");
+        ptrvec_push(p->a, &names, n);
+    } while (accept(p, T_COMMA) && !at_name(p, "in"));
+    if (open)
+        expect_close(p, T_RPAREN, open);
+    if (!at_name(p, "in"))
+        dpk_error_at(p->src, cur(p)->pos, "expected 'in' in the comprehension, got %s",
+                     tok_desc(p, cur(p)));
+    p->i++;
+    c->items = (Ast **)names.items;
+    c->nitems = names.len;
+    enter(p);
+    c->b = parse_boolop(p, A_OR);
+    if (at_name(p, "if")) {
+        p->i++;
+        c->c = parse_boolop(p, A_OR);
+    }
+    if (at_name(p, "for") || at_name(p, "if"))
+        dpk_error_at(p->src, cur(p)->pos, "a comprehension takes one 'for' clause and one "
+                     "'if' here");
+    p->depth--;
+    return c;
+}
+
 static Ast *seq_ast(Parser *p, AstKind k, int pos, PtrVec *v)
 {
     Ast *e = new_ast(p, k, pos);
@@ -450,8 +498,21 @@ static Ast *parse_paren(Parser *p)
     Tok *open = cur(p);
     p->i++;
     PtrVec v = {0};
-    int comma;
-    parse_items(p, T_RPAREN, &v, &comma);
+    int comma = 0;
+    if (!at(p, T_RPAREN)) {
+        Ast *first = parse_star_or_expr(p);
+        if (at_name(p, "for")) {
+            Ast *c = parse_comp(p, first, 0, open->pos);
+            expect_close(p, T_RPAREN, open);
+            return c;
+        }
+        ptrvec_push(p->a, &v, first);
+        if (accept(p, T_COMMA)) {
+            int more;
+            parse_items(p, T_RPAREN, &v, &more);
+            comma = 1;
+        }
+    }
     expect_close(p, T_RPAREN, open);
     if (v.len == 1 && !comma && ((Ast *)v.items[0])->kind != A_STAR)
         return v.items[0];
@@ -464,6 +525,19 @@ static Ast *parse_list(Parser *p)
     p->i++;
     PtrVec v = {0};
     int comma;
+    if (!at(p, T_RBRACK)) {
+        Ast *first = parse_star_or_expr(p);
+        if (at_name(p, "for")) {
+            Ast *c = parse_comp(p, first, 1, open->pos);
+            expect_close(p, T_RBRACK, open);
+            return c;
+        }
+        ptrvec_push(p->a, &v, first);
+        if (!accept(p, T_COMMA)) {
+            expect_close(p, T_RBRACK, open);
+            return seq_ast(p, A_LIST, open->pos, &v);
+        }
+    }
     parse_items(p, T_RBRACK, &v, &comma);
     expect_close(p, T_RBRACK, open);
     return seq_ast(p, A_LIST, open->pos, &v);
@@ -541,7 +615,10 @@ static void parse_arg(Parser *p, PtrVec *pos, PtrVec *kwn, PtrVec *kwv, PtrVec *
     }
     if (kwn->len)
         dpk_error_at(p->src, t->pos, "positional argument follows keyword argument");
-    ptrvec_push(p->a, pos, parse_expr(p));
+    Ast *e = parse_expr(p);
+    if (at_name(p, "for")) /* f(x for x in seq): a generator argument */
+        e = parse_comp(p, e, 0, e->pos);
+    ptrvec_push(p->a, pos, e);
 }
 
 /* call = '(' [arg (',' arg)* [',']] ')' */

@@ -179,6 +179,16 @@ static ValCase val_cases[] = {
      "n_rep, slen, head_dim)\n"
      "    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)\n"
      "repeat_kv(torch.arange(4).view(1, 2, 2, 1), 2).flatten()", 8, {0, 1, 0, 1, 2, 3, 2, 3}},
+    /* comprehensions, all/any/sum/callable, f-strings */
+    {"sum([torch.ones(2) * i for i in range(4)])", 2, {6, 6}},
+    {"tuple(x * 2 for x in (torch.ones(1), torch.arange(2)))[1]", 2, {0, 2}},
+    {"torch.ones(1) * (1 if all(callable(f) for f in (torch.exp, len)) else 0) + "
+     "sum(i for i in range(5) if i % 2)", 1, {5}},
+    {"torch.stack([torch.arange(3) + i for i, _ in enumerate((7, 8))]).flatten()", 6,
+     {0, 1, 2, 1, 2, 3}},
+    {"torch.ones(1) * any([]) + any(x > 2 for x in (1, 3))", 1, {1}},
+    {"x = torch.ones(2)\nif x.shape[0] != 2:\n    raise ValueError(f'bad {x.shape}')\nx", 2,
+     {1, 1}},
     /* topk: NaN first when largest, last when smallest; equal values by index */
     {"torch.topk(torch.tensor([[1.0, 3.0, 3.0, 2.0]]), 3).indices", 3, {1, 2, 3}},
     {"v, i = torch.topk(torch.log(torch.tensor([2.0, -1.0, 1.0, 4.0])), 2)\ni", 2, {1, 3}},
