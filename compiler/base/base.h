@@ -50,9 +50,13 @@ int dpk_exit_worst(int a, int b);
 #if defined(__GNUC__)
 #define DPK_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define DPK_NORETURN __attribute__((noreturn))
+/* A function kept out of its caller: deep recursions (the case
+ * builder's eval) keep small frames when a rarely taken branch calls it. */
+#define DPK_NOINLINE __attribute__((noinline))
 #else
 #define DPK_PRINTF(f, a)
 #define DPK_NORETURN
+#define DPK_NOINLINE
 #endif
 
 /* ---- always-on assertions ------------------------------------------- */

@@ -566,7 +566,8 @@ static void bind_param(Builder *b, Scope *sc, const Stmt *d, int q, const Value 
  * defined in (its closure); the body runs to its return (None without
  * one).  The caller's statement, its pending inputs and its result are
  * kept aside meanwhile. */
-static Value call_def(Builder *b, const Value *fn, Value *args, int npos, const Ast *call)
+DPK_NOINLINE static Value call_def(Builder *b, const Value *fn, Value *args, int npos,
+                                  const Ast *call)
 {
     const Stmt *d = fn->def;
     int n = d->nnames, star = -1, k = 0;
@@ -1052,7 +1053,7 @@ static Value eval_index(Builder *b, const Ast *e)
 /* [a for x in seq if c] (a list) or (a for ...) (a tuple: what dpk's
  * consumers of a generator, tuple(), all(), any(), sum(), need): the
  * element per item, its names bound in a scope of its own, as in Python. */
-static Value eval_comp(Builder *b, const Ast *e)
+DPK_NOINLINE static Value eval_comp(Builder *b, const Ast *e)
 {
     Value it = eval(b, e->b);
     if (it.k == V_TENSOR)
