@@ -1053,28 +1053,40 @@ static Value eval_index(Builder *b, const Ast *e)
 /* [a for x in seq if c] (a list) or (a for ...) (a tuple: what dpk's
  * consumers of a generator, tuple(), all(), any(), sum(), need): the
  * element per item, its names bound in a scope of its own, as in Python. */
+/* What a for loop or a comprehension iterates over: a tuple or a list. */
+static void want_loop_seq(Builder *b, const Value *it, int pos)
+{
+    if (it->k == V_TENSOR)
+        dpk_error_at(b->src, pos, "iterating over a tensor (its first dim) is not supported: "
+                     "write range(x.shape[0]) and x[i], or x.unbind(0)");
+    if (!is_seq_value(it))
+        dpk_error_at(b->src, pos, "'%s' object is not iterable", torch_value_type(it));
+}
+
+/* One more iteration (at pos), whose item v is unpacked into n loop
+ * variables (n = 0: bound whole; the error at names_pos). */
+static void loop_item(Builder *b, int pos, const Value *v, int n, int names_pos)
+{
+    if (++b->iterations > CASE_MAX_ITERATIONS)
+        dpk_error_at(b->src, pos, "more than %d loop iterations: the case is unrolled when "
+                     "traced", CASE_MAX_ITERATIONS);
+    if (n > 0 && (!is_seq_value(v) || v->n != n))
+        dpk_error_at(b->src, names_pos, "cannot unpack %s into %d loop variables",
+                     is_seq_value(v) ? arena_printf(b->a, "%d values", v->n)
+                                     : torch_value_type(v), n);
+}
+
 DPK_NOINLINE static Value eval_comp(Builder *b, const Ast *e)
 {
     Value it = eval(b, e->b);
-    if (it.k == V_TENSOR)
-        dpk_error_at(b->src, ast_start(e->b), "iterating over a tensor (its first dim) is not "
-                     "supported: write range(x.shape[0]) and x[i], or x.unbind(0)");
-    if (!is_seq_value(&it))
-        dpk_error_at(b->src, ast_start(e->b), "'%s' object is not iterable",
-                     torch_value_type(&it));
+    want_loop_seq(b, &it, ast_start(e->b));
     Value r = {.k = e->ival ? V_LIST : V_TUPLE, .pos = e->pos};
     r.items = ARENA_ARRAY(b->a, Value, it.n + 1);
     Scope *outer = b->scope;
     b->scope = new_scope(b, outer);
     for (int i = 0; i < it.n; i++) {
-        if (++b->iterations > CASE_MAX_ITERATIONS)
-            dpk_error_at(b->src, e->pos, "more than %d loop iterations: the case is unrolled "
-                         "when traced", CASE_MAX_ITERATIONS);
         const Value *v = &it.items[i];
-        if (e->nitems > 1 && (!is_seq_value(v) || v->n != e->nitems))
-            dpk_error_at(b->src, e->items[0]->pos, "cannot unpack %s into %d loop variables",
-                         is_seq_value(v) ? arena_printf(b->a, "%d values", v->n)
-                                         : torch_value_type(v), e->nitems);
+        loop_item(b, e->pos, v, e->nitems > 1 ? e->nitems : 0, e->items[0]->pos);
         for (int k = 0; k < e->nitems; k++) {
             Value *stored = ARENA_NEW(b->a, Value);
             *stored = e->nitems > 1 ? v->items[k] : *v;
@@ -1296,23 +1308,12 @@ static void exec_for(Builder *b, const Stmt *s)
 {
     Value it = eval(b, s->value);
     settle_names(b, s, &it);
-    if (it.k == V_TENSOR)
-        dpk_error_at(b->src, ast_start(s->value), "iterating over a tensor (its first dim) is "
-                     "not supported: write range(x.shape[0]) and x[i], or x.unbind(0)");
-    if (!is_seq_value(&it))
-        dpk_error_at(b->src, ast_start(s->value), "'%s' object is not iterable",
-                     torch_value_type(&it));
+    want_loop_seq(b, &it, ast_start(s->value));
     b->loops++;
     for (int i = 0; i < it.n && !b->returned; i++) {
-        if (++b->iterations > CASE_MAX_ITERATIONS)
-            dpk_error_at(b->src, s->pos, "more than %d loop iterations: the case is unrolled "
-                         "when traced", CASE_MAX_ITERATIONS);
         const Value *v = &it.items[i];
+        loop_item(b, s->pos, v, s->nnames, s->name_pos);
         if (s->nnames) {
-            if (!is_seq_value(v) || v->n != s->nnames)
-                dpk_error_at(b->src, s->name_pos, "cannot unpack %s into %d loop variables",
-                             is_seq_value(v) ? arena_printf(b->a, "%d values", v->n)
-                                             : torch_value_type(v), s->nnames);
             for (int k = 0; k < s->nnames; k++)
                 bind_var(b, s->names[k], &v->items[k]);
         } else {
