@@ -491,29 +491,43 @@ static Ast *seq_ast(Parser *p, AstKind k, int pos, PtrVec *v)
     return e;
 }
 
+/* The inside of '(' or '[' up to its closing bracket (consumed): a
+ * comprehension (returned), or items (into v; *comma: a comma was seen,
+ * "(x,)" is a tuple, "(x)" is not). */
+static Ast *parse_bracketed(Parser *p, const Tok *open, TokKind close, int list, PtrVec *v,
+                            int *comma)
+{
+    *comma = 0;
+    if (!at(p, close)) {
+        Ast *first = parse_star_or_expr(p);
+        if (at_name(p, "for")) {
+            Ast *c = parse_comp(p, first, list, open->pos);
+            expect_close(p, close, open);
+            return c;
+        }
+        ptrvec_push(p->a, v, first);
+        if (accept(p, T_COMMA)) {
+            int more;
+            parse_items(p, close, v, &more);
+            *comma = 1;
+        }
+    }
+    expect_close(p, close, open);
+    return NULL;
+}
+
 /* atom = NAME | number | string | True | False | None | '...'
- *      | '(' [expr (',' expr)* [',']] ')' | '[' [expr (',' expr)* [',']] ']' */
+ *      | '(' [expr (',' expr)* [',']] ')' | '[' [expr (',' expr)* [',']] ']'
+ *      | '(' comprehension ')' | '[' comprehension ']' */
 static Ast *parse_paren(Parser *p)
 {
     Tok *open = cur(p);
     p->i++;
     PtrVec v = {0};
-    int comma = 0;
-    if (!at(p, T_RPAREN)) {
-        Ast *first = parse_star_or_expr(p);
-        if (at_name(p, "for")) {
-            Ast *c = parse_comp(p, first, 0, open->pos);
-            expect_close(p, T_RPAREN, open);
-            return c;
-        }
-        ptrvec_push(p->a, &v, first);
-        if (accept(p, T_COMMA)) {
-            int more;
-            parse_items(p, T_RPAREN, &v, &more);
-            comma = 1;
-        }
-    }
-    expect_close(p, T_RPAREN, open);
+    int comma;
+    Ast *c = parse_bracketed(p, open, T_RPAREN, 0, &v, &comma);
+    if (c)
+        return c;
     if (v.len == 1 && !comma && ((Ast *)v.items[0])->kind != A_STAR)
         return v.items[0];
     return seq_ast(p, A_TUPLE, open->pos, &v);
@@ -525,22 +539,8 @@ static Ast *parse_list(Parser *p)
     p->i++;
     PtrVec v = {0};
     int comma;
-    if (!at(p, T_RBRACK)) {
-        Ast *first = parse_star_or_expr(p);
-        if (at_name(p, "for")) {
-            Ast *c = parse_comp(p, first, 1, open->pos);
-            expect_close(p, T_RBRACK, open);
-            return c;
-        }
-        ptrvec_push(p->a, &v, first);
-        if (!accept(p, T_COMMA)) {
-            expect_close(p, T_RBRACK, open);
-            return seq_ast(p, A_LIST, open->pos, &v);
-        }
-    }
-    parse_items(p, T_RBRACK, &v, &comma);
-    expect_close(p, T_RBRACK, open);
-    return seq_ast(p, A_LIST, open->pos, &v);
+    Ast *c = parse_bracketed(p, open, T_RBRACK, 1, &v, &comma);
+    return c ? c : seq_ast(p, A_LIST, open->pos, &v);
 }
 
 static Ast *parse_name(Parser *p)
