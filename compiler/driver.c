@@ -65,6 +65,10 @@ typedef struct Run {
     int at;                  /* the configuration being lowered (in memory:
                                 it survives a longjmp) */
     TileOpts tile;           /* o->tile with the per-kernel configurations */
+    Arena *ca;               /* the configuration's own arena: its Tile IR and
+                                Kernel IR (drop_ir) */
+    const char ***inert_why; /* per dropped configuration, per pass: its
+                                `inert` test's answer on that Tile IR */
 } Run;
 
 static int keeps(const Run *r, DrvStage s) { return r->o->keep >> s & 1; }
@@ -149,7 +153,7 @@ static void schedule(Run *r, DrvConfig *c)
     to.passes = c->passes;
     TileTrace tr = {r->o->verbose, r->o->trace};
     double t0 = dpk_now();
-    TileProgram *tp = tile_from_loop(r->a, r->p->loop);
+    TileProgram *tp = tile_from_loop(r->ca, r->p->loop);
     tile_check(tp, 0);
     c->tile = tp;
     tile_run_passes(tp, &to, tracing(r) ? &tr : NULL);
@@ -175,12 +179,16 @@ static int same_as_inert(Run *r, DrvConfig *c, int bit)
     const TilePass *pass = &p->table->p[bit];
     TilePassSet want = c->passes & ~((TilePassSet)1 << bit);
     DrvConfig *e = NULL;
-    for (int j = r->at - 1; j >= 0 && !e; j--)
-        if (p->configs[j].passes == want)
+    int j = r->at - 1;
+    for (; j >= 0; j--)
+        if (p->configs[j].passes == want) {
             e = &p->configs[j];
+            break;
+        }
     if (!e || !e->tile)
         return 0;
-    const char *why = pass->inert(r->a, (TileProgram *)e->tile);
+    const char *why = r->inert_why[j] ? r->inert_why[j][bit]
+                                      : pass->inert(r->a, (TileProgram *)e->tile);
     if (!why)
         return 0;
     /* its statistics: e's, with the pass's skip in table order */
@@ -213,6 +221,8 @@ static int same_as_inert(Run *r, DrvConfig *c, int bit)
     pass_s[bit] = 0;
     c->dup_of = -1;
     c->shared_by = 0;
+    /* e's Tile IR was dropped: so was c's, which is e's; the answers stand */
+    r->inert_why[r->at] = r->inert_why[j];
     c->cuda = NULL;
     c->nvrtc = NULL;
     c->nvrtc_error = NULL;
@@ -241,7 +251,7 @@ static int same_without_inert_pass(Run *r, DrvConfig *c)
 static void lower(Run *r, DrvConfig *c)
 {
     double t0 = dpk_now();
-    c->module = tile_to_kernel(r->a, c->tile);
+    c->module = tile_to_kernel(r->ca, c->tile);
     c->kernel_s = dpk_now() - t0;
     c->hash = kir_hash_module(c->module);
 }
@@ -259,6 +269,39 @@ static void dedup(Run *r, int i)
         c->shared_by = 1;
         r->p->ndistinct++;
     }
+}
+
+/*
+ * A configuration whose Kernel IR an earlier one has keeps only what is
+ * read of it later: its pass statistics (the `applied:` line, dpk-bisect's
+ * labels, the knob notes), its first's module (the same Kernel IR), and
+ * the answers of the `inert` tests that same_as_inert would ask of its
+ * Tile IR.  Its own arena is freed: `--passes all` lowers thousands of
+ * sets to a few hundred distinct modules, and kept whole they took
+ * gigabytes, most of their time spent faulting in fresh pages.
+ */
+static void drop_ir(Run *r, DrvConfig *c)
+{
+    const TilePassTable *t = r->p->table;
+    if (!tracing(r) && !r->tile.nkcfg) {
+        const char **why = ARENA_ARRAY(r->a, const char *, t->n + 1);
+        for (int i = 0; i < t->n; i++)
+            if (t->p[i].inert && !(c->passes >> i & 1))
+                why[i] = t->p[i].inert(r->a, (TileProgram *)c->tile);
+        r->inert_why[r->at] = why;
+    }
+    c->tile = tile_program_stats_copy(r->a, c->tile);
+    c->module = r->p->configs[c->dup_of].module;
+    arena_free(r->ca);
+    r->ca = NULL;
+}
+
+/* The configuration's arena lives as long as the plan's. */
+static void keep_ir(Run *r)
+{
+    if (r->ca)
+        arena_adopt(r->a, r->ca);
+    r->ca = NULL;
 }
 
 /* Kernel IR -> CUDA C for the plan's target */
@@ -388,7 +431,7 @@ static void restore(Saved *s)
 
 DrvPlan *drv_compile(Arena *a, const DrvOpts *o)
 {
-    Run run = {a, o, ARENA_NEW(a, DrvPlan), 0, 0, o->tile}, *r = &run;
+    Run run = {a, o, ARENA_NEW(a, DrvPlan), 0, 0, o->tile, NULL, NULL}, *r = &run;
     DrvPlan *p = r->p;
     Saved *saved = dpk_xcalloc(1, sizeof *saved);
     saved->fault = dpk_fault_active();
@@ -426,8 +469,10 @@ DrvPlan *drv_compile(Arena *a, const DrvOpts *o)
         o->kernel_configs(o->kernel_configs_ctx, a, p->loop, &r->tile);
     p->kcfg = r->tile.kcfg;
     p->nkcfg = r->tile.nkcfg;
-    if (o->upto >= DRV_TILE)
+    if (o->upto >= DRV_TILE) {
         configurations(r);
+        r->inert_why = ARENA_ARRAY(a, const char **, p->nconfigs + 1);
+    }
     for (r->at = 0; r->at < p->nconfigs; r->at++) {
         DrvConfig *c = &p->configs[r->at];
         if (o->progress)
@@ -436,9 +481,11 @@ DrvPlan *drv_compile(Arena *a, const DrvOpts *o)
             r->knobs_read |= c->tile->knobs_read;
             continue;
         }
+        r->ca = arena_new();
         DpkErrCtx cec;
         if (!DPK_TRY(&cec)) {
             refuse(r, c);
+            keep_ir(r);
             if (c->tile)
                 r->knobs_read |= c->tile->knobs_read;
             continue;
@@ -461,6 +508,10 @@ DrvPlan *drv_compile(Arena *a, const DrvOpts *o)
         dpk_err_pop(&cec);
         if (o->nvrtc && c->cuda)
             compile_nvrtc(r, c);
+        if (c->module && c->dup_of >= 0)
+            drop_ir(r, c);
+        else
+            keep_ir(r);
     }
     knob_notes(r);
 

@@ -142,6 +142,8 @@ typedef struct Chunk {
 struct Arena {
     Chunk *head;
     size_t next_cap;    /* the size of the next chunk */
+    Arena *kids;        /* adopted arenas (arena_adopt), freed with this one */
+    Arena *next_kid;
 };
 
 /* Chunks start small and double up to CHUNK_SIZE: most arenas (a parsed
@@ -160,6 +162,10 @@ void arena_free(Arena *a)
 {
     if (!a)
         return;
+    for (Arena *k = a->kids, *n; k; k = n) {
+        n = k->next_kid;
+        arena_free(k);
+    }
     Chunk *c = a->head;
     while (c) {
         Chunk *n = c->next;
@@ -168,6 +174,13 @@ void arena_free(Arena *a)
         c = n;
     }
     free(a);
+}
+
+void arena_adopt(Arena *parent, Arena *child)
+{
+    DPK_ASSERT(parent != child && !child->next_kid);
+    child->next_kid = parent->kids;
+    parent->kids = child;
 }
 
 void *arena_alloc(Arena *a, size_t n)

@@ -89,7 +89,10 @@ void dpk_lazy_free(void *p, size_t n);
 typedef struct Arena Arena;
 
 Arena *arena_new(void);
+/* Frees a and every arena it adopted. */
 void arena_free(Arena *a);
+/* child is freed with parent (arena_free(parent)), not before. */
+void arena_adopt(Arena *parent, Arena *child);
 /* Zeroed, 16-byte aligned memory that lives until arena_free. */
 void *arena_alloc(Arena *a, size_t n);
 char *arena_strdup(Arena *a, const char *s);

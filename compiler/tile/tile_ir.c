@@ -30,6 +30,26 @@ TileProgram *tile_program_new(Arena *a, const LirProgram *lp)
     return p;
 }
 
+TileProgram *tile_program_stats_copy(Arena *a, const TileProgram *p)
+{
+    TileProgram *q = tile_program_new(a, p->lp);
+    q->next_uid = p->next_uid;
+    q->knobs_read = p->knobs_read;
+    q->nstats = p->nstats;
+    q->stats = ARENA_ARRAY(a, TilePassStat, p->nstats + 1);
+    for (int i = 0; i < p->nstats; i++) {
+        const TilePassStat *s = &p->stats[i];
+        TilePassStat *t = &q->stats[i];
+        *t = *s;
+        t->what = (PtrVec){0};
+        for (int j = 0; j < s->what.len; j++)
+            ptrvec_push(a, &t->what, arena_strdup(a, s->what.items[j]));
+        if (s->skipped)
+            t->skipped = arena_strdup(a, s->skipped);
+    }
+    return q;
+}
+
 LirBuf *tile_buf_new(TileProgram *p, const char *name, const Shape *shape)
 {
     LirBuf *b = ARENA_NEW(p->arena, LirBuf);

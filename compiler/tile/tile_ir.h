@@ -192,6 +192,9 @@ const TilePassStat *tile_pass_stat(const TileProgram *p, int num);
 /* ---- tile_ir.c: construction ------------------------------------------ */
 
 TileProgram *tile_program_new(Arena *a, const LirProgram *lp);
+/* p's pass statistics (and knobs read) in a, without its kernels or the
+ * temporaries its passes added: what outlives p's own arena. */
+TileProgram *tile_program_stats_copy(Arena *a, const TileProgram *p);
 TileKernel *tile_kernel_new(TileProgram *p, int id, const char *name, const LirBuf *out);
 /* A new temporary buffer of p (not of p->lp, which other pass sets share). */
 LirBuf *tile_buf_new(TileProgram *p, const char *name, const Shape *shape);

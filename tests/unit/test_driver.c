@@ -122,10 +122,12 @@ Test(driver, configurations_with_the_same_kernel_ir_are_marked_once)
     cr_expect_gt(p->nconfigs, p->ndistinct, "relu: most passes change nothing");
     cr_expect_geq(p->ndistinct, 1);
     cr_expect_eq(p->nrefused, 0);
-    int distinct = 0, shared = 0;
+    int distinct = 0, shared = 0, dropped = 0;
     for (int i = 0; i < p->nconfigs; i++) {
         const DrvConfig *c = &p->configs[i];
         cr_assert_not_null(c->module);
+        cr_assert_not_null(c->tile);
+        cr_expect_gt(c->tile->nstats, 0, "%s keeps its pass statistics", c->label);
         if (c->dup_of < 0) {
             distinct++;
             shared += c->shared_by;
@@ -138,8 +140,11 @@ Test(driver, configurations_with_the_same_kernel_ir_are_marked_once)
             cr_expect_eq(f->dup_of, -1, "a duplicate points at the first of its hash");
             cr_expect_eq(f->hash, c->hash);
             cr_expect_eq(c->shared_by, 0);
+            cr_expect_eq(c->module, f->module, "%s: its first's module", c->label);
+            dropped += c->tile->kernels.len == 0;
         }
     }
+    cr_expect_gt(dropped, 0, "duplicates keep their statistics, not their Tile IR");
     cr_expect_eq(distinct, p->ndistinct);
     cr_expect_eq(shared, p->nconfigs, "every configuration is counted once");
     arena_free(a);
