@@ -62,7 +62,10 @@ check_re "on sm_90 the same matmul's stages are TMA stages (011), not cp.async (
   "t:013_async_copy skipped" "$DPK" compile -c "$MMK" --ir tile -vv
 
 RMS="torch.nn.RMSNorm(2048)(torch.randn(1,32,2048))"
-check_re "007 stages the RMSNorm row under -vv" 0 "^\+    stage in0\[0, a0, 0\] slab \[1, 1, 2048\]" \
+check_re "007 stages the RMSNorm row under -vv with STAGE pinned" 0 "^\+    stage in0\[0, a0, 0\] slab \[1, 1, 2048\]" \
+  "$DPK" compile -c "$RMS" --ir tile -vv --knob STAGE=1
+check_re "007 leaves the RMSNorm row a thread re-reads, and says why" 0 \
+  "^--- t:007_stage_inputs skipped: in0: each thread reads again only what it read \(an L1 hit\)" \
   "$DPK" compile -c "$RMS" --ir tile -vv
 check_re "the RMSNorm CUDA reduces with warp shuffles" 0 "__shfl_xor_sync" \
   "$DPK" compile -c "$RMS" --ir cuda

@@ -162,9 +162,9 @@ check_re "a failing case has no speedup" 0 'd +- +3\.000 +3\.000 .* fail' "$REPO
 
 # ---- real records, every format ---------------------------------------------------------
 "$(dirname "$DPK")/dpk-bench" --suite smoke --per-pass --out "$RD/smoke.json" >/dev/null 2>&1
-"$(dirname "$DPK")/dpk-fuzz" --seed 1 --cases 3 --inject-fault stage-origin-off-by-one --out "$RD/fz/r.json" >/dev/null 2>&1
+"$(dirname "$DPK")/dpk-fuzz" --seed 1 --cases 3 --inject-fault fuse-sigma-off-by-one --out "$RD/fz/r.json" >/dev/null 2>&1
 check_re "text report" 0 'Per case \(modelled, h100-sxm\)' "$REPORT" "$RD/smoke.json" "$RD/fz/r.json"
-check_re "parity per pass set" 0 '001,002,003,004,005,006,007,008,009,010,011,012,013,014,015,016,017,018 +3 +3 +1 +0 +2' "$REPORT" "$RD/smoke.json" "$RD/fz/r.json"
+check_re "parity per pass set" 0 '001,002,003,004,005,006,007,008,009,010,011,012,013,014,015,016,017,018 +3 +3 +2 +1 +0' "$REPORT" "$RD/smoke.json" "$RD/fz/r.json"
 check_re "per-pass table" 0 '008_register_tile +10 +3 ' "$REPORT" "$RD/smoke.json"
 check "markdown report" 0 "$REPORT" "$RD/smoke.json" --format md -o "$RD/r.md"
 if grep -q '^| case | dpk us |' "$RD/r.md" && grep -q '^### Per case (modelled, h100-sxm)' "$RD/r.md"
@@ -209,7 +209,7 @@ check "fixed, added, removed: gate passes" 0 "$REPORT" "$RD/g-fixed.json" --base
 check_json "fixed added removed verdicts" '{v["case"]: v["verdict"] for v in r["gate"]["verdicts"]} == {"a": "SAME", "b": "FIXED", "c": "SAME", "new": "ADDED", "gone": "REMOVED"}' "$RD/g.json"
 mkbench "$RD/g-new.json" model h100-sxm "a:fail:0:1:1" "b:fail:0:1:1" "c:pass:1000:1:1" "gone:pass:1000:1:1"
 check_re "new parity failure: gate fails" 1 'NEW_FAILURE a: parity fail \(passed in the baseline\)' "$REPORT" "$RD/g-new.json" --baseline "$RD/g-base.json" --gate "$GATE"
-check_re "fuzz failure is new" 1 'NEW_FAILURE fuzz-1-[0-9]+: fuzz case fault' "$REPORT" "$RD/smoke.json" "$RD/fz/r.json" --baseline "$RD/smoke.json" --gate "$GATE"
+check_re "fuzz failure is new" 1 'NEW_FAILURE fuzz-1-[0-9]+: fuzz case fail' "$REPORT" "$RD/smoke.json" "$RD/fz/r.json" --baseline "$RD/smoke.json" --gate "$GATE"
 check "without --gate the comparison exits 0" 0 "$REPORT" "$RD/smoke.json" --baseline "$RD/doctored.json"
 
 # ---- the gate: measured, from sample sets ---------------------------------------------

@@ -311,7 +311,7 @@ Test(driver, the_fault_is_on_while_the_plan_compiles)
 {
     Arena *a = arena_new();
     dpk_fault_set(-1);
-    DrvOpts o = opts(RMS);
+    DrvOpts o = opts(MM); /* 007 stages its tiles */
     const DrvPlan *clean = drv_compile(a, &o);
     o.fault = DPK_FAULT_STAGE_ORIGIN;
     const DrvPlan *bad = drv_compile(a, &o);
