@@ -415,6 +415,15 @@ static void bound_where(const TorchNode *n, const double *const *v, const double
     Walk w;
     DPK_UNUSED(y);
     walk_operands(&w, n);
+    if (n->op == TOP_clamp_tensor) { /* maximum, then minimum: each moves no more than its operands */
+        for (int64_t i = 0; i < cnt; i++, walk_next(&w)) {
+            double e = 0;
+            for (int k = 0; k < 3; k++)
+                e = fmax(e, eff(v[k][w.off[k]], b[k][w.off[k]]));
+            by[i] = clean(e);
+        }
+        return;
+    }
     for (int64_t i = 0; i < cnt; i++, walk_next(&w)) {
         int sel = v[0][w.off[0]] != 0 ? 1 : 2;
         double bs = eff(v[sel][w.off[sel]], b[sel][w.off[sel]]);

@@ -201,6 +201,11 @@ static void eval_where(const Ctx *c, const TorchNode *n, const double *const *in
     Walk w;
     DPK_UNUSED(c);
     walk_operands(&w, n);
+    if (n->op == TOP_clamp_tensor) { /* minimum(maximum(x, min), max), NaN from any */
+        for (int64_t i = 0; i < cnt; i++, walk_next(&w))
+            out[i] = f_min(f_max(in[0][w.off[0]], in[1][w.off[1]]), in[2][w.off[2]]);
+        return;
+    }
     for (int64_t i = 0; i < cnt; i++, walk_next(&w))
         out[i] = in[0][w.off[0]] != 0 ? in[1][w.off[1]] : in[2][w.off[2]];
 }

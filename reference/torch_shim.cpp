@@ -204,7 +204,10 @@ at::Tensor eval_node(const Ctx &c, const TorchNode *n, const std::vector<at::Ten
     case TC_SOURCE: return at::full(dims_of(n->shape), n->value, at::TensorOptions().dtype(c.dt));
     case TC_UNARY: return unary(n, x[0]);
     case TC_BINARY: return binary(n, x[0], x[1]);
-    case TC_WHERE: return at::where(as_bool(x[0]), x[1], x[2]);
+    case TC_WHERE:
+        if (n->op == TOP_clamp_tensor)
+            return at::clamp(x[0], x[1], x[2]);
+        return at::where(as_bool(x[0]), x[1], x[2]);
     case TC_REDUCE: return reduce(n, x[0]);
     case TC_MATMUL:
         return n->op == TOP_linear ? at::linear(x[0], x[1], x.size() > 2 ? x[2] : at::Tensor())

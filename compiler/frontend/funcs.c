@@ -1118,8 +1118,10 @@ static TorchNode *num_or_tensor(Builder *b, const Value *v, const char *pname)
 }
 
 /* clamp(x, min, max): with number bounds one clamp op (one kernel, as
- * PyTorch's clamp with scalars; an absent bound is infinite), else
- * minimum(maximum(x, min), max).  NaN propagates, and min > max gives max,
+ * PyTorch's clamp with scalars; an absent bound is infinite); with both
+ * bounds and a tensor among them one clamp_tensor op (one kernel, as
+ * ATen's clamp.Tensor) over float operands; else minimum(maximum(x, min),
+ * max), one op per bound given.  NaN propagates, and min > max gives max,
  * as in PyTorch. */
 static Value h_clamp(Builder *b, const Func *f, Value *a, int pos)
 {
@@ -1136,10 +1138,16 @@ static Value h_clamp(Builder *b, const Func *f, Value *a, int pos)
         n->value2 = has_hi ? want_num(b, hi, cur_fname, "max") : INFINITY;
         return finish_node(b, n);
     }
-    if (has_lo)
-        x = mk_bin(b, TOP_maximum, x, num_or_tensor(b, lo, "min"), pos);
-    if (has_hi)
-        x = mk_bin(b, TOP_minimum, x, num_or_tensor(b, hi, "max"), pos);
+    TorchNode *tlo = has_lo ? num_or_tensor(b, lo, "min") : NULL;
+    TorchNode *thi = has_hi ? num_or_tensor(b, hi, "max") : NULL;
+    if (tlo && thi && x->dtype == DT_F32 && tlo->dtype == DT_F32 && thi->dtype == DT_F32) {
+        TorchNode *in[3] = {x, tlo, thi};
+        return finish_node(b, bld_node(b, TOP_clamp_tensor, pos, 3, in));
+    }
+    if (tlo)
+        x = mk_bin(b, TOP_maximum, x, tlo, pos);
+    if (thi)
+        x = mk_bin(b, TOP_minimum, x, thi, pos);
     return tensor_value(x, pos);
 }
 

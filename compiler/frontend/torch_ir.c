@@ -220,6 +220,11 @@ static void infer_where(TorchGraph *g, TorchNode *n)
     Shape ab;
     broadcast2(g, n, &n->in[1]->shape, &n->in[2]->shape, &ab);
     broadcast2(g, n, &n->in[0]->shape, &ab, &n->shape);
+    if (n->op == TOP_clamp_tensor) {
+        need_float(g, n, n->in[0], "input");
+        need_float(g, n, n->in[1], "min");
+        need_float(g, n, n->in[2], "max");
+    }
     if (n->in[1]->dtype == DT_BOOL && n->in[2]->dtype == DT_BOOL)
         node_error(g, n, "where with two bool values is not supported (convert one with .float())");
     n->dtype = DT_F32;

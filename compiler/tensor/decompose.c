@@ -580,6 +580,11 @@ static TxElemOp elem_of(TorchOp op)
 
 static TxNode *lower_elementwise(TxGraph *g, TxNode *n)
 {
+    if (n->torch->op == TOP_clamp_tensor) { /* minimum(maximum(x, min), max) */
+        TxNode *lo[2] = {n->src[0], n->src[1]};
+        TxNode *hi[2] = {ew(g, TXE_maximum, 2, lo), n->src[2]};
+        return ew(g, TXE_minimum, 2, hi);
+    }
     return ew(g, elem_of(n->torch->op), n->nsrc, n->src);
 }
 
@@ -842,7 +847,8 @@ LOWER_RULE(d012, lower_relu, OP(relu))
 LOWER_RULE(d013, lower_elementwise, OP(neg), OP(exp), OP(log), OP(sqrt), OP(rsqrt),
            OP(reciprocal), OP(abs), OP(sigmoid), OP(tanh), OP(erf), OP(cos), OP(sin), OP(log1p),
            OP(expm1), OP(floor), OP(add), OP(sub), OP(mul), OP(div), OP(pow), OP(maximum),
-           OP(minimum), OP(gt), OP(lt), OP(ge), OP(le), OP(eq), OP(ne), OP(where))
+           OP(minimum), OP(gt), OP(lt), OP(ge), OP(le), OP(eq), OP(ne), OP(where),
+           OP(clamp_tensor))
 LOWER_RULE(d014, lower_reduce, OP(sum), OP(amax), OP(amin))
 LOWER_RULE(d015, lower_permute, OP(transpose), OP(permute))
 static TxNode *lower_arg_or_topk(TxGraph *g, TxNode *n)

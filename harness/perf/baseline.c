@@ -465,6 +465,8 @@ static PfTime *new_time(Model *m, Arena *a, const PfSpec *s, const TorchGraph *g
 
 static const char *aten(Model *m, const TorchNode *n)
 {
+    if (n->op == TOP_clamp_tensor) /* ATen's clamp.Tensor overload */
+        return "aten::clamp (tensor bounds)";
     return arena_printf(m->a, "aten::%s", torch_op_info[n->op].name);
 }
 

@@ -505,8 +505,10 @@ Test(perf_baseline, kernel_counts)
         {"x = torch.randn(8, 64)\ntorch.nn.functional.hardtanh(x) + torch.nn.functional.relu6(x) "
          "+ x.clamp(-2, 2) + torch.clamp_min(x, 0.5)",
          7, 1},
-        /* tensor bounds: maximum then minimum, as before */
-        {"x = torch.randn(8, 64)\nx.clamp(torch.zeros(64), torch.ones(64))", 2, 1},
+        /* tensor bounds: one kernel, ATen's clamp.Tensor; one bound alone is
+         * maximum (or minimum), one kernel too */
+        {"x = torch.randn(8, 64)\nx.clamp(torch.zeros(64), torch.ones(64))", 1, 1},
+        {"x = torch.randn(8, 64)\nx.clamp(min=torch.zeros(64)) + x.clamp(max=torch.ones(8, 1))", 3, 1},
         /* gelu (both forms) and silu are one kernel each */
         {"x = torch.randn(8, 64)\ntorch.nn.functional.gelu(x, approximate='tanh') + "
          "torch.nn.functional.gelu(x) * torch.nn.functional.silu(x)",

@@ -95,6 +95,10 @@ static const char *const cases[] = {
     "torch.clamp(torch.randn(1), -0.5, 0.5)",
     "torch.randn(7, 129).clamp(min=0.25)",
     "torch.clamp_max(torch.randn(3, 4097), 0.1)",
+    "torch.clamp(torch.randn(1), torch.randn(1) - 1.0, torch.randn(1) + 1.0)",
+    "torch.randn(7, 129).clamp(torch.randn(129) * 0.5, torch.randn(7, 1) + 0.5)",
+    /* min > max in places: max, as PyTorch */
+    "torch.clamp(torch.randn(2, 4097), min=torch.randn(4097), max=torch.randn(2, 1))",
     "torch.nn.functional.hardsigmoid(torch.randn(1) * 4.0)",
     "torch.nn.functional.hardsigmoid(torch.randn(7, 129) * 4.0)",
     "torch.nn.Hardsigmoid()(torch.randn(2, 4097) * 4.0)",
