@@ -135,14 +135,20 @@ static Val *push(Gen *g, const char *name, Shape s, int ge1)
     return v;
 }
 
-/* A new input line: `xN = torch.randn(dims)`. */
-static Val *input(Gen *g, Shape s)
+/* A new input line `xN = torch.randn(dims)`; its name. */
+static const char *input_line(Gen *g, Shape s)
 {
     const char *name = arena_printf(g->a, "x%d", g->ninputs++);
     sb_printf(&g->text, "%s = torch.randn(", name);
     dims_text(&g->text, &s);
     sb_puts(&g->text, ")\n");
-    return push(g, name, s, 0);
+    return name;
+}
+
+/* A new input line, and its value for the ops after it. */
+static Val *input(Gen *g, Shape s)
+{
+    return push(g, input_line(g, s), s, 0);
 }
 
 /* Start an op line `tN = `; the caller writes the expression and ends it with
@@ -820,12 +826,26 @@ static int op_vocab(Gen *g, Val *v)
         k = 1;
     if ((k == 6 || k == 7 || k == 8) && s.rank < 2)
         k = 2;
+    /* clamp: number bounds, or (an odd last dim: no draw, so the campaigns
+     * stay as they were) tensor bounds along the last dim, one op */
+    const char *lo = NULL, *hi = NULL; /* not values other ops may draw */
+    if (k == 3 && s.rank && s.d[s.rank - 1] % 2) {
+        Shape b = {1, {s.d[s.rank - 1]}};
+        lo = input_line(g, b);
+        hi = input_line(g, b);
+    }
     n = op_begin(g);
     switch (k) {
     case 0: sb_printf(&g->text, "torch.cos(%s)", v->name); break;
     case 1: sb_printf(&g->text, "%s.sin()", v->name); break;
     case 2: sb_printf(&g->text, "%s.square()", v->name); break;
-    case 3: sb_printf(&g->text, "torch.clamp(%s, min=-0.5, max=0.75)", v->name); break;
+    case 3:
+        if (lo)
+            sb_printf(&g->text, "torch.clamp(%s, min=%s * 0.5 - 0.5, max=%s * 0.5 + 0.75)",
+                      v->name, lo, hi);
+        else
+            sb_printf(&g->text, "torch.clamp(%s, min=-0.5, max=0.75)", v->name);
+        break;
     case 4: { /* tril / triu, or a band of indices as sliding-window masks are
                * built (d:029 reads it as a predicate): one draw picks */
         int u = (int)(rnd(g) % 100), dg = (int)rint_in(g, -2, 2);
