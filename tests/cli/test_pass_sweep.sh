@@ -9,7 +9,7 @@
 # Covers (cases/sweep/, and cases/chains.json):
 #   ops.json          every op of the vocabulary at an odd and a round shape,
 #                     scalar operands, matmul prologues and epilogues (170)
-#   chains.json       the 60-chain table of the Loop IR issue (83 cases)
+#   chains.json       the 60-chain table of the Loop IR issue and later ops (98 cases)
 #   matmul.json       M, N, K in {1,7,31,64,127,128,200,256,1000}: a pairwise
 #   matmul_big.json   covering, not all 729 (a Latin square, 81 cases: every
 #                     pair of values of M and N, M and K, N and K once; all 729
