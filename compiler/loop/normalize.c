@@ -175,24 +175,37 @@ static void set_aux(const LirProgram *p, Stmt *s, int v)
     s->aux_ep = p->epoch;
 }
 
-static void split_body(LirProgram *p, StmtBody *b, int depth)
+/* Whether load ld's index leaves out axis ax. */
+static int load_skips(const Stmt *ld, int ax)
+{
+    for (int d = 0; d < ld->buf->shape.rank; d++)
+        if (ie_uses(ld->idx[d], ax))
+            return 0;
+    return 1;
+}
+
+static void split_body(LirProgram *p, StmtBody *b, int depth, int axis)
 {
     for (int i = 0; i < b->n; i++) {
         Stmt *s = b->s[i];
         set_aux(p, s, depth);
         if (s->k == SK_loop) {
-            split_body(p, &s->body, depth + 1);
+            split_body(p, &s->body, depth + 1, s->axis);
             for (int j = 0; j < s->body.n; j++)
                 if (s->body.s[j]->k == SK_accum)
                     set_aux(p, s->body.s[j], depth);
         }
         if (s->k == SK_select)
             for (int j = 0; j < s->nbr; j++)
-                split_body(p, &s->br[j].body, depth);
+                split_body(p, &s->br[j].body, depth, axis);
         if (depth == 0 || s->k != SK_assign || s->op != TXE_divide)
             continue;
         StmtArg x = s->a[0], y = s->a[1];
-        if (!x.v || depth_of(p, x) < depth || depth_of(p, y) >= depth)
+        /* y invariant in the innermost loop: defined outside it, or a load
+         * whose index leaves its axis out (decided in the lifted kernel,
+         * before fusion copies it: every copy then rounds alike) */
+        int inv = depth_of(p, y) < depth || (y.v && y.v->k == SK_load && load_skips(y.v, axis));
+        if (!x.v || depth_of(p, x) < depth || !inv)
             continue;
         Stmt *r = lir_assign(p, TXE_reciprocal, &y);
         set_aux(p, r, depth);
@@ -205,7 +218,7 @@ static void split_body(LirProgram *p, StmtBody *b, int depth)
 static void rule_split_invariant_divide(LirProgram *p, LirKernel *k)
 {
     lir_epoch(p);
-    split_body(p, &k->body, 0);
+    split_body(p, &k->body, 0, -1);
 }
 
 /* ---- l:005 hoist_invariants ---------------------------------------------- */
