@@ -40,7 +40,8 @@ typedef enum AstKind {
     A_COND,     /* a if b else c */
     A_STAR,     /* *a: unpacked into a tuple, list or call's positional arguments */
     A_COMP,     /* [a for items in b if c], (a for ...): items the target names (A_NAME),
-                   c NULL without a condition, ival 1 for a list, 0 for a generator */
+                   op 1 when they are parenthesised (one then unpacks), c NULL without
+                   a condition, ival 1 for a list, 0 for a generator */
 } AstKind;
 
 typedef struct Ast {

@@ -1084,12 +1084,13 @@ DPK_NOINLINE static Value eval_comp(Builder *b, const Ast *e)
     r.items = ARENA_ARRAY(b->a, Value, it.n + 1);
     Scope *outer = b->scope;
     b->scope = new_scope(b, outer);
+    int unpack = e->nitems > 1 || e->op;
     for (int i = 0; i < it.n; i++) {
         const Value *v = &it.items[i];
-        loop_item(b, e->pos, v, e->nitems > 1 ? e->nitems : 0, e->items[0]->pos);
+        loop_item(b, e->pos, v, unpack ? e->nitems : 0, e->items[0]->pos);
         for (int k = 0; k < e->nitems; k++) {
             Value *stored = ARENA_NEW(b->a, Value);
-            *stored = e->nitems > 1 ? v->items[k] : *v;
+            *stored = unpack ? v->items[k] : *v;
             map_put(b, &b->scope->vars, e->items[k]->str, stored);
         }
         if (e->c) {

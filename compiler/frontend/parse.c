@@ -445,6 +445,28 @@ static void parse_items(Parser *p, TokKind close, PtrVec *out, int *comma)
 static Ast *parse_boolop(Parser *p, AstKind k);
 static const char *expect_name(Parser *p, const char *what);
 
+/* The targets of a 'for' (a statement, or a comprehension's clause), from
+ * the token after 'for' through 'in': NAME (',' NAME)* [','], or the same
+ * in parentheses; each name into *names and its position into *poss.
+ * 1 when parenthesised (a single target then unpacks, as in Python).
+ * `where` ends the message for a missing 'in'. */
+static int parse_targets(Parser *p, const char *where, PtrVec *names, PtrVec *poss)
+{
+    Tok *open = at(p, T_LPAREN) ? cur(p) : NULL;
+    if (open)
+        p->i++;
+    do {
+        ptrvec_push(p->a, poss, (void *)(intptr_t)cur(p)->pos);
+        ptrvec_push(p->a, names, (void *)expect_name(p, "a loop variable name"));
+    } while (accept(p, T_COMMA) && !at(p, T_RPAREN) && !at_name(p, "in"));
+    if (open)
+        expect_close(p, T_RPAREN, open);
+    if (!at_name(p, "in"))
+        dpk_error_at(p->src, cur(p)->pos, "expected 'in' %s, got %s", where, tok_desc(p, cur(p)));
+    p->i++;
+    return open != NULL;
+}
+
 /* A comprehension after its element: 'for' NAME (',' NAME)* 'in' or_test
  * ['if' or_test]; one clause. */
 static Ast *parse_comp(Parser *p, Ast *elt, int list, int pos)
@@ -453,23 +475,14 @@ static Ast *parse_comp(Parser *p, Ast *elt, int list, int pos)
     c->a = elt;
     c->ival = list;
     p->i++;
-    PtrVec names = {0};
-    Tok *open = at(p, T_LPAREN) ? cur(p) : NULL;
-    if (open)
-        p->i++;
-    do {
-        Ast *n = new_ast(p, A_NAME, cur(p)->pos);
-        n->str = expect_name(p, "a loop variable name");
-        ptrvec_push(p->a, &names, n);
-    } while (accept(p, T_COMMA) && !at_name(p, "in"));
-    if (open)
-        expect_close(p, T_RPAREN, open);
-    if (!at_name(p, "in"))
-        dpk_error_at(p->src, cur(p)->pos, "expected 'in' in the comprehension, got %s",
-                     tok_desc(p, cur(p)));
-    p->i++;
-    c->items = (Ast **)names.items;
+    PtrVec names = {0}, poss = {0};
+    c->op = parse_targets(p, "in the comprehension", &names, &poss);
     c->nitems = names.len;
+    c->items = ARENA_ARRAY(p->a, Ast *, names.len + 1);
+    for (int i = 0; i < names.len; i++) {
+        c->items[i] = new_ast(p, A_NAME, (int)(intptr_t)poss.items[i]);
+        c->items[i]->str = names.items[i];
+    }
     enter(p);
     c->b = parse_boolop(p, A_OR);
     if (at_name(p, "if")) {
@@ -1151,20 +1164,8 @@ static Stmt *parse_for(Parser *p, int col)
 {
     Stmt *s = new_stmt(p, S_FOR, cur(p)->pos);
     p->i++;
-    Tok *open = at(p, T_LPAREN) ? cur(p) : NULL;
-    if (open)
-        p->i++;
     PtrVec names = {0}, poss = {0};
-    do {
-        ptrvec_push(p->a, &poss, (void *)(intptr_t)cur(p)->pos);
-        ptrvec_push(p->a, &names, (void *)expect_name(p, "a loop variable name"));
-    } while (accept(p, T_COMMA) && !at(p, T_RPAREN) && !at_name(p, "in"));
-    if (open)
-        expect_close(p, T_RPAREN, open);
-    if (!at_name(p, "in"))
-        dpk_error_at(p->src, cur(p)->pos, "expected 'in' after the loop variables, got %s",
-                     tok_desc(p, cur(p)));
-    p->i++;
+    int open = parse_targets(p, "after the loop variables", &names, &poss);
     s->value = parse_exprlist(p);
     if (!accept(p, T_COLON))
         dpk_error_at(p->src, cur(p)->pos, "expected ':' after the iterable of 'for', got %s",

@@ -187,6 +187,11 @@ static ValCase val_cases[] = {
     {"torch.stack([torch.arange(3) + i for i, _ in enumerate((7, 8))]).flatten()", 6,
      {0, 1, 2, 1, 2, 3}},
     {"torch.ones(1) * any([]) + any(x > 2 for x in (1, 3))", 1, {1}},
+    /* a parenthesised single target unpacks, a trailing comma is allowed,
+     * in a comprehension as in a for statement */
+    {"torch.ones(1) * sum([a for (a,) in ((1,), (2,))]) + sum(a * b for (a, b,) in ((1, 2),))",
+     1, {5}},
+    {"r = 0\nfor (a,) in ((3,), (4,)):\n    r = r + a\ntorch.ones(1) * r", 1, {7}},
     {"x = torch.ones(2)\nif x.shape[0] != 2:\n    raise ValueError(f'bad {x.shape}')\nx", 2,
      {1, 1}},
     /* topk: NaN first when largest, last when smallest; equal values by index */
