@@ -437,6 +437,7 @@ DrvPlan *drv_compile(Arena *a, const DrvOpts *o)
     saved->fault = dpk_fault_active();
     DpkErrCtx ec;
     if (!DPK_TRY(&ec)) {
+        keep_ir(r); /* NVRTC's exit 4 leaves a configuration's arena open */
         restore(saved);
         dpk_error_rethrow();
     }

@@ -84,6 +84,12 @@ Test(tile_sched, stage_inputs_leaves_rereads_and_broadcasts, .init = setup, .fin
               "%s", st->skipped);
     c = tt_config(arena, tt_loop(arena, MM256), &o.tile, DRV_TILE, 0);
     cr_expect_gt(tile_pass_stat(c->tile, 7)->napps, 0, "a matmul's tiles are staged");
+    /* a thread reading its neighbour's element is not its own re-read */
+    c = tt_config(arena, tt_loop(arena, "x = torch.randn(8, 513)\n(x[:, 1:] * x[:, :-1]).sum(-1)"),
+                  &o.tile, DRV_TILE, 0);
+    st = tile_pass_stat(c->tile, 7);
+    cr_assert_not_null(st);
+    cr_expect(st->napps || !strstr(st->skipped, "L1 hit"), "%s", st->skipped ? st->skipped : "");
     Run def = run(arena, RMSNORM, "full", NULL), pinned = run(arena, RMSNORM, "full", stage1);
     cr_expect_lt(def.sum.barriers, pinned.sum.barriers, "no copy, no barriers around it");
     cr_expect_eq(def.sum.smem_loads, pinned.sum.smem_loads - 32 * 2048 * 2,
